@@ -1,0 +1,83 @@
+//! The one error type of the engine (DESIGN §4).
+//!
+//! Every failure that comes from bytes on storage is a [`Error::Corruption`] naming the file and
+//! byte offset; decoders never panic on bad input.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors returned by cairn.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An operating-system I/O call failed.
+    #[error("I/O error during {op} on {}: {source}", path.display())]
+    Io {
+        /// The operation that failed (`"read"`, `"append"`, `"fdatasync"`, ...).
+        op: &'static str,
+        /// The file or directory it was applied to.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// Stored bytes failed a checksum or a structural check.
+    #[error("corruption in {} at offset {offset}: {what}", file.display())]
+    Corruption {
+        /// The damaged file.
+        file: PathBuf,
+        /// Byte offset of the damaged structure within the file.
+        offset: u64,
+        /// What was wrong.
+        what: String,
+    },
+    /// A caller passed an argument the engine refuses (oversized key, empty tree name, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An option failed validation; the message names the option.
+    #[error("invalid option `{option}`: {reason}")]
+    InvalidOptions {
+        /// The option's name as spelled in the builder.
+        option: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A previous durable write failed (e.g. fsync); the database is read-only from now on.
+    #[error("database is read-only after an earlier failure: {0}")]
+    Poisoned(String),
+    /// Another handle or process holds the database lock.
+    #[error("database directory is locked by another process or handle: {}", .0.display())]
+    Locked(PathBuf),
+    /// The request needs something this build, file or platform does not support.
+    #[error("not supported: {0}")]
+    NotSupported(String),
+}
+
+impl Error {
+    /// Builds an [`Error::Corruption`].
+    pub fn corruption(file: impl Into<PathBuf>, offset: u64, what: impl fmt::Display) -> Self {
+        Error::Corruption {
+            file: file.into(),
+            offset,
+            what: what.to_string(),
+        }
+    }
+
+    /// Builds an [`Error::Io`].
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+}

@@ -1,0 +1,169 @@
+//! Internal keys: `user_key ‖ trailer`, trailer = `(seqno << 8) | kind` as a little-endian u64.
+//!
+//! Ordering: user key ascending (bytewise), then trailer *descending*, so the newest version of
+//! a user key comes first. `ValueKind` values are part of the file format and never renumbered.
+
+use std::cmp::Ordering;
+
+/// Largest sequence number (56 bits).
+pub const MAX_SEQNO: u64 = (1 << 56) - 1;
+
+/// Size of the trailer appended to every user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// What an entry is. On-disk values; never renumber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A tombstone.
+    Delete = 0,
+    /// A value.
+    Put = 1,
+}
+
+impl ValueKind {
+    /// Decodes a kind byte; `None` for values this version does not know.
+    pub fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(ValueKind::Delete),
+            1 => Some(ValueKind::Put),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a trailer.
+#[inline]
+pub fn pack_trailer(seqno: u64, kind: ValueKind) -> u64 {
+    debug_assert!(seqno <= MAX_SEQNO);
+    (seqno << 8) | kind as u64
+}
+
+/// An owned internal key.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct InternalKey(Vec<u8>);
+
+impl std::fmt::Debug for InternalKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match split(&self.0) {
+            Some((u, s, k)) => write!(f, "{:?}@{}#{:?}", String::from_utf8_lossy(u), s, k),
+            None => write!(f, "<bad ikey {:?}>", self.0),
+        }
+    }
+}
+
+impl InternalKey {
+    /// Builds `user_key ‖ trailer(seqno, kind)`.
+    pub fn new(user_key: &[u8], seqno: u64, kind: ValueKind) -> Self {
+        let mut v = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+        v.extend_from_slice(user_key);
+        v.extend_from_slice(&pack_trailer(seqno, kind).to_le_bytes());
+        InternalKey(v)
+    }
+    /// The key that sorts before every version of `user_key` visible at `seqno`: seeking to it
+    /// lands on the newest version with sequence number ≤ `seqno`.
+    pub fn for_seek(user_key: &[u8], seqno: u64) -> Self {
+        // Put has the highest kind value, so it sorts first among equal seqnos.
+        Self::new(user_key, seqno, ValueKind::Put)
+    }
+    /// Wraps already-encoded bytes (validated by the caller).
+    pub fn from_encoded(bytes: Vec<u8>) -> Self {
+        InternalKey(bytes)
+    }
+    /// The encoded bytes.
+    pub fn encoded(&self) -> &[u8] {
+        &self.0
+    }
+    /// The user-key part.
+    pub fn user_key(&self) -> &[u8] {
+        user_key(&self.0)
+    }
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(&self.0, &other.0)
+    }
+}
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Splits an encoded internal key into `(user_key, seqno, kind)`; `None` if it is too short or
+/// the kind is unknown.
+#[inline]
+pub fn split(ikey: &[u8]) -> Option<(&[u8], u64, ValueKind)> {
+    let n = ikey.len().checked_sub(TRAILER_LEN)?;
+    let t = crate::format::coding::read_u64(ikey, n)?;
+    Some((&ikey[..n], t >> 8, ValueKind::from_u8(t as u8)?))
+}
+
+/// The user-key part of an encoded internal key (all of it if shorter than a trailer; callers
+/// validate keys when they are decoded).
+#[inline]
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
+}
+
+#[inline]
+fn trailer(ikey: &[u8]) -> u64 {
+    let n = ikey.len().saturating_sub(TRAILER_LEN);
+    crate::format::coding::read_u64(ikey, n).unwrap_or(0)
+}
+
+/// Compares two encoded internal keys.
+#[inline]
+pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => trailer(b).cmp(&trailer(a)),
+        o => o,
+    }
+}
+
+/// How keys in a block are ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyOrder {
+    /// Plain bytewise order (metaindex).
+    Bytewise,
+    /// Internal-key order (data and index blocks).
+    Internal,
+}
+
+impl KeyOrder {
+    /// Compares two keys under this order.
+    #[inline]
+    pub fn compare(self, a: &[u8], b: &[u8]) -> Ordering {
+        match self {
+            KeyOrder::Bytewise => a.cmp(b),
+            KeyOrder::Internal => compare(a, b),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordering_newest_first() {
+        let a = InternalKey::new(b"k", 5, ValueKind::Put);
+        let b = InternalKey::new(b"k", 3, ValueKind::Put);
+        let c = InternalKey::new(b"k", 5, ValueKind::Delete);
+        let d = InternalKey::new(b"ka", 9, ValueKind::Put);
+        assert!(a < b && a < c && c < b && b < d);
+        assert!(InternalKey::for_seek(b"k", 5) <= a);
+    }
+
+    #[test]
+    fn golden_trailer_bytes() {
+        let k = InternalKey::new(b"ab", 0x0102, ValueKind::Put);
+        assert_eq!(k.encoded(), &[b'a', b'b', 0x01, 0x02, 0x01, 0, 0, 0, 0, 0]);
+        assert_eq!(split(k.encoded()), Some((&b"ab"[..], 0x0102, ValueKind::Put)));
+        assert_eq!(split(&[1, 2, 3]), None);
+        let mut bad = k.encoded().to_vec();
+        bad[2] = 7; // unknown kind
+        assert_eq!(split(&bad), None);
+    }
+}
