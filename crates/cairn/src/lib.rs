@@ -8,5 +8,6 @@
 pub mod env;
 pub mod error;
 pub mod format;
+pub mod wal;
 
 pub use error::{Error, Result};

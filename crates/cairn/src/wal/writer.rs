@@ -1,0 +1,129 @@
+//! Appends records to a WAL file.
+
+use super::{FragmentType, BLOCK_SIZE, HEADER_LEN};
+use crate::env::WritableFile;
+use crate::error::Result;
+use crate::format::coding::masked_crc;
+
+/// Writes records to one WAL file. Not synchronized: the engine's group-commit leader owns it.
+#[derive(Debug)]
+pub struct WalWriter {
+    file: Box<dyn WritableFile>,
+    log_number: u64,
+    /// Bytes used in the current block.
+    block_offset: usize,
+    /// File length known durable.
+    synced: u64,
+    /// Reused buffer holding the fragments of one record.
+    scratch: Vec<u8>,
+}
+
+impl WalWriter {
+    /// Starts writing `log_number` into `file` (empty, or reopened for append: everything
+    /// already in it is taken as durable).
+    pub fn new(file: Box<dyn WritableFile>, log_number: u64) -> Self {
+        let len = file.len();
+        WalWriter {
+            block_offset: (len % BLOCK_SIZE as u64) as usize,
+            synced: len,
+            file,
+            log_number,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The log's number.
+    pub fn log_number(&self) -> u64 {
+        self.log_number
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// True when nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.file.is_empty()
+    }
+
+    /// File length known durable.
+    pub fn synced_len(&self) -> u64 {
+        self.synced
+    }
+
+    /// Appends one record (buffered; call [`flush`](Self::flush) or [`sync`](Self::sync)).
+    /// Returns the file offset just past the record.
+    ///
+    /// # Errors
+    /// An I/O error leaves the file in an unknown state; the caller must stop using this log.
+    pub fn add_record(&mut self, body: &[u8]) -> Result<u64> {
+        let mut prefix = [0u8; super::RECORD_PREFIX_LEN];
+        prefix[..8].copy_from_slice(&self.log_number.to_le_bytes());
+        prefix[8..].copy_from_slice(&self.synced.to_le_bytes());
+        let total = prefix.len() + body.len();
+        let byte = |i: usize| -> u8 {
+            if i < prefix.len() {
+                prefix[i]
+            } else {
+                body[i - prefix.len()]
+            }
+        };
+        self.scratch.clear();
+        let mut done = 0usize;
+        let mut first = true;
+        loop {
+            let left_in_block = BLOCK_SIZE - self.block_offset;
+            if left_in_block < HEADER_LEN {
+                self.scratch.resize(self.scratch.len() + left_in_block, 0);
+                self.block_offset = 0;
+                continue;
+            }
+            let avail = left_in_block - HEADER_LEN;
+            let n = (total - done).min(avail);
+            let last = done + n == total;
+            let ty = match (first, last) {
+                (true, true) => FragmentType::Full,
+                (true, false) => FragmentType::First,
+                (false, false) => FragmentType::Middle,
+                (false, true) => FragmentType::Last,
+            };
+            let start = self.scratch.len();
+            self.scratch.extend_from_slice(&[0u8; HEADER_LEN]);
+            if done >= prefix.len() {
+                self.scratch
+                    .extend_from_slice(&body[done - prefix.len()..done - prefix.len() + n]);
+            } else {
+                self.scratch.extend((done..done + n).map(byte));
+            }
+            let crc = masked_crc(&[&[ty as u8], &self.scratch[start + HEADER_LEN..]]);
+            self.scratch[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+            self.scratch[start + 4..start + 6].copy_from_slice(&(n as u16).to_le_bytes());
+            self.scratch[start + 6] = ty as u8;
+            self.block_offset += HEADER_LEN + n;
+            done += n;
+            first = false;
+            if last {
+                break;
+            }
+        }
+        self.file.append(&self.scratch)?;
+        Ok(self.file.len())
+    }
+
+    /// Hands buffered records to the OS (they then survive a process crash).
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// Makes every record durable (fdatasync).
+    ///
+    /// # Errors
+    /// A failed sync must poison the database: the OS may have dropped the dirty pages, so
+    /// retrying could report durability that does not exist.
+    pub fn sync(&mut self) -> Result<()> {
+        self.file.sync_data()?;
+        self.synced = self.file.len();
+        Ok(())
+    }
+}
