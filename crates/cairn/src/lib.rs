@@ -5,9 +5,14 @@
 //! Bloom filter ([`filter`]), the block and table caches ([`cache`]) and I/O accounting
 //! ([`stats`]).
 
+pub mod cache;
 pub mod env;
 pub mod error;
+pub mod filter;
 pub mod format;
+pub mod iter;
+pub mod sst;
+pub mod stats;
 pub mod wal;
 
 pub use error::{Error, Result};

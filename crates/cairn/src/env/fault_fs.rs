@@ -113,7 +113,9 @@ impl DirOp {
     }
 }
 
-type WriterSlot = Arc<Mutex<Option<Box<dyn WritableFile>>>>;
+/// A writer's inner handle; `None` once a crash closed it.
+type WriterCell = Mutex<Option<Box<dyn WritableFile>>>;
+type WriterSlot = Arc<WriterCell>;
 
 #[derive(Debug)]
 struct State {
@@ -123,7 +125,7 @@ struct State {
     paths: HashMap<PathBuf, u64>,
     files: HashMap<u64, Track>,
     pending: Vec<DirOp>,
-    writers: Vec<Weak<Mutex<Option<Box<dyn WritableFile>>>>>,
+    writers: Vec<Weak<WriterCell>>,
     rules: Vec<Rule>,
     ops: u64,
     injected: u64,
@@ -153,7 +155,11 @@ pub struct CrashReport {
 }
 
 fn injected(op: &'static str, path: &Path, kind: io::ErrorKind, msg: &str) -> Error {
-    Error::io(op, path, io::Error::new(kind, format!("injected fault: {msg}")))
+    Error::io(
+        op,
+        path,
+        io::Error::new(kind, format!("injected fault: {msg}")),
+    )
 }
 
 fn fault_error(op: &'static str, path: &Path, kind: FaultKind) -> Error {
@@ -174,11 +180,11 @@ impl State {
             match *r {
                 Rule::Nth { n, kind } if n == ops => hit = Some(kind),
                 Rule::Fraction { class: c, p, kind }
-                    if (c == class || c == OpClass::Any) && hit.is_none() =>
+                    if (c == class || c == OpClass::Any)
+                        && hit.is_none()
+                        && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
                 {
-                    if self.rng.gen_bool(p.clamp(0.0, 1.0)) {
-                        hit = Some(kind);
-                    }
+                    hit = Some(kind);
                 }
                 _ => {}
             }
@@ -321,7 +327,9 @@ impl FaultFs {
                 continue;
             }
             let mut data = super::read_all(inner, &path)?;
-            let synced = usize::try_from(t.synced).unwrap_or(usize::MAX).min(data.len());
+            let synced = usize::try_from(t.synced)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
             let keep = match mode {
                 CrashMode::DropUnsynced => synced,
                 _ => st.rng.gen_range(synced..=data.len()),
@@ -363,7 +371,12 @@ impl FaultFs {
         let _gate = self.shared.gate.read();
         let mut st = self.shared.state.lock();
         if st.dead {
-            return Err(injected(op, path, io::ErrorKind::Other, "file system crashed"));
+            return Err(injected(
+                op,
+                path,
+                io::ErrorKind::Other,
+                "file system crashed",
+            ));
         }
         if let Some(kind) = st.check(class) {
             return Err(fault_error(op, path, kind));
@@ -379,7 +392,13 @@ impl FaultFs {
         id
     }
 
-    fn wrap_writer(&self, st: &mut State, inner: Box<dyn WritableFile>, id: u64, path: &Path) -> Box<dyn WritableFile> {
+    fn wrap_writer(
+        &self,
+        st: &mut State,
+        inner: Box<dyn WritableFile>,
+        id: u64,
+        path: &Path,
+    ) -> Box<dyn WritableFile> {
         let slot: WriterSlot = Arc::new(Mutex::new(Some(inner)));
         st.writers.retain(|w| w.strong_count() > 0);
         st.writers.push(Arc::downgrade(&slot));
@@ -433,11 +452,15 @@ impl FileSystem for FaultFs {
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        self.op(OpClass::Metadata, "stat", path, |inner, _| inner.file_size(path))
+        self.op(OpClass::Metadata, "stat", path, |inner, _| {
+            inner.file_size(path)
+        })
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
-        self.op(OpClass::Metadata, "stat", path, |inner, _| inner.exists(path))
+        self.op(OpClass::Metadata, "stat", path, |inner, _| {
+            inner.exists(path)
+        })
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -491,7 +514,9 @@ impl FileSystem for FaultFs {
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         // Directory creation is treated as durable at once (the engine syncs the parent anyway).
-        self.op(OpClass::Metadata, "create dir", dir, |inner, _| inner.create_dir_all(dir))
+        self.op(OpClass::Metadata, "create dir", dir, |inner, _| {
+            inner.create_dir_all(dir)
+        })
     }
 
     fn sync_dir(&self, dir: &Path) -> Result<()> {
@@ -526,7 +551,12 @@ impl FaultWritable {
         let _gate = self.fs.shared.gate.read();
         let mut st = self.fs.shared.state.lock();
         if st.dead || st.generation != self.generation {
-            return Err(injected(op, &self.path, io::ErrorKind::Other, "handle from before a crash"));
+            return Err(injected(
+                op,
+                &self.path,
+                io::ErrorKind::Other,
+                "handle from before a crash",
+            ));
         }
         let fault = st.check(class);
         let mut slot = self.slot.lock();
@@ -620,7 +650,12 @@ impl RandomAccessFile for FaultReadable {
         let _gate = self.fs.shared.gate.read();
         let mut st = self.fs.shared.state.lock();
         if st.dead || st.generation != self.generation {
-            return Err(injected("read", &self.path, io::ErrorKind::Other, "handle from before a crash"));
+            return Err(injected(
+                "read",
+                &self.path,
+                io::ErrorKind::Other,
+                "handle from before a crash",
+            ));
         }
         match st.check(OpClass::Read) {
             None => {

@@ -20,7 +20,10 @@ fn conformance(fs: &dyn FileSystem, root: &Path) {
     let mut buf = [0u8; 5];
     r.read_exact_at(100_006, &mut buf).unwrap();
     assert_eq!(&buf, b"world");
-    assert!(r.read_exact_at(100_008, &mut buf).is_err(), "read past end must fail");
+    assert!(
+        r.read_exact_at(100_008, &mut buf).is_err(),
+        "read past end must fail"
+    );
 
     let mut w = fs.open_append(&a).unwrap();
     assert_eq!(w.len(), 100_011);
@@ -82,7 +85,14 @@ fn std_fs_direct_reads_match_buffered_reads() {
     write_all_synced(&fs, &p, &data).unwrap();
     let d = fs.open_read(&p, ReadOptions { direct: true }).unwrap();
     eprintln!("O_DIRECT active on this file system: {}", d.is_direct());
-    for (off, len) in [(0usize, 1usize), (1, 4095), (4095, 2), (4096, 4096), (12_345, 20_000), (49_999, 1)] {
+    for (off, len) in [
+        (0usize, 1usize),
+        (1, 4095),
+        (4095, 2),
+        (4096, 4096),
+        (12_345, 20_000),
+        (49_999, 1),
+    ] {
         let mut buf = vec![0u8; len];
         d.read_exact_at(off as u64, &mut buf).unwrap();
         assert_eq!(buf, &data[off..off + len], "offset {off} len {len}");
@@ -123,10 +133,16 @@ fn crash_keeps_exactly_the_synced_bytes() {
     assert!(fs.exists(&durable).is_err());
     assert!(w.append(b"x").is_err());
     fs.restart();
-    assert!(w.append(b"x").is_err(), "handles from before the crash stay dead");
+    assert!(
+        w.append(b"x").is_err(),
+        "handles from before the crash stay dead"
+    );
     assert_eq!(read_all(&fs, &durable).unwrap(), b"synced-part");
     assert_eq!(read_all(&fs, &unsynced_file).unwrap(), b"");
-    assert!(!fs.exists(&new_entry).unwrap(), "entry whose directory was not synced is undone");
+    assert!(
+        !fs.exists(&new_entry).unwrap(),
+        "entry whose directory was not synced is undone"
+    );
 }
 
 #[test]
@@ -163,9 +179,13 @@ fn crash_undoes_unsynced_renames_and_removals() {
 
 #[test]
 fn torn_crash_modes_keep_the_synced_prefix() {
-    for (i, mode) in [CrashMode::KeepRandomPrefix, CrashMode::TearZeros, CrashMode::TearGarbage]
-        .into_iter()
-        .enumerate()
+    for (i, mode) in [
+        CrashMode::KeepRandomPrefix,
+        CrashMode::TearZeros,
+        CrashMode::TearGarbage,
+    ]
+    .into_iter()
+    .enumerate()
     {
         for seed in 0..50u64 {
             let fs = FaultFs::new(Arc::new(MemFs::new()), seed * 10 + i as u64);
@@ -212,7 +232,10 @@ fn injected_read_faults_surface_as_errors_or_flipped_bits() {
     let before = fs.op_count();
     fs.fail_nth(before + 2, FaultKind::Eio);
     r.read_exact_at(0, &mut buf).unwrap();
-    assert!(r.read_exact_at(0, &mut buf).is_err(), "the n-th operation fails");
+    assert!(
+        r.read_exact_at(0, &mut buf).is_err(),
+        "the n-th operation fails"
+    );
     r.read_exact_at(0, &mut buf).unwrap();
     assert_eq!(fs.injected_faults(), 5);
 }

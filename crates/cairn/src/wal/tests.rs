@@ -14,7 +14,12 @@ fn write_log(fs: &dyn FileSystem, path: &Path, log: u64, records: &[Vec<u8>]) ->
     w
 }
 
-fn read_log(fs: &dyn FileSystem, path: &Path, log: u64, mode: RecoveryMode) -> crate::Result<(Vec<Vec<u8>>, WalEnd)> {
+fn read_log(
+    fs: &dyn FileSystem,
+    path: &Path,
+    log: u64,
+    mode: RecoveryMode,
+) -> crate::Result<(Vec<Vec<u8>>, WalEnd)> {
     let f = fs.open_read(path, ReadOptions::default())?;
     let mut r = WalReader::new(f, path, log, mode);
     let mut out = Vec::new();
@@ -132,7 +137,11 @@ fn torn_tails_recover_the_synced_prefix() {
         let mut written = Vec::new();
         let mut synced_count = 0;
         for i in 0..rng.gen_range(1..60) {
-            let n = if rng.gen_bool(0.1) { rng.gen_range(0..100_000) } else { rng.gen_range(0..300) };
+            let n = if rng.gen_bool(0.1) {
+                rng.gen_range(0..100_000)
+            } else {
+                rng.gen_range(0..300)
+            };
             let rec: Vec<u8> = (0..n).map(|j| (i * 31 + j) as u8).collect();
             w.add_record(&rec).unwrap();
             written.push(rec);
@@ -147,7 +156,10 @@ fn torn_tails_recover_the_synced_prefix() {
         fs.restart();
         let (got, end) = read_log(&fs, p, 7, RecoveryMode::PointInTime)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(got.len() >= synced_count, "seed {seed}: lost synced records ({end:?})");
+        assert!(
+            got.len() >= synced_count,
+            "seed {seed}: lost synced records ({end:?})"
+        );
         assert_eq!(&written[..got.len()], &got[..], "seed {seed}: not a prefix");
         checked += 1;
     }
@@ -199,7 +211,9 @@ fn corrupted_record_in_a_single_block_log_is_detected() {
         w.sync().unwrap();
     }
     flip(&fs, p, 150); // second record; records 3..5 were written after syncs past it
-    assert!(read_log(&fs, p, 1, RecoveryMode::PointInTime).unwrap_err().is_corruption());
+    assert!(read_log(&fs, p, 1, RecoveryMode::PointInTime)
+        .unwrap_err()
+        .is_corruption());
 }
 
 #[test]
@@ -214,7 +228,10 @@ fn torn_tail_is_an_error_only_under_absolute_consistency() {
     fs.truncate(p, len - 1000).unwrap();
     let (got, end) = read_log(&fs, p, 1, RecoveryMode::PointInTime).unwrap();
     assert_eq!(got, vec![vec![1u8; 50]]);
-    assert!(matches!(end, WalEnd::TornTail { offset: 73, .. }), "{end:?}");
+    assert!(
+        matches!(end, WalEnd::TornTail { offset: 73, .. }),
+        "{end:?}"
+    );
     assert!(read_log(&fs, p, 1, RecoveryMode::AbsoluteConsistency).is_err());
 }
 

@@ -1,0 +1,263 @@
+//! Writes a table: data blocks grouped into segments, filter units per segment, index,
+//! properties, metaindex, footer.
+
+use super::block::BlockBuilder;
+use super::footer::{BlockHandle, Footer, FORMAT_VERSION};
+use super::properties::{FilterDecision, Properties, SegmentMeta};
+use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
+use super::{TableOptions, METAINDEX_PROPERTIES};
+use crate::env::WritableFile;
+use crate::error::{Error, Result};
+use crate::filter::{bloom, key_hash};
+use crate::format::ikey::{self, ValueKind};
+use crate::stats::IoStats;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// What a finished table is.
+#[derive(Debug, Clone)]
+pub struct TableSummary {
+    /// Bytes in the file.
+    pub file_size: u64,
+    /// Its properties block.
+    pub properties: Properties,
+}
+
+#[derive(Debug, Default)]
+struct SegmentAcc {
+    meta: SegmentMeta,
+    hashes: Vec<u64>,
+    last_user_key: Option<Vec<u8>>,
+}
+
+/// Builds one table; entries must be added in strictly increasing internal-key order.
+#[derive(Debug)]
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    opts: TableOptions,
+    stats: Arc<IoStats>,
+    offset: u64,
+    data: BlockBuilder,
+    index: BlockBuilder,
+    props: Properties,
+    seg: SegmentAcc,
+    /// Built filter units per closed segment, written at finish.
+    units: Vec<Vec<Vec<u8>>>,
+    last_key: Vec<u8>,
+}
+
+impl TableBuilder {
+    /// Starts a table in `file` (empty), to be known as `file_number`.
+    pub fn new(
+        file: Box<dyn WritableFile>,
+        file_number: u64,
+        opts: TableOptions,
+        stats: Arc<IoStats>,
+    ) -> Self {
+        let props = Properties {
+            file_number,
+            entries: 0,
+            tombstones: 0,
+            data_blocks: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+            data_size: 0,
+            filter_size: 0,
+            index_size: 0,
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+            smallest_seqno: u64::MAX,
+            largest_seqno: 0,
+            compression: opts.compression,
+            block_size: opts.block_size as u64,
+            segment_size: opts.segment_size,
+            creation_time: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            filter: opts.filter.clone(),
+            segments: Vec::new(),
+        };
+        TableBuilder {
+            data: BlockBuilder::new(opts.restart_interval),
+            index: BlockBuilder::new(1),
+            file,
+            opts,
+            stats,
+            offset: 0,
+            props,
+            seg: SegmentAcc::default(),
+            units: Vec::new(),
+            last_key: Vec::new(),
+        }
+    }
+
+    /// Overrides the creation time recorded in the properties (for reproducible files).
+    pub fn set_creation_time(&mut self, secs: u64) {
+        self.props.creation_time = secs;
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.props.entries
+    }
+
+    /// Bytes written so far plus the pending data block: the file size if finished now,
+    /// without filters and index.
+    pub fn estimated_size(&self) -> u64 {
+        self.offset + self.data.size_estimate() as u64
+    }
+
+    /// Adds an entry.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `ikey` is not a valid internal key or not greater than the
+    /// previous key; I/O errors from writing a finished block.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        let (user_key, seqno, kind) = ikey::split(ikey).ok_or_else(|| {
+            Error::InvalidArgument("table entry is not a valid internal key".into())
+        })?;
+        if self.props.entries > 0 && ikey::compare(ikey, &self.last_key) != Ordering::Greater {
+            return Err(Error::InvalidArgument(
+                "table entries must be added in increasing key order".into(),
+            ));
+        }
+        if self.seg.last_user_key.as_deref() != Some(user_key) {
+            self.seg.hashes.push(key_hash(user_key));
+            self.seg.meta.distinct_keys += 1;
+            if self.seg.last_user_key.is_none() {
+                self.seg.meta.smallest_user_key = user_key.to_vec();
+            }
+            self.seg.last_user_key = Some(user_key.to_vec());
+        }
+        self.seg.meta.entries += 1;
+        let p = &mut self.props;
+        if p.entries == 0 {
+            p.smallest_key = ikey.to_vec();
+        }
+        p.entries += 1;
+        p.tombstones += u64::from(kind == ValueKind::Delete);
+        p.raw_key_bytes += ikey.len() as u64;
+        p.raw_value_bytes += value.len() as u64;
+        p.smallest_seqno = p.smallest_seqno.min(seqno);
+        p.largest_seqno = p.largest_seqno.max(seqno);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(ikey);
+        self.data.add(ikey, value);
+        if self.data.size_estimate() >= self.opts.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    fn write_block(&mut self, contents: &[u8], c: Compression) -> Result<BlockHandle> {
+        let handle = BlockHandle {
+            offset: self.offset,
+            size: contents.len() as u64,
+        };
+        self.file.append(contents)?;
+        self.file.append(&trailer(contents, c))?;
+        let n = (contents.len() + TRAILER_LEN) as u64;
+        self.offset += n;
+        self.stats.record_write(n);
+        Ok(handle)
+    }
+
+    fn flush_data_block(&mut self) -> Result<()> {
+        if self.data.is_empty() {
+            return Ok(());
+        }
+        let (contents, c) = compress(self.data.finish(), self.opts.compression);
+        let handle = self.write_block(&contents, c)?;
+        let mut h = Vec::with_capacity(20);
+        handle.encode_to(&mut h);
+        self.index.add(&self.last_key, &h);
+        self.data.reset();
+        self.props.data_blocks += 1;
+        let m = &mut self.seg.meta;
+        m.block_count += 1;
+        m.data_len += handle.size + TRAILER_LEN as u64;
+        if m.data_len >= self.opts.segment_size {
+            self.close_segment();
+        }
+        Ok(())
+    }
+
+    fn close_segment(&mut self) {
+        if self.seg.meta.block_count == 0 {
+            return;
+        }
+        let mut seg = std::mem::take(&mut self.seg);
+        seg.meta.largest_user_key = seg.last_user_key.take().unwrap_or_default();
+        let units = self
+            .opts
+            .filter
+            .units
+            .iter()
+            .map(|u| bloom::build(&seg.hashes, u.bpk, u.seed))
+            .collect();
+        self.units.push(units);
+        self.props.segments.push(seg.meta);
+        self.seg.meta.first_block = self.props.data_blocks;
+        self.seg.meta.data_offset = self.offset;
+    }
+
+    /// Writes the meta blocks and footer, then syncs the file's data.
+    ///
+    /// # Errors
+    /// I/O errors; the file is then incomplete and must be deleted by the caller.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.flush_data_block()?;
+        self.close_segment();
+        self.props.data_size = self.offset;
+        if self.props.entries == 0 {
+            self.props.smallest_seqno = 0;
+        }
+        self.props.largest_key = self.last_key.clone();
+        let filter_start = self.offset;
+        for (seg, units) in std::mem::take(&mut self.units).into_iter().enumerate() {
+            for unit in units {
+                let h = self.write_block(&unit, Compression::None)?;
+                self.props.segments[seg].units.push(h);
+            }
+        }
+        self.props.filter_size = self.offset - filter_start;
+        // The range-filter slot (metaindex entry `cairn.range_filter`) stays empty: this
+        // version builds no range filter.
+        let index_bytes = self.index.finish().to_vec();
+        let index = self.write_block(&index_bytes, Compression::None)?;
+        self.props.index_size = index.size + TRAILER_LEN as u64;
+        let props = self.write_block(&self.props.encode(), Compression::None)?;
+        let mut meta = BlockBuilder::new(1);
+        let mut h = Vec::new();
+        props.encode_to(&mut h);
+        meta.add(METAINDEX_PROPERTIES, &h);
+        let metaindex = self.write_block(meta.finish(), Compression::None)?;
+        let footer = Footer {
+            metaindex,
+            index,
+            version: FORMAT_VERSION,
+        }
+        .encode();
+        self.file.append(&footer)?;
+        self.offset += footer.len() as u64;
+        self.stats.record_write(footer.len() as u64);
+        self.file.sync_data()?;
+        self.stats.record_sync();
+        Ok(TableSummary {
+            file_size: self.offset,
+            properties: self.props,
+        })
+    }
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            compression: Compression::None,
+            segment_size: 4 << 20,
+            filter: FilterDecision::uniform(10.0),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Sorted string tables (spec: `docs/format/sst.md`).
+//!
+//! ```text
+//! [data block 0] … [data block n-1]       grouped into segments (default 4 MiB of data)
+//! [filter unit 0 of segment 0] … [unit U-1 of segment S-1]
+//! [range filter]                          reserved metaindex slot; not written yet
+//! [index block]                           one fence pointer per data block: last key → handle
+//! [properties block]
+//! [metaindex block]                       name → handle ("cairn.properties", "cairn.range_filter")
+//! [footer]                                48 bytes, ends with the magic "cairnSST"
+//! ```
+//! Every block is followed by a 5-byte trailer (compression type, masked CRC32C).
+
+mod block;
+mod builder;
+mod footer;
+mod iter;
+mod properties;
+mod reader;
+mod trailer;
+
+pub use block::{Block, BlockBuilder, BlockIter};
+pub use builder::{TableBuilder, TableSummary};
+pub use footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC};
+pub use iter::TableIter;
+pub use properties::{FilterDecision, Properties, SegmentMeta, UnitSpec};
+pub use reader::{Found, GetOutcome, ReaderOptions, TableReader, UnitSelection};
+pub use trailer::{Compression, TRAILER_LEN};
+
+/// Metaindex name of the properties block.
+pub const METAINDEX_PROPERTIES: &[u8] = b"cairn.properties";
+/// Metaindex name of the reserved range-filter slot; its value is `version:u8 ‖ handle`.
+pub const METAINDEX_RANGE_FILTER: &[u8] = b"cairn.range_filter";
+
+/// How tables are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOptions {
+    /// Target uncompressed data-block size in bytes (default 4096).
+    pub block_size: usize,
+    /// Entries between restart points in data blocks (default 16).
+    pub restart_interval: usize,
+    /// Data-block compression (default none).
+    pub compression: Compression,
+    /// Data bytes per segment before a new one starts (default 4 MiB).
+    pub segment_size: u64,
+    /// Filter units per segment (default one 10-bit unit).
+    pub filter: FilterDecision,
+}
+
+#[cfg(test)]
+mod tests;

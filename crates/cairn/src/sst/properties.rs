@@ -1,0 +1,265 @@
+//! The properties block (spec: `docs/format/sst.md` § Properties): what a table holds and how
+//! its filters were decided. Encoded as a versioned sequence of fields (varints unless noted):
+//!
+//! ```text
+//! version:u8 (=1) file_number entries tombstones data_blocks raw_key_bytes raw_value_bytes
+//! data_size filter_size index_size smallest_key:lp largest_key:lp smallest_seqno largest_seqno
+//! compression:u8 block_size segment_size creation_time
+//! policy:lp unit_count { bpk:f64le seed:u64le }*unit_count
+//! segment_count { first_block block_count data_offset data_len entries distinct_keys
+//!                 smallest_user_key:lp largest_user_key:lp
+//!                 { unit_offset unit_size }*unit_count }*segment_count
+//! ```
+//! `lp` = varint length + bytes. Keys are internal keys; segment key ranges are user keys.
+
+use super::footer::BlockHandle;
+use super::trailer::Compression;
+use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
+
+const VERSION: u8 = 1;
+
+/// One filter unit's parameters, the same for every segment of a file.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnitSpec {
+    /// Bits per key (fractional allowed; > 0).
+    pub bpk: f64,
+    /// Hash seed; units of one file have distinct seeds so they are independent.
+    pub seed: u64,
+}
+
+/// The bits-per-key decision for a file: which units each segment gets, and who decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilterDecision {
+    /// Name of the allocator that decided (`"uniform"`, `"monkey"`, ...).
+    pub policy: String,
+    /// Units per segment; empty means no point filter.
+    pub units: Vec<UnitSpec>,
+}
+
+impl FilterDecision {
+    /// One unit of `bpk` bits per key (none when `bpk <= 0`).
+    pub fn uniform(bpk: f64) -> Self {
+        FilterDecision {
+            policy: "uniform".into(),
+            units: if bpk > 0.0 {
+                vec![UnitSpec { bpk, seed: 0 }]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// `n` units of `bpk` bits each with seeds 0..n (ElasticBF: 6 × 4).
+    pub fn units(policy: &str, n: usize, bpk: f64) -> Self {
+        FilterDecision {
+            policy: policy.into(),
+            units: (0..n as u64).map(|seed| UnitSpec { bpk, seed }).collect(),
+        }
+    }
+
+    /// Total bits per key over all units.
+    pub fn total_bpk(&self) -> f64 {
+        self.units.iter().map(|u| u.bpk).sum()
+    }
+}
+
+/// A run of consecutive data blocks sharing one group of filter units.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SegmentMeta {
+    /// Ordinal of its first data block.
+    pub first_block: u64,
+    /// Data blocks in it.
+    pub block_count: u64,
+    /// File offset of its first data block.
+    pub data_offset: u64,
+    /// Bytes of data blocks (with trailers).
+    pub data_len: u64,
+    /// Entries (all versions).
+    pub entries: u64,
+    /// Distinct user keys (the keys its filter units hold).
+    pub distinct_keys: u64,
+    /// Smallest user key.
+    pub smallest_user_key: Vec<u8>,
+    /// Largest user key.
+    pub largest_user_key: Vec<u8>,
+    /// One handle per unit of the file's [`FilterDecision`].
+    pub units: Vec<BlockHandle>,
+}
+
+/// Everything the properties block records.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Properties {
+    /// The file number the table was written as (detects a file substituted from elsewhere).
+    pub file_number: u64,
+    /// Entries (puts and tombstones, all versions).
+    pub entries: u64,
+    /// Tombstones.
+    pub tombstones: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Sum of internal key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths.
+    pub raw_value_bytes: u64,
+    /// Bytes of the data section (blocks with trailers).
+    pub data_size: u64,
+    /// Bytes of all filter units (with trailers).
+    pub filter_size: u64,
+    /// Bytes of the index block (with trailer).
+    pub index_size: u64,
+    /// Smallest internal key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key.
+    pub largest_key: Vec<u8>,
+    /// Smallest sequence number.
+    pub smallest_seqno: u64,
+    /// Largest sequence number.
+    pub largest_seqno: u64,
+    /// Compression requested for data blocks.
+    pub compression: Compression,
+    /// Target data block size.
+    pub block_size: u64,
+    /// Target segment size.
+    pub segment_size: u64,
+    /// Seconds since the Unix epoch when written.
+    pub creation_time: u64,
+    /// The file's filter decision.
+    pub filter: FilterDecision,
+    /// Segments in file order.
+    pub segments: Vec<SegmentMeta>,
+}
+
+impl Properties {
+    /// Encodes the block contents.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut o = vec![VERSION];
+        for v in [
+            self.file_number,
+            self.entries,
+            self.tombstones,
+            self.data_blocks,
+            self.raw_key_bytes,
+            self.raw_value_bytes,
+            self.data_size,
+            self.filter_size,
+            self.index_size,
+        ] {
+            put_varint64(&mut o, v);
+        }
+        put_len_prefixed(&mut o, &self.smallest_key);
+        put_len_prefixed(&mut o, &self.largest_key);
+        put_varint64(&mut o, self.smallest_seqno);
+        put_varint64(&mut o, self.largest_seqno);
+        o.push(self.compression as u8);
+        put_varint64(&mut o, self.block_size);
+        put_varint64(&mut o, self.segment_size);
+        put_varint64(&mut o, self.creation_time);
+        put_len_prefixed(&mut o, self.filter.policy.as_bytes());
+        put_varint64(&mut o, self.filter.units.len() as u64);
+        for u in &self.filter.units {
+            o.extend_from_slice(&u.bpk.to_bits().to_le_bytes());
+            o.extend_from_slice(&u.seed.to_le_bytes());
+        }
+        put_varint64(&mut o, self.segments.len() as u64);
+        for s in &self.segments {
+            for v in [
+                s.first_block,
+                s.block_count,
+                s.data_offset,
+                s.data_len,
+                s.entries,
+                s.distinct_keys,
+            ] {
+                put_varint64(&mut o, v);
+            }
+            put_len_prefixed(&mut o, &s.smallest_user_key);
+            put_len_prefixed(&mut o, &s.largest_user_key);
+            for h in &s.units {
+                h.encode_to(&mut o);
+            }
+        }
+        o
+    }
+
+    /// Decodes the block contents (structure only; the reader checks consistency).
+    pub fn decode(b: &[u8]) -> Result<Self, &'static str> {
+        let mut d = Decoder::new(b);
+        if d.u8("properties version")? != VERSION {
+            return Err("unknown properties version");
+        }
+        let mut nums = [0u64; 9];
+        for n in &mut nums {
+            *n = d.varint64("properties counter")?;
+        }
+        let smallest_key = d.len_prefixed("smallest key")?.to_vec();
+        let largest_key = d.len_prefixed("largest key")?.to_vec();
+        let smallest_seqno = d.varint64("smallest seqno")?;
+        let largest_seqno = d.varint64("largest seqno")?;
+        let compression =
+            Compression::from_u8(d.u8("compression")?).ok_or("unknown compression")?;
+        let block_size = d.varint64("block size")?;
+        let segment_size = d.varint64("segment size")?;
+        let creation_time = d.varint64("creation time")?;
+        let policy = std::str::from_utf8(d.len_prefixed("filter policy")?)
+            .map_err(|_| "filter policy is not UTF-8")?
+            .to_string();
+        let unit_count = d.len(d.remaining() / 16, "unit count")?;
+        let mut units = Vec::with_capacity(unit_count);
+        for _ in 0..unit_count {
+            let bpk = d.f64("unit bits per key")?;
+            if bpk <= 0.0 {
+                return Err("unit bits per key not positive");
+            }
+            units.push(UnitSpec {
+                bpk,
+                seed: d.u64("unit seed")?,
+            });
+        }
+        // Every segment takes at least 8 bytes, which bounds the count by the bytes present.
+        let seg_count = d.len(d.remaining() / 8, "segment count")?;
+        let mut segments = Vec::with_capacity(seg_count);
+        for _ in 0..seg_count {
+            let mut s = SegmentMeta {
+                first_block: d.varint64("segment first block")?,
+                block_count: d.varint64("segment block count")?,
+                data_offset: d.varint64("segment offset")?,
+                data_len: d.varint64("segment length")?,
+                entries: d.varint64("segment entries")?,
+                distinct_keys: d.varint64("segment keys")?,
+                smallest_user_key: d.len_prefixed("segment smallest key")?.to_vec(),
+                largest_user_key: d.len_prefixed("segment largest key")?.to_vec(),
+                units: Vec::with_capacity(unit_count),
+            };
+            for _ in 0..unit_count {
+                s.units.push(BlockHandle::decode(&mut d)?);
+            }
+            segments.push(s);
+        }
+        if !d.is_empty() {
+            return Err("trailing bytes after properties");
+        }
+        let [file_number, entries, tombstones, data_blocks, raw_key_bytes, raw_value_bytes, data_size, filter_size, index_size] =
+            nums;
+        Ok(Properties {
+            file_number,
+            entries,
+            tombstones,
+            data_blocks,
+            raw_key_bytes,
+            raw_value_bytes,
+            data_size,
+            filter_size,
+            index_size,
+            smallest_key,
+            largest_key,
+            smallest_seqno,
+            largest_seqno,
+            compression,
+            block_size,
+            segment_size,
+            creation_time,
+            filter: FilterDecision { policy, units },
+            segments,
+        })
+    }
+}

@@ -1,0 +1,452 @@
+//! Opens a table and answers point lookups.
+
+use super::block::Block;
+use super::footer::{BlockHandle, Footer, FOOTER_LEN};
+use super::iter::TableIter;
+use super::properties::Properties;
+use super::trailer::{read_block, TRAILER_LEN};
+use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
+use crate::cache::{BlockCache, BlockKey, CachedBlock, Priority};
+use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
+use crate::error::{Error, Result};
+use crate::filter::{key_hash, BloomFilter};
+use crate::format::coding::Decoder;
+use crate::format::ikey::{self, InternalKey, KeyOrder, ValueKind};
+use crate::iter::InternalIterator;
+use crate::stats::{BlockKind, IoStats};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How a table is read.
+#[derive(Debug, Clone, Default)]
+pub struct ReaderOptions {
+    /// O_DIRECT reads.
+    pub direct: bool,
+    /// Shared block cache for data blocks and filter units (none: every read goes to storage).
+    pub cache: Option<Arc<BlockCache>>,
+    /// Where reads are counted.
+    pub stats: Arc<IoStats>,
+}
+
+/// Which filter units a point lookup consults.
+#[derive(Clone, Copy)]
+pub enum UnitSelection<'a> {
+    /// Every unit of the segment.
+    All,
+    /// None: go straight to the data block.
+    None,
+    /// The first `n` units (fewer if the segment has fewer).
+    First(u32),
+    /// Per segment ordinal, how many leading units (ElasticBF's loaded units).
+    PerSegment(&'a (dyn Fn(usize) -> u32 + Sync)),
+}
+
+impl std::fmt::Debug for UnitSelection<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UnitSelection::All => write!(f, "All"),
+            UnitSelection::None => write!(f, "None"),
+            UnitSelection::First(n) => write!(f, "First({n})"),
+            UnitSelection::PerSegment(_) => write!(f, "PerSegment"),
+        }
+    }
+}
+
+/// The newest version of a key visible at the lookup's sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Put or tombstone.
+    pub kind: ValueKind,
+    /// Its sequence number.
+    pub seqno: u64,
+    /// The value (empty for a tombstone).
+    pub value: Vec<u8>,
+}
+
+/// What a point lookup did in one table (the per-file access record of DESIGN §6.2).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GetOutcome {
+    /// The entry, if the table holds a version of the key visible at the lookup's seqno.
+    pub found: Option<Found>,
+    /// A filter unit ruled the key out.
+    pub filter_negative: bool,
+    /// Filter units probed.
+    pub units_probed: u32,
+    /// A data block was read (from cache or storage).
+    pub data_block_read: bool,
+}
+
+static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// An open table.
+#[derive(Debug)]
+pub struct TableReader {
+    file: Arc<dyn RandomAccessFile>,
+    path: Arc<Path>,
+    cache_id: u64,
+    index: Arc<Block>,
+    props: Properties,
+    range_filter: Option<(u8, BlockHandle)>,
+    /// Segment start offsets, for finding a block's segment by binary search.
+    segment_starts: Vec<u64>,
+    cache: Option<Arc<BlockCache>>,
+    stats: Arc<IoStats>,
+    file_size: u64,
+}
+
+impl TableReader {
+    /// Opens the table at `path`: footer, metaindex, properties and index are read and
+    /// cross-checked. `file_number`, when given, must match the number the table was written
+    /// as (a file copied from elsewhere is refused).
+    ///
+    /// # Errors
+    /// `Corruption` naming the file and offset for truncated, garbage or inconsistent files.
+    pub fn open(
+        fs: &dyn FileSystem,
+        path: &Path,
+        file_number: Option<u64>,
+        opts: ReaderOptions,
+    ) -> Result<Self> {
+        let file = fs.open_read(
+            path,
+            ReadOptions {
+                direct: opts.direct,
+            },
+        )?;
+        let path: Arc<Path> = Arc::from(path);
+        let size = file.size();
+        let stats = opts.stats.clone();
+        let bad = |offset: u64, what: String| Error::corruption(&*path, offset, what);
+        if size < FOOTER_LEN as u64 {
+            return Err(bad(
+                0,
+                format!("file is {size} bytes, too short to be a table"),
+            ));
+        }
+        let footer_at = size - FOOTER_LEN as u64;
+        let mut fb = [0u8; FOOTER_LEN];
+        file.read_exact_at(footer_at, &mut fb)?;
+        stats.record_read(BlockKind::Meta, FOOTER_LEN as u64);
+        let footer = Footer::decode(&fb).map_err(|e| bad(footer_at, e))?;
+
+        let meta_raw = read_block(&*file, &path, footer.metaindex, BlockKind::Meta, &stats)?;
+        let meta = Arc::new(Block::new(meta_raw, path.clone(), footer.metaindex.offset)?);
+        let mut props_handle = None;
+        let mut range_filter = None;
+        let mut it = meta.iter(KeyOrder::Bytewise);
+        it.seek_to_first();
+        while it.valid() {
+            let mut d = Decoder::new(it.value());
+            let mb = |e: &str| bad(footer.metaindex.offset, format!("metaindex: {e}"));
+            if it.key() == METAINDEX_PROPERTIES {
+                props_handle = Some(BlockHandle::decode(&mut d).map_err(mb)?);
+            } else if it.key() == METAINDEX_RANGE_FILTER {
+                let version = d.u8("range filter version").map_err(mb)?;
+                range_filter = Some((version, BlockHandle::decode(&mut d).map_err(mb)?));
+            }
+            it.next();
+        }
+        it.status()?;
+        let props_handle = props_handle.ok_or_else(|| {
+            bad(
+                footer.metaindex.offset,
+                "metaindex has no properties entry".into(),
+            )
+        })?;
+        let props_raw = read_block(&*file, &path, props_handle, BlockKind::Properties, &stats)?;
+        let props = Properties::decode(&props_raw)
+            .map_err(|e| bad(props_handle.offset, format!("properties: {e}")))?;
+        if let Some(n) = file_number {
+            if props.file_number != n {
+                return Err(bad(
+                    props_handle.offset,
+                    format!(
+                        "table was written as file {}, found as file {n}",
+                        props.file_number
+                    ),
+                ));
+            }
+        }
+        let index_raw = read_block(&*file, &path, footer.index, BlockKind::Index, &stats)?;
+        let index = Arc::new(Block::new(index_raw, path.clone(), footer.index.offset)?);
+        let reader = TableReader {
+            segment_starts: props.segments.iter().map(|s| s.data_offset).collect(),
+            file,
+            path,
+            cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            index,
+            props,
+            range_filter,
+            cache: opts.cache,
+            stats,
+            file_size: size,
+        };
+        reader.validate(footer)?;
+        Ok(reader)
+    }
+
+    /// Cross-checks properties, segments and index so later reads can trust them.
+    fn validate(&self, footer: Footer) -> Result<()> {
+        let p = &self.props;
+        let bad = |what: String| Error::corruption(&*self.path, footer.index.offset, what);
+        // Segments tile the data section in order.
+        let (mut block, mut offset) = (0u64, 0u64);
+        for (i, s) in p.segments.iter().enumerate() {
+            if s.first_block != block || s.data_offset != offset || s.block_count == 0 {
+                return Err(bad(format!(
+                    "segment {i} does not follow segment {}",
+                    i.wrapping_sub(1)
+                )));
+            }
+            if s.units.len() != p.filter.units.len() {
+                return Err(bad(format!(
+                    "segment {i} has {} filter units, expected {}",
+                    s.units.len(),
+                    p.filter.units.len()
+                )));
+            }
+            for u in &s.units {
+                let end = u.offset.checked_add(u.size + TRAILER_LEN as u64);
+                if u.offset < p.data_size || end.is_none_or(|e| e > footer.index.offset) {
+                    return Err(bad(format!(
+                        "segment {i} has a filter unit outside the filter section"
+                    )));
+                }
+            }
+            block += s.block_count;
+            offset = offset.saturating_add(s.data_len);
+        }
+        if block != p.data_blocks || offset != p.data_size {
+            return Err(bad("segments do not cover the data blocks".into()));
+        }
+        if p.data_size > footer.index.offset || footer.index.offset >= self.file_size {
+            return Err(bad("data section overlaps the index".into()));
+        }
+        // The index has one fence pointer per data block, contiguous from offset 0.
+        let mut it = self.index.iter(KeyOrder::Internal);
+        it.seek_to_first();
+        let (mut n, mut expect) = (0u64, 0u64);
+        let mut prev: Option<Vec<u8>> = None;
+        while it.valid() {
+            let h = BlockHandle::decode(&mut Decoder::new(it.value()))
+                .map_err(|e| bad(format!("index entry {n}: {e}")))?;
+            if h.offset != expect || ikey::split(it.key()).is_none() {
+                return Err(bad(format!("index entry {n} is not the next data block")));
+            }
+            if prev
+                .as_deref()
+                .is_some_and(|pk| ikey::compare(pk, it.key()).is_ge())
+            {
+                return Err(bad(format!("index entry {n} out of order")));
+            }
+            prev = Some(it.key().to_vec());
+            expect = h.offset + h.size + TRAILER_LEN as u64;
+            n += 1;
+            it.next();
+        }
+        it.status()?;
+        if n != p.data_blocks || expect != p.data_size {
+            return Err(bad(format!(
+                "index has {n} entries for {} data blocks",
+                p.data_blocks
+            )));
+        }
+        Ok(())
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &Properties {
+        &self.props
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Process-unique id used in block-cache keys.
+    pub fn cache_id(&self) -> u64 {
+        self.cache_id
+    }
+
+    /// File size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The reserved range-filter slot: `(version, handle)` if the table has one.
+    pub fn range_filter_slot(&self) -> Option<(u8, BlockHandle)> {
+        self.range_filter
+    }
+
+    /// Bytes this reader pins in memory (index block and properties).
+    pub fn memory_usage(&self) -> usize {
+        self.index.size() + std::mem::size_of::<Self>() + self.props.segments.len() * 96
+    }
+
+    /// The I/O counters this reader records into.
+    pub fn stats(&self) -> &Arc<IoStats> {
+        &self.stats
+    }
+
+    pub(crate) fn index_block(&self) -> &Arc<Block> {
+        &self.index
+    }
+
+    /// Ordinal of the segment holding the data block at `offset`.
+    pub fn segment_of(&self, offset: u64) -> usize {
+        self.segment_starts
+            .partition_point(|&s| s <= offset)
+            .saturating_sub(1)
+    }
+
+    fn cached_or_read<T>(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        prio: Priority,
+        from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
+        decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
+    ) -> Result<Arc<T>> {
+        let key = BlockKey {
+            table: self.cache_id,
+            offset: handle.offset,
+        };
+        if let Some(cache) = &self.cache {
+            if let Some(v) = cache.get(&key, kind).and_then(&from_cache) {
+                self.stats.record_cache_hit(kind);
+                return Ok(v);
+            }
+        }
+        let raw = read_block(&*self.file, &self.path, handle, kind, &self.stats)?;
+        let (v, entry, charge) = decode(raw)?;
+        if let Some(cache) = &self.cache {
+            cache.insert(key, entry, kind, charge, prio);
+        }
+        Ok(v)
+    }
+
+    /// The data block at `handle`, through the block cache.
+    pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        self.cached_or_read(
+            handle,
+            BlockKind::Data,
+            Priority::Low,
+            |c| match c {
+                CachedBlock::Block(b) => Some(b),
+                CachedBlock::Filter(_) => None,
+            },
+            |raw| {
+                let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
+                let charge = b.size();
+                Ok((b.clone(), CachedBlock::Block(b), charge))
+            },
+        )
+    }
+
+    /// Filter unit `unit` of segment `segment`, through the block cache (high priority).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an out-of-range segment or unit; read and corruption errors.
+    pub fn filter_unit(&self, segment: usize, unit: usize) -> Result<Arc<BloomFilter>> {
+        let handle = *self
+            .props
+            .segments
+            .get(segment)
+            .and_then(|s| s.units.get(unit))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}"))
+            })?;
+        self.cached_or_read(
+            handle,
+            BlockKind::FilterUnit,
+            Priority::High,
+            |c| match c {
+                CachedBlock::Filter(f) => Some(f),
+                CachedBlock::Block(_) => None,
+            },
+            |raw| {
+                let f = BloomFilter::decode(raw).map_err(|e| {
+                    Error::corruption(&*self.path, handle.offset, format!("filter unit: {e}"))
+                })?;
+                let f = Arc::new(f);
+                let charge = f.memory_usage();
+                Ok((f.clone(), CachedBlock::Filter(f), charge))
+            },
+        )
+    }
+
+    /// Point lookup of the newest version of `user_key` with seqno ≤ `seqno`, consulting the
+    /// filter units chosen by `units` first.
+    ///
+    /// # Errors
+    /// Read and corruption errors (never a wrong answer).
+    pub fn get(&self, user_key: &[u8], seqno: u64, units: UnitSelection<'_>) -> Result<GetOutcome> {
+        let mut out = GetOutcome::default();
+        let seek = InternalKey::for_seek(user_key, seqno);
+        let mut idx = self.index.iter(KeyOrder::Internal);
+        idx.seek(seek.encoded());
+        if !idx.valid() {
+            idx.status()?;
+            return Ok(out); // past the table's last key
+        }
+        let handle = BlockHandle::decode(&mut Decoder::new(idx.value())).map_err(|e| {
+            Error::corruption(
+                &*self.path,
+                self.index_offset_hint(),
+                format!("index entry: {e}"),
+            )
+        })?;
+        let segment = self.segment_of(handle.offset);
+        let available = self.props.filter.units.len() as u32;
+        let k = match units {
+            UnitSelection::All => available,
+            UnitSelection::None => 0,
+            UnitSelection::First(n) => n.min(available),
+            UnitSelection::PerSegment(f) => f(segment).min(available),
+        };
+        if k > 0 {
+            let h = key_hash(user_key);
+            for u in 0..k as usize {
+                let f = self.filter_unit(segment, u)?;
+                out.units_probed += 1;
+                if !f.may_contain_hash(h) {
+                    out.filter_negative = true;
+                    return Ok(out);
+                }
+            }
+        }
+        let block = self.data_block(handle)?;
+        out.data_block_read = true;
+        let mut it = block.iter(KeyOrder::Internal);
+        it.seek(seek.encoded());
+        if it.valid() {
+            let (uk, s, kind) = ikey::split(it.key()).ok_or_else(|| {
+                Error::corruption(
+                    &*self.path,
+                    handle.offset,
+                    "data block holds a malformed internal key",
+                )
+            })?;
+            if uk == user_key {
+                out.found = Some(Found {
+                    kind,
+                    seqno: s,
+                    value: it.value().to_vec(),
+                });
+            }
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    fn index_offset_hint(&self) -> u64 {
+        self.file_size.saturating_sub(FOOTER_LEN as u64)
+    }
+
+    /// An iterator over every entry.
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(self.clone())
+    }
+}

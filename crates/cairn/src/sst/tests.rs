@@ -1,0 +1,592 @@
+use super::*;
+use crate::cache::BlockCache;
+use crate::env::{read_all, write_all_synced, FileSystem, MemFs};
+use crate::format::ikey::{InternalKey, ValueKind};
+use crate::iter::InternalIterator;
+use crate::stats::{BlockKind, IoStats};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+type Model = BTreeMap<InternalKey, Vec<u8>>;
+
+fn fs() -> MemFs {
+    let fs = MemFs::new();
+    fs.create_dir_all(Path::new("/t")).unwrap();
+    fs
+}
+
+fn build(fs: &dyn FileSystem, path: &Path, model: &Model, opts: TableOptions) -> TableSummary {
+    let mut b = TableBuilder::new(fs.create(path).unwrap(), 7, opts, Arc::new(IoStats::new()));
+    b.set_creation_time(1_700_000_000);
+    for (k, v) in model {
+        b.add(k.encoded(), v).unwrap();
+    }
+    b.finish().unwrap()
+}
+
+fn open(
+    fs: &dyn FileSystem,
+    path: &Path,
+    cache: Option<Arc<BlockCache>>,
+) -> crate::Result<Arc<TableReader>> {
+    TableReader::open(
+        fs,
+        path,
+        Some(7),
+        ReaderOptions {
+            direct: false,
+            cache,
+            stats: Arc::new(IoStats::new()),
+        },
+    )
+    .map(Arc::new)
+}
+
+fn random_key(rng: &mut StdRng, alphabet: u8) -> Vec<u8> {
+    (0..rng.gen_range(1..8))
+        .map(|_| b'a' + rng.gen_range(0..alphabet))
+        .collect()
+}
+
+fn random_model(rng: &mut StdRng, n: usize, big: bool) -> Model {
+    let mut m = Model::new();
+    for _ in 0..n {
+        let kind = if rng.gen_bool(0.2) {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        let key = if big && rng.gen_bool(0.05) {
+            (0..rng.gen_range(1..=65_536)).map(|_| rng.gen()).collect()
+        } else {
+            random_key(rng, 6)
+        };
+        let vlen = if big && rng.gen_bool(0.05) {
+            rng.gen_range(1..=65_536)
+        } else {
+            rng.gen_range(1..40)
+        };
+        let v = if kind == ValueKind::Delete {
+            Vec::new()
+        } else {
+            (0..vlen).map(|_| rng.gen()).collect()
+        };
+        m.insert(InternalKey::new(&key, rng.gen_range(0..1000), kind), v);
+    }
+    m
+}
+
+/// Newest version of `uk` with seqno ≤ `seq` in the model.
+fn model_get(m: &Model, uk: &[u8], seq: u64) -> Option<Found> {
+    let start = InternalKey::for_seek(uk, seq);
+    let (k, v) = m.range(start..).next()?;
+    let (u, s, kind) = crate::format::ikey::split(k.encoded())?;
+    (u == uk).then(|| Found {
+        kind,
+        seqno: s,
+        value: v.clone(),
+    })
+}
+
+fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng) {
+    let t = open(fs, path, Some(Arc::new(BlockCache::new(1 << 20, 0.5)))).unwrap();
+    assert_eq!(t.properties().entries, model.len() as u64);
+    // Full scans both ways.
+    let mut it = t.iter();
+    it.seek_to_first();
+    for (k, v) in model {
+        assert!(it.valid(), "{:?}", it.status());
+        assert_eq!(it.key(), k.encoded());
+        assert_eq!(it.value(), &v[..]);
+        it.next();
+    }
+    assert!(!it.valid());
+    it.seek_to_last();
+    for (k, _) in model.iter().rev() {
+        assert_eq!(it.key(), k.encoded());
+        it.prev();
+    }
+    assert!(!it.valid() && it.status().is_ok());
+    // Point lookups for present keys at several snapshots, and for absent keys.
+    let keys: Vec<&InternalKey> = model.keys().collect();
+    for _ in 0..300.min(keys.len() * 3 + 10) {
+        let uk = if !keys.is_empty() && rng.gen_bool(0.7) {
+            keys[rng.gen_range(0..keys.len())].user_key().to_vec()
+        } else {
+            random_key(rng, 7)
+        };
+        let seq = rng.gen_range(0..1100);
+        let sel = [
+            UnitSelection::All,
+            UnitSelection::None,
+            UnitSelection::First(1),
+        ][rng.gen_range(0..3)];
+        let got = t.get(&uk, seq, sel).unwrap();
+        let want = model_get(model, &uk, seq);
+        if got.filter_negative {
+            assert!(want.is_none(), "filter said no for a present key");
+        } else {
+            assert_eq!(got.found, want);
+        }
+    }
+}
+
+#[test]
+fn round_trip_random_tables() {
+    let mut rng = StdRng::seed_from_u64(1);
+    let fs = fs();
+    for round in 0..24 {
+        let n = [0usize, 1, 2, 50, 2000][round % 5];
+        let model = random_model(&mut rng, n, round % 3 == 0);
+        let opts = TableOptions {
+            block_size: [64, 256, 4096][round % 3],
+            restart_interval: [1, 4, 16][round % 3],
+            compression: [Compression::None, Compression::Lz4, Compression::Zstd][(round / 3) % 3],
+            segment_size: [512, 4096, 4 << 20][(round / 2) % 3],
+            filter: match round % 4 {
+                0 => FilterDecision::uniform(0.0),
+                1 => FilterDecision::uniform(10.0),
+                2 => FilterDecision::units("elastic", 6, 4.0),
+                _ => FilterDecision::uniform(2.5),
+            },
+        };
+        let p = PathBuf::from(format!("/t/{round}.sst"));
+        let s = build(&fs, &p, &model, opts.clone());
+        assert_eq!(s.file_size, fs.file_size(&p).unwrap());
+        check_table(&fs, &p, &model, &mut rng);
+        let t = open(&fs, &p, None).unwrap();
+        assert_eq!(t.properties(), &s.properties);
+        assert_eq!(t.properties().filter, opts.filter);
+        if n > 0 {
+            assert!(t
+                .properties()
+                .segments
+                .iter()
+                .all(|s| s.units.len() == opts.filter.units.len()));
+        } else {
+            assert!(t.properties().segments.is_empty());
+        }
+    }
+}
+
+#[test]
+fn same_user_key_at_many_seqnos_across_segments() {
+    let mut model = Model::new();
+    for seq in 1..=3000u64 {
+        let kind = if seq % 7 == 0 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        model.insert(
+            InternalKey::new(b"hot", seq, kind),
+            seq.to_le_bytes().to_vec(),
+        );
+    }
+    model.insert(InternalKey::new(b"a", 5, ValueKind::Put), b"x".to_vec());
+    model.insert(InternalKey::new(b"z", 5, ValueKind::Put), b"y".to_vec());
+    let fs = fs();
+    let p = Path::new("/t/hot.sst");
+    let opts = TableOptions {
+        block_size: 128,
+        segment_size: 1024,
+        ..TableOptions::default()
+    };
+    build(&fs, p, &model, opts);
+    let t = open(&fs, p, None).unwrap();
+    assert!(
+        t.properties().segments.len() > 10,
+        "the key spans many segments"
+    );
+    for seq in (0..3100u64).step_by(37) {
+        let got = t.get(b"hot", seq, UnitSelection::All).unwrap();
+        assert_eq!(got.found, model_get(&model, b"hot", seq), "seq {seq}");
+    }
+    check_table(&fs, p, &model, &mut StdRng::seed_from_u64(2));
+}
+
+/// Random seek / seek_for_prev / next / prev against a BTreeMap, with tiny blocks and
+/// segments so walks cross block and segment boundaries constantly.
+#[test]
+fn iterator_conformance_with_btreemap() {
+    let mut rng = StdRng::seed_from_u64(9);
+    let fs = fs();
+    for round in 0..8 {
+        let model = random_model(&mut rng, 1500, false);
+        let p = PathBuf::from(format!("/t/it{round}.sst"));
+        build(
+            &fs,
+            &p,
+            &model,
+            TableOptions {
+                block_size: 96,
+                restart_interval: 3,
+                segment_size: 700,
+                ..TableOptions::default()
+            },
+        );
+        let t = open(
+            &fs,
+            &p,
+            if round % 2 == 0 {
+                None
+            } else {
+                Some(Arc::new(BlockCache::new(4096, 0.5)))
+            },
+        )
+        .unwrap();
+        let mut it = t.iter();
+        for _ in 0..500 {
+            let target = InternalKey::new(
+                &random_key(&mut rng, 7),
+                rng.gen_range(0..1000),
+                ValueKind::Put,
+            );
+            let mut pos = if rng.gen_bool(0.5) {
+                it.seek(target.encoded());
+                model.range(&target..).next().map(|(k, _)| k.clone())
+            } else {
+                it.seek_for_prev(target.encoded());
+                model.range(..=&target).next_back().map(|(k, _)| k.clone())
+            };
+            for _ in 0..rng.gen_range(0..40) {
+                assert_eq!(it.valid(), pos.is_some(), "{:?}", it.status());
+                let Some(p) = pos.clone() else { break };
+                assert_eq!(it.key(), p.encoded());
+                assert_eq!(it.value(), &model[&p][..]);
+                if rng.gen_bool(0.5) {
+                    it.next();
+                    pos = model
+                        .range((std::ops::Bound::Excluded(&p), std::ops::Bound::Unbounded))
+                        .next()
+                        .map(|(k, _)| k.clone());
+                } else {
+                    it.prev();
+                    pos = model.range(..&p).next_back().map(|(k, _)| k.clone());
+                }
+            }
+            assert!(it.status().is_ok());
+        }
+    }
+}
+
+#[test]
+fn io_accounting_is_exact_per_block_kind() {
+    let mut model = Model::new();
+    for i in 0..1000u32 {
+        model.insert(
+            InternalKey::new(format!("k{i:05}").as_bytes(), 1, ValueKind::Put),
+            vec![1; 50],
+        );
+    }
+    let fs = fs();
+    let p = Path::new("/t/io.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            filter: FilterDecision::units("elastic", 3, 4.0),
+            segment_size: 8192,
+            ..TableOptions::default()
+        },
+    );
+    let stats = Arc::new(IoStats::new());
+    let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
+    let t = TableReader::open(
+        &fs,
+        p,
+        Some(7),
+        ReaderOptions {
+            direct: false,
+            cache: Some(cache.clone()),
+            stats: stats.clone(),
+        },
+    )
+    .unwrap();
+    let s0 = stats.snapshot();
+    assert_eq!(s0.kind(BlockKind::Meta).reads, 2, "footer + metaindex");
+    assert_eq!(s0.kind(BlockKind::Properties).reads, 1);
+    assert_eq!(s0.kind(BlockKind::Index).reads, 1);
+    // A present key with 2 of 3 units: 2 unit reads + 1 data block read.
+    let g = t.get(b"k00500", 5, UnitSelection::First(2)).unwrap();
+    assert!(g.found.is_some() && g.data_block_read && g.units_probed == 2);
+    let d = stats.snapshot() - s0;
+    assert_eq!(d.kind(BlockKind::FilterUnit).reads, 2);
+    assert_eq!(d.kind(BlockKind::Data).reads, 1);
+    // Again: everything from the cache.
+    let s1 = stats.snapshot();
+    t.get(b"k00500", 5, UnitSelection::First(2)).unwrap();
+    let d = stats.snapshot() - s1;
+    assert_eq!(d.total_reads(), 0);
+    assert_eq!(d.kind(BlockKind::FilterUnit).cache_hits, 2);
+    assert_eq!(d.kind(BlockKind::Data).cache_hits, 1);
+    assert_eq!(cache.counters(BlockKind::Data).hits, 1);
+    // With no units consulted, absent keys read a data block: an unnecessary read.
+    let g = t.get(b"k00500x", 5, UnitSelection::None).unwrap();
+    assert!(g.found.is_none() && g.data_block_read && g.units_probed == 0);
+    // Past the last key: no block at all.
+    let s2 = stats.snapshot();
+    let g = t.get(b"zzz", 5, UnitSelection::All).unwrap();
+    assert!(!g.data_block_read && g.units_probed == 0);
+    assert_eq!((stats.snapshot() - s2).total_reads(), 0);
+    // Filter negatives stop before the data block: count over many absent keys.
+    let mut negatives = 0;
+    let s3 = stats.snapshot();
+    // (k00999x sorts after the table's last key, so it is left out.)
+    for i in 0..999u32 {
+        let g = t
+            .get(format!("k{i:05}x").as_bytes(), 5, UnitSelection::All)
+            .unwrap();
+        negatives += u64::from(g.filter_negative);
+        assert_eq!(g.filter_negative, !g.data_block_read);
+    }
+    let d = stats.snapshot() - s3;
+    assert_eq!(
+        d.kind(BlockKind::Data).reads + d.kind(BlockKind::Data).cache_hits,
+        999 - negatives
+    );
+    assert!(
+        negatives > 949,
+        "12 bits per key over three units: {negatives}"
+    );
+}
+
+/// All block handles of a table, by kind.
+fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
+    let data = read_all(fs, p).unwrap();
+    let footer = Footer::decode(&data[data.len() - FOOTER_LEN..]).unwrap();
+    let t = open(fs, p, None).unwrap();
+    let mut out = Vec::new();
+    let mut it = t
+        .index_block()
+        .iter(crate::format::ikey::KeyOrder::Internal);
+    it.seek_to_first();
+    while it.valid() {
+        let h = BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value())).unwrap();
+        out.push((BlockKind::Data, h.offset, h.size));
+        it.next();
+    }
+    for s in &t.properties().segments {
+        for u in &s.units {
+            out.push((BlockKind::FilterUnit, u.offset, u.size));
+        }
+    }
+    out.push((BlockKind::Index, footer.index.offset, footer.index.size));
+    let props_off = footer.index.offset + footer.index.size + TRAILER_LEN as u64;
+    out.push((
+        BlockKind::Properties,
+        props_off,
+        footer.metaindex.offset - props_off - TRAILER_LEN as u64,
+    ));
+    out.push((
+        BlockKind::Meta,
+        footer.metaindex.offset,
+        footer.metaindex.size,
+    ));
+    out.push((
+        BlockKind::Meta,
+        data.len() as u64 - FOOTER_LEN as u64,
+        FOOTER_LEN as u64 - TRAILER_LEN as u64,
+    ));
+    out
+}
+
+/// Flipping any single bit of any block makes reading that block fail with `Corruption`:
+/// at open for footer/metaindex/properties/index, at lookup or scan for data blocks and filter
+/// units. Never a panic, never a wrong value.
+#[test]
+fn every_bit_flip_in_every_block_kind_is_detected() {
+    let mut rng = StdRng::seed_from_u64(5);
+    let model = random_model(&mut rng, 600, false);
+    let fs = fs();
+    let p = Path::new("/t/flip.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            block_size: 256,
+            segment_size: 2048,
+            compression: Compression::Lz4,
+            filter: FilterDecision::units("elastic", 2, 5.0),
+            ..TableOptions::default()
+        },
+    );
+    let orig = read_all(&fs, p).unwrap();
+    let blocks = blocks_of(&fs, p);
+    let mut tried = 0;
+    let mut per_kind = BTreeMap::new();
+    for &(kind, off, size) in &blocks {
+        let span = size + TRAILER_LEN as u64;
+        let positions: Vec<u64> = (0..12)
+            .map(|_| off + rng.gen_range(0..span))
+            .chain([off, off + span - 1])
+            .collect();
+        for pos in positions {
+            let mut d = orig.clone();
+            d[pos as usize] ^= 1 << rng.gen_range(0..8);
+            write_all_synced(&fs, p, &d).unwrap();
+            tried += 1;
+            *per_kind.entry(kind.name()).or_insert(0) += 1;
+            let t = match open(&fs, p, None) {
+                Err(e) => {
+                    assert!(e.is_corruption(), "{kind:?} at {pos}: {e}");
+                    assert!(
+                        matches!(
+                            kind,
+                            BlockKind::Meta | BlockKind::Properties | BlockKind::Index
+                        ),
+                        "{kind:?} failed at open"
+                    );
+                    continue;
+                }
+                Ok(t) => t,
+            };
+            assert!(
+                !matches!(
+                    kind,
+                    BlockKind::Meta | BlockKind::Properties | BlockKind::Index
+                ),
+                "{kind:?} flip at {pos} not detected at open"
+            );
+            // Scan: must stop with Corruption, having returned only correct entries.
+            let mut it = t.iter();
+            it.seek_to_first();
+            let mut expect = model.iter();
+            while it.valid() {
+                let (k, v) = expect.next().unwrap();
+                assert_eq!((it.key(), it.value()), (k.encoded(), &v[..]));
+                it.next();
+            }
+            let scan = it.status();
+            // Point lookups of every key with all units: wrong answers never, corruption on the
+            // damaged block.
+            let mut lookup_err = false;
+            // Each entry is looked up at its own seqno, so every data block is reached.
+            for k in model.keys() {
+                let (uk, seq, _) = crate::format::ikey::split(k.encoded()).unwrap();
+                match t.get(uk, seq, UnitSelection::All) {
+                    Ok(g) => assert_eq!(g.found, model_get(&model, uk, seq)),
+                    Err(e) => {
+                        assert!(e.is_corruption(), "{e}");
+                        lookup_err = true;
+                    }
+                }
+            }
+            match kind {
+                BlockKind::Data => {
+                    assert!(scan.unwrap_err().is_corruption());
+                    assert!(lookup_err);
+                }
+                _ => {
+                    assert!(scan.is_ok(), "scans do not read filter units");
+                    assert!(
+                        lookup_err,
+                        "filter unit flip at {pos} not detected (block {off}+{size})"
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("bit flips tried: {tried} {per_kind:?}");
+    assert!(per_kind.len() == 5 && tried > 300);
+}
+
+#[test]
+fn truncated_garbage_and_foreign_files_are_rejected_at_open() {
+    let mut rng = StdRng::seed_from_u64(8);
+    let model = random_model(&mut rng, 300, false);
+    let fs = fs();
+    let p = Path::new("/t/trunc.sst");
+    build(&fs, p, &model, TableOptions::default());
+    let orig = read_all(&fs, p).unwrap();
+    let mut cuts: Vec<usize> = (0..40).map(|_| rng.gen_range(0..orig.len())).collect();
+    cuts.extend([0, 1, FOOTER_LEN - 1, FOOTER_LEN, orig.len() - 1]);
+    for cut in cuts {
+        write_all_synced(&fs, p, &orig[..cut]).unwrap();
+        let e = open(&fs, p, None).unwrap_err();
+        assert!(e.is_corruption(), "cut at {cut}: {e}");
+        assert!(e.to_string().contains("/t/trunc.sst"), "{e}");
+    }
+    for len in [10usize, 48, 100, 5000] {
+        let junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+        write_all_synced(&fs, p, &junk).unwrap();
+        let e = open(&fs, p, None).unwrap_err();
+        assert!(e.is_corruption(), "{e}");
+    }
+    write_all_synced(&fs, p, &orig).unwrap();
+    let e = TableReader::open(&fs, p, Some(8), ReaderOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("written as file 7"), "{e}");
+}
+
+#[test]
+fn out_of_order_keys_are_refused_by_the_builder() {
+    let fs = fs();
+    let mut b = TableBuilder::new(
+        fs.create(Path::new("/t/o.sst")).unwrap(),
+        1,
+        TableOptions::default(),
+        Arc::default(),
+    );
+    b.add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"")
+        .unwrap();
+    assert!(b
+        .add(InternalKey::new(b"a", 1, ValueKind::Put).encoded(), b"")
+        .is_err());
+    assert!(b
+        .add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"")
+        .is_err());
+    assert!(b.add(b"short", b"").is_err());
+}
+
+/// The whole file of a tiny table, pinned byte for byte (regenerate with
+/// `CAIRN_REGEN_GOLDEN=1` only for an intended format change, with a version bump).
+#[test]
+fn golden_table_bytes() {
+    let mut model = Model::new();
+    model.insert(
+        InternalKey::new(b"apple", 2, ValueKind::Put),
+        b"red".to_vec(),
+    );
+    model.insert(InternalKey::new(b"apple", 1, ValueKind::Delete), Vec::new());
+    model.insert(
+        InternalKey::new(b"pear", 3, ValueKind::Put),
+        b"green".to_vec(),
+    );
+    let fs = fs();
+    let p = Path::new("/t/golden.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            block_size: 32,
+            filter: FilterDecision::units("uniform", 1, 4.0),
+            ..TableOptions::default()
+        },
+    );
+    let bytes = read_all(&fs, p).unwrap();
+    let hex: String = bytes
+        .chunks(32)
+        .map(|c| c.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+        .collect();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden/tiny.sst.hex");
+    if std::env::var_os("CAIRN_REGEN_GOLDEN").is_some() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, &hex).unwrap();
+    }
+    assert_eq!(
+        hex,
+        std::fs::read_to_string(&golden).unwrap(),
+        "table bytes changed"
+    );
+    // Spot checks against the spec: the file ends with the magic, the first data block starts
+    // with an unshared 13-byte key (5 + 8-byte trailer).
+    assert_eq!(&bytes[bytes.len() - 8..], b"cairnSST");
+    assert_eq!(&bytes[..3], &[0, 13, 3]);
+    assert_eq!(&bytes[3..8], b"apple");
+}

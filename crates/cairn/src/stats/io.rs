@@ -1,0 +1,156 @@
+//! I/O accounting: per block kind, reads from storage (count and bytes) and cache hits; bytes
+//! written; syncs. Relaxed atomics, each group on its own cache line, so readers on different
+//! cores never wait on each other (they may still share a line's traffic).
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// What a read block holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BlockKind {
+    /// Key/value data.
+    Data = 0,
+    /// Fence pointers.
+    Index = 1,
+    /// One point-filter unit.
+    FilterUnit = 2,
+    /// The range filter.
+    RangeFilter = 3,
+    /// The properties block.
+    Properties = 4,
+    /// Footer and metaindex.
+    Meta = 5,
+}
+
+impl BlockKind {
+    /// Every kind, in index order.
+    pub const ALL: [BlockKind; 6] = [
+        BlockKind::Data,
+        BlockKind::Index,
+        BlockKind::FilterUnit,
+        BlockKind::RangeFilter,
+        BlockKind::Properties,
+        BlockKind::Meta,
+    ];
+    /// Short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockKind::Data => "data",
+            BlockKind::Index => "index",
+            BlockKind::FilterUnit => "filter",
+            BlockKind::RangeFilter => "range-filter",
+            BlockKind::Properties => "properties",
+            BlockKind::Meta => "meta",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct KindCounters {
+    reads: AtomicU64,
+    bytes: AtomicU64,
+    cache_hits: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct WriteCounters {
+    bytes_written: AtomicU64,
+    syncs: AtomicU64,
+}
+
+/// Shared I/O counters; cheap enough to stay on in production.
+#[derive(Debug, Default)]
+pub struct IoStats {
+    kinds: [KindCounters; 6],
+    writes: WriteCounters,
+}
+
+/// Counters of one block kind at one moment.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct KindSnapshot {
+    /// Blocks read from storage.
+    pub reads: u64,
+    /// Bytes read from storage (including block trailers).
+    pub bytes: u64,
+    /// Blocks served by the block cache.
+    pub cache_hits: u64,
+}
+
+/// A copy of all counters; subtract two to get the I/O of an interval.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct IoSnapshot {
+    /// Indexed by `BlockKind as usize`.
+    pub kinds: [KindSnapshot; 6],
+    /// Bytes appended to files.
+    pub bytes_written: u64,
+    /// Syncs issued (file data and directories).
+    pub syncs: u64,
+}
+
+impl IoSnapshot {
+    /// Counters of one kind.
+    pub fn kind(&self, k: BlockKind) -> KindSnapshot {
+        self.kinds[k as usize]
+    }
+    /// Blocks of every kind read from storage.
+    pub fn total_reads(&self) -> u64 {
+        self.kinds.iter().map(|k| k.reads).sum()
+    }
+}
+
+impl std::ops::Sub for IoSnapshot {
+    type Output = IoSnapshot;
+    fn sub(self, o: IoSnapshot) -> IoSnapshot {
+        let mut out = self;
+        for (a, b) in out.kinds.iter_mut().zip(o.kinds.iter()) {
+            a.reads -= b.reads;
+            a.bytes -= b.bytes;
+            a.cache_hits -= b.cache_hits;
+        }
+        out.bytes_written -= o.bytes_written;
+        out.syncs -= o.syncs;
+        out
+    }
+}
+
+impl IoStats {
+    /// Fresh counters at zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Records a block read from storage.
+    #[inline]
+    pub fn record_read(&self, kind: BlockKind, bytes: u64) {
+        let k = &self.kinds[kind as usize];
+        k.reads.fetch_add(1, Relaxed);
+        k.bytes.fetch_add(bytes, Relaxed);
+    }
+    /// Records a block served by the cache.
+    #[inline]
+    pub fn record_cache_hit(&self, kind: BlockKind) {
+        self.kinds[kind as usize].cache_hits.fetch_add(1, Relaxed);
+    }
+    /// Records bytes appended to a file.
+    #[inline]
+    pub fn record_write(&self, bytes: u64) {
+        self.writes.bytes_written.fetch_add(bytes, Relaxed);
+    }
+    /// Records one sync.
+    #[inline]
+    pub fn record_sync(&self) {
+        self.writes.syncs.fetch_add(1, Relaxed);
+    }
+    /// Copies every counter.
+    pub fn snapshot(&self) -> IoSnapshot {
+        let mut s = IoSnapshot::default();
+        for (out, k) in s.kinds.iter_mut().zip(self.kinds.iter()) {
+            out.reads = k.reads.load(Relaxed);
+            out.bytes = k.bytes.load(Relaxed);
+            out.cache_hits = k.cache_hits.load(Relaxed);
+        }
+        s.bytes_written = self.writes.bytes_written.load(Relaxed);
+        s.syncs = self.writes.syncs.load(Relaxed);
+        s
+    }
+}
