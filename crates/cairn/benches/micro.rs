@@ -1,6 +1,8 @@
 //! Microbenchmarks: block seek, cached table point lookup, Bloom probe.
 //! `cargo bench -p cairn --bench micro`
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use cairn::cache::BlockCache;
 use cairn::env::{FileSystem, MemFs};
 use cairn::filter::bloom::{self, BloomFilter};

@@ -263,3 +263,85 @@ impl Properties {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn sample() -> Properties {
+        Properties {
+            file_number: 12,
+            entries: 1000,
+            tombstones: 3,
+            data_blocks: 2,
+            raw_key_bytes: 24_000,
+            raw_value_bytes: 100_000,
+            data_size: 8000,
+            filter_size: 1300,
+            index_size: 60,
+            smallest_key: b"a\x01\0\0\0\0\0\0\0".to_vec(),
+            largest_key: b"z\x01\0\0\0\0\0\0\0".to_vec(),
+            smallest_seqno: 1,
+            largest_seqno: 999,
+            compression: Compression::Lz4,
+            block_size: 4096,
+            segment_size: 4 << 20,
+            creation_time: 1_700_000_000,
+            filter: FilterDecision::units("elastic", 2, 4.0),
+            segments: vec![SegmentMeta {
+                first_block: 0,
+                block_count: 2,
+                data_offset: 0,
+                data_len: 8000,
+                entries: 1000,
+                distinct_keys: 990,
+                smallest_user_key: b"a".to_vec(),
+                largest_user_key: b"z".to_vec(),
+                units: vec![
+                    BlockHandle {
+                        offset: 8000,
+                        size: 620,
+                    },
+                    BlockHandle {
+                        offset: 8625,
+                        size: 620,
+                    },
+                ],
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_trailing_bytes() {
+        let p = sample();
+        let enc = p.encode();
+        assert_eq!(Properties::decode(&enc), Ok(p));
+        let mut longer = enc.clone();
+        longer.push(0);
+        assert!(Properties::decode(&longer).is_err());
+        for cut in 0..enc.len() {
+            assert!(
+                Properties::decode(&enc[..cut]).is_err(),
+                "prefix of {cut} bytes accepted"
+            );
+        }
+    }
+
+    /// Random and mutated bytes never panic and never allocate beyond what is present.
+    #[test]
+    fn garbage_never_panics() {
+        let enc = sample().encode();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        for _ in 0..20_000 {
+            let mut d = enc.clone();
+            for _ in 0..rng.gen_range(1..5) {
+                let i = rng.gen_range(0..d.len());
+                d[i] = rng.gen();
+            }
+            let _ = Properties::decode(&d);
+            let junk: Vec<u8> = (0..rng.gen_range(0..200)).map(|_| rng.gen()).collect();
+            let _ = Properties::decode(&junk);
+        }
+    }
+}

@@ -590,3 +590,93 @@ fn golden_table_bytes() {
     assert_eq!(&bytes[..3], &[0, 13, 3]);
     assert_eq!(&bytes[3..8], b"apple");
 }
+
+#[test]
+fn tables_read_through_o_direct_on_real_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = crate::env::StdFs::new();
+    let mut rng = StdRng::seed_from_u64(12);
+    let model = random_model(&mut rng, 3000, false);
+    let p = tmp.path().join("000001.sst");
+    build(&fs, &p, &model, TableOptions::default());
+    let t = TableReader::open(
+        &fs,
+        &p,
+        Some(7),
+        ReaderOptions {
+            direct: true,
+            cache: None,
+            stats: Arc::default(),
+        },
+    )
+    .unwrap();
+    assert!(
+        t.range_filter_slot().is_none(),
+        "version 1 writers leave the range-filter slot empty"
+    );
+    let t = Arc::new(t);
+    let mut it = t.iter();
+    it.seek_to_first();
+    for (k, v) in &model {
+        assert_eq!((it.key(), it.value()), (k.encoded(), &v[..]));
+        it.next();
+    }
+    for (k, _) in model.iter().step_by(7) {
+        let (uk, seq, _) = crate::format::ikey::split(k.encoded()).unwrap();
+        assert_eq!(
+            t.get(uk, seq, UnitSelection::All).unwrap().found,
+            model_get(&model, uk, seq)
+        );
+    }
+}
+
+#[test]
+fn table_cache_keeps_at_most_max_open_readers() {
+    let fs = fs();
+    let mut model = Model::new();
+    model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
+    for n in 1..=5u64 {
+        let mut b = TableBuilder::new(
+            fs.create(&PathBuf::from(format!("/t/{n}.sst"))).unwrap(),
+            n,
+            TableOptions::default(),
+            Arc::default(),
+        );
+        for (k, v) in &model {
+            b.add(k.encoded(), v).unwrap();
+        }
+        b.finish().unwrap();
+    }
+    let tc = crate::cache::TableCache::new(3);
+    let opens = std::cell::Cell::new(0);
+    let get = |n: u64| {
+        tc.get_or_open(n, || {
+            opens.set(opens.get() + 1);
+            TableReader::open(
+                &fs,
+                &PathBuf::from(format!("/t/{n}.sst")),
+                Some(n),
+                ReaderOptions::default(),
+            )
+        })
+        .unwrap()
+    };
+    for n in [1, 2, 3, 1, 2, 3] {
+        assert_eq!(get(n).properties().file_number, n);
+    }
+    assert_eq!(opens.get(), 3);
+    get(4); // evicts the least recently used: 1
+    assert_eq!(tc.len(), 3);
+    get(1);
+    assert_eq!(opens.get(), 5);
+    tc.evict(1);
+    assert_eq!(tc.len(), 2);
+    assert!(tc
+        .get_or_open(9, || TableReader::open(
+            &fs,
+            Path::new("/t/9.sst"),
+            Some(9),
+            ReaderOptions::default()
+        ))
+        .is_err());
+}
