@@ -29,3 +29,6 @@ pub trait InternalIterator {
     /// The error that invalidated the iterator, if any.
     fn status(&self) -> Result<()>;
 }
+
+#[cfg(test)]
+pub(crate) mod conformance;

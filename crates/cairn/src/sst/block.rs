@@ -485,52 +485,12 @@ mod tests {
             }
             let blk = Arc::new(Block::new(b.finish().to_vec(), path(), 0).unwrap());
             let mut it = blk.iter(KeyOrder::Internal);
-            let keys: Vec<&InternalKey> = model.keys().collect();
-            // Full scans.
-            it.seek_to_first();
-            for k in &keys {
-                assert_eq!(it.key(), k.encoded());
-                it.next();
-            }
-            assert!(!it.valid());
-            it.seek_to_last();
-            for k in keys.iter().rev() {
-                assert_eq!(it.key(), k.encoded());
-                it.prev();
-            }
-            assert!(!it.valid());
-            // Random walks.
-            for _ in 0..200 {
-                let uk: Vec<u8> = (0..rng.gen_range(0..6))
-                    .map(|_| rng.gen_range(b'a'..b'f'))
+            crate::iter::conformance::check(&mut it, &model, &mut rng, 200, 8, |r| {
+                let uk: Vec<u8> = (0..r.gen_range(0..6))
+                    .map(|_| r.gen_range(b'a'..b'f'))
                     .collect();
-                let t = InternalKey::new(&uk, rng.gen_range(0..55), ValueKind::Put);
-                let forward = rng.gen_bool(0.5);
-                let mut pos = if forward {
-                    it.seek(t.encoded());
-                    model.range(&t..).next().map(|(k, _)| k.clone())
-                } else {
-                    it.seek_for_prev(t.encoded());
-                    model.range(..=&t).next_back().map(|(k, _)| k.clone())
-                };
-                for _ in 0..rng.gen_range(0..8) {
-                    assert_eq!(it.valid(), pos.is_some());
-                    let Some(p) = pos.clone() else { break };
-                    assert_eq!(it.key(), p.encoded());
-                    assert_eq!(it.value(), &model[&p][..]);
-                    if rng.gen_bool(0.5) {
-                        it.next();
-                        pos = model
-                            .range((std::ops::Bound::Excluded(&p), std::ops::Bound::Unbounded))
-                            .next()
-                            .map(|(k, _)| k.clone());
-                    } else {
-                        it.prev();
-                        pos = model.range(..&p).next_back().map(|(k, _)| k.clone());
-                    }
-                }
-                assert!(it.status().is_ok());
-            }
+                InternalKey::new(&uk, r.gen_range(0..55), ValueKind::Put)
+            });
         }
     }
 

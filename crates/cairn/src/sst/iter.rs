@@ -66,38 +66,27 @@ impl TableIter {
         false
     }
 
-    fn skip_forward(&mut self) {
+    /// Moves across exhausted (or empty) data blocks until positioned on an entry, the end
+    /// of the table, or an error.
+    fn skip(&mut self, forward: bool) {
         while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if self.data_failed()
-                || self.data.is_none() && (self.err.is_some() || !self.index.valid())
-            {
-                self.data = None;
+            if self.data_failed() || self.data.is_none() {
                 return;
             }
-            self.index.next();
+            if forward {
+                self.index.next();
+            } else {
+                self.index.prev();
+            }
             if !self.load() {
                 return;
             }
             if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_backward(&mut self) {
-        while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if self.data_failed()
-                || self.data.is_none() && (self.err.is_some() || !self.index.valid())
-            {
-                self.data = None;
-                return;
-            }
-            self.index.prev();
-            if !self.load() {
-                return;
-            }
-            if let Some(d) = &mut self.data {
-                d.seek_to_last();
+                if forward {
+                    d.seek_to_first();
+                } else {
+                    d.seek_to_last();
+                }
             }
         }
     }
@@ -116,7 +105,7 @@ impl InternalIterator for TableIter {
                 d.seek_to_first();
             }
         }
-        self.skip_forward();
+        self.skip(true);
     }
 
     fn seek_to_last(&mut self) {
@@ -127,7 +116,7 @@ impl InternalIterator for TableIter {
                 d.seek_to_last();
             }
         }
-        self.skip_backward();
+        self.skip(false);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -138,7 +127,7 @@ impl InternalIterator for TableIter {
                 d.seek(target);
             }
         }
-        self.skip_forward();
+        self.skip(true);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -155,21 +144,21 @@ impl InternalIterator for TableIter {
                 d.seek_for_prev(target);
             }
         }
-        self.skip_backward();
+        self.skip(false);
     }
 
     fn next(&mut self) {
         if let Some(d) = &mut self.data {
             d.next();
         }
-        self.skip_forward();
+        self.skip(true);
     }
 
     fn prev(&mut self) {
         if let Some(d) = &mut self.data {
             d.prev();
         }
-        self.skip_backward();
+        self.skip(false);
     }
 
     fn key(&self) -> &[u8] {

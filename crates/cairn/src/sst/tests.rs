@@ -94,22 +94,10 @@ fn model_get(m: &Model, uk: &[u8], seq: u64) -> Option<Found> {
 fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng) {
     let t = open(fs, path, Some(Arc::new(BlockCache::new(1 << 20, 0.5)))).unwrap();
     assert_eq!(t.properties().entries, model.len() as u64);
-    // Full scans both ways.
     let mut it = t.iter();
-    it.seek_to_first();
-    for (k, v) in model {
-        assert!(it.valid(), "{:?}", it.status());
-        assert_eq!(it.key(), k.encoded());
-        assert_eq!(it.value(), &v[..]);
-        it.next();
-    }
-    assert!(!it.valid());
-    it.seek_to_last();
-    for (k, _) in model.iter().rev() {
-        assert_eq!(it.key(), k.encoded());
-        it.prev();
-    }
-    assert!(!it.valid() && it.status().is_ok());
+    crate::iter::conformance::check(&mut it, model, rng, 20, 5, |r| {
+        InternalKey::new(&random_key_dyn(r, 7), r.gen_range(0..1000), ValueKind::Put)
+    });
     // Point lookups for present keys at several snapshots, and for absent keys.
     let keys: Vec<&InternalKey> = model.keys().collect();
     for _ in 0..300.min(keys.len() * 3 + 10) {
@@ -239,38 +227,16 @@ fn iterator_conformance_with_btreemap() {
         )
         .unwrap();
         let mut it = t.iter();
-        for _ in 0..500 {
-            let target = InternalKey::new(
-                &random_key(&mut rng, 7),
-                rng.gen_range(0..1000),
-                ValueKind::Put,
-            );
-            let mut pos = if rng.gen_bool(0.5) {
-                it.seek(target.encoded());
-                model.range(&target..).next().map(|(k, _)| k.clone())
-            } else {
-                it.seek_for_prev(target.encoded());
-                model.range(..=&target).next_back().map(|(k, _)| k.clone())
-            };
-            for _ in 0..rng.gen_range(0..40) {
-                assert_eq!(it.valid(), pos.is_some(), "{:?}", it.status());
-                let Some(p) = pos.clone() else { break };
-                assert_eq!(it.key(), p.encoded());
-                assert_eq!(it.value(), &model[&p][..]);
-                if rng.gen_bool(0.5) {
-                    it.next();
-                    pos = model
-                        .range((std::ops::Bound::Excluded(&p), std::ops::Bound::Unbounded))
-                        .next()
-                        .map(|(k, _)| k.clone());
-                } else {
-                    it.prev();
-                    pos = model.range(..&p).next_back().map(|(k, _)| k.clone());
-                }
-            }
-            assert!(it.status().is_ok());
-        }
+        crate::iter::conformance::check(&mut it, &model, &mut rng, 500, 40, |r| {
+            InternalKey::new(&random_key_dyn(r, 7), r.gen_range(0..1000), ValueKind::Put)
+        });
     }
+}
+
+fn random_key_dyn(rng: &mut dyn rand::RngCore, alphabet: u8) -> Vec<u8> {
+    (0..rng.gen_range(1..8))
+        .map(|_| b'a' + rng.gen_range(0..alphabet))
+        .collect()
 }
 
 #[test]
