@@ -1,0 +1,9 @@
+//! Compaction: pure merge policies that pick work from an [`LsmView`], the merge semantics of
+//! a compaction (`iter`), and the job that executes a plan (`job`).
+
+pub mod iter;
+pub mod job;
+pub mod policies;
+pub mod policy;
+
+pub use policy::{Choice, Decision, FileView, LevelView, LsmView, MergePolicy};

@@ -1,0 +1,122 @@
+//! Data-driven tests of the merge policies (`testdata/compaction/*.txt`).
+//!
+//! Commands:
+//! - `policy leveling|garnering T= c= l0= base= levels=` — sets the policy.
+//! - `lsm deepest=N` with lines `L<i> <number>:<lo>-<hi>:<size>[*] ...` (`*` = busy) — sets the view.
+//! - `capacities [deepest=N]` — capacity of each level 1.. for the view's (or given) L.
+//! - `pick` — the decision.
+
+use super::{Garnering, Leveling};
+use crate::compaction::policy::{Choice, FileView, LevelView, LsmView, MergePolicy};
+use crate::testutil::{run_file, Case};
+
+fn parse_view(c: &Case) -> LsmView {
+    let mut v = LsmView {
+        levels: Vec::new(),
+        deepest: c.arg("deepest", 1),
+    };
+    for line in &c.input {
+        let mut parts = line.split_whitespace();
+        let level: usize = parts
+            .next()
+            .and_then(|l| l.strip_prefix('L'))
+            .and_then(|l| l.parse().ok())
+            .expect("L<i>");
+        if v.levels.len() <= level {
+            v.levels.resize_with(level + 1, LevelView::default);
+        }
+        for f in parts {
+            let busy = f.ends_with('*');
+            let f = f.trim_end_matches('*');
+            let mut it = f.split(':');
+            let number = it.next().unwrap().parse().unwrap();
+            let (lo, hi) = it.next().unwrap().split_once('-').unwrap();
+            let size = it.next().unwrap().parse().unwrap();
+            v.levels[level].files.push(FileView {
+                number,
+                size,
+                smallest: lo.into(),
+                largest: hi.into(),
+                busy,
+            });
+        }
+    }
+    v
+}
+
+fn policy(c: &Case) -> Box<dyn MergePolicy> {
+    let t = c.arg("T", 10.0);
+    let l0 = c.arg("l0", 4usize);
+    let base = c.arg("base", 1000u64);
+    let levels = c.arg("levels", 7usize);
+    match c.args.contains_key("garnering") {
+        true => Box::new(Garnering {
+            t,
+            c: c.arg("c", 0.8),
+            l0_trigger: l0,
+            base_bytes: base,
+            max_levels: levels,
+        }),
+        false => Box::new(Leveling {
+            t,
+            l0_trigger: l0,
+            base_bytes: base,
+            max_levels: levels,
+        }),
+    }
+}
+
+fn run(file: &str) {
+    let mut pol: Option<Box<dyn MergePolicy>> = None;
+    let mut view = LsmView::default();
+    run_file(file, |c| match c.command.as_str() {
+        "policy" => {
+            pol = Some(policy(c));
+            "ok".into()
+        }
+        "lsm" => {
+            view = parse_view(c);
+            "ok".into()
+        }
+        "capacities" => {
+            let p = pol.as_ref().expect("policy first");
+            let deepest = c.arg("deepest", view.deepest);
+            (1..8)
+                .filter_map(|i| p.capacity(i, deepest).map(|cap| format!("L{i}: {cap:.1}")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+        "pick" => {
+            let d = pol.as_ref().expect("policy first").pick(&view);
+            let grow = d
+                .deepest
+                .map(|l| format!("deepest -> {l}\n"))
+                .unwrap_or_default();
+            grow + &match d.choice {
+                Choice::DoNothing => "nothing".to_string(),
+                Choice::Move { from, file } => {
+                    format!("move file {file} from L{from} to L{}", from + 1)
+                }
+                Choice::Merge {
+                    level,
+                    inputs,
+                    output_level,
+                    overlaps,
+                } => {
+                    format!("merge L{level} {inputs:?} into L{output_level} with {overlaps:?}")
+                }
+            }
+        }
+        other => panic!("unknown command {other}"),
+    });
+}
+
+#[test]
+fn leveling_picks() {
+    run("compaction/leveling.txt");
+}
+
+#[test]
+fn garnering_capacities_and_picks() {
+    run("compaction/garnering.txt");
+}

@@ -1,0 +1,195 @@
+//! The `MergePolicy` decider contract and the picking logic both policies share.
+
+/// A file as a policy sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileView {
+    /// File number.
+    pub number: u64,
+    /// Bytes.
+    pub size: u64,
+    /// Smallest user key.
+    pub smallest: Vec<u8>,
+    /// Largest user key.
+    pub largest: Vec<u8>,
+    /// Already an input or output of a running compaction.
+    pub busy: bool,
+}
+
+/// One level.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LevelView {
+    /// Files (level 0: newest first; others: by key).
+    pub files: Vec<FileView>,
+}
+
+impl LevelView {
+    /// Bytes in the level.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// What a policy decides from: one tree's shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LsmView {
+    /// Levels 0.., possibly fewer than `max_levels`.
+    pub levels: Vec<LevelView>,
+    /// Deepest level in use (Garnering's L, ≥ 1).
+    pub deepest: u32,
+}
+
+impl LsmView {
+    /// Level `i` (empty past the end).
+    pub fn level(&self, i: usize) -> &[FileView] {
+        self.levels.get(i).map_or(&[], |l| &l.files)
+    }
+    /// Bytes of level `i`.
+    pub fn level_bytes(&self, i: usize) -> u64 {
+        self.level(i).iter().map(|f| f.size).sum()
+    }
+}
+
+/// A compaction to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Choice {
+    /// Nothing is over its trigger.
+    DoNothing,
+    /// Move one file from `from` to `from + 1` without rewriting it (nothing overlaps there).
+    Move {
+        /// Source level.
+        from: usize,
+        /// The file.
+        file: u64,
+    },
+    /// Merge `inputs` of `level` with the `overlaps` of `output_level`.
+    Merge {
+        /// Input level.
+        level: usize,
+        /// Input files of `level`.
+        inputs: Vec<u64>,
+        /// Output level (`level + 1`).
+        output_level: usize,
+        /// Files of `output_level` overlapping the inputs.
+        overlaps: Vec<u64>,
+    },
+}
+
+/// A policy's decision: the work, and possibly a new deepest level (Garnering's delay).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Set when the policy grows the tree by one level.
+    pub deepest: Option<u32>,
+    /// The work.
+    pub choice: Choice,
+}
+
+/// A merge policy: a pure function from a tree's shape to the next compaction.
+pub trait MergePolicy: Send + Sync + std::fmt::Debug {
+    /// Short name ("leveling", "garnering").
+    fn name(&self) -> &'static str;
+    /// Capacity in bytes of each level `1..` for a tree whose deepest level is `deepest`;
+    /// `None` for a level without a limit.
+    fn capacity(&self, level: usize, deepest: u32) -> Option<f64>;
+    /// Picks the next compaction.
+    fn pick(&self, view: &LsmView) -> Decision;
+}
+
+/// Score of every level under `capacity` (level 0 by file count): `(level, score)` sorted by
+/// descending score, only levels with score ≥ 1.
+pub(crate) fn scores(
+    view: &LsmView,
+    l0_trigger: usize,
+    max_levels: usize,
+    capacity: impl Fn(usize) -> Option<f64>,
+) -> Vec<(usize, f64)> {
+    let mut s = Vec::new();
+    let l0 = view.level(0).iter().filter(|f| !f.busy).count();
+    s.push((0, l0 as f64 / l0_trigger.max(1) as f64));
+    for level in 1..max_levels.saturating_sub(1) {
+        if let Some(cap) = capacity(level) {
+            let bytes = view
+                .level(level)
+                .iter()
+                .filter(|f| !f.busy)
+                .map(|f| f.size)
+                .sum::<u64>();
+            s.push((level, bytes as f64 / cap.max(1.0)));
+        }
+    }
+    s.retain(|&(_, sc)| sc >= 1.0);
+    s.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    s
+}
+
+fn overlaps<'a>(files: &'a [FileView], lo: &[u8], hi: &[u8]) -> Vec<&'a FileView> {
+    files
+        .iter()
+        .filter(|f| f.smallest.as_slice() <= hi && f.largest.as_slice() >= lo)
+        .collect()
+}
+
+/// The compaction out of `level` into `level + 1`: all of level 0 with its overlaps, or for a
+/// sorted level the one file whose overlap with the next level is smallest relative to its
+/// size (RocksDB's `kMinOverlappingRatio`). A file with no overlap is moved, not rewritten.
+pub(crate) fn pick_from_level(view: &LsmView, level: usize) -> Choice {
+    let next = view.level(level + 1);
+    if level == 0 {
+        let l0 = view.level(0);
+        if l0.is_empty() || l0.iter().any(|f| f.busy) {
+            return Choice::DoNothing;
+        }
+        let lo = l0
+            .iter()
+            .map(|f| f.smallest.as_slice())
+            .min()
+            .unwrap_or_default();
+        let hi = l0
+            .iter()
+            .map(|f| f.largest.as_slice())
+            .max()
+            .unwrap_or_default();
+        let ov = overlaps(next, lo, hi);
+        if ov.iter().any(|f| f.busy) {
+            return Choice::DoNothing;
+        }
+        if l0.len() == 1 && ov.is_empty() {
+            return Choice::Move {
+                from: 0,
+                file: l0[0].number,
+            };
+        }
+        // Oldest first: the job merges in any order, but a stable order keeps outputs stable.
+        let mut inputs: Vec<u64> = l0.iter().map(|f| f.number).collect();
+        inputs.sort_unstable();
+        return Choice::Merge {
+            level: 0,
+            inputs,
+            output_level: 1,
+            overlaps: ov.iter().map(|f| f.number).collect(),
+        };
+    }
+    let mut best: Option<(f64, &FileView, Vec<&FileView>)> = None;
+    for f in view.level(level).iter().filter(|f| !f.busy) {
+        let ov = overlaps(next, &f.smallest, &f.largest);
+        if ov.iter().any(|o| o.busy) {
+            continue;
+        }
+        let ratio = ov.iter().map(|o| o.size).sum::<u64>() as f64 / f.size.max(1) as f64;
+        if best.as_ref().is_none_or(|(r, _, _)| ratio < *r) {
+            best = Some((ratio, f, ov));
+        }
+    }
+    match best {
+        None => Choice::DoNothing,
+        Some((_, f, ov)) if ov.is_empty() => Choice::Move {
+            from: level,
+            file: f.number,
+        },
+        Some((_, f, ov)) => Choice::Merge {
+            level,
+            inputs: vec![f.number],
+            output_level: level + 1,
+            overlaps: ov.iter().map(|o| o.number).collect(),
+        },
+    }
+}

@@ -1,0 +1,47 @@
+//! The manifest (a log of version edits in WAL framing) and the CURRENT file naming it.
+//!
+//! CURRENT holds one line: `MANIFEST-NNNNNN <crc>\n`, `crc` being the masked CRC32C of the
+//! name in 8 lowercase hex digits. It is replaced atomically: write `CURRENT.tmp`, fsync it,
+//! rename over `CURRENT`, fsync the directory.
+
+use crate::env::{read_all, FileSystem};
+use crate::error::{Error, Result};
+use crate::format::coding::masked_crc;
+use std::path::{Path, PathBuf};
+
+/// `MANIFEST-NNNNNN`.
+pub fn manifest_name(number: u64) -> String {
+    format!("MANIFEST-{number:06}")
+}
+
+/// Points CURRENT at manifest `number`, durably.
+pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
+    let name = manifest_name(number);
+    let line = format!("{name} {:08x}\n", masked_crc(&[name.as_bytes()]));
+    let tmp = dir.join("CURRENT.tmp");
+    crate::env::write_all_synced(fs, &tmp, line.as_bytes())?;
+    fs.rename(&tmp, &dir.join("CURRENT"))?;
+    fs.sync_dir(dir)
+}
+
+/// Reads CURRENT: the manifest number and its path.
+pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, PathBuf)> {
+    let path = dir.join("CURRENT");
+    let bytes = read_all(fs, &path)?;
+    let bad = |what: &str| Error::corruption(&path, 0, what);
+    let text = std::str::from_utf8(&bytes).map_err(|_| bad("CURRENT is not text"))?;
+    let line = text
+        .strip_suffix('\n')
+        .ok_or_else(|| bad("CURRENT does not end in a newline"))?;
+    let (name, crc) = line
+        .split_once(' ')
+        .ok_or_else(|| bad("CURRENT lacks its checksum"))?;
+    if u32::from_str_radix(crc, 16).ok() != Some(masked_crc(&[name.as_bytes()])) {
+        return Err(bad("CURRENT checksum mismatch"));
+    }
+    let number = name
+        .strip_prefix("MANIFEST-")
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| bad("CURRENT does not name a manifest"))?;
+    Ok((number, dir.join(name)))
+}
