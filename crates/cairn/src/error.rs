@@ -49,6 +49,9 @@ pub enum Error {
     /// A previous durable write failed (e.g. fsync); the database is read-only from now on.
     #[error("database is read-only after an earlier failure: {0}")]
     Poisoned(String),
+    /// Writes are stalled and the caller asked not to wait (`WriteOptions::no_slowdown`).
+    #[error("busy: {0}")]
+    Busy(String),
     /// Another handle or process holds the database lock.
     #[error("database directory is locked by another process or handle: {}", .0.display())]
     Locked(PathBuf),

@@ -8,24 +8,29 @@
 pub mod batch;
 pub mod cache;
 pub mod compaction;
+mod db;
 pub mod env;
 pub mod error;
 pub mod filter;
 pub mod format;
 pub mod iter;
 pub mod memtable;
+pub mod options;
 pub mod sst;
 pub mod stats;
+pub mod tuning;
 pub mod version;
 pub mod wal;
 
 #[cfg(test)]
 mod testutil;
 
+pub use batch::WriteBatch;
+pub use db::{
+    Db, DbStats, FileAccessStats, LevelInfo, LevelStats, Range, Snapshot, Tree, TreeLevels,
+    TreeStatsSnapshot,
+};
 pub use error::{Error, Result};
-pub struct Tree;
-impl Tree {
-    pub fn id(&self) -> u32 {
-        0
-    }
-}
+pub use options::{MergePolicyKind, Options, WriteOptions};
+pub use sst::Compression;
+pub use wal::RecoveryMode;

@@ -2,6 +2,12 @@
 
 use crate::error::Result;
 
+pub mod level;
+pub mod merging;
+
+pub use level::{LevelIter, TableOpener};
+pub use merging::{BoxedIter, MergingIter};
+
 /// A positioned cursor over `(internal key, value)` entries in internal-key order.
 ///
 /// Contract: after any positioning call the iterator is either valid (on an entry) or invalid

@@ -18,27 +18,35 @@ const ENTRY_OVERHEAD: usize = 80;
 pub struct Memtable {
     map: SkipMap<InternalKey, Vec<u8>>,
     bytes: AtomicUsize,
-    /// The WAL that was current when this memtable became active: recovery of this memtable's
-    /// data needs that WAL and every later one.
-    wal_number: u64,
+    /// The oldest WAL holding any of this memtable's entries (`u64::MAX` while empty): the
+    /// WALs from it on are needed to recover the memtable.
+    first_wal: AtomicU64,
     /// Largest seqno inserted.
     max_seqno: AtomicU64,
 }
 
 impl Memtable {
-    /// An empty memtable fed from WAL `wal_number` on.
-    pub fn new(wal_number: u64) -> Self {
+    /// An empty memtable.
+    pub fn new() -> Self {
         Memtable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
-            wal_number,
+            first_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
         }
     }
 
-    /// Inserts one entry; returns the bytes charged.
-    pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) -> usize {
+    /// Inserts one entry logged in WAL `wal`; returns the bytes charged.
+    pub fn insert(
+        &self,
+        user_key: &[u8],
+        seqno: u64,
+        kind: ValueKind,
+        value: &[u8],
+        wal: u64,
+    ) -> usize {
         let charge = user_key.len() + 8 + value.len() + ENTRY_OVERHEAD;
+        self.first_wal.fetch_min(wal, Ordering::Relaxed);
         self.map
             .insert(InternalKey::new(user_key, seqno, kind), value.to_vec());
         self.bytes.fetch_add(charge, Ordering::Relaxed);
@@ -69,9 +77,9 @@ impl Memtable {
         self.map.is_empty()
     }
 
-    /// See [`Memtable::new`].
-    pub fn wal_number(&self) -> u64 {
-        self.wal_number
+    /// The oldest WAL holding an entry of this memtable (`u64::MAX` when empty).
+    pub fn first_wal(&self) -> u64 {
+        self.first_wal.load(Ordering::Relaxed)
     }
 
     /// Largest seqno inserted (0 when empty).
@@ -85,6 +93,12 @@ impl Memtable {
             mem: self.clone(),
             cur: None,
         }
+    }
+}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -151,7 +165,7 @@ mod tests {
     #[test]
     fn get_and_conformance() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let m = Arc::new(Memtable::new(1));
+        let m = Arc::new(Memtable::new());
         let mut model = BTreeMap::new();
         for seq in 1..2000u64 {
             let uk: Vec<u8> = (0..rng.gen_range(1..4))
@@ -167,7 +181,7 @@ mod tests {
             } else {
                 Vec::new()
             };
-            m.insert(&uk, seq, kind, &v);
+            m.insert(&uk, seq, kind, &v, 1);
             model.insert(InternalKey::new(&uk, seq, kind), v);
         }
         assert_eq!(m.len(), model.len());

@@ -398,13 +398,13 @@ impl InternalIterator for BlockIter {
     fn status(&self) -> Result<()> {
         match &self.err {
             None => Ok(()),
-            Some(e) => Err(clone_corruption(e)),
+            Some(e) => Err(clone_error(e)),
         }
     }
 }
 
 /// Iterator errors are reported from `&self`; corruption errors are cloneable by value.
-pub(crate) fn clone_corruption(e: &Error) -> Error {
+pub(crate) fn clone_error(e: &Error) -> Error {
     match e {
         Error::Corruption { file, offset, what } => Error::Corruption {
             file: file.clone(),
@@ -416,6 +416,10 @@ pub(crate) fn clone_corruption(e: &Error) -> Error {
             path: path.clone(),
             source: std::io::Error::new(source.kind(), source.to_string()),
         },
+        Error::Poisoned(s) => Error::Poisoned(s.clone()),
+        Error::Busy(s) => Error::Busy(s.clone()),
+        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+        Error::Locked(p) => Error::Locked(p.clone()),
         other => Error::InvalidArgument(other.to_string()),
     }
 }

@@ -1,6 +1,6 @@
 //! Two-level iterator over a table: the index block positions a data-block iterator.
 
-use super::block::{clone_corruption, BlockIter};
+use super::block::{clone_error, BlockIter};
 use super::footer::BlockHandle;
 use super::reader::TableReader;
 use crate::error::{Error, Result};
@@ -46,7 +46,7 @@ impl TableIter {
             }
         };
         match self.table.data_block(handle) {
-            Ok(b) => {
+            Ok((b, _)) => {
                 self.data = Some(b.iter(KeyOrder::Internal));
                 true
             }
@@ -177,7 +177,7 @@ impl InternalIterator for TableIter {
 
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
-            return Err(clone_corruption(e));
+            return Err(clone_error(e));
         }
         self.index.status()?;
         match &self.data {

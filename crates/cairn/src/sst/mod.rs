@@ -19,6 +19,7 @@ mod properties;
 mod reader;
 mod trailer;
 
+pub(crate) use block::clone_error;
 pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuilder, TableSummary};
 pub use footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC};

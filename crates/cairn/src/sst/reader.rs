@@ -75,6 +75,8 @@ pub struct GetOutcome {
     pub units_probed: u32,
     /// A data block was read (from cache or storage).
     pub data_block_read: bool,
+    /// ... and it came from the block cache.
+    pub data_block_cached: bool,
 }
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
@@ -308,7 +310,7 @@ impl TableReader {
         prio: Priority,
         from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
-    ) -> Result<Arc<T>> {
+    ) -> Result<(Arc<T>, bool)> {
         let key = BlockKey {
             table: self.cache_id,
             offset: handle.offset,
@@ -316,7 +318,7 @@ impl TableReader {
         if let Some(cache) = &self.cache {
             if let Some(v) = cache.get(&key, kind).and_then(&from_cache) {
                 self.stats.record_cache_hit(kind);
-                return Ok(v);
+                return Ok((v, true));
             }
         }
         let raw = read_block(&*self.file, &self.path, handle, kind, &self.stats)?;
@@ -324,11 +326,11 @@ impl TableReader {
         if let Some(cache) = &self.cache {
             cache.insert(key, entry, kind, charge, prio);
         }
-        Ok(v)
+        Ok((v, false))
     }
 
-    /// The data block at `handle`, through the block cache.
-    pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+    /// The data block at `handle`, through the block cache; `true` when it was cached.
+    pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<(Arc<Block>, bool)> {
         self.cached_or_read(
             handle,
             BlockKind::Data,
@@ -375,6 +377,7 @@ impl TableReader {
                 Ok((f.clone(), CachedBlock::Filter(f), charge))
             },
         )
+        .map(|(f, _)| f)
     }
 
     /// Point lookup of the newest version of `user_key` with seqno ≤ `seqno`, consulting the
@@ -417,8 +420,9 @@ impl TableReader {
                 }
             }
         }
-        let block = self.data_block(handle)?;
+        let (block, cached) = self.data_block(handle)?;
         out.data_block_read = true;
+        out.data_block_cached = cached;
         let mut it = block.iter(KeyOrder::Internal);
         it.seek(seek.encoded());
         if it.valid() {

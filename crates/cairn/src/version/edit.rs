@@ -79,7 +79,7 @@ impl VersionEdit {
     /// Encodes the edit.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = Vec::new();
-        let mut field = |o: &mut Vec<u8>, tag: u64, vals: &[u64]| {
+        let field = |o: &mut Vec<u8>, tag: u64, vals: &[u64]| {
             put_varint64(o, tag);
             for &v in vals {
                 put_varint64(o, v);

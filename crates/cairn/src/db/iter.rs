@@ -1,0 +1,273 @@
+//! User-level iteration: a merging iterator over a pinned super-version, filtered to the
+//! newest version of each key visible at the read's sequence number, without tombstones, within
+//! bounds. [`Range`] runs a forward and a backward cursor and stops where they meet.
+
+use super::{DbInner, SuperVersion};
+use crate::error::Result;
+use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
+use crate::iter::{BoxedIter, InternalIterator, LevelIter, MergingIter};
+use std::ops::{Bound, RangeBounds};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+struct Cursor {
+    it: MergingIter,
+    seq: u64,
+    _sv: Arc<SuperVersion>,
+    started: bool,
+}
+
+fn cursor(inner: &Arc<DbInner>, tree: u32, seq: u64) -> Result<Cursor> {
+    let sv = inner.super_version(tree)?;
+    let mut children: Vec<BoxedIter> = vec![Box::new(sv.mem.iter())];
+    children.extend(sv.imm.iter().map(|m| Box::new(m.iter()) as BoxedIter));
+    if let Some(tv) = sv.version.trees.get(tree as usize) {
+        for f in tv.level(0) {
+            children.push(Box::new(inner.open_table(f.number)?.iter()));
+        }
+        for level in 1..tv.levels.len() {
+            if !tv.level(level).is_empty() {
+                let i = inner.clone();
+                let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f.number));
+                children.push(Box::new(LevelIter::new(tv.level(level).to_vec(), open)));
+            }
+        }
+    }
+    Ok(Cursor {
+        it: MergingIter::new(children),
+        seq,
+        _sv: sv,
+        started: false,
+    })
+}
+
+fn past_hi(uk: &[u8], hi: &Bound<Vec<u8>>) -> bool {
+    match hi {
+        Bound::Included(h) => uk > h.as_slice(),
+        Bound::Excluded(h) => uk >= h.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+fn before_lo(uk: &[u8], lo: &Bound<Vec<u8>>) -> bool {
+    match lo {
+        Bound::Included(l) => uk < l.as_slice(),
+        Bound::Excluded(l) => uk <= l.as_slice(),
+        Bound::Unbounded => false,
+    }
+}
+
+impl Cursor {
+    fn skip_user_key(&mut self, uk: &[u8]) {
+        while self.it.valid() && ikey::user_key(self.it.key()) == uk {
+            self.it.next();
+        }
+    }
+
+    fn forward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
+        if !self.started {
+            self.started = true;
+            match lo {
+                Bound::Included(k) | Bound::Excluded(k) => {
+                    self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded())
+                }
+                Bound::Unbounded => self.it.seek_to_first(),
+            }
+        } else if self.it.valid() {
+            let uk = ikey::user_key(self.it.key()).to_vec();
+            self.skip_user_key(&uk);
+        }
+        loop {
+            if !self.it.valid() {
+                return self.it.status().err().map(Err);
+            }
+            let Some((uk, s, kind)) = ikey::split(self.it.key()) else {
+                return Some(Err(crate::Error::corruption(
+                    "",
+                    0,
+                    "malformed internal key in iteration",
+                )));
+            };
+            if past_hi(uk, hi) {
+                return None;
+            }
+            if before_lo(uk, lo) || s > self.seq {
+                self.it.next();
+                continue;
+            }
+            // The newest visible version of `uk`.
+            if kind == ValueKind::Put {
+                return Some(Ok((uk.to_vec(), self.it.value().to_vec())));
+            }
+            let uk = uk.to_vec();
+            self.skip_user_key(&uk);
+        }
+    }
+
+    fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
+        if !self.started {
+            self.started = true;
+            match hi {
+                // The last internal key of user key k is (k, seqno 0, kind 0).
+                Bound::Included(k) => self
+                    .it
+                    .seek_for_prev(InternalKey::new(k, 0, ValueKind::Delete).encoded()),
+                Bound::Excluded(k) => self
+                    .it
+                    .seek_for_prev(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
+                Bound::Unbounded => self.it.seek_to_last(),
+            }
+        }
+        loop {
+            if !self.it.valid() {
+                return self.it.status().err().map(Err);
+            }
+            let uk = ikey::user_key(self.it.key()).to_vec();
+            if before_lo(&uk, lo) {
+                return None;
+            }
+            // Walking backwards, versions of `uk` come oldest first: the last visible one seen
+            // is the newest visible.
+            let mut newest: Option<(ValueKind, Vec<u8>)> = None;
+            while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
+                if let Some((_, s, kind)) = ikey::split(self.it.key()) {
+                    if s <= self.seq && !past_hi(&uk, hi) {
+                        newest = Some((kind, self.it.value().to_vec()));
+                    }
+                }
+                self.it.prev();
+            }
+            if let Err(e) = self.it.status() {
+                return Some(Err(e));
+            }
+            if let Some((ValueKind::Put, v)) = newest {
+                return Some(Ok((uk, v)));
+            }
+        }
+    }
+}
+
+/// Iterator over a key range of one tree at one sequence number. It pins the memtables and
+/// table files it reads, so concurrent writes, flushes and compactions do not disturb it.
+/// Iterate forward, backward (`.rev()`), or from both ends.
+pub struct Range {
+    inner: Arc<DbInner>,
+    tree: u32,
+    seq: u64,
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+    front: Option<Cursor>,
+    back: Option<Cursor>,
+    front_last: Option<Vec<u8>>,
+    back_last: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Range {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Range")
+            .field("tree", &self.tree)
+            .field("seq", &self.seq)
+            .finish()
+    }
+}
+
+fn owned<K: AsRef<[u8]>>(b: Bound<&K>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl Range {
+    pub(super) fn new<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        inner: Arc<DbInner>,
+        tree: u32,
+        seq: Option<u64>,
+        r: &R,
+    ) -> Self {
+        let seq = seq.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
+        Range {
+            inner,
+            tree,
+            seq,
+            lo: owned(r.start_bound()),
+            hi: owned(r.end_bound()),
+            front: None,
+            back: None,
+            front_last: None,
+            back_last: None,
+            done: false,
+        }
+    }
+
+    fn fail(&mut self, e: crate::Error) -> Option<Item> {
+        self.done = true;
+        Some(Err(e))
+    }
+}
+
+impl Iterator for Range {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        if self.done {
+            return None;
+        }
+        if self.front.is_none() {
+            match cursor(&self.inner, self.tree, self.seq) {
+                Ok(c) => self.front = Some(c),
+                Err(e) => return self.fail(e),
+            }
+        }
+        let item = self.front.as_mut()?.forward(&self.lo, &self.hi);
+        match item {
+            Some(Ok((k, v))) => {
+                if self.back_last.as_ref().is_some_and(|b| &k >= b) {
+                    self.done = true;
+                    return None;
+                }
+                self.front_last = Some(k.clone());
+                Some(Ok((k, v)))
+            }
+            Some(Err(e)) => self.fail(e),
+            None => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}
+
+impl DoubleEndedIterator for Range {
+    fn next_back(&mut self) -> Option<Item> {
+        if self.done {
+            return None;
+        }
+        if self.back.is_none() {
+            match cursor(&self.inner, self.tree, self.seq) {
+                Ok(c) => self.back = Some(c),
+                Err(e) => return self.fail(e),
+            }
+        }
+        let item = self.back.as_mut()?.backward(&self.lo, &self.hi);
+        match item {
+            Some(Ok((k, v))) => {
+                if self.front_last.as_ref().is_some_and(|f| &k <= f) {
+                    self.done = true;
+                    return None;
+                }
+                self.back_last = Some(k.clone());
+                Some(Ok((k, v)))
+            }
+            Some(Err(e)) => self.fail(e),
+            None => {
+                self.done = true;
+                None
+            }
+        }
+    }
+}

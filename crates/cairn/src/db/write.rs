@@ -1,0 +1,269 @@
+//! The write path: validate → group commit (the first queued writer leads: it appends every
+//! queued batch to the WAL and syncs once for the group) → memtable inserts → publish the
+//! sequence number → acknowledge.
+
+use super::{wal_path, DbInner, State, WalState};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::options::WriteOptions;
+use crate::sst::clone_error;
+use crate::wal::WalWriter;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A group is closed at this many bytes (unless its leader alone is larger).
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    let trees = inner.supers.read().len() as u32;
+    batch.validate(
+        inner.opts.max_key_size,
+        inner.opts.max_value_size,
+        inner.opts.max_batch_size,
+        trees,
+    )?;
+    inner.check_writable()?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let mut q = inner.queue.lock();
+    let ticket = q.next_ticket;
+    q.next_ticket += 1;
+    q.tickets.push_back(ticket);
+    q.batches.insert(ticket, (batch, opts.clone()));
+    loop {
+        if let Some(r) = q.results.remove(&ticket) {
+            return r;
+        }
+        if q.tickets.front() == Some(&ticket) {
+            break;
+        }
+        inner.queue_cv.wait(&mut q);
+    }
+    // Leader: take a group from the front of the queue.
+    let mut group = Vec::new();
+    let mut bytes = 0usize;
+    for &t in q.tickets.iter() {
+        let Some((b, _)) = q.batches.get(&t) else {
+            break;
+        };
+        if !group.is_empty() && bytes + b.size_bytes() > MAX_GROUP_BYTES {
+            break;
+        }
+        bytes += b.size_bytes();
+        group.push(t);
+    }
+    let mut batches: Vec<(WriteBatch, WriteOptions)> =
+        group.iter().filter_map(|t| q.batches.remove(t)).collect();
+    drop(q);
+
+    let result = commit(inner, &mut batches);
+
+    let mut q = inner.queue.lock();
+    for &t in &group {
+        q.tickets.pop_front();
+        if t != ticket {
+            let r = match &result {
+                Ok(()) => Ok(()),
+                Err(e) => Err(clone_error(e)),
+            };
+            q.results.insert(t, r);
+        }
+    }
+    inner.queue_cv.notify_all();
+    result
+}
+
+fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    inner.check_writable()?;
+    let no_slowdown = batches.iter().all(|(_, o)| o.no_slowdown);
+    make_room(inner, &mut wal, no_slowdown)?;
+    let sync = batches.iter().any(|(_, o)| o.sync);
+    let first = inner.last_seq.load(Ordering::Acquire) + 1;
+    let mut seq = first;
+    let wal_number = wal.writer.log_number();
+    let before = wal.writer.len();
+    let logged = (|| {
+        for (b, _) in batches.iter_mut() {
+            b.set_seqno(seq);
+            seq += b.len() as u64;
+            wal.writer.add_record(b.encoded())?;
+        }
+        wal.writer.flush()?;
+        if sync {
+            wal.writer.sync()?;
+        }
+        Ok::<_, Error>(())
+    })();
+    if let Err(e) = logged {
+        // The log's state is unknown: nothing more may be acknowledged.
+        inner.set_poison(&e);
+        return Err(e);
+    }
+    inner.io.record_write(wal.writer.len() - before);
+    if sync {
+        inner.io.record_sync();
+    }
+    let actives: Vec<Arc<Memtable>> = inner
+        .state
+        .lock()
+        .mems
+        .iter()
+        .map(|m| m.active.clone())
+        .collect();
+    let mut s = first;
+    let mut user_bytes = 0u64;
+    for (b, _) in batches.iter() {
+        for op in b.ops() {
+            if let Some(m) = actives.get(op.tree as usize) {
+                m.insert(op.key, s, op.kind, op.value, wal_number);
+            }
+            user_bytes += (op.key.len() + op.value.len()) as u64;
+            s += 1;
+        }
+    }
+    inner
+        .stats
+        .record_user_write(user_bytes, wal.writer.len() - before);
+    inner.last_seq.store(seq - 1, Ordering::Release);
+    Ok(())
+}
+
+/// Stalls or switches memtables before a write group (called by the leader, holding `wal`).
+fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Result<()> {
+    let o = &inner.opts;
+    let mut slowed = false;
+    let mut st = inner.state.lock();
+    loop {
+        inner.check_writable()?;
+        let l0 = st
+            .version
+            .trees
+            .iter()
+            .map(|t| t.level(0).len())
+            .max()
+            .unwrap_or(0);
+        let mem_total: usize = st.mems.iter().map(|m| m.bytes()).sum();
+        let imm_bytes: usize = st
+            .mems
+            .iter()
+            .flat_map(|m| m.imm.iter())
+            .map(|m| m.approximate_bytes())
+            .sum();
+        let pending = super::compact::pending_compaction_bytes(inner, &st);
+        // Stop: too many L0 files, too much compaction debt, or the immutable memtables alone
+        // fill the write budget (flush is behind).
+        if l0 >= o.l0_stop_trigger
+            || pending >= o.hard_pending_compaction_bytes
+            || (imm_bytes >= o.write_memory_budget && imm_bytes > 0)
+        {
+            if no_slowdown {
+                return Err(Error::Busy(
+                    "writes are stalled and no_slowdown is set".into(),
+                ));
+            }
+            inner.stats.record_stop();
+            let t0 = std::time::Instant::now();
+            inner.bg_cv.notify_all();
+            inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
+            inner
+                .stats
+                .record_stall_micros(t0.elapsed().as_micros() as u64);
+            continue;
+        }
+        if !slowed && (l0 >= o.l0_slowdown_trigger || pending >= o.soft_pending_compaction_bytes) {
+            if no_slowdown {
+                return Err(Error::Busy(
+                    "writes are stalled and no_slowdown is set".into(),
+                ));
+            }
+            slowed = true;
+            inner.stats.record_slowdown();
+            let t0 = std::time::Instant::now();
+            inner.done_cv.wait_for(&mut st, Duration::from_millis(1));
+            inner
+                .stats
+                .record_stall_micros(t0.elapsed().as_micros() as u64);
+            continue;
+        }
+        let mut switch: Vec<usize> = (0..st.mems.len())
+            .filter(|&t| st.mems[t].active.approximate_bytes() >= o.write_buffer_size)
+            .collect();
+        if mem_total >= o.write_memory_budget / 100 * 95 {
+            // MaxMemory flush policy: the largest active memtable.
+            if let Some(t) = (0..st.mems.len())
+                .filter(|&t| !st.mems[t].active.is_empty())
+                .max_by_key(|&t| st.mems[t].active.approximate_bytes())
+            {
+                switch.push(t);
+            }
+        }
+        let wal_total = st.old_wals.values().sum::<u64>() + wal.writer.len();
+        if wal_total > o.max_wal_size {
+            // Log truncation: flush the tree holding the oldest WAL data, if it is still active.
+            if let Some(t) = (0..st.mems.len())
+                .filter(|&t| st.mems[t].imm.is_empty() && !st.mems[t].active.is_empty())
+                .min_by_key(|&t| st.mems[t].active.first_wal())
+            {
+                if st.mems[t].active.first_wal() < wal.writer.log_number()
+                    || st.mems.iter().all(|m| m.imm.is_empty())
+                {
+                    switch.push(t);
+                }
+            }
+        }
+        switch.sort_unstable();
+        switch.dedup();
+        if !switch.is_empty() {
+            switch_memtables(inner, wal, &mut st, &switch)?;
+        }
+        return Ok(());
+    }
+}
+
+/// Makes the active memtables of `trees` immutable, starting a new WAL (the old one is synced
+/// first so that no later log can survive a crash without it).
+pub(super) fn switch_memtables(
+    inner: &Arc<DbInner>,
+    wal: &mut WalState,
+    st: &mut State,
+    trees: &[usize],
+) -> Result<()> {
+    let trees: Vec<usize> = trees
+        .iter()
+        .copied()
+        .filter(|&t| !st.mems[t].active.is_empty())
+        .collect();
+    if trees.is_empty() {
+        return Ok(());
+    }
+    let rotated = (|| {
+        wal.writer.sync()?;
+        inner.io.record_sync();
+        let n = DbInner::allocate_file_number(st);
+        let f = inner.fs.create(&wal_path(&inner.dir, n))?;
+        inner.fs.sync_dir(&inner.dir)?;
+        Ok::<_, Error>(WalWriter::new(f, n))
+    })();
+    let new = match rotated {
+        Ok(w) => w,
+        Err(e) => {
+            inner.set_poison(&e);
+            return Err(e);
+        }
+    };
+    let old = std::mem::replace(&mut wal.writer, new);
+    st.old_wals.insert(old.log_number(), old.len());
+    st.wal_number = wal.writer.log_number();
+    for &t in &trees {
+        let m = &mut st.mems[t];
+        let full = std::mem::replace(&mut m.active, Arc::new(Memtable::new()));
+        m.imm.push_back(full);
+        inner.install_super_version(st, t);
+    }
+    inner.bg_cv.notify_all();
+    Ok(())
+}

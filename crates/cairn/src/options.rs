@@ -1,0 +1,412 @@
+//! Options: plain fields with documented defaults (and the RocksDB equivalent), validated at
+//! open, persisted in an OPTIONS file (spec: `docs/format/options.md`).
+
+use crate::cache::BlockCache;
+use crate::env::{FileSystem, StdFs};
+use crate::error::{Error, Result};
+use crate::format::coding::masked_crc;
+use crate::sst::Compression;
+use crate::wal::RecoveryMode;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Which merge policy shapes the trees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MergePolicyKind {
+    /// RocksDB-like leveling with size ratio `size_ratio`.
+    Leveling,
+    /// Autumn's Garnering with scaling factor `c ∈ (0, 1]` (paper default 0.8).
+    Garnering {
+        /// The scaling factor.
+        c: f64,
+    },
+}
+
+/// Engine options. Construct with `Options::default()` and set fields.
+#[derive(Clone)]
+pub struct Options {
+    /// File system (default: real files). Tests pass `MemFs` or `FaultFs`.
+    pub fs: Arc<dyn FileSystem>,
+    /// Create the directory and database if missing (default true).
+    pub create_if_missing: bool,
+    /// Fail if the database exists (default false).
+    pub error_if_exists: bool,
+    /// Memtable size at which a tree's memtable is flushed (default 64 MiB; RocksDB
+    /// `write_buffer_size`).
+    pub write_buffer_size: usize,
+    /// Write memory shared by all trees' memtables; at 95% the largest tree is flushed
+    /// (default 128 MiB; RocksDB `db_write_buffer_size`).
+    pub write_memory_budget: usize,
+    /// Total WAL bytes after which the tree holding the oldest WAL data is flushed
+    /// (default 4 × `write_memory_budget`; RocksDB `max_total_wal_size`).
+    pub max_wal_size: u64,
+    /// Target data block size (default 4096; RocksDB `block_size`).
+    pub block_size: usize,
+    /// Entries between restart points in data blocks (default 16).
+    pub block_restart_interval: usize,
+    /// Data block compression (default none).
+    pub compression: Compression,
+    /// Data bytes per filter segment (default 4 MiB).
+    pub segment_size: u64,
+    /// Bloom filter bits per key for every file (default 10; 0 = no filters).
+    pub bloom_bits_per_key: f64,
+    /// Block cache capacity in bytes when `block_cache` is not given (default 32 MiB).
+    pub block_cache_size: usize,
+    /// A block cache to share between databases.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
+    pub high_pri_pool_ratio: f64,
+    /// Table readers kept open (default 1000; RocksDB `max_open_files`).
+    pub max_open_files: usize,
+    /// Merge policy (default leveling).
+    pub merge_policy: MergePolicyKind,
+    /// Size ratio T between levels (default 10).
+    pub size_ratio: f64,
+    /// L0 files that trigger a compaction (default 4).
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which writes slow down (default 20).
+    pub l0_slowdown_trigger: usize,
+    /// L0 files at which writes stop until compaction catches up (default 36).
+    pub l0_stop_trigger: usize,
+    /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`).
+    pub max_bytes_for_level_base: u64,
+    /// Target size of compaction output files (default 64 MiB).
+    pub target_file_size: u64,
+    /// Levels including L0 (default 7; RocksDB `num_levels`).
+    pub max_levels: usize,
+    /// Estimated pending compaction bytes at which writes slow down (default 64 GiB).
+    pub soft_pending_compaction_bytes: u64,
+    /// ... and stop (default 256 GiB).
+    pub hard_pending_compaction_bytes: u64,
+    /// Background compaction threads (default 1).
+    pub compaction_threads: usize,
+    /// How a damaged WAL is treated at open (default point-in-time).
+    pub wal_recovery_mode: RecoveryMode,
+    /// O_DIRECT reads of tables (default false).
+    pub use_direct_reads: bool,
+    /// Largest key accepted (default 64 KiB).
+    pub max_key_size: usize,
+    /// Largest value accepted (default 256 MiB).
+    pub max_value_size: usize,
+    /// Largest write batch accepted, encoded (default 1 GiB).
+    pub max_batch_size: usize,
+}
+
+impl std::fmt::Debug for Options {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Options");
+        for (k, v) in self.to_map() {
+            d.field(k, &v);
+        }
+        d.finish()
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let write_memory_budget = 128 << 20;
+        Options {
+            fs: Arc::new(StdFs::new()),
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            write_memory_budget,
+            max_wal_size: 4 * write_memory_budget as u64,
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: Compression::None,
+            segment_size: 4 << 20,
+            bloom_bits_per_key: 10.0,
+            block_cache_size: 32 << 20,
+            block_cache: None,
+            high_pri_pool_ratio: 0.5,
+            max_open_files: 1000,
+            merge_policy: MergePolicyKind::Leveling,
+            size_ratio: 10.0,
+            l0_compaction_trigger: 4,
+            l0_slowdown_trigger: 20,
+            l0_stop_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            target_file_size: 64 << 20,
+            max_levels: 7,
+            soft_pending_compaction_bytes: 64 << 30,
+            hard_pending_compaction_bytes: 256 << 30,
+            compaction_threads: 1,
+            wal_recovery_mode: RecoveryMode::PointInTime,
+            use_direct_reads: false,
+            max_key_size: 64 << 10,
+            max_value_size: 256 << 20,
+            max_batch_size: 1 << 30,
+        }
+    }
+}
+
+fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidOptions {
+        option,
+        reason: reason.into(),
+    }
+}
+
+/// Names of the options that cannot change once a database exists.
+pub const FORMAT_VERSION: u32 = 1;
+
+impl Options {
+    /// Checks every option; the error names the first invalid one.
+    pub fn validate(&self) -> Result<()> {
+        let pos = |name, v: usize| {
+            if v == 0 {
+                Err(invalid(name, "must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
+        pos("write_buffer_size", self.write_buffer_size)?;
+        if self.write_memory_budget < self.write_buffer_size {
+            return Err(invalid(
+                "write_memory_budget",
+                "must be at least write_buffer_size",
+            ));
+        }
+        if self.max_wal_size == 0 {
+            return Err(invalid("max_wal_size", "must be at least 1"));
+        }
+        if !(64..=(64 << 20)).contains(&self.block_size) {
+            return Err(invalid("block_size", "must be between 64 B and 64 MiB"));
+        }
+        pos("block_restart_interval", self.block_restart_interval)?;
+        if self.segment_size == 0 {
+            return Err(invalid("segment_size", "must be at least 1"));
+        }
+        if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
+            return Err(invalid("bloom_bits_per_key", "must be between 0 and 64"));
+        }
+        if !(0.0..=1.0).contains(&self.high_pri_pool_ratio) {
+            return Err(invalid("high_pri_pool_ratio", "must be between 0 and 1"));
+        }
+        pos("max_open_files", self.max_open_files)?;
+        if let MergePolicyKind::Garnering { c } = self.merge_policy {
+            if !(c > 0.0 && c <= 1.0) {
+                return Err(invalid(
+                    "merge_policy",
+                    format!("Garnering c = {c} must be in (0, 1]"),
+                ));
+            }
+        }
+        if self.size_ratio.is_nan() || self.size_ratio < 2.0 {
+            return Err(invalid("size_ratio", "must be at least 2"));
+        }
+        pos("l0_compaction_trigger", self.l0_compaction_trigger)?;
+        if self.l0_slowdown_trigger < self.l0_compaction_trigger {
+            return Err(invalid(
+                "l0_slowdown_trigger",
+                "must be at least l0_compaction_trigger",
+            ));
+        }
+        if self.l0_stop_trigger < self.l0_slowdown_trigger {
+            return Err(invalid(
+                "l0_stop_trigger",
+                "must be at least l0_slowdown_trigger",
+            ));
+        }
+        if self.max_bytes_for_level_base == 0 {
+            return Err(invalid("max_bytes_for_level_base", "must be at least 1"));
+        }
+        if self.target_file_size == 0 {
+            return Err(invalid("target_file_size", "must be at least 1"));
+        }
+        if !(2..=32).contains(&self.max_levels) {
+            return Err(invalid("max_levels", "must be between 2 and 32"));
+        }
+        if self.hard_pending_compaction_bytes < self.soft_pending_compaction_bytes {
+            return Err(invalid(
+                "hard_pending_compaction_bytes",
+                "must be at least soft_pending_compaction_bytes",
+            ));
+        }
+        if !(1..=64).contains(&self.compaction_threads) {
+            return Err(invalid("compaction_threads", "must be between 1 and 64"));
+        }
+        if self.max_key_size == 0 || self.max_key_size > (64 << 20) {
+            return Err(invalid("max_key_size", "must be between 1 B and 64 MiB"));
+        }
+        if self.max_value_size > (1 << 30) {
+            return Err(invalid("max_value_size", "must be at most 1 GiB"));
+        }
+        if self.max_batch_size < self.max_key_size {
+            return Err(invalid("max_batch_size", "must be at least max_key_size"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn to_map(&self) -> BTreeMap<&'static str, String> {
+        let mut m = BTreeMap::new();
+        m.insert("format_version", FORMAT_VERSION.to_string());
+        m.insert("comparator", "bytewise".into());
+        m.insert("write_buffer_size", self.write_buffer_size.to_string());
+        m.insert("write_memory_budget", self.write_memory_budget.to_string());
+        m.insert("max_wal_size", self.max_wal_size.to_string());
+        m.insert("block_size", self.block_size.to_string());
+        m.insert(
+            "block_restart_interval",
+            self.block_restart_interval.to_string(),
+        );
+        m.insert(
+            "compression",
+            format!("{:?}", self.compression).to_lowercase(),
+        );
+        m.insert("segment_size", self.segment_size.to_string());
+        m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
+        m.insert("block_cache_size", self.block_cache_size.to_string());
+        m.insert("max_open_files", self.max_open_files.to_string());
+        m.insert(
+            "merge_policy",
+            match self.merge_policy {
+                MergePolicyKind::Leveling => "leveling".into(),
+                MergePolicyKind::Garnering { c } => format!("garnering:{c}"),
+            },
+        );
+        m.insert("size_ratio", self.size_ratio.to_string());
+        m.insert(
+            "l0_compaction_trigger",
+            self.l0_compaction_trigger.to_string(),
+        );
+        m.insert("l0_slowdown_trigger", self.l0_slowdown_trigger.to_string());
+        m.insert("l0_stop_trigger", self.l0_stop_trigger.to_string());
+        m.insert(
+            "max_bytes_for_level_base",
+            self.max_bytes_for_level_base.to_string(),
+        );
+        m.insert("target_file_size", self.target_file_size.to_string());
+        m.insert("max_levels", self.max_levels.to_string());
+        m.insert("compaction_threads", self.compaction_threads.to_string());
+        m.insert("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode));
+        m.insert("use_direct_reads", self.use_direct_reads.to_string());
+        m.insert("max_key_size", self.max_key_size.to_string());
+        m.insert("max_value_size", self.max_value_size.to_string());
+        m.insert("max_batch_size", self.max_batch_size.to_string());
+        m
+    }
+
+    /// The OPTIONS file contents: `key=value` lines, then `checksum=<masked crc32c hex>` over
+    /// every byte before that line.
+    pub(crate) fn encode_file(&self) -> Vec<u8> {
+        let mut s =
+            String::from("# cairn OPTIONS (informational except format_version, comparator)\n");
+        for (k, v) in self.to_map() {
+            s.push_str(&format!("{k}={v}\n"));
+        }
+        let crc = masked_crc(&[s.as_bytes()]);
+        s.push_str(&format!("checksum={crc:08x}\n"));
+        s.into_bytes()
+    }
+}
+
+/// Parses an OPTIONS file into its key/value pairs, verifying the checksum.
+pub(crate) fn parse_options_file(
+    bytes: &[u8],
+) -> std::result::Result<BTreeMap<String, String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "OPTIONS is not UTF-8".to_string())?;
+    let body_end = text
+        .rfind("checksum=")
+        .ok_or("OPTIONS has no checksum line")?;
+    let (body, tail) = text.split_at(body_end);
+    let crc = tail
+        .trim_end()
+        .strip_prefix("checksum=")
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .ok_or("OPTIONS checksum line is malformed")?;
+    if crc != masked_crc(&[body.as_bytes()]) {
+        return Err("OPTIONS checksum mismatch".into());
+    }
+    let mut m = BTreeMap::new();
+    for line in body.lines() {
+        if line.starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| format!("OPTIONS line without '=': {line:?}"))?;
+        m.insert(k.to_string(), v.to_string());
+    }
+    Ok(m)
+}
+
+/// Checks options stored by an earlier open against the new ones: the on-disk format and key
+/// order must not change.
+pub(crate) fn check_compatible(stored: &BTreeMap<String, String>, new: &Options) -> Result<()> {
+    let now = new.to_map();
+    for option in ["format_version", "comparator"] {
+        if let Some(old) = stored.get(option) {
+            if now.get(option) != Some(old) {
+                return Err(invalid(
+                    option,
+                    format!("the database was created with {option}={old}, which cannot change"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// fdatasync the WAL before acknowledging (survives power loss); otherwise the write
+    /// survives a process crash only.
+    pub sync: bool,
+    /// Fail with `Busy` instead of waiting when writes are stalled.
+    pub no_slowdown: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_option() {
+        assert!(Options::default().validate().is_ok());
+        let cases: Vec<(&str, Box<dyn Fn(&mut Options)>)> = vec![
+            ("write_buffer_size", Box::new(|o| o.write_buffer_size = 0)),
+            ("block_size", Box::new(|o| o.block_size = 10)),
+            (
+                "bloom_bits_per_key",
+                Box::new(|o| o.bloom_bits_per_key = -1.0),
+            ),
+            (
+                "merge_policy",
+                Box::new(|o| o.merge_policy = MergePolicyKind::Garnering { c: 1.5 }),
+            ),
+            ("l0_stop_trigger", Box::new(|o| o.l0_stop_trigger = 1)),
+            ("max_levels", Box::new(|o| o.max_levels = 1)),
+            (
+                "write_memory_budget",
+                Box::new(|o| o.write_memory_budget = 1),
+            ),
+        ];
+        for (name, set) in cases {
+            let mut o = Options::default();
+            set(&mut o);
+            match o.validate() {
+                Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, name),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn options_file_round_trip_and_checksum() {
+        let o = Options::default();
+        let bytes = o.encode_file();
+        let m = parse_options_file(&bytes).unwrap();
+        assert_eq!(m["block_size"], "4096");
+        assert!(check_compatible(&m, &o).is_ok());
+        let mut bad = bytes.clone();
+        bad[40] ^= 1;
+        assert!(parse_options_file(&bad).is_err());
+        let mut m2 = m.clone();
+        m2.insert("comparator".into(), "reverse".into());
+        let e = check_compatible(&m2, &o).unwrap_err();
+        assert!(e.to_string().contains("comparator"), "{e}");
+    }
+}

@@ -1,0 +1,3 @@
+//! Pure deciders that tune the engine. Point-filter allocation for now.
+
+pub mod bpk;
