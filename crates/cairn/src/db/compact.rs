@@ -335,22 +335,24 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
                     level += 1;
                     continue;
                 }
-                let lo_k = inputs
-                    .iter()
-                    .map(|f| f.smallest_user_key().to_vec())
-                    .min()
-                    .unwrap_or_default();
-                let hi_k = inputs
-                    .iter()
-                    .map(|f| f.largest_user_key().to_vec())
-                    .max()
-                    .unwrap_or_default();
-                let outs = tv.overlapping(level + 1, &lo_k, &hi_k);
+                // L0 files overlap each other, so all of L0 goes down together, and the range
+                // of the next level to merge with is that of every input.
                 let all_inputs = if level == 0 {
                     tv.level(0).to_vec()
                 } else {
                     inputs
                 };
+                let lo_k = all_inputs
+                    .iter()
+                    .map(|f| f.smallest_user_key().to_vec())
+                    .min()
+                    .unwrap_or_default();
+                let hi_k = all_inputs
+                    .iter()
+                    .map(|f| f.largest_user_key().to_vec())
+                    .max()
+                    .unwrap_or_default();
+                let outs = tv.overlapping(level + 1, &lo_k, &hi_k);
                 if all_inputs
                     .iter()
                     .chain(&outs)

@@ -321,7 +321,9 @@ impl DbInner {
     /// Deletes files no live version, pending job, or current log needs: tables, old WALs
     /// (all trees flushed past them), old manifests, stray temp files.
     pub fn delete_obsolete_files(&self) {
-        let (live, pending, min_wal, manifest_number) = {
+        // Only files numbered before this snapshot are candidates: a job may create (and
+        // register) a file after the lock is released.
+        let (live, pending, min_wal, manifest_number, next_file) = {
             let mut st = self.state.lock();
             st.live_versions.retain(|w| w.strong_count() > 0);
             let mut live: HashSet<u64> = st.version.file_numbers().collect();
@@ -341,6 +343,7 @@ impl DbInner {
                 st.pending_outputs.clone(),
                 min_wal,
                 st.manifest_number,
+                st.next_file_number,
             )
         };
         let Ok(names) = self.fs.list(&self.dir) else {
@@ -349,7 +352,7 @@ impl DbInner {
         for name in names {
             let (stem, ext) = name.split_once('.').unwrap_or((name.as_str(), ""));
             let obsolete = match (stem.parse::<u64>(), ext) {
-                (Ok(n), "sst") => !live.contains(&n) && !pending.contains(&n),
+                (Ok(n), "sst") => n < next_file && !live.contains(&n) && !pending.contains(&n),
                 (Ok(n), "wal") => n < min_wal,
                 _ => {
                     let numbered = |prefix: &str| {
