@@ -9,9 +9,7 @@ use cairn::filter::bloom::{self, BloomFilter};
 use cairn::filter::key_hash;
 use cairn::format::ikey::{InternalKey, KeyOrder, ValueKind};
 use cairn::iter::InternalIterator;
-use cairn::sst::{
-    Block, BlockBuilder, ReaderOptions, TableBuilder, TableOptions, TableReader, UnitSelection,
-};
+use cairn::sst::{Block, BlockBuilder, ReaderOptions, TableBuilder, TableOptions, TableReader, UnitSelection};
 use cairn::stats::IoStats;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use std::path::Path;
@@ -34,14 +32,10 @@ fn block_seek(c: &mut Criterion) {
     let mut b = BlockBuilder::new(16);
     let mut n = 0u64;
     while b.size_estimate() < 4096 {
-        b.add(
-            InternalKey::new(&key(n * 2), 1, ValueKind::Put).encoded(),
-            &[7u8; 100],
-        );
+        b.add(InternalKey::new(&key(n * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
         n += 1;
     }
-    let block =
-        Arc::new(Block::new(b.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
+    let block = Arc::new(Block::new(b.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
     let targets: Vec<InternalKey> = (0..1024)
         .map(|i| InternalKey::for_seek(&key((i * 7919) % (2 * n)), 1))
         .collect();
@@ -68,11 +62,8 @@ fn table_get(c: &mut Criterion) {
         Arc::new(IoStats::new()),
     );
     for i in 0..n {
-        tb.add(
-            InternalKey::new(&key(i), 1, ValueKind::Put).encoded(),
-            &[7u8; 100],
-        )
-        .unwrap();
+        tb.add(InternalKey::new(&key(i), 1, ValueKind::Put).encoded(), &[7u8; 100])
+            .unwrap();
     }
     tb.finish().unwrap();
     let cache = Arc::new(BlockCache::new(256 << 20, 0.5));
@@ -94,24 +85,18 @@ fn table_get(c: &mut Criterion) {
     let present: Vec<Vec<u8>> = (0..4096).map(|_| key(lcg(&mut x) % n)).collect();
     let absent: Vec<Vec<u8>> = (0..4096).map(|_| key(n + lcg(&mut x) % n)).collect();
     let mut i = 0usize;
-    c.bench_function(
-        "table_get cached, present key (200K entries, 10 bpk)",
-        |b| {
-            b.iter(|| {
-                i += 1;
-                black_box(t.get(&present[i & 4095], 10, UnitSelection::All).unwrap())
-            })
-        },
-    );
-    c.bench_function(
-        "table_get cached, absent key (filter negative mostly)",
-        |b| {
-            b.iter(|| {
-                i += 1;
-                black_box(t.get(&absent[i & 4095], 10, UnitSelection::All).unwrap())
-            })
-        },
-    );
+    c.bench_function("table_get cached, present key (200K entries, 10 bpk)", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(t.get(&present[i & 4095], 10, UnitSelection::All).unwrap())
+        })
+    });
+    c.bench_function("table_get cached, absent key (filter negative mostly)", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(t.get(&absent[i & 4095], 10, UnitSelection::All).unwrap())
+        })
+    });
 }
 
 fn bloom_probe(c: &mut Criterion) {

@@ -59,12 +59,7 @@ impl WriteBatch {
     }
 
     /// Puts `key → value` in `tree`.
-    pub fn put_in(
-        &mut self,
-        tree: &crate::Tree,
-        key: impl AsRef<[u8]>,
-        value: impl AsRef<[u8]>,
-    ) -> &mut Self {
+    pub fn put_in(&mut self, tree: &crate::Tree, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.push(tree.id(), ValueKind::Put, key.as_ref(), value.as_ref())
     }
 
@@ -73,13 +68,7 @@ impl WriteBatch {
         self.push(tree.id(), ValueKind::Delete, key.as_ref(), &[])
     }
 
-    pub(crate) fn push(
-        &mut self,
-        tree: u32,
-        kind: ValueKind,
-        key: &[u8],
-        value: &[u8],
-    ) -> &mut Self {
+    pub(crate) fn push(&mut self, tree: u32, kind: ValueKind, key: &[u8], value: &[u8]) -> &mut Self {
         self.rep.push(kind as u8);
         put_varint32(&mut self.rep, tree);
         put_len_prefixed(&mut self.rep, key);
@@ -126,13 +115,7 @@ impl WriteBatch {
     }
 
     /// Checks the limits of DESIGN §4 before anything reaches the WAL.
-    pub(crate) fn validate(
-        &self,
-        max_key: usize,
-        max_value: usize,
-        max_batch: usize,
-        trees: u32,
-    ) -> Result<()> {
+    pub(crate) fn validate(&self, max_key: usize, max_value: usize, max_batch: usize, trees: u32) -> Result<()> {
         if self.rep.len() > max_batch {
             return Err(Error::InvalidArgument(format!(
                 "write batch of {} bytes exceeds max_batch_size {max_batch}",
@@ -153,10 +136,7 @@ impl WriteBatch {
                 )));
             }
             if op.tree >= trees {
-                return Err(Error::InvalidArgument(format!(
-                    "unknown tree id {}",
-                    op.tree
-                )));
+                return Err(Error::InvalidArgument(format!("unknown tree id {}", op.tree)));
             }
         }
         Ok(())
@@ -212,12 +192,7 @@ fn decode_ops(b: &[u8], count: u32) -> impl Iterator<Item = Result<BatchOp<'_>, 
             } else {
                 &[][..]
             };
-            Ok(BatchOp {
-                tree,
-                kind,
-                key,
-                value,
-            })
+            Ok(BatchOp { tree, kind, key, value })
         })();
         if r.is_err() {
             failed = true;

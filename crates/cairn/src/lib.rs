@@ -27,8 +27,7 @@ mod testutil;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Db, DbStats, FileAccessStats, LevelInfo, LevelStats, Range, Snapshot, Tree, TreeLevels,
-    TreeStatsSnapshot,
+    Db, DbStats, FileAccessStats, LevelInfo, LevelStats, Range, Snapshot, Tree, TreeLevels, TreeStatsSnapshot,
 };
 pub use error::{Error, Result};
 pub use options::{MergePolicyKind, Options, WriteOptions};

@@ -163,10 +163,7 @@ impl Options {
         };
         pos("write_buffer_size", self.write_buffer_size)?;
         if self.write_memory_budget < self.write_buffer_size {
-            return Err(invalid(
-                "write_memory_budget",
-                "must be at least write_buffer_size",
-            ));
+            return Err(invalid("write_memory_budget", "must be at least write_buffer_size"));
         }
         if self.max_wal_size == 0 {
             return Err(invalid("max_wal_size", "must be at least 1"));
@@ -187,10 +184,7 @@ impl Options {
         pos("max_open_files", self.max_open_files)?;
         if let MergePolicyKind::Garnering { c } = self.merge_policy {
             if !(c > 0.0 && c <= 1.0) {
-                return Err(invalid(
-                    "merge_policy",
-                    format!("Garnering c = {c} must be in (0, 1]"),
-                ));
+                return Err(invalid("merge_policy", format!("Garnering c = {c} must be in (0, 1]")));
             }
         }
         if self.size_ratio.is_nan() || self.size_ratio < 2.0 {
@@ -198,16 +192,10 @@ impl Options {
         }
         pos("l0_compaction_trigger", self.l0_compaction_trigger)?;
         if self.l0_slowdown_trigger < self.l0_compaction_trigger {
-            return Err(invalid(
-                "l0_slowdown_trigger",
-                "must be at least l0_compaction_trigger",
-            ));
+            return Err(invalid("l0_slowdown_trigger", "must be at least l0_compaction_trigger"));
         }
         if self.l0_stop_trigger < self.l0_slowdown_trigger {
-            return Err(invalid(
-                "l0_stop_trigger",
-                "must be at least l0_slowdown_trigger",
-            ));
+            return Err(invalid("l0_stop_trigger", "must be at least l0_slowdown_trigger"));
         }
         if self.max_bytes_for_level_base == 0 {
             return Err(invalid("max_bytes_for_level_base", "must be at least 1"));
@@ -247,14 +235,8 @@ impl Options {
         m.insert("write_memory_budget", self.write_memory_budget.to_string());
         m.insert("max_wal_size", self.max_wal_size.to_string());
         m.insert("block_size", self.block_size.to_string());
-        m.insert(
-            "block_restart_interval",
-            self.block_restart_interval.to_string(),
-        );
-        m.insert(
-            "compression",
-            format!("{:?}", self.compression).to_lowercase(),
-        );
+        m.insert("block_restart_interval", self.block_restart_interval.to_string());
+        m.insert("compression", format!("{:?}", self.compression).to_lowercase());
         m.insert("segment_size", self.segment_size.to_string());
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
@@ -267,16 +249,10 @@ impl Options {
             },
         );
         m.insert("size_ratio", self.size_ratio.to_string());
-        m.insert(
-            "l0_compaction_trigger",
-            self.l0_compaction_trigger.to_string(),
-        );
+        m.insert("l0_compaction_trigger", self.l0_compaction_trigger.to_string());
         m.insert("l0_slowdown_trigger", self.l0_slowdown_trigger.to_string());
         m.insert("l0_stop_trigger", self.l0_stop_trigger.to_string());
-        m.insert(
-            "max_bytes_for_level_base",
-            self.max_bytes_for_level_base.to_string(),
-        );
+        m.insert("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string());
         m.insert("target_file_size", self.target_file_size.to_string());
         m.insert("max_levels", self.max_levels.to_string());
         m.insert("compaction_threads", self.compaction_threads.to_string());
@@ -291,8 +267,7 @@ impl Options {
     /// The OPTIONS file contents: `key=value` lines, then `checksum=<masked crc32c hex>` over
     /// every byte before that line.
     pub(crate) fn encode_file(&self) -> Vec<u8> {
-        let mut s =
-            String::from("# cairn OPTIONS (informational except format_version, comparator)\n");
+        let mut s = String::from("# cairn OPTIONS (informational except format_version, comparator)\n");
         for (k, v) in self.to_map() {
             s.push_str(&format!("{k}={v}\n"));
         }
@@ -303,13 +278,9 @@ impl Options {
 }
 
 /// Parses an OPTIONS file into its key/value pairs, verifying the checksum.
-pub(crate) fn parse_options_file(
-    bytes: &[u8],
-) -> std::result::Result<BTreeMap<String, String>, String> {
+pub(crate) fn parse_options_file(bytes: &[u8]) -> std::result::Result<BTreeMap<String, String>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "OPTIONS is not UTF-8".to_string())?;
-    let body_end = text
-        .rfind("checksum=")
-        .ok_or("OPTIONS has no checksum line")?;
+    let body_end = text.rfind("checksum=").ok_or("OPTIONS has no checksum line")?;
     let (body, tail) = text.split_at(body_end);
     let crc = tail
         .trim_end()
@@ -369,20 +340,14 @@ mod tests {
         let cases: Vec<(&str, Box<dyn Fn(&mut Options)>)> = vec![
             ("write_buffer_size", Box::new(|o| o.write_buffer_size = 0)),
             ("block_size", Box::new(|o| o.block_size = 10)),
-            (
-                "bloom_bits_per_key",
-                Box::new(|o| o.bloom_bits_per_key = -1.0),
-            ),
+            ("bloom_bits_per_key", Box::new(|o| o.bloom_bits_per_key = -1.0)),
             (
                 "merge_policy",
                 Box::new(|o| o.merge_policy = MergePolicyKind::Garnering { c: 1.5 }),
             ),
             ("l0_stop_trigger", Box::new(|o| o.l0_stop_trigger = 1)),
             ("max_levels", Box::new(|o| o.max_levels = 1)),
-            (
-                "write_memory_budget",
-                Box::new(|o| o.write_memory_budget = 1),
-            ),
+            ("write_memory_budget", Box::new(|o| o.write_memory_budget = 1)),
         ];
         for (name, set) in cases {
             let mut o = Options::default();

@@ -24,18 +24,13 @@ pub struct Case {
 impl Case {
     /// Argument `key` parsed as `T`, or `default`.
     pub fn arg<T: std::str::FromStr>(&self, key: &str, default: T) -> T {
-        self.args
-            .get(key)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+        self.args.get(key).and_then(|v| v.parse().ok()).unwrap_or(default)
     }
 }
 
 /// Runs every case of `testdata/<file>` through `run`, comparing outputs.
 pub fn run_file(file: &str, mut run: impl FnMut(&Case) -> String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("testdata")
-        .join(file);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let rewrite = std::env::var_os("CAIRN_REWRITE").is_some();
     let mut out = String::new();
@@ -75,11 +70,7 @@ pub fn run_file(file: &str, mut run: impl FnMut(&Case) -> String) {
             expected.push('\n');
             lines.next();
         }
-        let case = Case {
-            command,
-            args,
-            input,
-        };
+        let case = Case { command, args, input };
         let mut actual = run(&case);
         if !actual.ends_with('\n') {
             actual.push('\n');

@@ -11,9 +11,7 @@ const KEYS: u64 = 1_000_000;
 const PROBES: u64 = 1_000_000;
 
 fn member_hashes() -> Vec<u64> {
-    (0..KEYS)
-        .map(|i| key_hash(format!("user{i:012}").as_bytes()))
-        .collect()
+    (0..KEYS).map(|i| key_hash(format!("user{i:012}").as_bytes())).collect()
 }
 
 /// Absent keys: a disjoint key space.
@@ -33,10 +31,7 @@ fn measured_fpr(filters: &[&BloomFilter]) -> f64 {
 
 fn filter(hashes: &[u64], bpk: f64, seed: u64) -> BloomFilter {
     let f = BloomFilter::decode(bloom::build(hashes, bpk, seed)).unwrap();
-    assert!(
-        hashes.iter().all(|&h| f.may_contain_hash(h)),
-        "false negative"
-    );
+    assert!(hashes.iter().all(|&h| f.may_contain_hash(h)), "false negative");
     f
 }
 
@@ -55,10 +50,7 @@ fn fpr_matches_the_model() {
             model_fpr(bpk)
         );
         // 1M probes: the relative standard error at the smallest rate (~0.8%) is ~1.1%.
-        assert!(
-            (m - e).abs() / e < 0.06,
-            "bpk {bpk}: measured {m} vs expected {e}"
-        );
+        assert!((m - e).abs() / e < 0.06, "bpk {bpk}: measured {m} vs expected {e}");
     }
 }
 
@@ -78,10 +70,7 @@ fn independent_units_multiply() {
     println!("| product f0·f1 | {:.5} |", f0 * f1);
     println!("| units 0+1 probed together | {both:.5} |");
     println!("| one 8 b/k filter | {eight:.5} |");
-    assert!(
-        (both - f0 * f1).abs() / (f0 * f1) < 0.06,
-        "units are not independent"
-    );
+    assert!((both - f0 * f1).abs() / (f0 * f1) < 0.06, "units are not independent");
     assert!(
         (both - eight).abs() / eight < 0.10,
         "two 4-bit units ≉ one 8-bit filter"

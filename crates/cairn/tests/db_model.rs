@@ -45,12 +45,8 @@ fn bound(rng: &mut StdRng) -> Bound<Vec<u8>> {
 }
 
 fn model_range(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
-        (lo, hi)
-    {
-        if a > b
-            || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_))))
-        {
+    if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) = (lo, hi) {
+        if a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_)))) {
             return Vec::new();
         }
     }
@@ -162,19 +158,12 @@ fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
             88..=90 => {
                 if let Some((s, ms)) = snaps.last() {
                     let k = key(&mut rng);
-                    assert_eq!(
-                        s.get(&k).unwrap().as_ref(),
-                        ms[0].get(&k),
-                        "snapshot get {}",
-                        ctx()
-                    );
+                    assert_eq!(s.get(&k).unwrap().as_ref(), ms[0].get(&k), "snapshot get {}", ctx());
                     let got: Vec<_> = s.iter().map(|x| x.unwrap()).collect();
                     assert_eq!(got.len(), ms[0].len(), "snapshot scan {}", ctx());
                     if let Some(tr) = &trees[1] {
-                        let got: Vec<_> =
-                            s.range_in::<&[u8], _>(tr, ..).map(|x| x.unwrap()).collect();
-                        let want: Vec<_> =
-                            ms[1].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                        let got: Vec<_> = s.range_in::<&[u8], _>(tr, ..).map(|x| x.unwrap()).collect();
+                        let want: Vec<_> = ms[1].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                         assert_eq!(got, want, "snapshot scan of tree 2 {}", ctx());
                     }
                 }
@@ -211,10 +200,7 @@ fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
             None => db.iter().map(|x| x.unwrap()).collect(),
             Some(tr) => tr.iter().map(|x| x.unwrap()).collect(),
         };
-        let want: Vec<_> = models[t]
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let want: Vec<_> = models[t].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(all, want, "final scan of tree {t}, seed {seed}");
     }
     db.wait_for_background().unwrap();

@@ -94,9 +94,7 @@ impl BlockCache {
         };
         let per = capacity / n;
         BlockCache {
-            shards: (0..n)
-                .map(|_| Mutex::new(LruShard::new(per, high_pri_ratio)))
-                .collect(),
+            shards: (0..n).map(|_| Mutex::new(LruShard::new(per, high_pri_ratio))).collect(),
             capacity: AtomicUsize::new(capacity),
             high_pri_ratio,
             counters: Default::default(),
@@ -131,19 +129,9 @@ impl BlockCache {
     }
 
     /// Inserts a block charged `charge` bytes.
-    pub fn insert(
-        &self,
-        key: BlockKey,
-        value: CachedBlock,
-        kind: BlockKind,
-        charge: usize,
-        prio: Priority,
-    ) {
+    pub fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
         self.counters[kind as usize].inserts.fetch_add(1, Relaxed);
-        let evicted = self
-            .shard(&key)
-            .lock()
-            .insert(key, Entry { value, kind }, charge, prio);
+        let evicted = self.shard(&key).lock().insert(key, Entry { value, kind }, charge, prio);
         self.report(evicted, Some(key));
     }
 
@@ -161,9 +149,7 @@ impl BlockCache {
             if Some(e.key) == replaced {
                 continue; // a replacement is not an eviction for space
             }
-            self.counters[e.value.kind as usize]
-                .evictions
-                .fetch_add(1, Relaxed);
+            self.counters[e.value.kind as usize].evictions.fetch_add(1, Relaxed);
             if let Some(l) = &listener {
                 l(e.key, e.value.kind, e.charge);
             }
@@ -240,10 +226,7 @@ mod tests {
             s2.lock().push((k.offset, kind, charge));
         })));
         for i in 0..20u64 {
-            let key = BlockKey {
-                table: 1,
-                offset: i,
-            };
+            let key = BlockKey { table: 1, offset: i };
             assert!(cache.get(&key, BlockKind::FilterUnit).is_none());
             cache.insert(key, filter(), BlockKind::FilterUnit, 1000, Priority::Low);
         }
@@ -253,13 +236,7 @@ mod tests {
         assert_eq!(c.evictions, 10);
         assert_eq!(seen.lock().len(), 10);
         assert!(cache
-            .get(
-                &BlockKey {
-                    table: 1,
-                    offset: 19
-                },
-                BlockKind::FilterUnit
-            )
+            .get(&BlockKey { table: 1, offset: 19 }, BlockKind::FilterUnit)
             .is_some());
         assert_eq!(cache.counters(BlockKind::FilterUnit).hits, 1);
         cache.set_capacity(3000);

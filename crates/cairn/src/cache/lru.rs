@@ -164,13 +164,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
 
     /// Inserts (or replaces) an entry, then evicts down to capacity. An entry whose charge
     /// exceeds the whole capacity is not cached. Returns what was evicted or replaced.
-    pub fn insert(
-        &mut self,
-        key: K,
-        value: V,
-        charge: usize,
-        prio: Priority,
-    ) -> Vec<Evicted<K, V>> {
+    pub fn insert(&mut self, key: K, value: V, charge: usize, prio: Priority) -> Vec<Evicted<K, V>> {
         let mut out = Vec::new();
         if let Some(old) = self.remove(&key) {
             out.push(old);

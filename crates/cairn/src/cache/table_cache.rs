@@ -31,9 +31,7 @@ impl TableCache {
             return Ok(r);
         }
         let r = Arc::new(open()?);
-        self.lru
-            .lock()
-            .insert(file_number, r.clone(), 1, Priority::Low);
+        self.lru.lock().insert(file_number, r.clone(), 1, Priority::Low);
         Ok(r)
     }
 

@@ -56,8 +56,7 @@ impl<'a> CompactionFilter<'a> {
         let keep = if self.last_seq_for_key <= self.oldest_snapshot {
             self.dropped_shadowed += 1;
             false
-        } else if kind == ValueKind::Delete && seq <= self.oldest_snapshot && (self.bottommost)(uk)
-        {
+        } else if kind == ValueKind::Delete && seq <= self.oldest_snapshot && (self.bottommost)(uk) {
             self.dropped_tombstones += 1;
             false
         } else {
@@ -78,12 +77,7 @@ mod tests {
         entries
             .iter()
             .filter(|(k, s, kind)| f.keep(InternalKey::new(k.as_bytes(), *s, *kind).encoded()))
-            .map(|(k, s, kind)| {
-                format!(
-                    "{k}@{s}{}",
-                    if *kind == ValueKind::Delete { "D" } else { "" }
-                )
-            })
+            .map(|(k, s, kind)| format!("{k}@{s}{}", if *kind == ValueKind::Delete { "D" } else { "" }))
             .collect()
     }
 

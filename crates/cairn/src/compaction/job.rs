@@ -93,9 +93,9 @@ pub fn write_outputs(
         result.entries_in += 1;
         if filter.keep(key) {
             let uk = ikey::user_key(key);
-            let cut = builder.as_ref().is_some_and(|(_, b)| {
-                b.estimated_size() >= out.target_file_size && uk != last_user_key.as_slice()
-            });
+            let cut = builder
+                .as_ref()
+                .is_some_and(|(_, b)| b.estimated_size() >= out.target_file_size && uk != last_user_key.as_slice());
             if cut {
                 if let Some((n, b)) = builder.take() {
                     let s = b.finish()?;
@@ -106,10 +106,7 @@ pub fn write_outputs(
             if builder.is_none() {
                 let n = (out.new_file_number)();
                 let f = out.fs.create(&table_path(out.dir, n))?;
-                builder = Some((
-                    n,
-                    TableBuilder::new(f, n, out.table.clone(), out.stats.clone()),
-                ));
+                builder = Some((n, TableBuilder::new(f, n, out.table.clone(), out.stats.clone())));
             }
             if let Some((_, b)) = builder.as_mut() {
                 b.add(key, input.value())?;

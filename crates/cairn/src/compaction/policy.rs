@@ -138,16 +138,8 @@ pub(crate) fn pick_from_level(view: &LsmView, level: usize) -> Choice {
         if l0.is_empty() || l0.iter().any(|f| f.busy) {
             return Choice::DoNothing;
         }
-        let lo = l0
-            .iter()
-            .map(|f| f.smallest.as_slice())
-            .min()
-            .unwrap_or_default();
-        let hi = l0
-            .iter()
-            .map(|f| f.largest.as_slice())
-            .max()
-            .unwrap_or_default();
+        let lo = l0.iter().map(|f| f.smallest.as_slice()).min().unwrap_or_default();
+        let hi = l0.iter().map(|f| f.largest.as_slice()).max().unwrap_or_default();
         let ov = overlaps(next, lo, hi);
         if ov.iter().any(|f| f.busy) {
             return Choice::DoNothing;

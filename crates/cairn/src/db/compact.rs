@@ -89,8 +89,7 @@ fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
         loop {
             let tv = &st.version.trees[tree];
             let decision = inner.policy.pick(&view(tv, &st.busy));
-            let find =
-                |level: usize, n: u64| tv.level(level).iter().find(|f| f.number == n).cloned();
+            let find = |level: usize, n: u64| tv.level(level).iter().find(|f| f.number == n).cloned();
             match decision.choice {
                 Choice::DoNothing => {
                     if let Some(d) = decision.deepest {
@@ -120,10 +119,7 @@ fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
                     overlaps,
                 } => {
                     let inputs: Vec<_> = inputs.iter().filter_map(|&n| find(level, n)).collect();
-                    let overlaps: Vec<_> = overlaps
-                        .iter()
-                        .filter_map(|&n| find(output_level, n))
-                        .collect();
+                    let overlaps: Vec<_> = overlaps.iter().filter_map(|&n| find(output_level, n)).collect();
                     for f in inputs.iter().chain(&overlaps) {
                         st.busy.insert(f.number);
                     }
@@ -192,10 +188,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     } else {
         children.push(Box::new(LevelIter::new(job.inputs.clone(), opener(inner))));
     }
-    children.push(Box::new(LevelIter::new(
-        job.overlaps.clone(),
-        opener(inner),
-    )));
+    children.push(Box::new(LevelIter::new(job.overlaps.clone(), opener(inner))));
     let mut merged = MergingIter::new(children);
     let version = inner.state.lock().version.clone();
     let tv = version.trees.get(job.tree).cloned().unwrap_or_default();
@@ -277,9 +270,7 @@ pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
             return Ok(());
         }
         inner.bg_cv.notify_all();
-        inner
-            .done_cv
-            .wait_for(&mut st, std::time::Duration::from_millis(50));
+        inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(50));
     }
 }
 
@@ -296,7 +287,9 @@ fn bound_key<K: AsRef<[u8]>>(b: Bound<&K>) -> Option<Vec<u8>> {
 }
 
 /// Flushes the tree, then merges every level's files overlapping `range` into the next level,
-/// top to bottom, until they sit in the deepest non-empty level.
+/// top to bottom, until they sit in the deepest non-empty level, and finally rewrites those
+/// bottom files in place so that shadowed versions and tombstones are purged (RocksDB's
+/// forced bottommost compaction).
 pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
     inner: &Arc<DbInner>,
     tree: u32,
@@ -315,33 +308,20 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
             let mut st = inner.state.lock();
             loop {
                 inner.check_writable()?;
-                let tv = st
-                    .version
-                    .trees
-                    .get(tree as usize)
-                    .cloned()
-                    .unwrap_or_default();
+                let tv = st.version.trees.get(tree as usize).cloned().unwrap_or_default();
                 let bottom = tv.deepest_nonempty();
-                if level >= bottom {
+                if level > bottom || (level == bottom && bottom == 0) {
                     return Ok(());
                 }
-                let inputs: Vec<_> = tv
-                    .level(level)
-                    .iter()
-                    .filter(|f| overlaps(f))
-                    .cloned()
-                    .collect();
+                let output_level = if level == bottom { level } else { level + 1 };
+                let inputs: Vec<_> = tv.level(level).iter().filter(|f| overlaps(f)).cloned().collect();
                 if inputs.is_empty() {
                     level += 1;
                     continue;
                 }
                 // L0 files overlap each other, so all of L0 goes down together, and the range
                 // of the next level to merge with is that of every input.
-                let all_inputs = if level == 0 {
-                    tv.level(0).to_vec()
-                } else {
-                    inputs
-                };
+                let all_inputs = if level == 0 { tv.level(0).to_vec() } else { inputs };
                 let lo_k = all_inputs
                     .iter()
                     .map(|f| f.smallest_user_key().to_vec())
@@ -352,27 +332,25 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
                     .map(|f| f.largest_user_key().to_vec())
                     .max()
                     .unwrap_or_default();
-                let outs = tv.overlapping(level + 1, &lo_k, &hi_k);
-                if all_inputs
-                    .iter()
-                    .chain(&outs)
-                    .any(|f| st.busy.contains(&f.number))
-                {
+                let outs = if output_level == level {
+                    Vec::new()
+                } else {
+                    tv.overlapping(output_level, &lo_k, &hi_k)
+                };
+                if all_inputs.iter().chain(&outs).any(|f| st.busy.contains(&f.number)) {
                     // A background compaction holds some of these files: wait for it.
-                    inner
-                        .done_cv
-                        .wait_for(&mut st, std::time::Duration::from_millis(20));
+                    inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(20));
                     continue;
                 }
                 for f in all_inputs.iter().chain(&outs) {
                     st.busy.insert(f.number);
                 }
                 st.running_compactions += 1;
-                let deepest = ((level + 1) as u32 > tv.deepest).then_some(level as u32 + 1);
+                let deepest = (output_level as u32 > tv.deepest).then_some(output_level as u32);
                 break Job {
                     tree: tree as usize,
                     level,
-                    output_level: level + 1,
+                    output_level,
                     inputs: all_inputs,
                     overlaps: outs,
                     deepest,

@@ -79,20 +79,10 @@ fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<(
             .chain([st.mems[tree].active.first_wal()])
             .min()
             .unwrap_or(u64::MAX);
-        edit.log_numbers.push((
-            tree as u32,
-            if rest == u64::MAX {
-                st.wal_number
-            } else {
-                rest
-            },
-        ));
+        edit.log_numbers
+            .push((tree as u32, if rest == u64::MAX { st.wal_number } else { rest }));
         inner.log_and_apply(&mut st, edit)?;
-        if st.mems[tree]
-            .imm
-            .front()
-            .is_some_and(|m| Arc::ptr_eq(m, mem))
-        {
+        if st.mems[tree].imm.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
             st.mems[tree].imm.pop_front();
         }
         inner.install_super_version(&st, tree);

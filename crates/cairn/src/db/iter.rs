@@ -70,9 +70,7 @@ impl Cursor {
         if !self.started {
             self.started = true;
             match lo {
-                Bound::Included(k) | Bound::Excluded(k) => {
-                    self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded())
-                }
+                Bound::Included(k) | Bound::Excluded(k) => self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
                 Bound::Unbounded => self.it.seek_to_first(),
             }
         } else if self.it.valid() {
@@ -114,9 +112,7 @@ impl Cursor {
                 Bound::Included(k) => self
                     .it
                     .seek_for_prev(InternalKey::new(k, 0, ValueKind::Delete).encoded()),
-                Bound::Excluded(k) => self
-                    .it
-                    .seek_for_prev(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
+                Bound::Excluded(k) => self.it.seek_for_prev(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
                 Bound::Unbounded => self.it.seek_to_last(),
             }
         }

@@ -70,12 +70,7 @@ impl TreeMems {
             .unwrap_or(u64::MAX)
     }
     fn bytes(&self) -> usize {
-        self.active.approximate_bytes()
-            + self
-                .imm
-                .iter()
-                .map(|m| m.approximate_bytes())
-                .sum::<usize>()
+        self.active.approximate_bytes() + self.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>()
     }
 }
 
@@ -183,13 +178,7 @@ impl DbInner {
     /// The oldest seqno a reader may read at.
     pub fn oldest_snapshot(&self) -> u64 {
         let last = self.last_seq.load(Ordering::Acquire);
-        self.snapshots
-            .lock()
-            .keys()
-            .next()
-            .copied()
-            .unwrap_or(last)
-            .min(last)
+        self.snapshots.lock().keys().next().copied().unwrap_or(last).min(last)
     }
 
     pub fn super_version(&self, tree: u32) -> Result<Arc<SuperVersion>> {
@@ -221,9 +210,7 @@ impl DbInner {
             restart_interval: self.opts.block_restart_interval,
             compression: self.opts.compression,
             segment_size: self.opts.segment_size,
-            filter: self
-                .bpk
-                .decide(crate::tuning::bpk::FileContext { tree, level }),
+            filter: self.bpk.decide(crate::tuning::bpk::FileContext { tree, level }),
         }
     }
 
@@ -253,13 +240,11 @@ impl DbInner {
     pub fn log_and_apply(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {
         edit.next_file_number = Some(st.next_file_number);
         edit.last_seqno = Some(self.last_seq.load(Ordering::Acquire));
-        let next = st.version.apply(&edit).map_err(|e| {
-            Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}"))
-        })?;
-        let logged = st
-            .manifest
-            .add_record(&edit.encode())
-            .and_then(|_| st.manifest.sync());
+        let next = st
+            .version
+            .apply(&edit)
+            .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
+        let logged = st.manifest.add_record(&edit.encode()).and_then(|_| st.manifest.sync());
         if let Err(e) = logged {
             self.set_poison(&e);
             return Err(e);
@@ -290,14 +275,8 @@ impl DbInner {
             snap.last_seqno = Some(self.last_seq.load(Ordering::Acquire));
             for (t, m) in st.mems.iter().enumerate() {
                 let first = m.first_wal();
-                snap.log_numbers.push((
-                    t as u32,
-                    if first == u64::MAX {
-                        st.wal_number
-                    } else {
-                        first
-                    },
-                ));
+                snap.log_numbers
+                    .push((t as u32, if first == u64::MAX { st.wal_number } else { first }));
             }
             w.add_record(&snap.encode())?;
             w.sync()?;
@@ -355,10 +334,7 @@ impl DbInner {
                 (Ok(n), "sst") => n < next_file && !live.contains(&n) && !pending.contains(&n),
                 (Ok(n), "wal") => n < min_wal,
                 _ => {
-                    let numbered = |prefix: &str| {
-                        name.strip_prefix(prefix)
-                            .and_then(|n| n.parse::<u64>().ok())
-                    };
+                    let numbered = |prefix: &str| name.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok());
                     match (numbered("MANIFEST-"), numbered("OPTIONS-")) {
                         (Some(n), _) => n < manifest_number,
                         (_, Some(n)) => n < self.options_number,
@@ -409,10 +385,7 @@ impl Drop for DbHandle {
 }
 
 fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
-    if inner.shutdown.load(Ordering::Acquire)
-        && inner.threads.lock().is_empty()
-        && inner.lock.lock().is_none()
-    {
+    if inner.shutdown.load(Ordering::Acquire) && inner.threads.lock().is_empty() && inner.lock.lock().is_none() {
         return Ok(());
     }
     inner.stop_background();
@@ -509,10 +482,7 @@ impl Db {
         let mut snaps = inner.snapshots.lock();
         let seq = inner.last_seq.load(Ordering::Acquire);
         *snaps.entry(seq).or_insert(0) += 1;
-        Snapshot {
-            db: self.clone(),
-            seq,
-        }
+        Snapshot { db: self.clone(), seq }
     }
 
     /// Flushes every tree's memtables to L0 tables and waits for it.
@@ -592,12 +562,7 @@ impl Tree {
     /// See [`Db::write`].
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
-        b.push(
-            self.id,
-            crate::format::ikey::ValueKind::Delete,
-            key.as_ref(),
-            &[],
-        );
+        b.push(self.id, crate::format::ikey::ValueKind::Delete, key.as_ref(), &[]);
         write::write(self.inner(), b, &WriteOptions::default())
     }
 

@@ -78,9 +78,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         let edit = VersionEdit::decode(&rec.body).map_err(|e| bad(format!("version edit: {e}")))?;
         r.version = r.version.apply(&edit).map_err(bad)?;
         for (id, name) in &edit.new_trees {
-            if *id as usize != r.tree_names.len()
-                && !r.tree_names.get(*id as usize).is_some_and(|n| n == name)
-            {
+            if *id as usize != r.tree_names.len() && !r.tree_names.get(*id as usize).is_some_and(|n| n == name) {
                 return Err(bad(format!("tree {id} ({name}) created out of order")));
             }
             if *id as usize == r.tree_names.len() {
@@ -98,11 +96,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         }
     }
     if records == 0 || r.tree_names.is_empty() {
-        return Err(Error::corruption(
-            &path,
-            0,
-            "manifest holds no database description",
-        ));
+        return Err(Error::corruption(&path, 0, "manifest holds no database description"));
     }
     r.next_file = r.next_file.max(number + 1);
     Ok(r)
@@ -135,8 +129,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     if let Some(&n) = numbered_prefix(&names, "OPTIONS-").last() {
         let path = dir.join(format!("OPTIONS-{n:06}"));
-        let stored = parse_options_file(&read_all(&*fs, &path)?)
-            .map_err(|e| Error::corruption(&path, 0, e))?;
+        let stored = parse_options_file(&read_all(&*fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
         check_compatible(&stored, &opts)?;
     }
 
@@ -146,9 +139,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let mut e = VersionEdit::default();
         e.new_trees.push((0, "default".into()));
         Recovered {
-            version: Version::default()
-                .apply(&e)
-                .map_err(|e| Error::corruption(dir, 0, e))?,
+            version: Version::default().apply(&e).map_err(|e| Error::corruption(dir, 0, e))?,
             tree_names: vec!["default".into()],
             log_numbers: BTreeMap::new(),
             next_file: 2,
@@ -169,10 +160,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
     // File numbers already on disk (including orphans of an interrupted open) are never reused.
-    for n in numbered(&names, ".sst")
-        .into_iter()
-        .chain(numbered(&names, ".wal"))
-    {
+    for n in numbered(&names, ".sst").into_iter().chain(numbered(&names, ".wal")) {
         rec.next_file = rec.next_file.max(n + 1);
     }
 
@@ -183,18 +171,14 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .min()
         .unwrap_or(0);
     let mut last_seq = rec.last_seq;
-    let wals: Vec<u64> = numbered(&names, ".wal")
-        .into_iter()
-        .filter(|&n| n >= min_log)
-        .collect();
+    let wals: Vec<u64> = numbered(&names, ".wal").into_iter().filter(|&n| n >= min_log).collect();
     'logs: for (i, &n) in wals.iter().enumerate() {
         let path = wal_path(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
         let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
         while let Some(record) = reader.next_record()? {
             let bad = |what: String| Error::corruption(&path, record.offset, what);
-            let batch =
-                DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
+            let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
             for (j, op) in batch.ops().enumerate() {
                 let op = op.map_err(|e| bad(format!("write batch: {e}")))?;
                 let m = mems
@@ -267,10 +251,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         *m = TreeMems::new();
     }
-    let version = rec
-        .version
-        .apply(&edit)
-        .map_err(|e| Error::corruption(dir, 0, e))?;
+    let version = rec.version.apply(&edit).map_err(|e| Error::corruption(dir, 0, e))?;
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
@@ -294,12 +275,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     fs.sync_dir(dir)?;
     manifest::set_current(&*fs, dir, manifest_number)?;
 
-    let cache = opts.block_cache.clone().unwrap_or_else(|| {
-        Arc::new(BlockCache::new(
-            opts.block_cache_size,
-            opts.high_pri_pool_ratio,
-        ))
-    });
+    let cache = opts
+        .block_cache
+        .clone()
+        .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
     let version = Arc::new(version);
     let ntrees = rec.tree_names.len();
     let inner = Arc::new(DbInner {
@@ -375,9 +354,7 @@ fn numbered_prefix(names: &[String], prefix: &str) -> Vec<u64> {
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.
 pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     if name.is_empty() || name.len() > 255 {
-        return Err(Error::InvalidArgument(
-            "tree names must be 1 to 255 bytes".into(),
-        ));
+        return Err(Error::InvalidArgument("tree names must be 1 to 255 bytes".into()));
     }
     inner.check_writable()?;
     let _wal = inner.wal.lock();

@@ -8,16 +8,9 @@ use crate::sst::UnitSelection;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-pub(super) fn get(
-    inner: &Arc<DbInner>,
-    tree: u32,
-    key: &[u8],
-    snapshot: Option<u64>,
-) -> Result<Option<Vec<u8>>> {
+pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<u64>) -> Result<Option<Vec<u8>>> {
     if inner.shutdown.load(Ordering::Acquire) {
-        return Err(crate::Error::InvalidArgument(
-            "the database is closed".into(),
-        ));
+        return Err(crate::Error::InvalidArgument("the database is closed".into()));
     }
     let sv = inner.super_version(tree)?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
@@ -33,12 +26,8 @@ pub(super) fn get(
     };
     // Some(answer) once a table holds a version of the key.
     let probe = |level: usize, f: &crate::version::FileMeta| -> Result<Option<Option<Vec<u8>>>> {
-        let out = inner
-            .open_table(f.number)?
-            .get(key, seq, UnitSelection::All)?;
-        inner
-            .stats
-            .record_probe(tree as usize, level, f.number, &out);
+        let out = inner.open_table(f.number)?.get(key, seq, UnitSelection::All)?;
+        inner.stats.record_probe(tree as usize, level, f.number, &out);
         Ok(out
             .found
             .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))

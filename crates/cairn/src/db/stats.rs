@@ -285,8 +285,7 @@ pub struct DbStats {
 impl DbStats {
     /// (flush + compaction bytes written) / user bytes written.
     pub fn write_amplification(&self) -> f64 {
-        (self.flush_bytes_written + self.compaction_bytes_written) as f64
-            / self.user_bytes_written.max(1) as f64
+        (self.flush_bytes_written + self.compaction_bytes_written) as f64 / self.user_bytes_written.max(1) as f64
     }
 
     /// Sum of one level counter over every tree and level.

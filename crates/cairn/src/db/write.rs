@@ -55,8 +55,7 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
         bytes += b.size_bytes();
         group.push(t);
     }
-    let mut batches: Vec<(WriteBatch, WriteOptions)> =
-        group.iter().filter_map(|t| q.batches.remove(t)).collect();
+    let mut batches: Vec<(WriteBatch, WriteOptions)> = group.iter().filter_map(|t| q.batches.remove(t)).collect();
     drop(q);
 
     let result = commit(inner, &mut batches);
@@ -107,13 +106,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     if sync {
         inner.io.record_sync();
     }
-    let actives: Vec<Arc<Memtable>> = inner
-        .state
-        .lock()
-        .mems
-        .iter()
-        .map(|m| m.active.clone())
-        .collect();
+    let actives: Vec<Arc<Memtable>> = inner.state.lock().mems.iter().map(|m| m.active.clone()).collect();
     let mut s = first;
     let mut user_bytes = 0u64;
     for (b, _) in batches.iter() {
@@ -125,9 +118,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             s += 1;
         }
     }
-    inner
-        .stats
-        .record_user_write(user_bytes, wal.writer.len() - before);
+    inner.stats.record_user_write(user_bytes, wal.writer.len() - before);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
@@ -139,13 +130,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
-        let l0 = st
-            .version
-            .trees
-            .iter()
-            .map(|t| t.level(0).len())
-            .max()
-            .unwrap_or(0);
+        let l0 = st.version.trees.iter().map(|t| t.level(0).len()).max().unwrap_or(0);
         let mem_total: usize = st.mems.iter().map(|m| m.bytes()).sum();
         let imm_bytes: usize = st
             .mems
@@ -161,32 +146,24 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
             || (imm_bytes >= o.write_memory_budget && imm_bytes > 0)
         {
             if no_slowdown {
-                return Err(Error::Busy(
-                    "writes are stalled and no_slowdown is set".into(),
-                ));
+                return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
             }
             inner.stats.record_stop();
             let t0 = std::time::Instant::now();
             inner.bg_cv.notify_all();
             inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
-            inner
-                .stats
-                .record_stall_micros(t0.elapsed().as_micros() as u64);
+            inner.stats.record_stall_micros(t0.elapsed().as_micros() as u64);
             continue;
         }
         if !slowed && (l0 >= o.l0_slowdown_trigger || pending >= o.soft_pending_compaction_bytes) {
             if no_slowdown {
-                return Err(Error::Busy(
-                    "writes are stalled and no_slowdown is set".into(),
-                ));
+                return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
             }
             slowed = true;
             inner.stats.record_slowdown();
             let t0 = std::time::Instant::now();
             inner.done_cv.wait_for(&mut st, Duration::from_millis(1));
-            inner
-                .stats
-                .record_stall_micros(t0.elapsed().as_micros() as u64);
+            inner.stats.record_stall_micros(t0.elapsed().as_micros() as u64);
             continue;
         }
         let mut switch: Vec<usize> = (0..st.mems.len())
@@ -208,9 +185,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
                 .filter(|&t| st.mems[t].imm.is_empty() && !st.mems[t].active.is_empty())
                 .min_by_key(|&t| st.mems[t].active.first_wal())
             {
-                if st.mems[t].active.first_wal() < wal.writer.log_number()
-                    || st.mems.iter().all(|m| m.imm.is_empty())
-                {
+                if st.mems[t].active.first_wal() < wal.writer.log_number() || st.mems.iter().all(|m| m.imm.is_empty()) {
                     switch.push(t);
                 }
             }

@@ -75,11 +75,7 @@ enum Rule {
     /// Fail the operation whose 1-based index (over all operations) is `n`.
     Nth { n: u64, kind: FaultKind },
     /// Fail each operation of `class` with probability `p`.
-    Fraction {
-        class: OpClass,
-        p: f64,
-        kind: FaultKind,
-    },
+    Fraction { class: OpClass, p: f64, kind: FaultKind },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -155,11 +151,7 @@ pub struct CrashReport {
 }
 
 fn injected(op: &'static str, path: &Path, kind: io::ErrorKind, msg: &str) -> Error {
-    Error::io(
-        op,
-        path,
-        io::Error::new(kind, format!("injected fault: {msg}")),
-    )
+    Error::io(op, path, io::Error::new(kind, format!("injected fault: {msg}")))
 }
 
 fn fault_error(op: &'static str, path: &Path, kind: FaultKind) -> Error {
@@ -180,9 +172,7 @@ impl State {
             match *r {
                 Rule::Nth { n, kind } if n == ops => hit = Some(kind),
                 Rule::Fraction { class: c, p, kind }
-                    if (c == class || c == OpClass::Any)
-                        && hit.is_none()
-                        && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
+                    if (c == class || c == OpClass::Any) && hit.is_none() && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
                 {
                     hit = Some(kind);
                 }
@@ -236,11 +226,7 @@ impl FaultFs {
 
     /// Fails each operation of `class` with probability `p`.
     pub fn fail_fraction(&self, class: OpClass, p: f64, kind: FaultKind) {
-        self.shared
-            .state
-            .lock()
-            .rules
-            .push(Rule::Fraction { class, p, kind });
+        self.shared.state.lock().rules.push(Rule::Fraction { class, p, kind });
     }
 
     /// Removes every fault rule.
@@ -296,11 +282,7 @@ impl FaultFs {
                         }
                     }
                 }
-                DirOp::Renamed {
-                    from,
-                    to,
-                    displaced,
-                } => {
+                DirOp::Renamed { from, to, displaced } => {
                     if inner.exists(&to)? {
                         inner.rename(&to, &from)?;
                     }
@@ -327,9 +309,7 @@ impl FaultFs {
                 continue;
             }
             let mut data = super::read_all(inner, &path)?;
-            let synced = usize::try_from(t.synced)
-                .unwrap_or(usize::MAX)
-                .min(data.len());
+            let synced = usize::try_from(t.synced).unwrap_or(usize::MAX).min(data.len());
             let keep = match mode {
                 CrashMode::DropUnsynced => synced,
                 _ => st.rng.gen_range(synced..=data.len()),
@@ -338,11 +318,7 @@ impl FaultFs {
             if matches!(mode, CrashMode::TearZeros | CrashMode::TearGarbage) && keep > synced {
                 let torn = st.rng.gen_range(1..=(keep - synced).min(4096));
                 for b in &mut data[keep - torn..] {
-                    *b = if mode == CrashMode::TearZeros {
-                        0
-                    } else {
-                        st.rng.gen()
-                    };
+                    *b = if mode == CrashMode::TearZeros { 0 } else { st.rng.gen() };
                 }
                 report.bytes_lost += torn as u64;
             }
@@ -371,12 +347,7 @@ impl FaultFs {
         let _gate = self.shared.gate.read();
         let mut st = self.shared.state.lock();
         if st.dead {
-            return Err(injected(
-                op,
-                path,
-                io::ErrorKind::Other,
-                "file system crashed",
-            ));
+            return Err(injected(op, path, io::ErrorKind::Other, "file system crashed"));
         }
         if let Some(kind) = st.check(class) {
             return Err(fault_error(op, path, kind));
@@ -392,13 +363,7 @@ impl FaultFs {
         id
     }
 
-    fn wrap_writer(
-        &self,
-        st: &mut State,
-        inner: Box<dyn WritableFile>,
-        id: u64,
-        path: &Path,
-    ) -> Box<dyn WritableFile> {
+    fn wrap_writer(&self, st: &mut State, inner: Box<dyn WritableFile>, id: u64, path: &Path) -> Box<dyn WritableFile> {
         let slot: WriterSlot = Arc::new(Mutex::new(Some(inner)));
         st.writers.retain(|w| w.strong_count() > 0);
         st.writers.push(Arc::downgrade(&slot));
@@ -452,15 +417,11 @@ impl FileSystem for FaultFs {
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        self.op(OpClass::Metadata, "stat", path, |inner, _| {
-            inner.file_size(path)
-        })
+        self.op(OpClass::Metadata, "stat", path, |inner, _| inner.file_size(path))
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
-        self.op(OpClass::Metadata, "stat", path, |inner, _| {
-            inner.exists(path)
-        })
+        self.op(OpClass::Metadata, "stat", path, |inner, _| inner.exists(path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {

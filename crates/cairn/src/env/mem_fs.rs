@@ -92,10 +92,7 @@ impl FileSystem for MemFs {
         if !t.dir_exists(parent_of(to)) {
             return Err(not_found("rename", to));
         }
-        let data = t
-            .files
-            .remove(from)
-            .ok_or_else(|| not_found("rename", from))?;
+        let data = t.files.remove(from).ok_or_else(|| not_found("rename", from))?;
         t.files.insert(to.to_path_buf(), data);
         Ok(())
     }

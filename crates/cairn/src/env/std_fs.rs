@@ -52,21 +52,14 @@ impl FileSystem for StdFs {
             .append(true)
             .open(path)
             .map_err(|e| Error::io("open for append", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let len = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
         Ok(Box::new(StdWritable::new(file, path, len)))
     }
 
     fn open_read(&self, path: &Path, opts: ReadOptions) -> Result<Arc<dyn RandomAccessFile>> {
         let mut direct = false;
         let file = if opts.direct {
-            match OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_DIRECT)
-                .open(path)
-            {
+            match OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path) {
                 Ok(f) => {
                     direct = true;
                     f
@@ -85,10 +78,7 @@ impl FileSystem for StdFs {
         } else {
             File::open(path).map_err(|e| Error::io("open for read", path, e))?
         };
-        let size = file
-            .metadata()
-            .map_err(|e| Error::io("stat", path, e))?
-            .len();
+        let size = file.metadata().map_err(|e| Error::io("stat", path, e))?.len();
         Ok(Arc::new(StdRandomAccess {
             file,
             path: path.to_path_buf(),
@@ -98,9 +88,7 @@ impl FileSystem for StdFs {
     }
 
     fn file_size(&self, path: &Path) -> Result<u64> {
-        Ok(std::fs::metadata(path)
-            .map_err(|e| Error::io("stat", path, e))?
-            .len())
+        Ok(std::fs::metadata(path).map_err(|e| Error::io("stat", path, e))?.len())
     }
 
     fn exists(&self, path: &Path) -> Result<bool> {
@@ -236,16 +224,12 @@ impl WritableFile for StdWritable {
 
     fn sync_data(&mut self) -> Result<()> {
         self.flush()?;
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io("fdatasync", &self.path, e))
+        self.file.sync_data().map_err(|e| Error::io("fdatasync", &self.path, e))
     }
 
     fn sync_all(&mut self) -> Result<()> {
         self.flush()?;
-        self.file
-            .sync_all()
-            .map_err(|e| Error::io("fsync", &self.path, e))
+        self.file.sync_all().map_err(|e| Error::io("fsync", &self.path, e))
     }
 
     fn len(&self) -> u64 {
@@ -298,8 +282,7 @@ impl StdRandomAccess {
             .ok_or_else(|| Error::InvalidArgument("read range overflows".into()))?;
         let start = offset - offset % align;
         let aligned_end = end.div_ceil(align) * align;
-        let span = usize::try_from(aligned_end - start)
-            .map_err(|_| Error::InvalidArgument("read too large".into()))?;
+        let span = usize::try_from(aligned_end - start).map_err(|_| Error::InvalidArgument("read too large".into()))?;
         thread_local! {
             static BUF: std::cell::RefCell<AlignedBuf> = const { std::cell::RefCell::new(AlignedBuf::empty()) };
         }

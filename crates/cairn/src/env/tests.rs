@@ -20,10 +20,7 @@ fn conformance(fs: &dyn FileSystem, root: &Path) {
     let mut buf = [0u8; 5];
     r.read_exact_at(100_006, &mut buf).unwrap();
     assert_eq!(&buf, b"world");
-    assert!(
-        r.read_exact_at(100_008, &mut buf).is_err(),
-        "read past end must fail"
-    );
+    assert!(r.read_exact_at(100_008, &mut buf).is_err(), "read past end must fail");
 
     let mut w = fs.open_append(&a).unwrap();
     assert_eq!(w.len(), 100_011);
@@ -133,10 +130,7 @@ fn crash_keeps_exactly_the_synced_bytes() {
     assert!(fs.exists(&durable).is_err());
     assert!(w.append(b"x").is_err());
     fs.restart();
-    assert!(
-        w.append(b"x").is_err(),
-        "handles from before the crash stay dead"
-    );
+    assert!(w.append(b"x").is_err(), "handles from before the crash stay dead");
     assert_eq!(read_all(&fs, &durable).unwrap(), b"synced-part");
     assert_eq!(read_all(&fs, &unsynced_file).unwrap(), b"");
     assert!(
@@ -232,10 +226,7 @@ fn injected_read_faults_surface_as_errors_or_flipped_bits() {
     let before = fs.op_count();
     fs.fail_nth(before + 2, FaultKind::Eio);
     r.read_exact_at(0, &mut buf).unwrap();
-    assert!(
-        r.read_exact_at(0, &mut buf).is_err(),
-        "the n-th operation fails"
-    );
+    assert!(r.read_exact_at(0, &mut buf).is_err(), "the n-th operation fails");
     r.read_exact_at(0, &mut buf).unwrap();
     assert_eq!(fs.injected_faults(), 5);
 }

@@ -206,9 +206,7 @@ mod tests {
         // filter already on disk.
         let bytes = build(&[key_hash(b"cairn")], 6.0, 1);
         assert_eq!(bytes.len(), 28);
-        let set: Vec<usize> = (0..64)
-            .filter(|&i| bytes[20 + i / 8] & (1 << (i % 8)) != 0)
-            .collect();
+        let set: Vec<usize> = (0..64).filter(|&i| bytes[20 + i / 8] & (1 << (i % 8)) != 0).collect();
         assert_eq!(set, GOLDEN_BITS);
     }
     const GOLDEN_BITS: &[usize] = &[30, 38, 46, 54];

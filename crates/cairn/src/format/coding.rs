@@ -189,16 +189,7 @@ mod tests {
 
     #[test]
     fn varint_round_trip_and_bounds() {
-        for v in [
-            0u64,
-            1,
-            127,
-            128,
-            300,
-            u32::MAX as u64,
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
             let mut b = Vec::new();
             put_varint64(&mut b, v);
             assert_eq!(b.len(), varint_len(v));

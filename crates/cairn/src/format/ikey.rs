@@ -160,10 +160,7 @@ mod tests {
     fn golden_trailer_bytes() {
         let k = InternalKey::new(b"ab", 0x0102, ValueKind::Put);
         assert_eq!(k.encoded(), &[b'a', b'b', 0x01, 0x02, 0x01, 0, 0, 0, 0, 0]);
-        assert_eq!(
-            split(k.encoded()),
-            Some((&b"ab"[..], 0x0102, ValueKind::Put))
-        );
+        assert_eq!(split(k.encoded()), Some((&b"ab"[..], 0x0102, ValueKind::Put)));
         assert_eq!(split(&[1, 2, 3]), None);
         let mut bad = k.encoded().to_vec();
         bad[2] = 7; // unknown kind

@@ -91,9 +91,7 @@ impl InternalIterator for MergingIter {
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.children
-            .iter_mut()
-            .for_each(|c| c.seek_for_prev(target));
+        self.children.iter_mut().for_each(|c| c.seek_for_prev(target));
         self.direction = Direction::Backward;
         self.find_largest();
     }
@@ -161,30 +159,17 @@ mod tests {
     fn conformance_over_several_memtables() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
         for round in 0..10 {
-            let mems: Vec<Arc<Memtable>> = (0..1 + round % 5)
-                .map(|_| Arc::new(Memtable::new()))
-                .collect();
+            let mems: Vec<Arc<Memtable>> = (0..1 + round % 5).map(|_| Arc::new(Memtable::new())).collect();
             let mut model = BTreeMap::new();
             for seq in 1..800u64 {
-                let uk: Vec<u8> = (0..rng.gen_range(1..4))
-                    .map(|_| rng.gen_range(b'a'..b'f'))
-                    .collect();
+                let uk: Vec<u8> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(b'a'..b'f')).collect();
                 let m = &mems[rng.gen_range(0..mems.len())];
                 m.insert(&uk, seq, ValueKind::Put, &seq.to_le_bytes(), 1);
-                model.insert(
-                    InternalKey::new(&uk, seq, ValueKind::Put),
-                    seq.to_le_bytes().to_vec(),
-                );
+                model.insert(InternalKey::new(&uk, seq, ValueKind::Put), seq.to_le_bytes().to_vec());
             }
-            let mut it = MergingIter::new(
-                mems.iter()
-                    .map(|m| Box::new(m.iter()) as BoxedIter)
-                    .collect(),
-            );
+            let mut it = MergingIter::new(mems.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect());
             crate::iter::conformance::check(&mut it, &model, &mut rng, 300, 30, |r| {
-                let uk: Vec<u8> = (0..r.gen_range(1..4))
-                    .map(|_| r.gen_range(b'a'..b'g'))
-                    .collect();
+                let uk: Vec<u8> = (0..r.gen_range(1..4)).map(|_| r.gen_range(b'a'..b'g')).collect();
                 InternalKey::new(&uk, r.gen_range(0..900), ValueKind::Put)
             });
         }

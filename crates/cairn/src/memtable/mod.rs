@@ -37,18 +37,10 @@ impl Memtable {
     }
 
     /// Inserts one entry logged in WAL `wal`; returns the bytes charged.
-    pub fn insert(
-        &self,
-        user_key: &[u8],
-        seqno: u64,
-        kind: ValueKind,
-        value: &[u8],
-        wal: u64,
-    ) -> usize {
+    pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) -> usize {
         let charge = user_key.len() + 8 + value.len() + ENTRY_OVERHEAD;
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
-        self.map
-            .insert(InternalKey::new(user_key, seqno, kind), value.to_vec());
+        self.map.insert(InternalKey::new(user_key, seqno, kind), value.to_vec());
         self.bytes.fetch_add(charge, Ordering::Relaxed);
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
         charge
@@ -168,9 +160,7 @@ mod tests {
         let m = Arc::new(Memtable::new());
         let mut model = BTreeMap::new();
         for seq in 1..2000u64 {
-            let uk: Vec<u8> = (0..rng.gen_range(1..4))
-                .map(|_| rng.gen_range(b'a'..b'g'))
-                .collect();
+            let uk: Vec<u8> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(b'a'..b'g')).collect();
             let kind = if rng.gen_bool(0.2) {
                 ValueKind::Delete
             } else {
@@ -193,9 +183,7 @@ mod tests {
         assert_eq!(m.get(b"zz", 5000), None);
         let mut it = m.iter();
         crate::iter::conformance::check(&mut it, &model, &mut rng, 300, 20, |r| {
-            let uk: Vec<u8> = (0..r.gen_range(1..4))
-                .map(|_| r.gen_range(b'a'..b'h'))
-                .collect();
+            let uk: Vec<u8> = (0..r.gen_range(1..4)).map(|_| r.gen_range(b'a'..b'h')).collect();
             InternalKey::new(&uk, r.gen_range(0..2100), ValueKind::Put)
         });
     }

@@ -47,10 +47,7 @@ impl BlockBuilder {
             self.since_restart = 0;
             0
         } else {
-            key.iter()
-                .zip(&self.last_key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            key.iter().zip(&self.last_key).take_while(|(a, b)| a == b).count()
         };
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, (key.len() - shared) as u32);
@@ -88,8 +85,7 @@ impl BlockBuilder {
         for r in &self.restarts {
             self.buf.extend_from_slice(&r.to_le_bytes());
         }
-        self.buf
-            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
         &self.buf
     }
 
@@ -253,20 +249,14 @@ impl BlockIter {
                 self.current = at;
                 self.next = ve;
                 while self.restart_idx + 1 < self.block.num_restarts
-                    && self
-                        .block
-                        .restart_point(self.restart_idx + 1)
-                        .is_some_and(|r| r <= at)
+                    && self.block.restart_point(self.restart_idx + 1).is_some_and(|r| r <= at)
                 {
                     self.restart_idx += 1;
                 }
                 true
             }
             _ => {
-                self.fail(
-                    at,
-                    "entry extends past the block or shares more than the previous key",
-                );
+                self.fail(at, "entry extends past the block or shares more than the previous key");
                 false
             }
         }
@@ -476,9 +466,7 @@ mod tests {
             let interval = [1, 2, 3, 16][round % 4];
             let mut model = BTreeMap::new();
             for _ in 0..rng.gen_range(0..300) {
-                let uk: Vec<u8> = (0..rng.gen_range(0..6))
-                    .map(|_| rng.gen_range(b'a'..b'e'))
-                    .collect();
+                let uk: Vec<u8> = (0..rng.gen_range(0..6)).map(|_| rng.gen_range(b'a'..b'e')).collect();
                 let seq = rng.gen_range(0..50);
                 let v: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
                 model.insert(InternalKey::new(&uk, seq, ValueKind::Put), v);
@@ -490,9 +478,7 @@ mod tests {
             let blk = Arc::new(Block::new(b.finish().to_vec(), path(), 0).unwrap());
             let mut it = blk.iter(KeyOrder::Internal);
             crate::iter::conformance::check(&mut it, &model, &mut rng, 200, 8, |r| {
-                let uk: Vec<u8> = (0..r.gen_range(0..6))
-                    .map(|_| r.gen_range(b'a'..b'f'))
-                    .collect();
+                let uk: Vec<u8> = (0..r.gen_range(0..6)).map(|_| r.gen_range(b'a'..b'f')).collect();
                 InternalKey::new(&uk, r.gen_range(0..55), ValueKind::Put)
             });
         }

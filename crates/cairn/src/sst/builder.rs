@@ -48,12 +48,7 @@ pub struct TableBuilder {
 
 impl TableBuilder {
     /// Starts a table in `file` (empty), to be known as `file_number`.
-    pub fn new(
-        file: Box<dyn WritableFile>,
-        file_number: u64,
-        opts: TableOptions,
-        stats: Arc<IoStats>,
-    ) -> Self {
+    pub fn new(file: Box<dyn WritableFile>, file_number: u64, opts: TableOptions, stats: Arc<IoStats>) -> Self {
         let props = Properties {
             file_number,
             entries: 0,
@@ -113,9 +108,8 @@ impl TableBuilder {
     /// `InvalidArgument` when `ikey` is not a valid internal key or not greater than the
     /// previous key; I/O errors from writing a finished block.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
-        let (user_key, seqno, kind) = ikey::split(ikey).ok_or_else(|| {
-            Error::InvalidArgument("table entry is not a valid internal key".into())
-        })?;
+        let (user_key, seqno, kind) = ikey::split(ikey)
+            .ok_or_else(|| Error::InvalidArgument("table entry is not a valid internal key".into()))?;
         if self.props.entries > 0 && ikey::compare(ikey, &self.last_key) != Ordering::Greater {
             return Err(Error::InvalidArgument(
                 "table entries must be added in increasing key order".into(),

@@ -130,8 +130,6 @@ mod tests {
         assert_eq!(Footer::decode(&bad), Err("footer checksum mismatch".into()));
         let mut v2 = f;
         v2.version = 2;
-        assert!(Footer::decode(&v2.encode())
-            .unwrap_err()
-            .contains("version 2"));
+        assert!(Footer::decode(&v2.encode()).unwrap_err().contains("version 2"));
     }
 }

@@ -37,11 +37,7 @@ impl TableIter {
         let handle = match BlockHandle::decode(&mut Decoder::new(self.index.value())) {
             Ok(h) => h,
             Err(e) => {
-                self.err = Some(Error::corruption(
-                    self.table.path(),
-                    0,
-                    format!("index entry: {e}"),
-                ));
+                self.err = Some(Error::corruption(self.table.path(), 0, format!("index entry: {e}")));
                 return false;
             }
         };

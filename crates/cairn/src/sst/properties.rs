@@ -195,8 +195,7 @@ impl Properties {
         let largest_key = d.len_prefixed("largest key")?.to_vec();
         let smallest_seqno = d.varint64("smallest seqno")?;
         let largest_seqno = d.varint64("largest seqno")?;
-        let compression =
-            Compression::from_u8(d.u8("compression")?).ok_or("unknown compression")?;
+        let compression = Compression::from_u8(d.u8("compression")?).ok_or("unknown compression")?;
         let block_size = d.varint64("block size")?;
         let segment_size = d.varint64("segment size")?;
         let creation_time = d.varint64("creation time")?;

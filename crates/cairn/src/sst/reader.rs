@@ -104,27 +104,14 @@ impl TableReader {
     ///
     /// # Errors
     /// `Corruption` naming the file and offset for truncated, garbage or inconsistent files.
-    pub fn open(
-        fs: &dyn FileSystem,
-        path: &Path,
-        file_number: Option<u64>,
-        opts: ReaderOptions,
-    ) -> Result<Self> {
-        let file = fs.open_read(
-            path,
-            ReadOptions {
-                direct: opts.direct,
-            },
-        )?;
+    pub fn open(fs: &dyn FileSystem, path: &Path, file_number: Option<u64>, opts: ReaderOptions) -> Result<Self> {
+        let file = fs.open_read(path, ReadOptions { direct: opts.direct })?;
         let path: Arc<Path> = Arc::from(path);
         let size = file.size();
         let stats = opts.stats.clone();
         let bad = |offset: u64, what: String| Error::corruption(&*path, offset, what);
         if size < FOOTER_LEN as u64 {
-            return Err(bad(
-                0,
-                format!("file is {size} bytes, too short to be a table"),
-            ));
+            return Err(bad(0, format!("file is {size} bytes, too short to be a table")));
         }
         let footer_at = size - FOOTER_LEN as u64;
         let mut fb = [0u8; FOOTER_LEN];
@@ -150,23 +137,15 @@ impl TableReader {
             it.next();
         }
         it.status()?;
-        let props_handle = props_handle.ok_or_else(|| {
-            bad(
-                footer.metaindex.offset,
-                "metaindex has no properties entry".into(),
-            )
-        })?;
+        let props_handle =
+            props_handle.ok_or_else(|| bad(footer.metaindex.offset, "metaindex has no properties entry".into()))?;
         let props_raw = read_block(&*file, &path, props_handle, BlockKind::Properties, &stats)?;
-        let props = Properties::decode(&props_raw)
-            .map_err(|e| bad(props_handle.offset, format!("properties: {e}")))?;
+        let props = Properties::decode(&props_raw).map_err(|e| bad(props_handle.offset, format!("properties: {e}")))?;
         if let Some(n) = file_number {
             if props.file_number != n {
                 return Err(bad(
                     props_handle.offset,
-                    format!(
-                        "table was written as file {}, found as file {n}",
-                        props.file_number
-                    ),
+                    format!("table was written as file {}, found as file {n}", props.file_number),
                 ));
             }
         }
@@ -211,9 +190,7 @@ impl TableReader {
             for u in &s.units {
                 let end = u.offset.checked_add(u.size + TRAILER_LEN as u64);
                 if u.offset < p.data_size || end.is_none_or(|e| e > footer.index.offset) {
-                    return Err(bad(format!(
-                        "segment {i} has a filter unit outside the filter section"
-                    )));
+                    return Err(bad(format!("segment {i} has a filter unit outside the filter section")));
                 }
             }
             block += s.block_count;
@@ -231,15 +208,12 @@ impl TableReader {
         let (mut n, mut expect) = (0u64, 0u64);
         let mut prev: Option<Vec<u8>> = None;
         while it.valid() {
-            let h = BlockHandle::decode(&mut Decoder::new(it.value()))
-                .map_err(|e| bad(format!("index entry {n}: {e}")))?;
+            let h =
+                BlockHandle::decode(&mut Decoder::new(it.value())).map_err(|e| bad(format!("index entry {n}: {e}")))?;
             if h.offset != expect || ikey::split(it.key()).is_none() {
                 return Err(bad(format!("index entry {n} is not the next data block")));
             }
-            if prev
-                .as_deref()
-                .is_some_and(|pk| ikey::compare(pk, it.key()).is_ge())
-            {
+            if prev.as_deref().is_some_and(|pk| ikey::compare(pk, it.key()).is_ge()) {
                 return Err(bad(format!("index entry {n} out of order")));
             }
             prev = Some(it.key().to_vec());
@@ -249,10 +223,7 @@ impl TableReader {
         }
         it.status()?;
         if n != p.data_blocks || expect != p.data_size {
-            return Err(bad(format!(
-                "index has {n} entries for {} data blocks",
-                p.data_blocks
-            )));
+            return Err(bad(format!("index has {n} entries for {} data blocks", p.data_blocks)));
         }
         Ok(())
     }
@@ -298,9 +269,7 @@ impl TableReader {
 
     /// Ordinal of the segment holding the data block at `offset`.
     pub fn segment_of(&self, offset: u64) -> usize {
-        self.segment_starts
-            .partition_point(|&s| s <= offset)
-            .saturating_sub(1)
+        self.segment_starts.partition_point(|&s| s <= offset).saturating_sub(1)
     }
 
     fn cached_or_read<T>(
@@ -357,9 +326,7 @@ impl TableReader {
             .segments
             .get(segment)
             .and_then(|s| s.units.get(unit))
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}"))
-            })?;
+            .ok_or_else(|| Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}")))?;
         self.cached_or_read(
             handle,
             BlockKind::FilterUnit,
@@ -369,9 +336,8 @@ impl TableReader {
                 CachedBlock::Block(_) => None,
             },
             |raw| {
-                let f = BloomFilter::decode(raw).map_err(|e| {
-                    Error::corruption(&*self.path, handle.offset, format!("filter unit: {e}"))
-                })?;
+                let f = BloomFilter::decode(raw)
+                    .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("filter unit: {e}")))?;
                 let f = Arc::new(f);
                 let charge = f.memory_usage();
                 Ok((f.clone(), CachedBlock::Filter(f), charge))
@@ -394,13 +360,8 @@ impl TableReader {
             idx.status()?;
             return Ok(out); // past the table's last key
         }
-        let handle = BlockHandle::decode(&mut Decoder::new(idx.value())).map_err(|e| {
-            Error::corruption(
-                &*self.path,
-                self.index_offset_hint(),
-                format!("index entry: {e}"),
-            )
-        })?;
+        let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
+            .map_err(|e| Error::corruption(&*self.path, self.index_offset_hint(), format!("index entry: {e}")))?;
         let segment = self.segment_of(handle.offset);
         let available = self.props.filter.units.len() as u32;
         let k = match units {
@@ -427,11 +388,7 @@ impl TableReader {
         it.seek(seek.encoded());
         if it.valid() {
             let (uk, s, kind) = ikey::split(it.key()).ok_or_else(|| {
-                Error::corruption(
-                    &*self.path,
-                    handle.offset,
-                    "data block holds a malformed internal key",
-                )
+                Error::corruption(&*self.path, handle.offset, "data block holds a malformed internal key")
             })?;
             if uk == user_key {
                 out.found = Some(Found {

@@ -27,11 +27,7 @@ fn build(fs: &dyn FileSystem, path: &Path, model: &Model, opts: TableOptions) ->
     b.finish().unwrap()
 }
 
-fn open(
-    fs: &dyn FileSystem,
-    path: &Path,
-    cache: Option<Arc<BlockCache>>,
-) -> crate::Result<Arc<TableReader>> {
+fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<TableReader>> {
     TableReader::open(
         fs,
         path,
@@ -107,11 +103,7 @@ fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng
             random_key(rng, 7)
         };
         let seq = rng.gen_range(0..1100);
-        let sel = [
-            UnitSelection::All,
-            UnitSelection::None,
-            UnitSelection::First(1),
-        ][rng.gen_range(0..3)];
+        let sel = [UnitSelection::All, UnitSelection::None, UnitSelection::First(1)][rng.gen_range(0..3)];
         let got = t.get(&uk, seq, sel).unwrap();
         let want = model_get(model, &uk, seq);
         if got.filter_negative {
@@ -169,10 +161,7 @@ fn same_user_key_at_many_seqnos_across_segments() {
         } else {
             ValueKind::Put
         };
-        model.insert(
-            InternalKey::new(b"hot", seq, kind),
-            seq.to_le_bytes().to_vec(),
-        );
+        model.insert(InternalKey::new(b"hot", seq, kind), seq.to_le_bytes().to_vec());
     }
     model.insert(InternalKey::new(b"a", 5, ValueKind::Put), b"x".to_vec());
     model.insert(InternalKey::new(b"z", 5, ValueKind::Put), b"y".to_vec());
@@ -185,10 +174,7 @@ fn same_user_key_at_many_seqnos_across_segments() {
     };
     build(&fs, p, &model, opts);
     let t = open(&fs, p, None).unwrap();
-    assert!(
-        t.properties().segments.len() > 10,
-        "the key spans many segments"
-    );
+    assert!(t.properties().segments.len() > 10, "the key spans many segments");
     for seq in (0..3100u64).step_by(37) {
         let got = t.get(b"hot", seq, UnitSelection::All).unwrap();
         assert_eq!(got.found, model_get(&model, b"hot", seq), "seq {seq}");
@@ -304,9 +290,7 @@ fn io_accounting_is_exact_per_block_kind() {
     let s3 = stats.snapshot();
     // (k00999x sorts after the table's last key, so it is left out.)
     for i in 0..999u32 {
-        let g = t
-            .get(format!("k{i:05}x").as_bytes(), 5, UnitSelection::All)
-            .unwrap();
+        let g = t.get(format!("k{i:05}x").as_bytes(), 5, UnitSelection::All).unwrap();
         negatives += u64::from(g.filter_negative);
         assert_eq!(g.filter_negative, !g.data_block_read);
     }
@@ -315,10 +299,7 @@ fn io_accounting_is_exact_per_block_kind() {
         d.kind(BlockKind::Data).reads + d.kind(BlockKind::Data).cache_hits,
         999 - negatives
     );
-    assert!(
-        negatives > 949,
-        "12 bits per key over three units: {negatives}"
-    );
+    assert!(negatives > 949, "12 bits per key over three units: {negatives}");
 }
 
 /// All block handles of a table, by kind.
@@ -327,9 +308,7 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
     let footer = Footer::decode(&data[data.len() - FOOTER_LEN..]).unwrap();
     let t = open(fs, p, None).unwrap();
     let mut out = Vec::new();
-    let mut it = t
-        .index_block()
-        .iter(crate::format::ikey::KeyOrder::Internal);
+    let mut it = t.index_block().iter(crate::format::ikey::KeyOrder::Internal);
     it.seek_to_first();
     while it.valid() {
         let h = BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value())).unwrap();
@@ -348,11 +327,7 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
         props_off,
         footer.metaindex.offset - props_off - TRAILER_LEN as u64,
     ));
-    out.push((
-        BlockKind::Meta,
-        footer.metaindex.offset,
-        footer.metaindex.size,
-    ));
+    out.push((BlockKind::Meta, footer.metaindex.offset, footer.metaindex.size));
     out.push((
         BlockKind::Meta,
         data.len() as u64 - FOOTER_LEN as u64,
@@ -402,10 +377,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
                 Err(e) => {
                     assert!(e.is_corruption(), "{kind:?} at {pos}: {e}");
                     assert!(
-                        matches!(
-                            kind,
-                            BlockKind::Meta | BlockKind::Properties | BlockKind::Index
-                        ),
+                        matches!(kind, BlockKind::Meta | BlockKind::Properties | BlockKind::Index),
                         "{kind:?} failed at open"
                     );
                     continue;
@@ -413,10 +385,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
                 Ok(t) => t,
             };
             assert!(
-                !matches!(
-                    kind,
-                    BlockKind::Meta | BlockKind::Properties | BlockKind::Index
-                ),
+                !matches!(kind, BlockKind::Meta | BlockKind::Properties | BlockKind::Index),
                 "{kind:?} flip at {pos} not detected at open"
             );
             // Scan: must stop with Corruption, having returned only correct entries.
@@ -498,14 +467,9 @@ fn out_of_order_keys_are_refused_by_the_builder() {
         TableOptions::default(),
         Arc::default(),
     );
-    b.add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"")
-        .unwrap();
-    assert!(b
-        .add(InternalKey::new(b"a", 1, ValueKind::Put).encoded(), b"")
-        .is_err());
-    assert!(b
-        .add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"")
-        .is_err());
+    b.add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"").unwrap();
+    assert!(b.add(InternalKey::new(b"a", 1, ValueKind::Put).encoded(), b"").is_err());
+    assert!(b.add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"").is_err());
     assert!(b.add(b"short", b"").is_err());
 }
 
@@ -514,15 +478,9 @@ fn out_of_order_keys_are_refused_by_the_builder() {
 #[test]
 fn golden_table_bytes() {
     let mut model = Model::new();
-    model.insert(
-        InternalKey::new(b"apple", 2, ValueKind::Put),
-        b"red".to_vec(),
-    );
+    model.insert(InternalKey::new(b"apple", 2, ValueKind::Put), b"red".to_vec());
     model.insert(InternalKey::new(b"apple", 1, ValueKind::Delete), Vec::new());
-    model.insert(
-        InternalKey::new(b"pear", 3, ValueKind::Put),
-        b"green".to_vec(),
-    );
+    model.insert(InternalKey::new(b"pear", 3, ValueKind::Put), b"green".to_vec());
     let fs = fs();
     let p = Path::new("/t/golden.sst");
     build(
@@ -545,11 +503,7 @@ fn golden_table_bytes() {
         std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
         std::fs::write(&golden, &hex).unwrap();
     }
-    assert_eq!(
-        hex,
-        std::fs::read_to_string(&golden).unwrap(),
-        "table bytes changed"
-    );
+    assert_eq!(hex, std::fs::read_to_string(&golden).unwrap(), "table bytes changed");
     // Spot checks against the spec: the file ends with the magic, the first data block starts
     // with an unshared 13-byte key (5 + 8-byte trailer).
     assert_eq!(&bytes[bytes.len() - 8..], b"cairnSST");

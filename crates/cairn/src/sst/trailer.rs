@@ -81,22 +81,11 @@ pub fn read_block(
     kind: BlockKind,
     stats: &IoStats,
 ) -> Result<Vec<u8>> {
-    let bad = |what: String| {
-        Error::corruption(
-            path,
-            handle.offset,
-            format!("{} block: {what}", kind.name()),
-        )
-    };
+    let bad = |what: String| Error::corruption(path, handle.offset, format!("{} block: {what}", kind.name()));
     let total = handle
         .size
         .checked_add(TRAILER_LEN as u64)
-        .filter(|&t| {
-            handle
-                .offset
-                .checked_add(t)
-                .is_some_and(|end| end <= file.size())
-        })
+        .filter(|&t| handle.offset.checked_add(t).is_some_and(|end| end <= file.size()))
         .ok_or_else(|| {
             bad(format!(
                 "handle (size {}) extends past the end of the file",
@@ -120,24 +109,17 @@ pub fn read_block(
     match Compression::from_u8(ctype) {
         Some(Compression::None) => Ok(buf),
         Some(c) => {
-            let raw_len = read_u32(&buf, 0)
-                .ok_or_else(|| bad("missing uncompressed length".into()))?
-                as usize;
+            let raw_len = read_u32(&buf, 0).ok_or_else(|| bad("missing uncompressed length".into()))? as usize;
             if raw_len > MAX_BLOCK_LEN {
                 return Err(bad(format!("uncompressed length {raw_len} too large")));
             }
             let out = match c {
-                Compression::Lz4 => {
-                    lz4_flex::block::decompress(&buf[4..], raw_len).map_err(|e| e.to_string())
-                }
+                Compression::Lz4 => lz4_flex::block::decompress(&buf[4..], raw_len).map_err(|e| e.to_string()),
                 _ => zstd::bulk::decompress(&buf[4..], raw_len).map_err(|e| e.to_string()),
             };
             match out {
                 Ok(v) if v.len() == raw_len => Ok(v),
-                Ok(v) => Err(bad(format!(
-                    "decompressed to {} bytes, expected {raw_len}",
-                    v.len()
-                ))),
+                Ok(v) => Err(bad(format!("decompressed to {} bytes, expected {raw_len}", v.len()))),
                 Err(e) => Err(bad(format!("decompression failed: {e}"))),
             }
         }

@@ -128,21 +128,15 @@ impl VersionEdit {
                 2 => e.last_seqno = Some(d.varint64("last seqno")?),
                 3 => {
                     let id = d.varint32("tree id")?;
-                    let name = std::str::from_utf8(d.len_prefixed("tree name")?)
-                        .map_err(|_| "tree name is not UTF-8")?;
+                    let name =
+                        std::str::from_utf8(d.len_prefixed("tree name")?).map_err(|_| "tree name is not UTF-8")?;
                     e.new_trees.push((id, name.to_string()));
                 }
-                4 => e
-                    .log_numbers
-                    .push((d.varint32("tree")?, d.varint64("log number")?)),
-                5 => e
-                    .deepest
-                    .push((d.varint32("tree")?, d.varint32("deepest level")?)),
-                6 => e.deleted.push((
-                    d.varint32("tree")?,
-                    d.varint32("level")?,
-                    d.varint64("file")?,
-                )),
+                4 => e.log_numbers.push((d.varint32("tree")?, d.varint64("log number")?)),
+                5 => e.deepest.push((d.varint32("tree")?, d.varint32("deepest level")?)),
+                6 => e
+                    .deleted
+                    .push((d.varint32("tree")?, d.varint32("level")?, d.varint64("file")?)),
                 7 => {
                     let tree = d.varint32("tree")?;
                     let level = d.varint32("level")?;
@@ -185,12 +179,8 @@ mod tests {
         FileMeta {
             number: n,
             size: 1000,
-            smallest: InternalKey::new(lo.as_bytes(), 1, ValueKind::Put)
-                .encoded()
-                .to_vec(),
-            largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Put)
-                .encoded()
-                .to_vec(),
+            smallest: InternalKey::new(lo.as_bytes(), 1, ValueKind::Put).encoded().to_vec(),
+            largest: InternalKey::new(hi.as_bytes(), 1, ValueKind::Put).encoded().to_vec(),
             smallest_seqno: 1,
             largest_seqno: n,
             entries: 10,

@@ -33,9 +33,7 @@ pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, PathBuf)> {
     let line = text
         .strip_suffix('\n')
         .ok_or_else(|| bad("CURRENT does not end in a newline"))?;
-    let (name, crc) = line
-        .split_once(' ')
-        .ok_or_else(|| bad("CURRENT lacks its checksum"))?;
+    let (name, crc) = line.split_once(' ').ok_or_else(|| bad("CURRENT lacks its checksum"))?;
     if u32::from_str_radix(crc, 16).ok() != Some(masked_crc(&[name.as_bytes()])) {
         return Err(bad("CURRENT checksum mismatch"));
     }

@@ -82,15 +82,11 @@ impl Version {
                 .trees
                 .get_mut(tree as usize)
                 .and_then(|t| t.levels.get_mut(level as usize))
-                .ok_or_else(|| {
-                    format!("edit deletes file {number} from missing tree {tree} level {level}")
-                })?;
+                .ok_or_else(|| format!("edit deletes file {number} from missing tree {tree} level {level}"))?;
             let before = files.len();
             files.retain(|f| f.number != number);
             if files.len() == before {
-                return Err(format!(
-                    "edit deletes file {number} not in tree {tree} level {level}"
-                ));
+                return Err(format!("edit deletes file {number} not in tree {tree} level {level}"));
             }
         }
         for (tree, level, meta) in &edit.added {
@@ -112,11 +108,7 @@ impl Version {
         }
         for (ti, t) in v.trees.iter_mut().enumerate() {
             if let Some(l0) = t.levels.get_mut(0) {
-                l0.sort_by(|a, b| {
-                    b.largest_seqno
-                        .cmp(&a.largest_seqno)
-                        .then(b.number.cmp(&a.number))
-                });
+                l0.sort_by(|a, b| b.largest_seqno.cmp(&a.largest_seqno).then(b.number.cmp(&a.number)));
             }
             for (li, files) in t.levels.iter_mut().enumerate().skip(1) {
                 files.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));

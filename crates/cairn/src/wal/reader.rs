@@ -90,12 +90,7 @@ pub struct WalReader {
 
 impl WalReader {
     /// Reads `file` (at `path`, expected to be log `log_number`) under `mode`.
-    pub fn new(
-        file: Arc<dyn RandomAccessFile>,
-        path: impl Into<PathBuf>,
-        log_number: u64,
-        mode: RecoveryMode,
-    ) -> Self {
+    pub fn new(file: Arc<dyn RandomAccessFile>, path: impl Into<PathBuf>, log_number: u64, mode: RecoveryMode) -> Self {
         let size = file.size();
         WalReader {
             file,
@@ -144,17 +139,13 @@ impl WalReader {
                     RecoveryMode::AbsoluteConsistency => {
                         return Err(Error::corruption(&self.path, offset, what));
                     }
-                    RecoveryMode::TolerateCorruptedTail => {
-                        WalEnd::CorruptionTolerated { offset, what }
-                    }
+                    RecoveryMode::TolerateCorruptedTail => WalEnd::CorruptionTolerated { offset, what },
                     RecoveryMode::PointInTime => {
                         if let Some(proof) = self.synced_beyond(offset)? {
                             return Err(Error::corruption(
                                 &self.path,
                                 offset,
-                                format!(
-                                    "{what}; a later record shows the log was synced up to {proof}"
-                                ),
+                                format!("{what}; a later record shows the log was synced up to {proof}"),
                             ));
                         }
                         WalEnd::TornTail { offset, what }
@@ -175,13 +166,9 @@ impl WalReader {
         loop {
             match self.read_fragment()? {
                 Frag::Eof => {
-                    return Ok(Err(
-                        start.map(|s| (s, "record truncated at end of log".to_string()))
-                    ));
+                    return Ok(Err(start.map(|s| (s, "record truncated at end of log".to_string()))));
                 }
-                Frag::Bad { offset, what } => {
-                    return Ok(Err(Some((start.unwrap_or(offset), what))))
-                }
+                Frag::Bad { offset, what } => return Ok(Err(Some((start.unwrap_or(offset), what)))),
                 Frag::Ok {
                     ty,
                     offset,
@@ -191,16 +178,10 @@ impl WalReader {
                     let data = &self.block[s..s + len];
                     match (ty, start) {
                         (FragmentType::Full | FragmentType::First, Some(rs)) => {
-                            return Ok(Err(Some((
-                                rs,
-                                "record interrupted by a new record".into(),
-                            ))));
+                            return Ok(Err(Some((rs, "record interrupted by a new record".into()))));
                         }
                         (FragmentType::Middle | FragmentType::Last, None) => {
-                            return Ok(Err(Some((
-                                offset,
-                                "fragment without a first fragment".into(),
-                            ))));
+                            return Ok(Err(Some((offset, "fragment without a first fragment".into()))));
                         }
                         (FragmentType::Full | FragmentType::First, None) => start = Some(offset),
                         _ => {}
@@ -283,12 +264,7 @@ impl WalReader {
                 Ok((ty, len)) => {
                     let start = self.pos + HEADER_LEN;
                     self.pos = start + len;
-                    return Ok(Frag::Ok {
-                        ty,
-                        offset,
-                        start,
-                        len,
-                    });
+                    return Ok(Frag::Ok { ty, offset, start, len });
                 }
                 Err(what) => {
                     let what = if what == TOO_LONG && self.block.len() < BLOCK_SIZE {
@@ -325,8 +301,7 @@ impl WalReader {
                 };
                 let payload = &h[HEADER_LEN..HEADER_LEN + len];
                 if matches!(ty, FragmentType::Full | FragmentType::First) {
-                    if let (Some(log), Some(synced)) = (read_u64(payload, 0), read_u64(payload, 8))
-                    {
+                    if let (Some(log), Some(synced)) = (read_u64(payload, 0), read_u64(payload, 8)) {
                         if log == self.log_number && synced > bad {
                             return Ok(Some(synced));
                         }

@@ -14,12 +14,7 @@ fn write_log(fs: &dyn FileSystem, path: &Path, log: u64, records: &[Vec<u8>]) ->
     w
 }
 
-fn read_log(
-    fs: &dyn FileSystem,
-    path: &Path,
-    log: u64,
-    mode: RecoveryMode,
-) -> crate::Result<(Vec<Vec<u8>>, WalEnd)> {
+fn read_log(fs: &dyn FileSystem, path: &Path, log: u64, mode: RecoveryMode) -> crate::Result<(Vec<Vec<u8>>, WalEnd)> {
     let f = fs.open_read(path, ReadOptions::default())?;
     let mut r = WalReader::new(f, path, log, mode);
     let mut out = Vec::new();
@@ -70,10 +65,7 @@ fn round_trip_sizes_and_block_boundaries() {
         0,
     ];
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let records: Vec<Vec<u8>> = sizes
-        .iter()
-        .map(|&n| (0..n).map(|_| rng.gen()).collect())
-        .collect();
+    let records: Vec<Vec<u8>> = sizes.iter().map(|&n| (0..n).map(|_| rng.gen()).collect()).collect();
     let (fs, p) = mem();
     write_log(&fs, p, 1, &records);
     let (got, end) = read_log(&fs, p, 1, RecoveryMode::AbsoluteConsistency).unwrap();
@@ -154,12 +146,8 @@ fn torn_tails_recover_the_synced_prefix() {
         }
         fs.crash(modes[(seed % 4) as usize]).unwrap();
         fs.restart();
-        let (got, end) = read_log(&fs, p, 7, RecoveryMode::PointInTime)
-            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        assert!(
-            got.len() >= synced_count,
-            "seed {seed}: lost synced records ({end:?})"
-        );
+        let (got, end) = read_log(&fs, p, 7, RecoveryMode::PointInTime).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert!(got.len() >= synced_count, "seed {seed}: lost synced records ({end:?})");
         assert_eq!(&written[..got.len()], &got[..], "seed {seed}: not a prefix");
         checked += 1;
     }
@@ -228,10 +216,7 @@ fn torn_tail_is_an_error_only_under_absolute_consistency() {
     fs.truncate(p, len - 1000).unwrap();
     let (got, end) = read_log(&fs, p, 1, RecoveryMode::PointInTime).unwrap();
     assert_eq!(got, vec![vec![1u8; 50]]);
-    assert!(
-        matches!(end, WalEnd::TornTail { offset: 73, .. }),
-        "{end:?}"
-    );
+    assert!(matches!(end, WalEnd::TornTail { offset: 73, .. }), "{end:?}");
     assert!(read_log(&fs, p, 1, RecoveryMode::AbsoluteConsistency).is_err());
 }
 

@@ -60,9 +60,7 @@ impl MergePolicy for Garnering {
             // Delayed last-level compaction: deepen instead, then compact the next-best level
             // under the new capacities (never the old deepest level this round).
             let grown = l + 1;
-            for (level, _) in scores(view, self.l0_trigger, self.max_levels, |i| {
-                self.cap(i, grown)
-            }) {
+            for (level, _) in scores(view, self.l0_trigger, self.max_levels, |i| self.cap(i, grown)) {
                 if level == l as usize {
                     continue;
                 }

@@ -22,8 +22,7 @@ impl MergePolicy for Leveling {
     }
 
     fn capacity(&self, level: usize, _deepest: u32) -> Option<f64> {
-        (level >= 1 && level + 1 < self.max_levels)
-            .then(|| self.base_bytes as f64 * self.t.powi(level as i32 - 1))
+        (level >= 1 && level + 1 < self.max_levels).then(|| self.base_bytes as f64 * self.t.powi(level as i32 - 1))
     }
 
     fn pick(&self, view: &LsmView) -> Decision {

@@ -88,10 +88,7 @@ fn run(file: &str) {
         }
         "pick" => {
             let d = pol.as_ref().expect("policy first").pick(&view);
-            let grow = d
-                .deepest
-                .map(|l| format!("deepest -> {l}\n"))
-                .unwrap_or_default();
+            let grow = d.deepest.map(|l| format!("deepest -> {l}\n")).unwrap_or_default();
             grow + &match d.choice {
                 Choice::DoNothing => "nothing".to_string(),
                 Choice::Move { from, file } => {

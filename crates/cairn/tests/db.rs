@@ -1,0 +1,406 @@
+//! Engine tests: reopen, recovery, crashes, snapshots, concurrency, limits, merge policies.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cairn::env::{CrashMode, FaultFs, FaultKind, FileSystem, MemFs, OpClass};
+use cairn::{Db, Error, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+fn small(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        fs,
+        block_size: 512,
+        write_buffer_size: 16 << 10,
+        write_memory_budget: 64 << 10,
+        max_bytes_for_level_base: 64 << 10,
+        target_file_size: 32 << 10,
+        segment_size: 4 << 10,
+        ..Options::default()
+    }
+}
+
+fn k(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+#[test]
+fn reopen_after_close_and_after_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    for round in 0..4u32 {
+        let db = Db::open(&p, Options::default()).unwrap();
+        for i in 0..2000 {
+            if round > 0 {
+                assert_eq!(
+                    db.get(k(i)).unwrap(),
+                    Some(format!("v{}", round - 1).into_bytes()),
+                    "round {round}"
+                );
+            }
+            db.put(k(i), format!("v{round}")).unwrap();
+        }
+        if round % 2 == 0 {
+            db.close().unwrap();
+        } else {
+            drop(db);
+        }
+    }
+}
+
+#[test]
+fn recovery_from_wal_only() {
+    let fs = MemFs::new();
+    let db = Db::open("/w", small(Arc::new(fs.clone()))).unwrap();
+    let t = db.tree("other").unwrap();
+    for i in 0..300 {
+        db.put(k(i), b"main").unwrap();
+        t.put(k(i), b"other").unwrap();
+    }
+    db.delete(k(7)).unwrap();
+    assert_eq!(db.levels()[0].levels.len(), 0, "nothing flushed yet");
+    drop(t);
+    drop(db);
+    let db = Db::open("/w", small(Arc::new(fs.clone()))).unwrap();
+    let t = db.tree("other").unwrap();
+    assert_eq!(db.tree_names(), vec!["default".to_string(), "other".to_string()]);
+    assert_eq!(db.get(k(7)).unwrap(), None);
+    assert_eq!(db.get(k(8)).unwrap().as_deref(), Some(&b"main"[..]));
+    assert_eq!(t.get(k(7)).unwrap().as_deref(), Some(&b"other"[..]));
+    assert_eq!(db.iter().count(), 299);
+    // The replayed WAL was flushed to L0 at open and is gone.
+    let wals = fs
+        .list(Path::new("/w"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".wal"))
+        .count();
+    assert_eq!(wals, 1, "only the fresh WAL remains");
+}
+
+/// Cross-tree batches under simulated power loss: after every crash the recovered state of
+/// both trees equals the state after some prefix of the acknowledged batches (atomicity and no
+/// holes), and that prefix contains every batch acknowledged with `sync`.
+#[test]
+fn cross_tree_batches_survive_crashes_atomically() {
+    let modes = [
+        CrashMode::DropUnsynced,
+        CrashMode::KeepRandomPrefix,
+        CrashMode::TearZeros,
+        CrashMode::TearGarbage,
+    ];
+    let mut crash_states = 0;
+    for seed in 0..40u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let fs = FaultFs::new(Arc::new(MemFs::new()), seed);
+        let opts = || {
+            let mut o = small(Arc::new(fs.clone()));
+            o.write_buffer_size = 2048;
+            o.write_memory_budget = 8192;
+            o.l0_compaction_trigger = 2;
+            o
+        };
+        // Model states after each batch, per tree.
+        type State = (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>);
+        let mut history: Vec<State> = vec![Default::default()];
+        let mut durable = 0usize; // history index every recovery must reach
+        for round in 0..3 {
+            let db = Db::open("/c", opts()).unwrap();
+            let t = db.tree("b").unwrap();
+            // The recovered state must be a prefix state, at least the durable one.
+            let a: BTreeMap<_, _> = db.iter().map(|r| r.unwrap()).collect();
+            let b: BTreeMap<_, _> = t.iter().map(|r| r.unwrap()).collect();
+            let at = history
+                .iter()
+                .rposition(|(ha, hb)| *ha == a && *hb == b)
+                .unwrap_or_else(|| panic!("seed {seed} round {round}: recovered state is not a prefix of history"));
+            assert!(
+                at >= durable,
+                "seed {seed} round {round}: lost synced batches (at {at}, durable {durable})"
+            );
+            history.truncate(at + 1);
+            durable = at;
+            crash_states += usize::from(round > 0);
+            let writes = rng.gen_range(20..200);
+            for n in 0..writes {
+                let mut batch = WriteBatch::new();
+                let (mut sa, mut sb) = history.last().unwrap().clone();
+                for _ in 0..rng.gen_range(1..6) {
+                    let key = k(rng.gen_range(0..40));
+                    let val = format!("{seed}-{round}-{n}").into_bytes();
+                    if rng.gen_bool(0.5) {
+                        batch.put(&key, &val);
+                        sa.insert(key, val);
+                    } else if rng.gen_bool(0.8) {
+                        batch.put_in(&t, &key, &val);
+                        sb.insert(key, val);
+                    } else {
+                        batch.delete(&key);
+                        sa.remove(&key);
+                    }
+                }
+                let sync = rng.gen_bool(0.05);
+                db.write(
+                    batch,
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+                history.push((sa, sb));
+                if sync {
+                    durable = history.len() - 1;
+                }
+            }
+            fs.crash(modes[(seed as usize + round) % 4]).unwrap();
+            drop(t);
+            drop(db);
+            fs.restart();
+        }
+    }
+    assert!(crash_states >= 80);
+}
+
+#[test]
+fn snapshots_survive_compactions() {
+    let fs = MemFs::new();
+    let mut o = small(Arc::new(fs));
+    o.l0_compaction_trigger = 1;
+    let db = Db::open("/s", o).unwrap();
+    for i in 0..2000 {
+        db.put(k(i), b"old").unwrap();
+    }
+    let snap = db.snapshot();
+    for i in 0..2000 {
+        if i % 3 == 0 {
+            db.delete(k(i)).unwrap();
+        } else {
+            db.put(k(i), b"new").unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db.wait_for_background().unwrap();
+    assert!(db.levels()[0].levels.len() >= 2);
+    for i in (0..2000).step_by(7) {
+        assert_eq!(snap.get(k(i)).unwrap().as_deref(), Some(&b"old"[..]));
+        let now = db.get(k(i)).unwrap();
+        assert_eq!(now.as_deref(), if i % 3 == 0 { None } else { Some(&b"new"[..]) });
+    }
+    assert_eq!(snap.iter().count(), 2000);
+    assert_eq!(
+        snap.iter().rev().filter(|r| r.as_ref().unwrap().1 == b"old").count(),
+        2000
+    );
+    assert_eq!(db.iter().count(), 2000 - 667);
+    drop(snap);
+    // With the snapshot gone, a full compaction drops the old versions and the tombstones.
+    db.compact_range::<&[u8], _>(..).unwrap();
+    let entries: u64 = db.levels()[0].levels.iter().map(|l| l.entries).sum();
+    assert_eq!(entries, 2000 - 667);
+}
+
+/// Iterators opened while writers run see exactly the state at their sequence number.
+#[test]
+fn iterators_are_stable_under_concurrent_writers() {
+    let fs = MemFs::new();
+    let db = Db::open("/i", small(Arc::new(fs))).unwrap();
+    for i in 0..3000 {
+        db.put(k(i), b"0").unwrap();
+    }
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let db = db.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut rng = StdRng::seed_from_u64(w);
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let i = rng.gen_range(0..3000);
+                    // Every write keeps the invariant "value of key i = value of key i+1 in its pair"
+                    // by writing both in one batch.
+                    let pair = i - i % 2;
+                    let v = format!("{w}-{n}");
+                    let mut b = WriteBatch::new();
+                    b.put(k(pair), &v).put(k(pair + 1), &v);
+                    db.write(b, &WriteOptions::default()).unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for round in 0..30 {
+        let snap = db.snapshot();
+        let fwd: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(fwd.len(), 3000, "round {round}");
+        for pair in fwd.chunks(2) {
+            assert_eq!(pair[0].1, pair[1].1, "a batch was seen half-applied");
+        }
+        let a: Vec<_> = snap.iter().map(|r| r.unwrap()).collect();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let b: Vec<_> = snap.iter().rev().map(|r| r.unwrap()).collect();
+        let mut b = b;
+        b.reverse();
+        assert_eq!(a, b, "a snapshot changed under writers");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    assert!(written > 100);
+}
+
+#[test]
+fn limits_are_checked_before_the_wal() {
+    let fs = MemFs::new();
+    let mut o = small(Arc::new(fs.clone()));
+    o.max_key_size = 100;
+    o.max_value_size = 1000;
+    o.max_batch_size = 5000;
+    let db = Db::open("/l", o).unwrap();
+    db.put(b"ok", b"v").unwrap();
+    let wal_size = || -> u64 {
+        fs.list(Path::new("/l"))
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".wal"))
+            .map(|n| fs.file_size(&Path::new("/l").join(n)).unwrap())
+            .sum()
+    };
+    let before = wal_size();
+    assert!(matches!(db.put(vec![1u8; 101], b"v"), Err(Error::InvalidArgument(_))));
+    assert!(matches!(db.put(b"k", vec![1u8; 1001]), Err(Error::InvalidArgument(_))));
+    let mut b = WriteBatch::new();
+    for i in 0..10 {
+        b.put(k(i), vec![0u8; 900]);
+    }
+    let e = db.write(b, &WriteOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("max_batch_size"), "{e}");
+    assert_eq!(wal_size(), before, "nothing reached the WAL");
+    assert_eq!(db.get(b"ok").unwrap().as_deref(), Some(&b"v"[..]));
+}
+
+#[test]
+fn invalid_options_and_locking() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    let bad = Options {
+        block_size: 1,
+        ..Options::default()
+    };
+    match Db::open(&p, bad) {
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "block_size"),
+        other => panic!("{other:?}"),
+    }
+    let db = Db::open(&p, Options::default()).unwrap();
+    assert!(matches!(Db::open(&p, Options::default()), Err(Error::Locked(_))));
+    drop(db);
+    let db = Db::open(&p, Options::default()).unwrap();
+    drop(db);
+    // Fewer levels than the data uses is incompatible.
+    let fs = MemFs::new();
+    let mut o = small(Arc::new(fs.clone()));
+    o.l0_compaction_trigger = 1;
+    let db = Db::open("/o", o.clone()).unwrap();
+    for i in 0..20000 {
+        db.put(k(i), [7u8; 20]).unwrap();
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    let deepest = db.levels()[0].levels.len() - 1;
+    drop(db);
+    let mut fewer = o.clone();
+    fewer.max_levels = deepest;
+    match Db::open("/o", fewer) {
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "max_levels"),
+        other => panic!("{other:?}"),
+    }
+    // A stored OPTIONS file naming another comparator is refused, naming the option.
+    let name = fs
+        .list(Path::new("/o"))
+        .unwrap()
+        .into_iter()
+        .find(|n| n.starts_with("OPTIONS-"))
+        .unwrap();
+    let path = Path::new("/o").join(name);
+    let text = String::from_utf8(cairn::env::read_all(&fs, &path).unwrap()).unwrap();
+    let body: String = text
+        .lines()
+        .filter(|l| !l.starts_with("checksum="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let body = body.replace("comparator=bytewise", "comparator=reverse");
+    let crc = cairn::format::masked_crc(&[body.as_bytes()]);
+    cairn::env::write_all_synced(&fs, &path, format!("{body}checksum={crc:08x}\n").as_bytes()).unwrap();
+    match Db::open("/o", o) {
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "comparator"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn failed_fsync_poisons_the_database() {
+    let fs = FaultFs::new(Arc::new(MemFs::new()), 1);
+    let db = Db::open("/p", small(Arc::new(fs.clone()))).unwrap();
+    db.put(b"a", b"1").unwrap();
+    fs.fail_fraction(OpClass::Sync, 1.0, FaultKind::Eio);
+    let e = db.write(
+        {
+            let mut b = WriteBatch::new();
+            b.put(b"b", b"2");
+            b
+        },
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+    );
+    assert!(matches!(e, Err(Error::Io { .. })), "{e:?}");
+    fs.clear_faults();
+    // Read-only from now on, never retried.
+    assert!(matches!(db.put(b"c", b"3"), Err(Error::Poisoned(_))));
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    drop(db);
+    let db = Db::open("/p", small(Arc::new(fs.clone()))).unwrap();
+    assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    db.put(b"c", b"3").unwrap();
+}
+
+fn load(policy: MergePolicyKind, n: u32) -> (usize, f64) {
+    let fs = MemFs::new();
+    let o = Options {
+        fs: Arc::new(fs),
+        merge_policy: policy,
+        write_buffer_size: 64 << 10,
+        write_memory_budget: 256 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        target_file_size: 64 << 10,
+        size_ratio: 4.0,
+        max_levels: 12,
+        block_cache_size: 1 << 20,
+        ..Options::default()
+    };
+    let db = Db::open("/g", o).unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+    for _ in 0..n {
+        db.put(k(rng.gen_range(0..n * 4)), [9u8; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background().unwrap();
+    let levels = db.levels()[0].levels.len() - 1;
+    (levels, db.stats().write_amplification())
+}
+
+/// Garnering at c = 0.4 shapes the same data into fewer levels than leveling.
+#[test]
+fn garnering_ends_with_fewer_levels_than_leveling() {
+    let n = 150_000;
+    let (lev, wa_lev) = load(MergePolicyKind::Leveling, n);
+    let (gar, wa_gar) = load(MergePolicyKind::Garnering { c: 0.4 }, n);
+    println!("leveling: deepest level L{lev}, write-amp {wa_lev:.2}; garnering c=0.4: L{gar}, write-amp {wa_gar:.2}");
+    assert!(lev >= 4, "the load must reach at least 4 leveling levels (got {lev})");
+    assert!(gar < lev, "garnering {gar} levels vs leveling {lev}");
+}
