@@ -337,7 +337,8 @@ mod tests {
     #[test]
     fn validation_names_the_option() {
         assert!(Options::default().validate().is_ok());
-        let cases: Vec<(&str, Box<dyn Fn(&mut Options)>)> = vec![
+        type Set = Box<dyn Fn(&mut Options)>;
+        let cases: Vec<(&str, Set)> = vec![
             ("write_buffer_size", Box::new(|o| o.write_buffer_size = 0)),
             ("block_size", Box::new(|o| o.block_size = 10)),
             ("bloom_bits_per_key", Box::new(|o| o.bloom_bits_per_key = -1.0)),

@@ -54,7 +54,9 @@ fn reopen_after_close_and_after_drop() {
 #[test]
 fn recovery_from_wal_only() {
     let fs = MemFs::new();
-    let db = Db::open("/w", small(Arc::new(fs.clone()))).unwrap();
+    // A write buffer that holds everything: the data stays in the WAL only.
+    let opts = || Options { write_buffer_size: 1 << 20, write_memory_budget: 4 << 20, ..small(Arc::new(fs.clone())) };
+    let db = Db::open("/w", opts()).unwrap();
     let t = db.tree("other").unwrap();
     for i in 0..300 {
         db.put(k(i), b"main").unwrap();
@@ -64,7 +66,7 @@ fn recovery_from_wal_only() {
     assert_eq!(db.levels()[0].levels.len(), 0, "nothing flushed yet");
     drop(t);
     drop(db);
-    let db = Db::open("/w", small(Arc::new(fs.clone()))).unwrap();
+    let db = Db::open("/w", opts()).unwrap();
     let t = db.tree("other").unwrap();
     assert_eq!(db.tree_names(), vec!["default".to_string(), "other".to_string()]);
     assert_eq!(db.get(k(7)).unwrap(), None);

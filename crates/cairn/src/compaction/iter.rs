@@ -8,10 +8,13 @@
 
 use crate::format::ikey::{self, ValueKind};
 
+/// Whether no level below a compaction's output may hold a user key.
+type BottommostFn<'a> = Box<dyn FnMut(&[u8]) -> bool + 'a>;
+
 /// Decides, entry by entry in internal-key order, what a compaction keeps.
 pub struct CompactionFilter<'a> {
     oldest_snapshot: u64,
-    bottommost: Box<dyn FnMut(&[u8]) -> bool + 'a>,
+    bottommost: BottommostFn<'a>,
     current: Option<Vec<u8>>,
     last_seq_for_key: u64,
     /// Entries dropped as shadowed.

@@ -78,7 +78,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         let edit = VersionEdit::decode(&rec.body).map_err(|e| bad(format!("version edit: {e}")))?;
         r.version = r.version.apply(&edit).map_err(bad)?;
         for (id, name) in &edit.new_trees {
-            if *id as usize != r.tree_names.len() && !r.tree_names.get(*id as usize).is_some_and(|n| n == name) {
+            if *id as usize != r.tree_names.len() && r.tree_names.get(*id as usize).is_none_or(|n| n != name) {
                 return Err(bad(format!("tree {id} ({name}) created out of order")));
             }
             if *id as usize == r.tree_names.len() {
