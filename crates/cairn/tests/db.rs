@@ -55,7 +55,11 @@ fn reopen_after_close_and_after_drop() {
 fn recovery_from_wal_only() {
     let fs = MemFs::new();
     // A write buffer that holds everything: the data stays in the WAL only.
-    let opts = || Options { write_buffer_size: 1 << 20, write_memory_budget: 4 << 20, ..small(Arc::new(fs.clone())) };
+    let opts = || Options {
+        write_buffer_size: 1 << 20,
+        write_memory_budget: 4 << 20,
+        ..small(Arc::new(fs.clone()))
+    };
     let db = Db::open("/w", opts()).unwrap();
     let t = db.tree("other").unwrap();
     for i in 0..300 {

@@ -127,6 +127,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
 fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Result<()> {
     let o = &inner.opts;
     let mut slowed = false;
+    let mut stopped = false;
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
@@ -148,7 +149,10 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
             if no_slowdown {
                 return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
             }
-            inner.stats.record_stop();
+            if !stopped {
+                stopped = true;
+                inner.stats.record_stop();
+            }
             let t0 = std::time::Instant::now();
             inner.bg_cv.notify_all();
             inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
@@ -169,7 +173,12 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
         let mut switch: Vec<usize> = (0..st.mems.len())
             .filter(|&t| st.mems[t].active.approximate_bytes() >= o.write_buffer_size)
             .collect();
-        if mem_total >= o.write_memory_budget / 100 * 95 {
+        // Write-memory budget (RocksDB's write buffer manager rule): switch when the mutable
+        // memtables near the budget, or when everything exceeds it and at least half of it is
+        // still mutable. Memory held by immutable memtables is freed by flushes, not switches.
+        let mutable: usize = st.mems.iter().map(|m| m.active.approximate_bytes()).sum();
+        let budget = o.write_memory_budget;
+        if mutable >= budget / 8 * 7 || (mem_total >= budget && mutable >= budget / 2) {
             // MaxMemory flush policy: the largest active memtable.
             if let Some(t) = (0..st.mems.len())
                 .filter(|&t| !st.mems[t].active.is_empty())
