@@ -7,7 +7,34 @@
 //! low-priority entry first, then high-priority ones.
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+/// FxHash (the Firefox/rustc hash): one multiply per word. Cache keys are small integers
+/// chosen by us, not by an adversary, so SipHash's DoS resistance buys nothing here.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    #[inline]
+    fn write_u64(&mut self, w: u64) {
+        // 0x517cc1b727220a95 is FxHash's multiplier (from π's fractional bits).
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxBuild = BuildHasherDefault<FxHasher>;
 
 /// Cache priority of an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +84,7 @@ pub struct Evicted<K, V> {
 pub struct LruShard<K, V> {
     slab: Vec<Option<Node<K, V>>>,
     free: Vec<u32>,
-    map: HashMap<K, u32>,
+    map: HashMap<K, u32, FxBuild>,
     lists: [List; 2], // [high, low]
     capacity: usize,
     high_pri_capacity: usize,
@@ -68,7 +95,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         let mut s = LruShard {
             slab: Vec::new(),
             free: Vec::new(),
-            map: HashMap::new(),
+            map: HashMap::default(),
             lists: [List::EMPTY; 2],
             capacity: 0,
             high_pri_capacity: 0,

@@ -15,8 +15,9 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     let sv = inner.super_version(tree)?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
     inner.stats.record_get(tree as usize);
+    let lookup = crate::format::LookupKey::new(key, seq);
     for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
-        if let Some((kind, v)) = m.get(key, seq) {
+        if let Some((kind, v)) = m.lookup(&lookup) {
             inner.stats.record_memtable_hit(tree as usize);
             return Ok((kind == ValueKind::Put).then_some(v));
         }
@@ -26,7 +27,7 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     };
     // Some(answer) once a table holds a version of the key.
     let probe = |level: usize, f: &crate::version::FileMeta| -> Result<Option<Option<Vec<u8>>>> {
-        let out = inner.open_table(f.number)?.get(key, seq, UnitSelection::All)?;
+        let out = inner.open_table(f.number)?.lookup(&lookup, UnitSelection::All)?;
         inner.stats.record_probe(tree as usize, level, f.number, &out);
         Ok(out
             .found

@@ -57,6 +57,17 @@ pub fn put_len_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
 /// truncated or longer than a u64 allows.
 #[inline]
 pub fn get_varint64(buf: &[u8]) -> Option<(u64, usize)> {
+    // Fast path: most lengths in blocks are below 128 and fit one byte.
+    if let Some(&b) = buf.first() {
+        if b < 0x80 {
+            return Some((u64::from(b), 1));
+        }
+    }
+    get_varint64_slow(buf)
+}
+
+#[inline(never)]
+fn get_varint64_slow(buf: &[u8]) -> Option<(u64, usize)> {
     let mut v = 0u64;
     for (i, &b) in buf.iter().enumerate().take(10) {
         let part = u64::from(b & 0x7f);

@@ -5,4 +5,4 @@ pub mod coding;
 pub mod ikey;
 
 pub use coding::{masked_crc, Decoder};
-pub use ikey::{InternalKey, ValueKind, MAX_SEQNO};
+pub use ikey::{InternalKey, LookupKey, ValueKind, MAX_SEQNO};

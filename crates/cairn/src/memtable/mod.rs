@@ -1,9 +1,14 @@
 //! The memtable: a concurrent skiplist of internal keys, with its memory charge.
 
 use crate::error::Result;
-use crate::format::ikey::{self, InternalKey, ValueKind};
+mod key;
+
+#[cfg(test)]
+use crate::format::ikey::InternalKey;
+use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
 use crossbeam_skiplist::SkipMap;
+use key::{IKey, MemKey};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,7 +21,7 @@ const ENTRY_OVERHEAD: usize = 80;
 /// filter by sequence number.
 #[derive(Debug)]
 pub struct Memtable {
-    map: SkipMap<InternalKey, Vec<u8>>,
+    map: SkipMap<MemKey, Vec<u8>>,
     bytes: AtomicUsize,
     /// The oldest WAL holding any of this memtable's entries (`u64::MAX` while empty): the
     /// WALs from it on are needed to recover the memtable.
@@ -40,7 +45,10 @@ impl Memtable {
     pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) -> usize {
         let charge = user_key.len() + 8 + value.len() + ENTRY_OVERHEAD;
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
-        self.map.insert(InternalKey::new(user_key, seqno, kind), value.to_vec());
+        self.map.insert(
+            MemKey::from_parts(user_key, ikey::pack_trailer(seqno, kind)),
+            value.to_vec(),
+        );
         self.bytes.fetch_add(charge, Ordering::Relaxed);
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
         charge
@@ -48,10 +56,16 @@ impl Memtable {
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
     pub fn get(&self, user_key: &[u8], seqno: u64) -> Option<(ValueKind, Vec<u8>)> {
-        let seek = InternalKey::for_seek(user_key, seqno);
-        let e = self.map.lower_bound(Bound::Included(&seek))?;
-        let (uk, _, kind) = ikey::split(e.key().encoded())?;
-        (uk == user_key).then(|| (kind, e.value().clone()))
+        self.lookup(&ikey::LookupKey::new(user_key, seqno))
+    }
+
+    /// [`get`](Self::get) with a prepared lookup key.
+    pub fn lookup(&self, key: &ikey::LookupKey) -> Option<(ValueKind, Vec<u8>)> {
+        let e = self
+            .map
+            .lower_bound(Bound::Included(IKey::new(key.internal_key().encoded())))?;
+        let (uk, _, kind) = ikey::split(e.key().bytes())?;
+        (uk == key.user_key()).then(|| (kind, e.value().clone()))
     }
 
     /// Bytes charged.
@@ -100,12 +114,12 @@ impl Default for Memtable {
 #[derive(Debug)]
 pub struct MemtableIter {
     mem: Arc<Memtable>,
-    cur: Option<(InternalKey, Vec<u8>)>,
+    cur: Option<(MemKey, Vec<u8>)>,
 }
 
-type Entry<'a> = crossbeam_skiplist::map::Entry<'a, InternalKey, Vec<u8>>;
+type Entry<'a> = crossbeam_skiplist::map::Entry<'a, MemKey, Vec<u8>>;
 
-fn owned(e: Option<Entry<'_>>) -> Option<(InternalKey, Vec<u8>)> {
+fn owned(e: Option<Entry<'_>>) -> Option<(MemKey, Vec<u8>)> {
     e.map(|e| (e.key().clone(), e.value().clone()))
 }
 
@@ -120,25 +134,23 @@ impl InternalIterator for MemtableIter {
         self.cur = owned(self.mem.map.back());
     }
     fn seek(&mut self, target: &[u8]) {
-        let t = InternalKey::from_encoded(target.to_vec());
-        self.cur = owned(self.mem.map.lower_bound(Bound::Included(&t)));
+        self.cur = owned(self.mem.map.lower_bound(Bound::Included(IKey::new(target))));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        let t = InternalKey::from_encoded(target.to_vec());
-        self.cur = owned(self.mem.map.upper_bound(Bound::Included(&t)));
+        self.cur = owned(self.mem.map.upper_bound(Bound::Included(IKey::new(target))));
     }
     fn next(&mut self) {
         if let Some((k, _)) = self.cur.take() {
-            self.cur = owned(self.mem.map.lower_bound(Bound::Excluded(&k)));
+            self.cur = owned(self.mem.map.lower_bound(Bound::Excluded(IKey::new(k.bytes()))));
         }
     }
     fn prev(&mut self) {
         if let Some((k, _)) = self.cur.take() {
-            self.cur = owned(self.mem.map.upper_bound(Bound::Excluded(&k)));
+            self.cur = owned(self.mem.map.upper_bound(Bound::Excluded(IKey::new(k.bytes()))));
         }
     }
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |(k, _)| k.encoded())
+        self.cur.as_ref().map_or(&[], |(k, _)| k.bytes())
     }
     fn value(&self) -> &[u8] {
         self.cur.as_ref().map_or(&[], |(_, v)| v)

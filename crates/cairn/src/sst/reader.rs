@@ -9,9 +9,9 @@ use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
 use crate::cache::{BlockCache, BlockKey, CachedBlock, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
-use crate::filter::{key_hash, BloomFilter};
+use crate::filter::BloomFilter;
 use crate::format::coding::Decoder;
-use crate::format::ikey::{self, InternalKey, KeyOrder, ValueKind};
+use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
 use crate::iter::InternalIterator;
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
@@ -352,8 +352,17 @@ impl TableReader {
     /// # Errors
     /// Read and corruption errors (never a wrong answer).
     pub fn get(&self, user_key: &[u8], seqno: u64, units: UnitSelection<'_>) -> Result<GetOutcome> {
+        self.lookup(&LookupKey::new(user_key, seqno), units)
+    }
+
+    /// [`get`](Self::get) with a lookup key prepared once for all tables a read probes.
+    ///
+    /// # Errors
+    /// Read and corruption errors (never a wrong answer).
+    pub fn lookup(&self, key: &LookupKey, units: UnitSelection<'_>) -> Result<GetOutcome> {
         let mut out = GetOutcome::default();
-        let seek = InternalKey::for_seek(user_key, seqno);
+        let seek = key.internal_key();
+        let user_key = key.user_key();
         let mut idx = self.index.iter(KeyOrder::Internal);
         idx.seek(seek.encoded());
         if !idx.valid() {
@@ -371,7 +380,7 @@ impl TableReader {
             UnitSelection::PerSegment(f) => f(segment).min(available),
         };
         if k > 0 {
-            let h = key_hash(user_key);
+            let h = key.hash();
             for u in 0..k as usize {
                 let f = self.filter_unit(segment, u)?;
                 out.units_probed += 1;
