@@ -180,15 +180,28 @@ fn compaction_loop(inner: Arc<DbInner>) {
 
 /// Merges `job.inputs` with `job.overlaps` into `job.output_level`.
 fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
+    // Compaction inputs do not fill the block cache, and their reads are counted apart.
+    let read = crate::sst::IterOptions {
+        fill_cache: false,
+        stats: Some(inner.compaction_io.clone()),
+    };
     let mut children: Vec<BoxedIter> = Vec::new();
     if job.level == 0 {
         for f in &job.inputs {
-            children.push(Box::new(inner.open_table(f.number)?.iter()));
+            children.push(Box::new(inner.open_table(f.number)?.iter_with(read.clone())));
         }
     } else {
-        children.push(Box::new(LevelIter::new(job.inputs.clone(), opener(inner))));
+        children.push(Box::new(LevelIter::with_options(
+            job.inputs.clone(),
+            opener(inner),
+            read.clone(),
+        )));
     }
-    children.push(Box::new(LevelIter::new(job.overlaps.clone(), opener(inner))));
+    children.push(Box::new(LevelIter::with_options(
+        job.overlaps.clone(),
+        opener(inner),
+        read,
+    )));
     let mut merged = MergingIter::new(children);
     let version = inner.state.lock().version.clone();
     let tv = version.trees.get(job.tree).cloned().unwrap_or_default();

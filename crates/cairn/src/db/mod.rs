@@ -116,6 +116,8 @@ pub(crate) struct DbInner {
     pub cache: Arc<BlockCache>,
     pub tables: TableCache,
     pub io: Arc<IoStats>,
+    /// Reads by compactions (kept apart from user reads).
+    pub compaction_io: Arc<IoStats>,
     pub stats: stats::Stats,
     pub state: Mutex<State>,
     /// Wakes background threads (work may be available).

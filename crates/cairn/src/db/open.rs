@@ -289,6 +289,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         cache,
         tables: TableCache::new(opts.max_open_files),
         io,
+        compaction_io: Arc::new(IoStats::new()),
         stats: super::stats::Stats::new(ntrees, opts.max_levels),
         state: Mutex::new(State {
             live_versions: vec![Arc::downgrade(&version)],

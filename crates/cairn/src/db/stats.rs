@@ -254,8 +254,11 @@ pub struct FileAccessStats {
 /// Everything `Db::stats` reports.
 #[derive(Debug, Clone, Default)]
 pub struct DbStats {
-    /// Block I/O by kind (storage reads, bytes, cache hits), bytes written, syncs.
+    /// Block I/O by kind (storage reads, bytes, cache hits), bytes written, syncs — everything
+    /// except compaction reads.
     pub io: IoSnapshot,
+    /// Block reads by compactions.
+    pub compaction_io: IoSnapshot,
     /// Per tree and level.
     pub trees: Vec<TreeStatsSnapshot>,
     /// Per live table.
@@ -285,7 +288,10 @@ pub struct DbStats {
 impl DbStats {
     /// (flush + compaction bytes written) / user bytes written.
     pub fn write_amplification(&self) -> f64 {
-        (self.flush_bytes_written + self.compaction_bytes_written) as f64 / self.user_bytes_written.max(1) as f64
+        if self.user_bytes_written == 0 {
+            return 0.0;
+        }
+        (self.flush_bytes_written + self.compaction_bytes_written) as f64 / self.user_bytes_written as f64
     }
 
     /// Sum of one level counter over every tree and level.
@@ -362,6 +368,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         .sum();
     DbStats {
         io: inner.io.snapshot(),
+        compaction_io: inner.compaction_io.snapshot(),
         trees,
         files,
         user_bytes_written: s.user_bytes.load(Relaxed),

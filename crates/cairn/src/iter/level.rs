@@ -4,7 +4,7 @@
 use super::InternalIterator;
 use crate::error::{Error, Result};
 use crate::format::ikey;
-use crate::sst::{TableIter, TableReader};
+use crate::sst::{IterOptions, TableIter, TableReader};
 use crate::version::FileMeta;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ pub struct LevelIter {
     index: usize,
     iter: Option<TableIter>,
     err: Option<Error>,
+    opts: IterOptions,
 }
 
 impl std::fmt::Debug for LevelIter {
@@ -33,12 +34,18 @@ impl std::fmt::Debug for LevelIter {
 impl LevelIter {
     /// Iterates `files` (sorted, non-overlapping).
     pub fn new(files: Vec<Arc<FileMeta>>, open: TableOpener) -> Self {
+        Self::with_options(files, open, IterOptions::default())
+    }
+
+    /// Iterates `files`, reading tables as `opts` says.
+    pub fn with_options(files: Vec<Arc<FileMeta>>, open: TableOpener, opts: IterOptions) -> Self {
         LevelIter {
             files,
             open,
             index: 0,
             iter: None,
             err: None,
+            opts,
         }
     }
 
@@ -50,7 +57,7 @@ impl LevelIter {
         };
         match (self.open)(f) {
             Ok(t) => {
-                self.iter = Some(t.iter());
+                self.iter = Some(t.iter_with(self.opts.clone()));
                 true
             }
             Err(e) => {

@@ -2,7 +2,7 @@
 
 use super::block::{clone_error, BlockIter};
 use super::footer::BlockHandle;
-use super::reader::TableReader;
+use super::reader::{IterOptions, TableReader};
 use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
 use crate::format::ikey::KeyOrder;
@@ -16,15 +16,19 @@ pub struct TableIter {
     index: BlockIter,
     data: Option<BlockIter>,
     err: Option<Error>,
+    fill_cache: bool,
+    stats: Option<Arc<crate::stats::IoStats>>,
 }
 
 impl TableIter {
-    pub(crate) fn new(table: Arc<TableReader>) -> Self {
+    pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
         TableIter {
             index: table.index_block().iter(KeyOrder::Internal),
             table,
             data: None,
             err: None,
+            fill_cache: opts.fill_cache,
+            stats: opts.stats,
         }
     }
 
@@ -41,7 +45,8 @@ impl TableIter {
                 return false;
             }
         };
-        match self.table.data_block(handle) {
+        let stats = self.stats.as_deref().unwrap_or(self.table.stats());
+        match self.table.data_block_with(handle, self.fill_cache, stats) {
             Ok((b, _)) => {
                 self.data = Some(b.iter(KeyOrder::Internal));
                 true

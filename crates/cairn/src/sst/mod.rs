@@ -25,7 +25,7 @@ pub use builder::{TableBuilder, TableSummary};
 pub use footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC};
 pub use iter::TableIter;
 pub use properties::{FilterDecision, Properties, SegmentMeta, UnitSpec};
-pub use reader::{Found, GetOutcome, ReaderOptions, TableReader, UnitSelection};
+pub use reader::{Found, GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::{Compression, TRAILER_LEN};
 
 /// Metaindex name of the properties block.

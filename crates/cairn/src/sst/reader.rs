@@ -29,6 +29,25 @@ pub struct ReaderOptions {
     pub stats: Arc<IoStats>,
 }
 
+/// How an iterator reads data blocks.
+#[derive(Debug, Clone)]
+pub struct IterOptions {
+    /// Insert blocks read from storage into the block cache. Compactions read with `false`
+    /// (RocksDB's `fill_cache = false`) so that they do not evict the blocks readers use.
+    pub fill_cache: bool,
+    /// Where reads are counted (`None`: the reader's own counters).
+    pub stats: Option<Arc<IoStats>>,
+}
+
+impl Default for IterOptions {
+    fn default() -> Self {
+        IterOptions {
+            fill_cache: true,
+            stats: None,
+        }
+    }
+}
+
 /// Which filter units a point lookup consults.
 #[derive(Clone, Copy)]
 pub enum UnitSelection<'a> {
@@ -272,11 +291,14 @@ impl TableReader {
         self.segment_starts.partition_point(|&s| s <= offset).saturating_sub(1)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn cached_or_read<T>(
         &self,
         handle: BlockHandle,
         kind: BlockKind,
         prio: Priority,
+        fill_cache: bool,
+        stats: &IoStats,
         from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
     ) -> Result<(Arc<T>, bool)> {
@@ -286,13 +308,13 @@ impl TableReader {
         };
         if let Some(cache) = &self.cache {
             if let Some(v) = cache.get(&key, kind).and_then(&from_cache) {
-                self.stats.record_cache_hit(kind);
+                stats.record_cache_hit(kind);
                 return Ok((v, true));
             }
         }
-        let raw = read_block(&*self.file, &self.path, handle, kind, &self.stats)?;
+        let raw = read_block(&*self.file, &self.path, handle, kind, stats)?;
         let (v, entry, charge) = decode(raw)?;
-        if let Some(cache) = &self.cache {
+        if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);
         }
         Ok((v, false))
@@ -300,10 +322,23 @@ impl TableReader {
 
     /// The data block at `handle`, through the block cache; `true` when it was cached.
     pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<(Arc<Block>, bool)> {
+        self.data_block_with(handle, true, &self.stats)
+    }
+
+    /// [`data_block`](Self::data_block), choosing whether a miss fills the cache and where the
+    /// read is counted.
+    pub(crate) fn data_block_with(
+        &self,
+        handle: BlockHandle,
+        fill_cache: bool,
+        stats: &IoStats,
+    ) -> Result<(Arc<Block>, bool)> {
         self.cached_or_read(
             handle,
             BlockKind::Data,
             Priority::Low,
+            fill_cache,
+            stats,
             |c| match c {
                 CachedBlock::Block(b) => Some(b),
                 CachedBlock::Filter(_) => None,
@@ -331,6 +366,8 @@ impl TableReader {
             handle,
             BlockKind::FilterUnit,
             Priority::High,
+            true,
+            &self.stats,
             |c| match c {
                 CachedBlock::Filter(f) => Some(f),
                 CachedBlock::Block(_) => None,
@@ -415,8 +452,13 @@ impl TableReader {
         self.file_size.saturating_sub(FOOTER_LEN as u64)
     }
 
-    /// An iterator over every entry.
+    /// An iterator over every entry (fills the cache, counts in the reader's stats).
     pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(self.clone())
+        TableIter::new(self.clone(), IterOptions::default())
+    }
+
+    /// An iterator reading as `opts` says.
+    pub fn iter_with(self: &Arc<Self>, opts: IterOptions) -> TableIter {
+        TableIter::new(self.clone(), opts)
     }
 }
