@@ -1,10 +1,4 @@
-//! cairn: an embedded, read-optimized, memory-adaptive LSM-tree key-value engine.
-//!
-//! This crate currently provides the storage layer: the [`env`] file-system abstraction, the
-//! write-ahead log ([`wal`]), sorted string tables ([`sst`]) with segmented filter units, the
-//! Bloom filter ([`filter`]), the block and table caches ([`cache`]) and I/O accounting
-//! ([`stats`]).
-
+#![doc = include_str!("../../../README.md")]
 pub mod batch;
 pub mod cache;
 pub mod compaction;
