@@ -410,3 +410,81 @@ fn garnering_ends_with_fewer_levels_than_leveling() {
     assert!(lev >= 4, "the load must reach at least 4 leveling levels (got {lev})");
     assert!(gar < lev, "garnering {gar} levels vs leveling {lev}");
 }
+
+/// A tree written once and then left alone pins its WAL until the total WAL size passes
+/// `max_wal_size`; then the log-triggered flush frees it and old WALs are deleted.
+#[test]
+fn max_wal_size_triggers_flush_and_wal_deletion() {
+    let fs = MemFs::new();
+    let o = Options {
+        max_wal_size: 64 << 10,
+        ..small(Arc::new(fs.clone()))
+    };
+    let db = Db::open("/m", o).unwrap();
+    let cold = db.tree("cold").unwrap();
+    cold.put(b"x", b"once").unwrap();
+    for i in 0..20_000 {
+        db.put(k(i % 500), [1u8; 40]).unwrap();
+    }
+    db.wait_for_background().unwrap();
+    let wals = || {
+        fs.list(Path::new("/m"))
+            .unwrap()
+            .into_iter()
+            .filter(|n| n.ends_with(".wal"))
+            .count()
+    };
+    assert!(wals() <= 3, "old WALs must be deleted, found {}", wals());
+    let l0_cold: usize = db.levels()[1].levels.iter().map(|l| l.files).sum();
+    assert_eq!(l0_cold, 1, "the cold tree was flushed by the WAL-size trigger");
+    assert_eq!(cold.get(b"x").unwrap().as_deref(), Some(&b"once"[..]));
+}
+
+/// Per-file access records count probes, filter negatives and hits exactly.
+#[test]
+fn per_file_access_records_and_no_filter_option() {
+    for bpk in [10.0, 0.0] {
+        let fs = MemFs::new();
+        let o = Options {
+            bloom_bits_per_key: bpk,
+            ..small(Arc::new(fs))
+        };
+        let db = Db::open("/f", o).unwrap();
+        for i in 0..1000 {
+            db.put(k(i * 2), b"v").unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_background().unwrap();
+        let before = db.stats();
+        for i in 0..1000 {
+            assert!(db.get(k(i * 2)).unwrap().is_some());
+            assert!(db.get(k(i * 2 + 1)).unwrap().is_none()); // absent, inside every file's range
+        }
+        let s = db.stats();
+        let probes: u64 =
+            s.files.iter().map(|f| f.probes).sum::<u64>() - before.files.iter().map(|f| f.probes).sum::<u64>();
+        let found: u64 = s.files.iter().map(|f| f.found).sum();
+        let negatives: u64 = s.files.iter().map(|f| f.filter_negatives).sum();
+        assert_eq!(found, 1000, "bpk {bpk}");
+        // Absent keys in gaps between files (or past the last key) are not probed at all.
+        assert!(probes >= 1900, "bpk {bpk}: {probes}");
+        assert!(s
+            .files
+            .iter()
+            .all(|f| f.filter_bpk == bpk && f.filter_policy == "uniform"));
+        let unnecessary = s.total(|l| l.unnecessary_data_reads);
+        if bpk > 0.0 {
+            assert!(
+                negatives > 950,
+                "10 bits per key rule out most absent keys: {negatives}"
+            );
+            assert!(unnecessary < 50);
+        } else {
+            assert_eq!(negatives, 0);
+            assert!(
+                unnecessary >= 990,
+                "without filters every probed absent key reads a block: {unnecessary}"
+            );
+        }
+    }
+}
