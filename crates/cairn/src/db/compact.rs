@@ -215,9 +215,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     });
     let mut outputs = Vec::new();
     let mut alloc = || {
-        let mut st = inner.state.lock();
-        let n = DbInner::allocate_file_number(&mut st);
-        st.pending_outputs.insert(n);
+        let n = inner.allocate_output();
         outputs.push(n);
         n
     };

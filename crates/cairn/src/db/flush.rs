@@ -44,9 +44,7 @@ fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<(
     let table = inner.table_options(tree as u32, 0);
     let mut outputs = Vec::new();
     let mut alloc = || {
-        let mut st = inner.state.lock();
-        let n = DbInner::allocate_file_number(&mut st);
-        st.pending_outputs.insert(n);
+        let n = inner.allocate_output();
         outputs.push(n);
         n
     };

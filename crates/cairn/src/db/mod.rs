@@ -237,6 +237,15 @@ impl DbInner {
         n
     }
 
+    /// Allocates a file number for a job's output, protected from obsolete-file deletion until
+    /// the job removes it from `pending_outputs`.
+    pub fn allocate_output(&self) -> u64 {
+        let mut st = self.state.lock();
+        let n = Self::allocate_file_number(&mut st);
+        st.pending_outputs.insert(n);
+        n
+    }
+
     /// Logs `edit` durably in the manifest, then installs the resulting version and every
     /// tree's super-version. A failure poisons the database.
     pub fn log_and_apply(&self, st: &mut State, mut edit: VersionEdit) -> Result<()> {

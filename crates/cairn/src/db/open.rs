@@ -25,10 +25,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn numbered(names: &[String], suffix: &str) -> Vec<u64> {
+/// Sorted numbers of the directory entries named `<prefix><digits><suffix>`.
+fn numbered(names: &[String], prefix: &str, suffix: &str) -> Vec<u64> {
     let mut v: Vec<u64> = names
         .iter()
-        .filter_map(|n| n.strip_suffix(suffix).and_then(|s| s.parse().ok()))
+        .filter_map(|n| n.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
         .collect();
     v.sort_unstable();
     v
@@ -127,7 +128,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             dir.display()
         )));
     }
-    if let Some(&n) = numbered_prefix(&names, "OPTIONS-").last() {
+    if let Some(&n) = numbered(&names, "OPTIONS-", "").last() {
         let path = dir.join(format!("OPTIONS-{n:06}"));
         let stored = parse_options_file(&read_all(&*fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
         check_compatible(&stored, &opts)?;
@@ -160,7 +161,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
     // File numbers already on disk (including orphans of an interrupted open) are never reused.
-    for n in numbered(&names, ".sst").into_iter().chain(numbered(&names, ".wal")) {
+    for n in numbered(&names, "", ".sst")
+        .into_iter()
+        .chain(numbered(&names, "", ".wal"))
+    {
         rec.next_file = rec.next_file.max(n + 1);
     }
 
@@ -171,7 +175,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .min()
         .unwrap_or(0);
     let mut last_seq = rec.last_seq;
-    let wals: Vec<u64> = numbered(&names, ".wal").into_iter().filter(|&n| n >= min_log).collect();
+    let wals: Vec<u64> = numbered(&names, "", ".wal")
+        .into_iter()
+        .filter(|&n| n >= min_log)
+        .collect();
     'logs: for (i, &n) in wals.iter().enumerate() {
         let path = wal_path(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
@@ -341,15 +348,6 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         return Err(e);
     }
     Ok(inner)
-}
-
-fn numbered_prefix(names: &[String], prefix: &str) -> Vec<u64> {
-    let mut v: Vec<u64> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix).and_then(|s| s.parse().ok()))
-        .collect();
-    v.sort_unstable();
-    v
 }
 
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.
