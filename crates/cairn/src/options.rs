@@ -221,8 +221,8 @@ impl Options {
         if self.max_value_size > (1 << 30) {
             return Err(invalid("max_value_size", "must be at most 1 GiB"));
         }
-        if self.max_batch_size < self.max_key_size {
-            return Err(invalid("max_batch_size", "must be at least max_key_size"));
+        if self.max_batch_size < self.max_key_size || self.max_batch_size > (1 << 30) {
+            return Err(invalid("max_batch_size", "must be between max_key_size and 1 GiB"));
         }
         Ok(())
     }

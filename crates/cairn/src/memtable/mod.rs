@@ -1,28 +1,21 @@
-//! The memtable: a concurrent skiplist of internal keys, with its memory charge.
+//! The memtable: an arena skiplist of internal keys (one writer, concurrent readers), charged
+//! by the bytes its entries occupy.
+
+mod arena;
 
 use crate::error::Result;
-mod key;
-
-#[cfg(test)]
-use crate::format::ikey::InternalKey;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
-use crossbeam_skiplist::SkipMap;
-use key::{IKey, MemKey};
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use arena::ArenaSkipList;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Bytes charged per entry beyond key and value: skiplist node, tower pointers and the two
-/// heap allocations (measured order of magnitude for crossbeam-skiplist on 64-bit).
-const ENTRY_OVERHEAD: usize = 80;
-
-/// One memtable. Inserts are concurrent; readers see entries as soon as they are inserted and
-/// filter by sequence number.
-#[derive(Debug)]
+/// One memtable: an arena skiplist written by one thread at a time (the group-commit leader)
+/// and read concurrently. Readers see entries as soon as they are inserted and filter by
+/// sequence number.
+#[derive(Debug, Default)]
 pub struct Memtable {
-    map: SkipMap<MemKey, Vec<u8>>,
-    bytes: AtomicUsize,
+    list: ArenaSkipList,
     /// The oldest WAL holding any of this memtable's entries (`u64::MAX` while empty): the
     /// WALs from it on are needed to recover the memtable.
     first_wal: AtomicU64,
@@ -34,24 +27,17 @@ impl Memtable {
     /// An empty memtable.
     pub fn new() -> Self {
         Memtable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
+            list: ArenaSkipList::new(),
             first_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
         }
     }
 
-    /// Inserts one entry logged in WAL `wal`; returns the bytes charged.
-    pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) -> usize {
-        let charge = user_key.len() + 8 + value.len() + ENTRY_OVERHEAD;
+    /// Inserts one entry logged in WAL `wal`.
+    pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) {
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
-        self.map.insert(
-            MemKey::from_parts(user_key, ikey::pack_trailer(seqno, kind)),
-            value.to_vec(),
-        );
-        self.bytes.fetch_add(charge, Ordering::Relaxed);
+        self.list.insert(user_key, ikey::pack_trailer(seqno, kind), value);
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
-        charge
     }
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
@@ -61,26 +47,28 @@ impl Memtable {
 
     /// [`get`](Self::get) with a prepared lookup key.
     pub fn lookup(&self, key: &ikey::LookupKey) -> Option<(ValueKind, Vec<u8>)> {
-        let e = self
-            .map
-            .lower_bound(Bound::Included(IKey::new(key.internal_key().encoded())))?;
-        let (uk, _, kind) = ikey::split(e.key().bytes())?;
-        (uk == key.user_key()).then(|| (kind, e.value().clone()))
+        let off = self.list.seek(key.internal_key().encoded());
+        if off == 0 {
+            return None;
+        }
+        let (k, v) = self.list.entry(off);
+        let (uk, _, kind) = ikey::split(k)?;
+        (uk == key.user_key()).then(|| (kind, v.to_vec()))
     }
 
-    /// Bytes charged.
+    /// Bytes charged: exactly what the entries' nodes occupy in the arena.
     pub fn approximate_bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
+        self.list.used_bytes()
     }
 
     /// Entries held.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
     /// The oldest WAL holding an entry of this memtable (`u64::MAX` when empty).
@@ -97,63 +85,59 @@ impl Memtable {
     pub fn iter(self: &Arc<Self>) -> MemtableIter {
         MemtableIter {
             mem: self.clone(),
-            cur: None,
+            cur: 0,
         }
     }
 }
 
-impl Default for Memtable {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Cursor over a memtable. It holds a copy of the current entry and re-seeks the skiplist to
-/// move (O(log n) per step), which keeps it independent of skiplist lifetimes and stable under
-/// concurrent inserts.
+/// Cursor over a memtable; stable under concurrent inserts (it sees a node once linked).
+/// Moving backwards is a search from the top, as nodes have no back links.
 #[derive(Debug)]
 pub struct MemtableIter {
     mem: Arc<Memtable>,
-    cur: Option<(MemKey, Vec<u8>)>,
-}
-
-type Entry<'a> = crossbeam_skiplist::map::Entry<'a, MemKey, Vec<u8>>;
-
-fn owned(e: Option<Entry<'_>>) -> Option<(MemKey, Vec<u8>)> {
-    e.map(|e| (e.key().clone(), e.value().clone()))
+    /// Current node, 0 when invalid.
+    cur: u32,
 }
 
 impl InternalIterator for MemtableIter {
     fn valid(&self) -> bool {
-        self.cur.is_some()
+        self.cur != 0
     }
     fn seek_to_first(&mut self) {
-        self.cur = owned(self.mem.map.front());
+        self.cur = self.mem.list.first();
     }
     fn seek_to_last(&mut self) {
-        self.cur = owned(self.mem.map.back());
+        self.cur = self.mem.list.last();
     }
     fn seek(&mut self, target: &[u8]) {
-        self.cur = owned(self.mem.map.lower_bound(Bound::Included(IKey::new(target))));
+        self.cur = self.mem.list.seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.cur = owned(self.mem.map.upper_bound(Bound::Included(IKey::new(target))));
+        self.cur = self.mem.list.seek_before(target, true);
     }
     fn next(&mut self) {
-        if let Some((k, _)) = self.cur.take() {
-            self.cur = owned(self.mem.map.lower_bound(Bound::Excluded(IKey::new(k.bytes()))));
+        if self.cur != 0 {
+            self.cur = self.mem.list.successor(self.cur);
         }
     }
     fn prev(&mut self) {
-        if let Some((k, _)) = self.cur.take() {
-            self.cur = owned(self.mem.map.upper_bound(Bound::Excluded(IKey::new(k.bytes()))));
+        if self.cur != 0 {
+            self.cur = self.mem.list.predecessor(self.cur);
         }
     }
     fn key(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |(k, _)| k.bytes())
+        if self.cur == 0 {
+            &[]
+        } else {
+            self.mem.list.entry(self.cur).0
+        }
     }
     fn value(&self) -> &[u8] {
-        self.cur.as_ref().map_or(&[], |(_, v)| v)
+        if self.cur == 0 {
+            &[]
+        } else {
+            self.mem.list.entry(self.cur).1
+        }
     }
     fn status(&self) -> Result<()> {
         Ok(())
@@ -163,6 +147,7 @@ impl InternalIterator for MemtableIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::ikey::InternalKey;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
 
