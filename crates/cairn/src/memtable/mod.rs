@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// One memtable: an arena skiplist written by one thread at a time (the group-commit leader)
 /// and read concurrently. Readers see entries as soon as they are inserted and filter by
 /// sequence number.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Memtable {
     list: ArenaSkipList,
     /// The oldest WAL holding any of this memtable's entries (`u64::MAX` while empty): the
@@ -87,6 +87,13 @@ impl Memtable {
             mem: self.clone(),
             cur: 0,
         }
+    }
+}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        // Not derived: an empty memtable needs no WAL (`first_wal = u64::MAX`), not WAL 0.
+        Self::new()
     }
 }
 
