@@ -1,0 +1,252 @@
+//! Crash loop (process crash): a child process writes (puts, deletes, cross-tree batches, ~5%
+//! synced) with background flush and compaction on a real directory; the parent kills it with
+//! SIGKILL at a random moment, reopens, and checks the database against an expected-state file
+//! kept RocksDB-style: before each batch the child records it as pending, after the
+//! acknowledgment it commits it. With one writer at most one batch is in flight, so the
+//! recovered state must equal the committed state, or the committed state plus that whole
+//! batch: every acknowledged write is present (a process crash loses nothing that reached the
+//! OS), batches are atomic, and the state is a prefix of the history.
+//!
+//! CI runs 100 cycles; the long mode is
+//! `CAIRN_CRASH_CYCLES=3000 cargo test --profile ci -p cairn --test crash_loop -- --nocapture`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cairn::{Db, Options, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const KEYS: usize = 2000;
+const TREES: usize = 2;
+/// Value id 0 means "absent".
+const ABSENT: u32 = 0;
+
+/// Expected-state file layout: `committed[TREES * KEYS]: u32le`, then the in-flight batch:
+/// `count: u32le` and `count × (slot: u32le, value: u32le)` (slot = tree * KEYS + key).
+fn slot_offset(slot: usize) -> u64 {
+    (slot * 4) as u64
+}
+const PENDING_AT: u64 = (TREES * KEYS * 4) as u64;
+
+fn key(k: usize) -> Vec<u8> {
+    format!("key{k:05}").into_bytes()
+}
+
+/// The value bytes for a value id: self-describing and of varying length.
+fn value(id: u32) -> Vec<u8> {
+    let mut v = format!("v{id}-").into_bytes();
+    v.resize(v.len() + (id as usize * 7919) % 300, b'a' + (id % 26) as u8);
+    v
+}
+
+fn decode(v: &[u8]) -> u32 {
+    let s = std::str::from_utf8(v).unwrap();
+    s[1..s.find('-').unwrap()].parse().unwrap()
+}
+
+fn options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        write_memory_budget: 256 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        target_file_size: 64 << 10,
+        l0_compaction_trigger: 2,
+        block_cache_size: 1 << 20,
+        ..Options::default()
+    }
+}
+
+fn open_trees(dir: &Path) -> (Db, cairn::Tree) {
+    let db = Db::open(dir, options()).unwrap();
+    let t = db.tree("second").unwrap();
+    (db, t)
+}
+
+/// The child: writes forever (until killed).
+fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
+    let (db, second) = open_trees(dir);
+    let mut state = OpenOptions::new().read(true).write(true).open(expected).unwrap();
+    let mut committed = vec![0u8; PENDING_AT as usize];
+    state.read_exact(&mut committed).unwrap();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut next_id: u32 = (seed as u32 & 0xffff) << 14 | 1;
+    loop {
+        let mut batch = WriteBatch::new();
+        let mut ops: Vec<(usize, u32)> = Vec::new();
+        let max_ops = if rng.gen_bool(0.3) { 6 } else { 1 };
+        for _ in 0..rng.gen_range(1..=max_ops) {
+            let (t, k) = (rng.gen_range(0..TREES), rng.gen_range(0..KEYS));
+            if ops.iter().any(|&(s, _)| s == t * KEYS + k) {
+                continue;
+            }
+            let id = if rng.gen_bool(0.15) {
+                ABSENT
+            } else {
+                next_id += 1;
+                next_id
+            };
+            match (t, id) {
+                (0, ABSENT) => batch.delete(key(k)),
+                (0, _) => batch.put(key(k), value(id)),
+                (_, ABSENT) => batch.delete_in(&second, key(k)),
+                (_, _) => batch.put_in(&second, key(k), value(id)),
+            };
+            ops.push((t * KEYS + k, id));
+        }
+        // Record the batch as pending (the count last, so a torn record reads as no batch).
+        let mut rec = Vec::new();
+        for &(s, v) in &ops {
+            rec.extend_from_slice(&(s as u32).to_le_bytes());
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        state.write_all_at(&rec, PENDING_AT + 4).unwrap();
+        state
+            .write_all_at(&(ops.len() as u32).to_le_bytes(), PENDING_AT)
+            .unwrap();
+        db.write(
+            batch,
+            &WriteOptions {
+                sync: rng.gen_bool(0.05),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Acknowledged: commit each op, then clear the pending record.
+        for &(s, v) in &ops {
+            state.write_all_at(&v.to_le_bytes(), slot_offset(s)).unwrap();
+        }
+        state.write_all_at(&0u32.to_le_bytes(), PENDING_AT).unwrap();
+        // Occasional reads of keys not in flight must see the committed value.
+        if rng.gen_bool(0.2) {
+            let k = rng.gen_range(0..KEYS);
+            let got = db.get(key(k)).unwrap().map_or(ABSENT, |v| decode(&v));
+            let mut b = [0u8; 4];
+            state.read_exact_at(&mut b, slot_offset(k)).unwrap();
+            assert_eq!(got, u32::from_le_bytes(b), "child read of key {k}");
+        }
+    }
+}
+
+/// Reads the expected state: committed ids and the in-flight batch.
+fn read_expected(path: &Path) -> (Vec<u32>, Vec<(usize, u32)>) {
+    let mut buf = Vec::new();
+    File::open(path).unwrap().read_to_end(&mut buf).unwrap();
+    let word = |at: usize| u32::from_le_bytes(buf[at..at + 4].try_into().unwrap());
+    let committed = (0..TREES * KEYS).map(|s| word(s * 4)).collect();
+    let n = word(PENDING_AT as usize) as usize;
+    let pending = (0..n)
+        .map(|i| {
+            let at = PENDING_AT as usize + 4 + i * 8;
+            (word(at) as usize, word(at + 4))
+        })
+        .collect();
+    (committed, pending)
+}
+
+#[test]
+fn crash_loop() {
+    // Child mode: this same test binary, re-executed by the parent.
+    if let Ok(args) = std::env::var("CAIRN_CRASH_CHILD") {
+        let mut it = args.split('|');
+        let (dir, expected, seed) = (
+            it.next().unwrap(),
+            it.next().unwrap(),
+            it.next().unwrap().parse().unwrap(),
+        );
+        child(Path::new(dir), Path::new(expected), seed);
+    }
+    let cycles: u64 = std::env::var("CAIRN_CRASH_CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir: PathBuf = tmp.path().join("db");
+    let expected = tmp.path().join("expected");
+    {
+        let mut f = File::create(&expected).unwrap();
+        f.write_all(&vec![0u8; PENDING_AT as usize + 4 + 64 * 8]).unwrap();
+    }
+    let mut rng = StdRng::seed_from_u64(2024);
+    let exe = std::env::current_exe().unwrap();
+    let mut in_flight_applied = 0;
+    let mut present = 0;
+    for cycle in 0..cycles {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "crash_loop", "--nocapture", "--test-threads", "1"])
+            .env(
+                "CAIRN_CRASH_CHILD",
+                format!("{}|{}|{}", dir.display(), expected.display(), cycle + 1),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(rng.gen_range(30..400)));
+        if let Ok(Some(status)) = child.try_wait() {
+            let mut err = String::new();
+            child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+            panic!("cycle {cycle}: the child exited on its own ({status}): {err}");
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+
+        let (committed, pending) = read_expected(&expected);
+        let (db, second) = open_trees(&dir);
+        let mut actual = vec![ABSENT; TREES * KEYS];
+        for (t, tree) in [&*db, &second].into_iter().enumerate() {
+            for kv in tree.iter() {
+                let (k, v) = kv.unwrap_or_else(|e| panic!("cycle {cycle}: scan failed: {e}"));
+                let k: usize = std::str::from_utf8(&k[3..]).unwrap().parse().unwrap();
+                actual[t * KEYS + k] = decode(&v);
+            }
+        }
+        // Either none or all of the in-flight batch is visible; everything else is committed.
+        let applied = !pending.is_empty() && pending.iter().all(|&(s, v)| actual[s] == v);
+        let mut want = committed.clone();
+        if applied {
+            for &(s, v) in &pending {
+                want[s] = v;
+            }
+            in_flight_applied += 1;
+        }
+        let diff: Vec<usize> = (0..want.len()).filter(|&s| want[s] != actual[s]).collect();
+        assert!(
+            diff.is_empty(),
+            "cycle {cycle}: {} keys differ (first: slot {} want {} got {}); in-flight batch {:?}",
+            diff.len(),
+            diff[0],
+            want[diff[0]],
+            actual[diff[0]],
+            pending
+        );
+        present = actual.iter().filter(|&&v| v != ABSENT).count();
+        // Point reads agree with the scan.
+        for _ in 0..50 {
+            let k = rng.gen_range(0..KEYS);
+            assert_eq!(
+                db.get(key(k)).unwrap().map_or(ABSENT, |v| decode(&v)),
+                actual[k],
+                "cycle {cycle} get"
+            );
+        }
+        // The recovered state becomes the committed state for the next child.
+        let f = OpenOptions::new().write(true).open(&expected).unwrap();
+        for (s, v) in actual.iter().enumerate() {
+            f.write_all_at(&v.to_le_bytes(), slot_offset(s)).unwrap();
+        }
+        f.write_all_at(&0u32.to_le_bytes(), PENDING_AT).unwrap();
+        drop(second);
+        db.close().unwrap();
+    }
+    println!("{cycles} crash cycles verified; in-flight batch present after {in_flight_applied} of them; {present} keys present at the end");
+    assert!(
+        present > KEYS,
+        "the children wrote too little to test anything: {present} keys"
+    );
+}
