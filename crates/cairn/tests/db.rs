@@ -99,7 +99,7 @@ fn cross_tree_batches_survive_crashes_atomically() {
         CrashMode::TearGarbage,
     ];
     let mut crash_states = 0;
-    for seed in 0..40u64 {
+    for seed in 0..340u64 {
         let mut rng = StdRng::seed_from_u64(seed);
         let fs = FaultFs::new(Arc::new(MemFs::new()), seed);
         let opts = || {
@@ -113,7 +113,8 @@ fn cross_tree_batches_survive_crashes_atomically() {
         type State = (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>);
         let mut history: Vec<State> = vec![Default::default()];
         let mut durable = 0usize; // history index every recovery must reach
-        for round in 0..3 {
+                                  // Three crashes per seed; round 3 only verifies the last one.
+        for round in 0..4 {
             let db = Db::open("/c", opts()).unwrap();
             let t = db.tree("b").unwrap();
             // The recovered state must be a prefix state, at least the durable one.
@@ -130,6 +131,9 @@ fn cross_tree_batches_survive_crashes_atomically() {
             history.truncate(at + 1);
             durable = at;
             crash_states += usize::from(round > 0);
+            if round == 3 {
+                break;
+            }
             let writes = rng.gen_range(20..200);
             for n in 0..writes {
                 let mut batch = WriteBatch::new();
@@ -168,7 +172,8 @@ fn cross_tree_batches_survive_crashes_atomically() {
             fs.restart();
         }
     }
-    assert!(crash_states >= 80);
+    println!("{crash_states} power-loss crash states verified");
+    assert!(crash_states >= 1000);
 }
 
 #[test]
