@@ -84,6 +84,9 @@ pub struct Options {
     pub wal_recovery_mode: RecoveryMode,
     /// O_DIRECT reads of tables (default false).
     pub use_direct_reads: bool,
+    /// Manifest size after which a new manifest (a snapshot of the current version) is started
+    /// (default 64 MiB; RocksDB `max_manifest_file_size`).
+    pub max_manifest_size: u64,
     /// Largest key accepted (default 64 KiB).
     pub max_key_size: usize,
     /// Largest value accepted (default 256 MiB).
@@ -134,6 +137,7 @@ impl Default for Options {
             compaction_threads: 1,
             wal_recovery_mode: RecoveryMode::PointInTime,
             use_direct_reads: false,
+            max_manifest_size: 64 << 20,
             max_key_size: 64 << 10,
             max_value_size: 256 << 20,
             max_batch_size: 1 << 30,
@@ -215,6 +219,9 @@ impl Options {
         if !(1..=64).contains(&self.compaction_threads) {
             return Err(invalid("compaction_threads", "must be between 1 and 64"));
         }
+        if self.max_manifest_size < 1024 {
+            return Err(invalid("max_manifest_size", "must be at least 1 KiB"));
+        }
         if self.max_key_size == 0 || self.max_key_size > (64 << 20) {
             return Err(invalid("max_key_size", "must be between 1 B and 64 MiB"));
         }
@@ -258,6 +265,7 @@ impl Options {
         m.insert("compaction_threads", self.compaction_threads.to_string());
         m.insert("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode));
         m.insert("use_direct_reads", self.use_direct_reads.to_string());
+        m.insert("max_manifest_size", self.max_manifest_size.to_string());
         m.insert("max_key_size", self.max_key_size.to_string());
         m.insert("max_value_size", self.max_value_size.to_string());
         m.insert("max_batch_size", self.max_batch_size.to_string());

@@ -268,7 +268,7 @@ impl DbInner {
         for t in 0..st.mems.len() {
             self.install_super_version(st, t);
         }
-        if st.manifest.len() > MANIFEST_ROTATE_BYTES {
+        if st.manifest.len() > self.opts.max_manifest_size {
             self.rotate_manifest(st)?;
         }
         Ok(())
@@ -379,9 +379,6 @@ impl DbInner {
         }
     }
 }
-
-/// Manifest size after which a fresh one (a snapshot of the current version) is started.
-const MANIFEST_ROTATE_BYTES: u64 = 64 << 20;
 
 /// Closes the database when the last handle goes away.
 #[derive(Debug)]

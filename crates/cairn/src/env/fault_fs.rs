@@ -74,6 +74,9 @@ pub enum OpClass {
 enum Rule {
     /// Fail the operation whose 1-based index (over all operations) is `n`.
     Nth { n: u64, kind: FaultKind },
+    /// The operation whose index is `n` kills the file system (it fails, and so does every
+    /// later one until `crash` + `restart`): a power cut at that exact point.
+    CrashAt { n: u64 },
     /// Fail each operation of `class` with probability `p`.
     Fraction { class: OpClass, p: f64, kind: FaultKind },
 }
@@ -171,6 +174,10 @@ impl State {
         for r in &self.rules {
             match *r {
                 Rule::Nth { n, kind } if n == ops => hit = Some(kind),
+                Rule::CrashAt { n } if n == ops => {
+                    self.dead = true;
+                    hit = Some(FaultKind::Eio);
+                }
                 Rule::Fraction { class: c, p, kind }
                     if (c == class || c == OpClass::Any) && hit.is_none() && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
                 {
@@ -222,6 +229,13 @@ impl FaultFs {
     /// this file system) is `n`.
     pub fn fail_nth(&self, n: u64, kind: FaultKind) {
         self.shared.state.lock().rules.push(Rule::Nth { n, kind });
+    }
+
+    /// Kills the file system at the operation whose 1-based index is `n`: that operation and
+    /// every later one fail until [`crash`](Self::crash) rolls back the undurable state and
+    /// [`restart`](Self::restart) revives it.
+    pub fn crash_at(&self, n: u64) {
+        self.shared.state.lock().rules.push(Rule::CrashAt { n });
     }
 
     /// Fails each operation of `class` with probability `p`.
