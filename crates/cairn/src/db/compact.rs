@@ -9,7 +9,6 @@ use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, LevelIter, MergingIter};
 use crate::version::{FileMeta, TreeVersion, VersionEdit};
 use std::ops::{Bound, RangeBounds};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Starts the flush thread and the compaction threads.
@@ -139,27 +138,21 @@ fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
 }
 
 fn compaction_loop(inner: Arc<DbInner>) {
-    loop {
-        let job = {
-            let mut st = inner.state.lock();
-            loop {
-                if inner.shutdown.load(Ordering::Acquire) {
-                    return;
-                }
-                if !inner.poisoned.load(Ordering::Acquire) {
-                    match pick(&inner, &mut st) {
-                        Ok(Some(job)) => {
-                            st.running_compactions += 1;
-                            break job;
-                        }
-                        Ok(None) => {}
-                        Err(e) => inner.set_poison(&e),
-                    }
-                    inner.done_cv.notify_all();
-                }
-                inner.bg_cv.wait(&mut st);
+    while let Some(job) = inner.wait_for_work(|st| {
+        let found = match pick(&inner, st) {
+            Ok(job) => job,
+            Err(e) => {
+                inner.set_poison(&e);
+                None
             }
         };
+        if found.is_some() {
+            st.running_compactions += 1;
+        } else {
+            inner.done_cv.notify_all();
+        }
+        found
+    }) {
         let r = run(&inner, &job);
         {
             let mut st = inner.state.lock();

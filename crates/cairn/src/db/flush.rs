@@ -7,32 +7,18 @@ use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::version::VersionEdit;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Body of the flush thread.
 pub(super) fn flush_loop(inner: Arc<DbInner>) {
-    loop {
-        let job = {
-            let mut st = inner.state.lock();
-            loop {
-                if inner.shutdown.load(Ordering::Acquire) {
-                    return;
-                }
-                if !inner.poisoned.load(Ordering::Acquire) {
-                    if let Some(t) = (0..st.mems.len()).find(|&t| !st.mems[t].imm.is_empty()) {
-                        st.flushing = true;
-                        break (t, st.mems[t].imm.front().cloned());
-                    }
-                }
-                inner.bg_cv.wait(&mut st);
-            }
-        };
-        if let (t, Some(mem)) = job {
-            if let Err(e) = flush_one(&inner, t, &mem) {
-                tracing::error!(error = %e, "flush failed");
-                inner.set_poison(&e);
-            }
+    while let Some((t, mem)) = inner.wait_for_work(|st| {
+        let t = (0..st.mems.len()).find(|&t| !st.mems[t].imm.is_empty())?;
+        st.flushing = true;
+        st.mems[t].imm.front().cloned().map(|m| (t, m))
+    }) {
+        if let Err(e) = flush_one(&inner, t, &mem) {
+            tracing::error!(error = %e, "flush failed");
+            inner.set_poison(&e);
         }
         inner.state.lock().flushing = false;
         inner.done_cv.notify_all();

@@ -177,6 +177,23 @@ impl DbInner {
         self.bg_cv.notify_all();
     }
 
+    /// Head of a background thread's loop: waits on `bg_cv` until `find` yields work; `None` at
+    /// shutdown. Nothing is picked while the database is poisoned.
+    pub fn wait_for_work<T>(&self, mut find: impl FnMut(&mut State) -> Option<T>) -> Option<T> {
+        let mut st = self.state.lock();
+        loop {
+            if self.shutdown.load(Ordering::Acquire) {
+                return None;
+            }
+            if !self.poisoned.load(Ordering::Acquire) {
+                if let Some(job) = find(&mut st) {
+                    return Some(job);
+                }
+            }
+            self.bg_cv.wait(&mut st);
+        }
+    }
+
     /// The oldest seqno a reader may read at.
     pub fn oldest_snapshot(&self) -> u64 {
         let last = self.last_seq.load(Ordering::Acquire);
