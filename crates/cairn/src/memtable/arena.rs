@@ -282,10 +282,16 @@ impl ArenaSkipList {
 
     /// First node with key ≥ `target` (0 if none).
     pub fn seek(&self, target: &[u8]) -> u32 {
-        match self.seek_before(target, false) {
+        let mut n = match self.seek_before(target, false) {
             0 => self.next(self.head, 0),
             before => self.next(before, 0),
+        };
+        // The writer may have linked nodes below `target` after the search passed: step over
+        // them, or a lookup would stop at a smaller key and miss the one it wants.
+        while n != 0 && ikey::compare(self.key(n), target) == CmpOrdering::Less {
+            n = self.next(n, 0);
         }
+        n
     }
 
     /// Last node with key < `target` (0 if none), or ≤ when `inclusive`.
@@ -404,6 +410,50 @@ mod tests {
             off = l.predecessor(off);
         }
         assert_eq!(off, 0);
+    }
+
+    /// Readers seek while the writer inserts keys just below their targets: a seek must never
+    /// return a key smaller than its target (it once could, when a node was linked between the
+    /// search and the final step, making lookups miss a key and fall through to older data).
+    #[test]
+    fn seek_never_returns_a_smaller_key_under_concurrent_inserts() {
+        let l = Arc::new(ArenaSkipList::new());
+        // Targets: every even key; the writer inserts odd keys, each just below a target.
+        for i in (0..20_000u32).step_by(2) {
+            l.insert(format!("{i:08}").as_bytes(), 1 << 8 | 1, b"t");
+        }
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|r| {
+                let (l, stop) = (l.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut rng = rand::rngs::StdRng::seed_from_u64(r);
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = rng.gen_range(0..10_000u32) * 2;
+                        let target = ikey::InternalKey::for_seek(format!("{i:08}").as_bytes(), 1);
+                        let off = l.seek(target.encoded());
+                        assert_ne!(off, 0);
+                        assert_ne!(
+                            ikey::compare(l.entry(off).0, target.encoded()),
+                            CmpOrdering::Less,
+                            "seek went below its target"
+                        );
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        for round in 0..50u64 {
+            for i in (1..20_000u32).step_by(2) {
+                l.insert(format!("{i:08}").as_bytes(), (2 + round) << 8 | 1, b"w");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            assert!(r.join().unwrap() > 0);
+        }
     }
 
     /// One writer inserting while readers scan: readers always see a sorted, gap-free prefix
