@@ -493,3 +493,55 @@ fn per_file_access_records_and_no_filter_option() {
         }
     }
 }
+
+/// Damage to any synced manifest edit, including the last one, is reported as corruption
+/// naming the manifest; damage to the trailing marker record is harmless.
+#[test]
+fn manifest_damage_is_detected_even_in_the_last_edit() {
+    use cairn::env::{read_all, write_all_synced, ReadOptions};
+    use cairn::wal::{RecoveryMode, WalReader};
+    let fs = MemFs::new();
+    let db = Db::open("/md", small(Arc::new(fs.clone()))).unwrap();
+    for round in 0..3u32 {
+        for i in 0..100 {
+            db.put(k(i + round * 1000), b"v").unwrap();
+        }
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let (number, path) = cairn::version::manifest::read_current(&fs, Path::new("/md")).unwrap();
+    let orig = read_all(&fs, &path).unwrap();
+    // Record offsets and whether each is a real edit or an empty marker.
+    let f = fs.open_read(&path, ReadOptions::default()).unwrap();
+    let mut r = WalReader::new(f, &path, number, RecoveryMode::AbsoluteConsistency);
+    let mut records = Vec::new();
+    while let Some(rec) = r.next_record().unwrap() {
+        records.push((rec.offset, rec.end_offset, rec.body.is_empty()));
+    }
+    assert!(
+        records.len() >= 4 && records.last().unwrap().2,
+        "edits end with a marker: {records:?}"
+    );
+    let last = records.len() - 1;
+    for (i, &(start, end, marker)) in records.iter().enumerate() {
+        // Only the final marker is unproven; every earlier record was synced before later ones.
+        let harmless = marker && i == last;
+        let mut d = orig.clone();
+        // Flip a byte inside the record's payload (past the 7-byte header and 16-byte prefix).
+        let at = (start + 7 + 16).min(end - 1) as usize;
+        d[at] ^= 0x40;
+        write_all_synced(&fs, &path, &d).unwrap();
+        match Db::open("/md", small(Arc::new(fs.clone()))) {
+            Err(Error::Corruption { file, .. }) => {
+                assert!(!harmless, "a damaged final marker must not fail the open");
+                assert_eq!(file, path);
+            }
+            Ok(db) => {
+                assert!(harmless, "damage to the record at {start} was not detected");
+                assert_eq!(db.iter().count(), 300, "all data survives a damaged marker");
+            }
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        write_all_synced(&fs, &path, &orig).unwrap();
+    }
+}

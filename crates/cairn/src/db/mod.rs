@@ -272,7 +272,7 @@ impl DbInner {
             .version
             .apply(&edit)
             .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
-        let logged = st.manifest.add_record(&edit.encode()).and_then(|_| st.manifest.sync());
+        let logged = manifest::append_durably(&mut st.manifest, &edit.encode());
         if let Err(e) = logged {
             self.set_poison(&e);
             return Err(e);
@@ -306,8 +306,7 @@ impl DbInner {
                 snap.log_numbers
                     .push((t as u32, if first == u64::MAX { st.wal_number } else { first }));
             }
-            w.add_record(&snap.encode())?;
-            w.sync()?;
+            manifest::append_durably(&mut w, &snap.encode())?;
             self.fs.sync_dir(&self.dir)?;
             manifest::set_current(&*self.fs, &self.dir, number)?;
             Ok::<_, Error>(w)

@@ -272,8 +272,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
     let mpath = dir.join(manifest::manifest_name(manifest_number));
     let mut mwriter = WalWriter::new(fs.create(&mpath)?, manifest_number);
-    mwriter.add_record(&snap.encode())?;
-    mwriter.sync()?;
+    manifest::append_durably(&mut mwriter, &snap.encode())?;
     crate::env::write_all_synced(
         &*fs,
         &dir.join(format!("OPTIONS-{options_number:06}")),

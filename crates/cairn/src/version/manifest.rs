@@ -9,6 +9,20 @@ use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
 use std::path::{Path, PathBuf};
 
+/// Appends a version edit and makes it durable, then appends an empty edit (flushed to the OS,
+/// not synced) whose synced-offset field proves the real edit was synced: without it, damage to
+/// the last edit could not be told from a torn unsynced append and recovery would drop an edit
+/// that had already been acted on. A lost or torn marker is harmless (it changes nothing).
+///
+/// # Errors
+/// I/O errors; the caller must stop using the manifest (poison).
+pub fn append_durably(w: &mut crate::wal::WalWriter, edit: &[u8]) -> Result<()> {
+    w.add_record(edit)?;
+    w.sync()?;
+    w.add_record(&[])?;
+    w.flush()
+}
+
 /// `MANIFEST-NNNNNN`.
 pub fn manifest_name(number: u64) -> String {
     format!("MANIFEST-{number:06}")
