@@ -1,5 +1,7 @@
 //! Shared pieces of cairn's benchmark binaries.
 
+pub mod ycsb;
+
 /// db_bench's key encoding: the 8-byte big-endian integer, then `'0'` padding up to
 /// `key_size` (shorter sizes keep the low-order bytes' prefix, as db_bench does).
 pub fn db_bench_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
