@@ -43,8 +43,8 @@ struct FileAccess {
 /// Engine-wide counters.
 #[derive(Debug)]
 pub(crate) struct Stats {
-    trees: RwLock<Vec<Arc<TreeCounters>>>,
-    files: RwLock<HashMap<u64, Arc<FileAccess>>>,
+    trees: RwLock<Vec<TreeCounters>>,
+    files: RwLock<HashMap<u64, FileAccess>>,
     user_bytes: AtomicU64,
     wal_bytes: AtomicU64,
     slowdowns: AtomicU64,
@@ -52,13 +52,13 @@ pub(crate) struct Stats {
     stall_micros: AtomicU64,
 }
 
-fn tree_counters(levels: usize) -> Arc<TreeCounters> {
-    Arc::new(TreeCounters {
+fn tree_counters(levels: usize) -> TreeCounters {
+    TreeCounters {
         gets: AtomicU64::new(0),
         memtable_hits: AtomicU64::new(0),
         flush_bytes: AtomicU64::new(0),
         levels: (0..levels).map(|_| LevelCounters::default()).collect(),
-    })
+    }
 }
 
 impl Stats {
@@ -78,28 +78,31 @@ impl Stats {
         self.trees.write().push(tree_counters(levels));
     }
 
-    fn tree(&self, t: usize) -> Option<Arc<TreeCounters>> {
-        self.trees.read().get(t).cloned()
+    /// Runs `f` on tree `t`'s counters under the read lock (no clone on the read path).
+    fn with_tree(&self, t: usize, f: impl FnOnce(&TreeCounters)) {
+        if let Some(tc) = self.trees.read().get(t) {
+            f(tc);
+        }
     }
 
     fn level(&self, t: usize, level: usize, f: impl FnOnce(&LevelCounters)) {
-        if let Some(tc) = self.tree(t) {
+        self.with_tree(t, |tc| {
             if let Some(l) = tc.levels.get(level) {
                 f(l);
             }
-        }
+        });
     }
 
     pub fn record_get(&self, t: usize) {
-        if let Some(tc) = self.trees.read().get(t) {
+        self.with_tree(t, |tc| {
             tc.gets.fetch_add(1, Relaxed);
-        }
+        });
     }
 
     pub fn record_memtable_hit(&self, t: usize) {
-        if let Some(tc) = self.trees.read().get(t) {
+        self.with_tree(t, |tc| {
             tc.memtable_hits.fetch_add(1, Relaxed);
-        }
+        });
     }
 
     /// One point-lookup probe of one table.
@@ -128,21 +131,22 @@ impl Stats {
                 l.unnecessary_data_reads.fetch_add(1, Relaxed);
             }
         });
-        let rec = self.files.read().get(&file).cloned();
-        let rec = match rec {
-            Some(r) => r,
-            None => self.files.write().entry(file).or_default().clone(),
+        let update = |rec: &FileAccess| {
+            rec.probes.fetch_add(1, Relaxed);
+            if out.filter_negative {
+                rec.filter_negatives.fetch_add(1, Relaxed);
+            }
+            if found {
+                rec.found.fetch_add(1, Relaxed);
+            }
+            if out.data_block_read {
+                rec.data_reads.fetch_add(1, Relaxed);
+            }
         };
-        rec.probes.fetch_add(1, Relaxed);
-        if out.filter_negative {
-            rec.filter_negatives.fetch_add(1, Relaxed);
+        if let Some(rec) = self.files.read().get(&file) {
+            return update(rec);
         }
-        if found {
-            rec.found.fetch_add(1, Relaxed);
-        }
-        if out.data_block_read {
-            rec.data_reads.fetch_add(1, Relaxed);
-        }
+        update(self.files.write().entry(file).or_default());
     }
 
     pub fn forget_file(&self, file: u64) {
@@ -155,9 +159,9 @@ impl Stats {
     }
 
     pub fn record_flush(&self, t: usize, bytes: u64) {
-        if let Some(tc) = self.tree(t) {
+        self.with_tree(t, |tc| {
             tc.flush_bytes.fetch_add(bytes, Relaxed);
-        }
+        });
     }
 
     pub fn record_compaction(&self, t: usize, output_level: usize, read: u64, written: u64) {
