@@ -152,7 +152,8 @@ fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Names of the options that cannot change once a database exists.
+/// The on-disk format version recorded in OPTIONS; a database written with another version is
+/// refused at open.
 pub const FORMAT_VERSION: u32 = 1;
 
 impl Options {

@@ -148,6 +148,17 @@ impl std::fmt::Debug for DbInner {
     }
 }
 
+/// How a table for `tree` at `level` is written (also used by recovery, before `DbInner` exists).
+pub(crate) fn table_options(opts: &Options, bpk: &dyn BpkAllocator, tree: u32, level: usize) -> TableOptions {
+    TableOptions {
+        block_size: opts.block_size,
+        restart_interval: opts.block_restart_interval,
+        compression: opts.compression,
+        segment_size: opts.segment_size,
+        filter: bpk.decide(crate::tuning::bpk::FileContext { tree, level }),
+    }
+}
+
 pub(crate) fn wal_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n:06}.wal"))
 }
@@ -224,13 +235,7 @@ impl DbInner {
     }
 
     pub fn table_options(&self, tree: u32, level: usize) -> TableOptions {
-        TableOptions {
-            block_size: self.opts.block_size,
-            restart_interval: self.opts.block_restart_interval,
-            compression: self.opts.compression,
-            segment_size: self.opts.segment_size,
-            filter: self.bpk.decide(crate::tuning::bpk::FileContext { tree, level }),
-        }
+        table_options(&self.opts, &*self.bpk, tree, level)
     }
 
     pub fn open_table(&self, number: u64) -> Result<Arc<TableReader>> {

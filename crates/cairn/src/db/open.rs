@@ -212,7 +212,6 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     // Flush what was replayed, then make the new state durable.
     let mut edit = VersionEdit::default();
-    let mut pending = BTreeSet::new();
     let mut next_file = rec.next_file;
     let bpk = Box::new(Uniform {
         bpk: opts.bloom_bits_per_key,
@@ -221,23 +220,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if m.active.is_empty() {
             continue;
         }
-        let table = crate::sst::TableOptions {
-            block_size: opts.block_size,
-            restart_interval: opts.block_restart_interval,
-            compression: opts.compression,
-            segment_size: opts.segment_size,
-            filter: crate::tuning::bpk::BpkAllocator::decide(
-                &*bpk,
-                crate::tuning::bpk::FileContext {
-                    tree: t as u32,
-                    level: 0,
-                },
-            ),
-        };
+        let table = super::table_options(&opts, &*bpk, t as u32, 0);
         let mut alloc = || {
             let n = next_file;
             next_file += 1;
-            pending.insert(n);
             n
         };
         let mut filter = CompactionFilter::new(last_seq, |_| false);
