@@ -314,10 +314,11 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
                 inner.check_writable()?;
                 let tv = st.version.trees.get(tree as usize).cloned().unwrap_or_default();
                 let bottom = tv.deepest_nonempty();
-                if level > bottom || (level == bottom && bottom == 0) {
+                if level > bottom {
                     return Ok(());
                 }
-                let output_level = if level == bottom { level } else { level + 1 };
+                // Merge down; a sorted bottom level is rewritten in place; L0 always goes to L1.
+                let output_level = if level == bottom && level > 0 { level } else { level + 1 };
                 let inputs: Vec<_> = tv.level(level).iter().filter(|f| overlaps(f)).cloned().collect();
                 if inputs.is_empty() {
                     level += 1;

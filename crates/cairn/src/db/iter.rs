@@ -19,8 +19,8 @@ struct Cursor {
     started: bool,
 }
 
-fn cursor(inner: &Arc<DbInner>, tree: u32, seq: u64) -> Result<Cursor> {
-    let sv = inner.super_version(tree)?;
+fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64) -> Result<Cursor> {
+    let sv = sv.clone();
     let mut children: Vec<BoxedIter> = vec![Box::new(sv.mem.iter())];
     children.extend(sv.imm.iter().map(|m| Box::new(m.iter()) as BoxedIter));
     if let Some(tv) = sv.version.trees.get(tree as usize) {
@@ -146,16 +146,20 @@ impl Cursor {
 }
 
 /// Iterator over a key range of one tree at one sequence number. It pins the memtables and
-/// table files it reads, so concurrent writes, flushes and compactions do not disturb it.
-/// Iterate forward, backward (`.rev()`), or from both ends.
+/// table files of the moment it was created (so concurrent writes, flushes and compactions do
+/// not disturb it, and no version visible at its sequence number can be compacted away under
+/// it). Iterate forward, backward (`.rev()`), or from both ends.
 pub struct Range {
     inner: Arc<DbInner>,
     tree: u32,
     seq: u64,
+    /// Pinned at creation; `Err` if the tree is unknown (reported by the first step).
+    sv: Result<Arc<SuperVersion>>,
     lo: Bound<Vec<u8>>,
     hi: Bound<Vec<u8>>,
     front: Option<Cursor>,
     back: Option<Cursor>,
+    /// The last keys yielded from each end (buffers reused between steps).
     front_last: Option<Vec<u8>>,
     back_last: Option<Vec<u8>>,
     done: bool,
@@ -185,11 +189,15 @@ impl Range {
         seq: Option<u64>,
         r: &R,
     ) -> Self {
+        // Super-version first, then the sequence number (as `get` does): every version a
+        // compaction dropped before this super-version is older than `seq` can see.
+        let sv = inner.super_version(tree);
         let seq = seq.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
         Range {
             inner,
             tree,
             seq,
+            sv,
             lo: owned(r.start_bound()),
             hi: owned(r.end_bound()),
             front: None,
@@ -200,9 +208,58 @@ impl Range {
         }
     }
 
-    fn fail(&mut self, e: crate::Error) -> Option<Item> {
-        self.done = true;
-        Some(Err(e))
+    /// One step from the front (`forward`) or the back; stops where the two ends meet.
+    fn step(&mut self, forward: bool) -> Option<Item> {
+        if self.done {
+            return None;
+        }
+        let slot = if forward { &mut self.front } else { &mut self.back };
+        if slot.is_none() {
+            let made = match &self.sv {
+                Ok(sv) => cursor(&self.inner, self.tree, sv, self.seq),
+                Err(e) => Err(crate::sst::clone_error(e)),
+            };
+            match made {
+                Ok(c) => *slot = Some(c),
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let c = slot.as_mut()?;
+        let item = if forward {
+            c.forward(&self.lo, &self.hi)
+        } else {
+            c.backward(&self.lo, &self.hi)
+        };
+        let (mine, other) = if forward {
+            (&mut self.front_last, &self.back_last)
+        } else {
+            (&mut self.back_last, &self.front_last)
+        };
+        match item {
+            Some(Ok((k, v))) => {
+                // Stop at the first key the other end has already yielded.
+                let crossed = other.as_ref().is_some_and(|o| if forward { &k >= o } else { &k <= o });
+                if crossed {
+                    self.done = true;
+                    return None;
+                }
+                let last = mine.get_or_insert_with(Vec::new);
+                last.clear();
+                last.extend_from_slice(&k);
+                Some(Ok((k, v)))
+            }
+            Some(Err(e)) => {
+                self.done = true;
+                Some(Err(e))
+            }
+            None => {
+                self.done = true;
+                None
+            }
+        }
     }
 }
 
@@ -210,60 +267,12 @@ impl Iterator for Range {
     type Item = Item;
 
     fn next(&mut self) -> Option<Item> {
-        if self.done {
-            return None;
-        }
-        if self.front.is_none() {
-            match cursor(&self.inner, self.tree, self.seq) {
-                Ok(c) => self.front = Some(c),
-                Err(e) => return self.fail(e),
-            }
-        }
-        let item = self.front.as_mut()?.forward(&self.lo, &self.hi);
-        match item {
-            Some(Ok((k, v))) => {
-                if self.back_last.as_ref().is_some_and(|b| &k >= b) {
-                    self.done = true;
-                    return None;
-                }
-                self.front_last = Some(k.clone());
-                Some(Ok((k, v)))
-            }
-            Some(Err(e)) => self.fail(e),
-            None => {
-                self.done = true;
-                None
-            }
-        }
+        self.step(true)
     }
 }
 
 impl DoubleEndedIterator for Range {
     fn next_back(&mut self) -> Option<Item> {
-        if self.done {
-            return None;
-        }
-        if self.back.is_none() {
-            match cursor(&self.inner, self.tree, self.seq) {
-                Ok(c) => self.back = Some(c),
-                Err(e) => return self.fail(e),
-            }
-        }
-        let item = self.back.as_mut()?.backward(&self.lo, &self.hi);
-        match item {
-            Some(Ok((k, v))) => {
-                if self.front_last.as_ref().is_some_and(|f| &k <= f) {
-                    self.done = true;
-                    return None;
-                }
-                self.back_last = Some(k.clone());
-                Some(Ok((k, v)))
-            }
-            Some(Err(e)) => self.fail(e),
-            None => {
-                self.done = true;
-                None
-            }
-        }
+        self.step(false)
     }
 }
