@@ -155,6 +155,11 @@ impl Block {
         (r < self.restarts_offset).then_some(r)
     }
 
+    /// Offset of the block in its file (for error reports).
+    pub fn file_offset(&self) -> u64 {
+        self.file_offset
+    }
+
     /// Bytes held (the cache charges this).
     pub fn size(&self) -> usize {
         self.data.len()

@@ -41,7 +41,11 @@ impl TableIter {
         let handle = match BlockHandle::decode(&mut Decoder::new(self.index.value())) {
             Ok(h) => h,
             Err(e) => {
-                self.err = Some(Error::corruption(self.table.path(), 0, format!("index entry: {e}")));
+                self.err = Some(Error::corruption(
+                    self.table.path(),
+                    self.table.index_block().file_offset(),
+                    format!("index entry: {e}"),
+                ));
                 return false;
             }
         };

@@ -407,7 +407,7 @@ impl TableReader {
             return Ok(out); // past the table's last key
         }
         let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
-            .map_err(|e| Error::corruption(&*self.path, self.index_offset_hint(), format!("index entry: {e}")))?;
+            .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
         let segment = self.segment_of(handle.offset);
         let available = self.props.filter.units.len() as u32;
         let k = match units {
@@ -446,10 +446,6 @@ impl TableReader {
         }
         it.status()?;
         Ok(out)
-    }
-
-    fn index_offset_hint(&self) -> u64 {
-        self.file_size.saturating_sub(FOOTER_LEN as u64)
     }
 
     /// An iterator over every entry (fills the cache, counts in the reader's stats).
