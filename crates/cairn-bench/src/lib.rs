@@ -1,17 +1,11 @@
 //! Shared pieces of cairn's benchmark binaries.
 
+pub mod engine;
+pub mod keys;
+pub mod report;
 pub mod ycsb;
 
-/// db_bench's key encoding: the 8-byte big-endian integer, then `'0'` padding up to
-/// `key_size` (shorter sizes keep the low-order bytes' prefix, as db_bench does).
-pub fn db_bench_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
-    out.clear();
-    let n = key_size.min(8);
-    for i in 0..n {
-        out.push((v >> ((n - i - 1) * 8)) as u8);
-    }
-    out.resize(key_size, b'0');
-}
+pub use keys::db_bench_key;
 
 /// Peak resident set size of this process in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
@@ -21,16 +15,11 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_match_db_bench() {
-        let mut k = Vec::new();
-        db_bench_key(0x0102, 16, &mut k);
-        assert_eq!(k, b"\0\0\0\0\0\0\x01\x0200000000");
-        db_bench_key(5, 4, &mut k);
-        assert_eq!(k, &[0, 0, 0, 5]);
+/// gflags-style boolean flag values, as db_bench takes them: `1`/`0`, `true`/`false`, `yes`/`no`.
+pub fn flag_bool(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "1" | "true" | "t" | "yes" | "y" => Ok(true),
+        "0" | "false" | "f" | "no" | "n" => Ok(false),
+        _ => Err(format!("{s} is not a boolean (1/0, true/false)")),
     }
 }

@@ -1,240 +1,332 @@
-//! A db_bench-compatible runner for cairn: same flag names, key encoding and output line as
-//! RocksDB's `db_bench`, so one command line runs the same experiment on both.
+//! A db_bench-compatible runner: RocksDB db_bench's flag names, key encoding, per-thread
+//! operation counts and output line, over any engine adapter (`--engine`), so one command
+//! line runs the same experiment on cairn, on RocksDB through the adapter, and on Debian's
+//! `db_bench` binary.
 //!
 //! ```sh
 //! cargo run --release -p cairn-bench --bin db_bench -- --benchmarks=fillrandom,readrandom \
 //!     --num=1000000 --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none
 //! ```
 
-use cairn::{Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
-use cairn_bench::{db_bench_key, peak_rss_bytes};
+use cairn_bench::engine::{self, Engine, EngineArgs};
+use cairn_bench::keys::{absent_key, db_bench_key, KeyDist};
+use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
+use cairn_bench::peak_rss_bytes;
 use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(rename_all = "snake_case", about = "db_bench-compatible benchmarks for cairn")]
+#[command(rename_all = "snake_case", about = "db_bench-compatible benchmarks for cairn, RocksDB and fjall")]
 struct Args {
-    /// Comma-separated benchmarks: fillseq, fillrandom, overwrite, readrandom, readmissing,
-    /// readseq, readreverse, seekrandom, deleterandom, compact, flush, waitforcompaction, stats.
+    /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
+    /// readreverse, seekrandom, readwhilewriting, deleterandom, compact, flush,
+    /// waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
     num: u64,
-    /// Reads per read benchmark (-1: num).
+    /// Reads per thread per read benchmark (-1: num).
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     reads: i64,
     #[arg(long, default_value_t = 16)]
     key_size: usize,
     #[arg(long, default_value_t = 100)]
     value_size: usize,
+    /// Threads per benchmark; each does the full count, as in db_bench.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
     #[arg(long)]
     db: Option<PathBuf>,
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     use_existing_db: bool,
-    /// Bloom bits per key (db_bench's default −1 means none; cairn treats ≤ 0 as none).
-    #[arg(long, default_value_t = -1.0, allow_hyphen_values = true)]
-    bloom_bits: f64,
-    #[arg(long, default_value_t = 8 << 20)]
-    cache_size: usize,
-    #[arg(long, default_value_t = 64 << 20)]
-    write_buffer_size: usize,
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
-    use_direct_reads: bool,
-    #[arg(long, default_value = "none")]
-    compression_type: String,
-    #[arg(long, default_value_t = 4096)]
-    block_size: usize,
-    #[arg(long, default_value_t = 256 << 20)]
-    max_bytes_for_level_base: u64,
-    #[arg(long, default_value_t = 10.0)]
-    max_bytes_for_level_multiplier: f64,
-    #[arg(long, default_value_t = 4)]
-    level0_file_num_compaction_trigger: usize,
-    #[arg(long, default_value_t = 64 << 20)]
-    target_file_size_base: u64,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Entries each seekrandom visits after its seek.
     #[arg(long, default_value_t = 0)]
     seek_nexts: usize,
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     sync: bool,
-    /// Write memory for all memtables (cairn; default 2 × write_buffer_size).
+    /// Print latency percentiles after each benchmark.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
+    histogram: bool,
+    /// Fraction of readrandom/readwhilewriting lookups for absent keys that sort between
+    /// existing keys (our flag).
+    #[arg(long, default_value_t = 0.0)]
+    empty_ratio: f64,
+    /// uniform | zipf:θ | normal:σ | latest (our flag).
+    #[arg(long, default_value = "uniform")]
+    key_dist: String,
+    /// Write every phase's figures as JSON to this file (our flag).
     #[arg(long)]
-    memory_budget: Option<usize>,
-    /// leveling | garnering
-    #[arg(long, default_value = "leveling")]
-    merge_policy: String,
-    #[arg(long, default_value_t = 0.8)]
-    garnering_c: f64,
-    /// Print cairn's stats text after each benchmark.
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
-    statistics: bool,
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// What one thread did in a phase.
+#[derive(Default)]
+struct Tally {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    lat: Latencies,
 }
 
 struct Bench<'a> {
     args: &'a Args,
-    db: Db,
-    rng: StdRng,
-    key: Vec<u8>,
-    value: Vec<u8>,
+    db: &'a dyn Engine,
+    dist: KeyDist,
+    phase_no: std::sync::atomic::AtomicU64,
 }
 
-fn report(name: &str, ops: u64, secs: f64, bytes: u64, extra: &str) {
-    let micros = secs * 1e6 / ops.max(1) as f64;
-    let ops_sec = ops as f64 / secs.max(1e-9);
-    let mbs = bytes as f64 / 1048576.0 / secs.max(1e-9);
-    println!("{name:<12} : {micros:>11.3} micros/op {ops_sec:.0} ops/sec {secs:.3} seconds {ops} operations; {mbs:>6.1} MB/s{extra}");
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("db_bench: {msg}");
+    std::process::exit(1)
+}
+
+fn progress(name: &str, total: u64) -> ProgressBar {
+    let pb = ProgressBar::new(total);
+    if let Ok(style) = ProgressStyle::with_template("{prefix:>12} [{bar:40}] {pos}/{len} {per_sec} eta {eta}") {
+        pb.set_style(style.progress_chars("=> "));
+    }
+    pb.set_prefix(name.to_string());
+    pb
 }
 
 impl Bench<'_> {
-    fn fill(&mut self, name: &str, sequential: bool) {
-        let a = self.args;
-        let wo = WriteOptions {
-            sync: a.sync,
-            ..Default::default()
-        };
-        let t0 = Instant::now();
-        for i in 0..a.num {
-            let k = if sequential { i } else { self.rng.gen_range(0..a.num) };
-            db_bench_key(k, a.key_size, &mut self.key);
-            // Incompressible values, so compression settings do not flatter either engine.
-            self.rng.fill(&mut self.value[..]);
-            let mut b = WriteBatch::new();
-            b.put(&self.key, &self.value);
-            self.db.write(b, &wo).unwrap_or_else(|e| fail(e));
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        report(name, a.num, secs, a.num * (a.key_size + a.value_size) as u64, "");
-    }
-
     fn reads(&self) -> u64 {
-        if self.args.reads < 0 {
-            self.args.num
-        } else {
-            self.args.reads as u64
-        }
+        u64::try_from(self.args.reads).unwrap_or(self.args.num)
     }
 
-    fn read_random(&mut self, name: &str, missing: bool) {
-        let n = self.reads();
-        let ks = self.args.key_size + usize::from(missing);
-        let before = self.db.stats();
+    fn key_size(&self, name: &str) -> usize {
+        // db_bench's readmissing looks up keys one byte longer than any written.
+        self.args.key_size + usize::from(name == "readmissing")
+    }
+
+    /// Runs `body` on `threads` threads, each with its own seeded generator, and reports.
+    fn phase(
+        &self,
+        name: &str,
+        per_thread: u64,
+        body: impl Fn(&mut StdRng, &mut Tally, &ProgressBar) + Sync,
+        writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)>,
+    ) -> Phase {
+        let phase_no = self.phase_no.fetch_add(1, Ordering::Relaxed) + 1;
+        let threads = self.args.threads.max(1);
+        let seed = self.args.seed.wrapping_mul(1_000_003).wrapping_add(phase_no << 16);
+        let pb = progress(name, per_thread * threads as u64);
+        let before = self.db.as_cairn().map(|d| d.stats());
+        let done = AtomicBool::new(false);
         let t0 = Instant::now();
-        let mut found = 0u64;
-        for _ in 0..n {
-            db_bench_key(self.rng.gen_range(0..self.args.num), ks, &mut self.key);
-            if self.db.get(&self.key).unwrap_or_else(|e| fail(e)).is_some() {
-                found += 1;
+        let tallies: Vec<Tally> = std::thread::scope(|s| {
+            let bg = writer.map(|w| {
+                let done = &done;
+                s.spawn(move || w(&mut StdRng::seed_from_u64(seed ^ 0xfeed), done))
+            });
+            let handles: Vec<_> = (0..threads as u64)
+                .map(|t| {
+                    let (body, pb) = (&body, &pb);
+                    s.spawn(move || {
+                        let mut rng = StdRng::seed_from_u64(seed + t);
+                        let mut tally = Tally::default();
+                        body(&mut rng, &mut tally, pb);
+                        tally
+                    })
+                })
+                .collect();
+            let tallies = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| fail("a benchmark thread panicked")))
+                .collect();
+            done.store(true, Ordering::Relaxed);
+            if let Some(h) = bg {
+                h.join().unwrap_or_else(|_| fail("the writer thread panicked"));
             }
-        }
+            tallies
+        });
         let secs = t0.elapsed().as_secs_f64();
-        report(
-            name,
-            n,
-            secs,
-            found * (self.args.key_size + self.args.value_size) as u64,
-            &format!(" ({found} of {n} found)"),
-        );
-        io_line(&before, &self.db.stats(), n);
-    }
-
-    fn read_seq(&mut self, name: &str, reverse: bool) {
-        let n = self.reads();
-        let t0 = Instant::now();
-        let mut count = 0u64;
-        let mut bytes = 0u64;
-        let it = self.db.iter();
-        let mut step = |kv: cairn::Result<(Vec<u8>, Vec<u8>)>| {
-            let (k, v) = kv.unwrap_or_else(|e| fail(e));
-            bytes += (k.len() + v.len()) as u64;
-            count += 1;
-            count < n
-        };
-        if reverse {
-            for kv in it.rev() {
-                if !step(kv) {
-                    break;
-                }
-            }
-        } else {
-            for kv in it {
-                if !step(kv) {
-                    break;
-                }
-            }
+        pb.finish_and_clear();
+        let (mut ops, mut bytes, mut found, mut lat) = (0, 0, 0, Latencies::default());
+        for t in &tallies {
+            ops += t.ops;
+            bytes += t.bytes;
+            found += t.found;
+            lat.merge(&t.lat);
         }
-        report(name, count, t0.elapsed().as_secs_f64(), bytes, "");
+        let mut p = Phase::new(name, ops, secs, threads);
+        let is_lookup = matches!(name, "readrandom" | "readmissing" | "readwhilewriting" | "seekrandom");
+        let extra = if is_lookup {
+            p.found = Some(found);
+            format!(" ({found} of {ops} found)")
+        } else {
+            String::new()
+        };
+        p.print_db_bench(bytes, &extra);
+        p.latency = Some(lat.summary());
+        if self.args.histogram {
+            lat.summary().print_db_bench("op");
+        }
+        if let (Some(before), Some(db)) = (before, self.db.as_cairn()) {
+            let m = CairnMetrics::between(&before, &db.stats(), if is_lookup { ops } else { 0 }, db);
+            m.print();
+            p.cairn = Some(m);
+        }
+        p
     }
 
-    fn seek_random(&mut self) {
-        let n = self.reads();
-        let before = self.db.stats();
-        let t0 = Instant::now();
-        let mut found = 0u64;
-        for _ in 0..n {
-            db_bench_key(self.rng.gen_range(0..self.args.num), self.args.key_size, &mut self.key);
-            let mut it = self.db.range(self.key.clone()..);
-            if let Some(kv) = it.next() {
-                kv.unwrap_or_else(|e| fail(e));
-                found += 1;
-                for _ in 0..self.args.seek_nexts {
-                    match it.next() {
-                        Some(kv) => {
-                            kv.unwrap_or_else(|e| fail(e));
-                        }
-                        None => break,
+    fn fill(&self, name: &str, sequential: bool) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        let next = std::sync::atomic::AtomicU64::new(0);
+        self.phase(
+            name,
+            a.num,
+            |rng, t, pb| {
+                let (mut key, mut value) = (Vec::new(), vec![0u8; a.value_size]);
+                for i in 0..a.num {
+                    let k = if sequential {
+                        // Threads share one sequence so fillseq stays sequential overall.
+                        next.fetch_add(1, Ordering::Relaxed) % a.num
+                    } else {
+                        self.dist.next(a.num, rng)
+                    };
+                    db_bench_key(k, a.key_size, &mut key);
+                    // Incompressible values, so compression settings flatter no engine.
+                    rng.fill(&mut value[..]);
+                    t.lat.time(|| db.put(&key, &value, a.sync)).unwrap_or_else(|e| fail(e));
+                    t.ops += 1;
+                    t.bytes += (a.key_size + a.value_size) as u64;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
                     }
                 }
-            }
+            },
+            None,
+        )
+    }
+
+    fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
+        let k = self.dist.next(self.args.num, rng);
+        if self.args.empty_ratio > 0.0 && rng.gen_bool(self.args.empty_ratio.min(1.0)) {
+            absent_key(k, key_size, key);
+        } else {
+            db_bench_key(k, key_size, key);
         }
-        report(
+        if let Some(len) = t.lat.time(|| self.db.get(key)).unwrap_or_else(|e| fail(e)) {
+            t.found += 1;
+            t.bytes += (key.len() + len) as u64;
+        }
+        t.ops += 1;
+    }
+
+    fn read_random(&self, name: &str, while_writing: bool) -> Phase {
+        let n = self.reads();
+        let ks = self.key_size(name);
+        let a = self.args;
+        let db = self.db;
+        let writer = |rng: &mut StdRng, done: &AtomicBool| {
+            let (mut key, mut value) = (Vec::new(), vec![0u8; a.value_size]);
+            while !done.load(Ordering::Relaxed) {
+                db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
+                rng.fill(&mut value[..]);
+                db.put(&key, &value, a.sync).unwrap_or_else(|e| fail(e));
+            }
+        };
+        let me = self;
+        let body = |rng: &mut StdRng, t: &mut Tally, pb: &ProgressBar| {
+            let mut key = Vec::new();
+            for i in 0..n {
+                me.lookup(rng, ks, t, &mut key);
+                if i % 1024 == 1023 {
+                    pb.inc(1024);
+                }
+            }
+        };
+        let writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)> = if while_writing { Some(&writer) } else { None };
+        self.phase(name, n, body, writer)
+    }
+
+    fn read_seq(&self, name: &str, reverse: bool) -> Phase {
+        let n = self.reads();
+        let db = self.db;
+        self.phase(
+            name,
+            n,
+            |_, t, _| {
+                let t0 = Instant::now();
+                let (count, bytes) = db.scan(None, n, reverse).unwrap_or_else(|e| fail(e));
+                // One scan, so per-entry latency is the average.
+                let per = t0.elapsed().as_nanos() as u64 / count.max(1);
+                for _ in 0..count {
+                    t.lat.record(per);
+                }
+                t.ops += count;
+                t.bytes += bytes;
+            },
+            None,
+        )
+    }
+
+    fn seek_random(&self) -> Phase {
+        let n = self.reads();
+        let a = self.args;
+        let db = self.db;
+        let dist = &self.dist;
+        self.phase(
             "seekrandom",
             n,
-            t0.elapsed().as_secs_f64(),
-            0,
-            &format!(" ({found} of {n} found)"),
-        );
-        io_line(&before, &self.db.stats(), n);
+            |rng, t, pb| {
+                let mut key = Vec::new();
+                for i in 0..n {
+                    db_bench_key(dist.next(a.num, rng), a.key_size, &mut key);
+                    let (count, bytes) = t
+                        .lat
+                        .time(|| db.scan(Some(&key), 1 + a.seek_nexts as u64, false))
+                        .unwrap_or_else(|e| fail(e));
+                    t.found += u64::from(count > 0);
+                    t.bytes += bytes;
+                    t.ops += 1;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
     }
 
-    fn delete_random(&mut self) {
-        let n = self.args.num;
+    fn delete_random(&self) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        let dist = &self.dist;
+        self.phase(
+            "deleterandom",
+            a.num,
+            |rng, t, _| {
+                let mut key = Vec::new();
+                for _ in 0..a.num {
+                    db_bench_key(dist.next(a.num, rng), a.key_size, &mut key);
+                    t.lat.time(|| db.delete(&key, a.sync)).unwrap_or_else(|e| fail(e));
+                    t.ops += 1;
+                }
+            },
+            None,
+        )
+    }
+
+    /// A single-operation phase (compact, flush, waitforcompaction).
+    fn once(&self, name: &str, f: impl FnOnce() -> engine::EResult<()>) -> Phase {
         let t0 = Instant::now();
-        for _ in 0..n {
-            db_bench_key(self.rng.gen_range(0..n), self.args.key_size, &mut self.key);
-            self.db.delete(&self.key).unwrap_or_else(|e| fail(e));
-        }
-        report("deleterandom", n, t0.elapsed().as_secs_f64(), 0, "");
+        f().unwrap_or_else(|e| fail(e));
+        let p = Phase::new(name, 1, t0.elapsed().as_secs_f64(), 1);
+        p.print_db_bench(0, "");
+        p
     }
-}
-
-fn io_line(before: &cairn::DbStats, after: &cairn::DbStats, ops: u64) {
-    use cairn::stats::BlockKind;
-    let d = after.io - before.io;
-    let per = |x: u64| x as f64 / ops.max(1) as f64;
-    let unneeded = after.total(|l| l.unnecessary_data_reads) - before.total(|l| l.unnecessary_data_reads);
-    let probes = after.total(|l| l.probes) - before.total(|l| l.probes);
-    let negatives = after.total(|l| l.filter_negatives) - before.total(|l| l.filter_negatives);
-    let fps = after.total(|l| l.filter_false_positives) - before.total(|l| l.filter_false_positives);
-    println!(
-        "  cairn I/O per op: data blocks from storage {:.3}, data cache hits {:.3}, unnecessary data-block reads {:.4}, filter-unit loads {:.3}, index loads {:.4}; filter FPR {:.4} ({fps} of {} negatives+fps)",
-        per(d.kind(BlockKind::Data).reads),
-        per(d.kind(BlockKind::Data).cache_hits),
-        per(unneeded),
-        per(d.kind(BlockKind::FilterUnit).reads),
-        per(d.kind(BlockKind::Index).reads),
-        fps as f64 / (negatives + fps).max(1) as f64,
-        negatives + fps,
-    );
-    let _ = probes;
-}
-
-fn fail(e: cairn::Error) -> ! {
-    eprintln!("db_bench: {e}");
-    std::process::exit(1)
 }
 
 fn main() {
@@ -242,100 +334,77 @@ fn main() {
     let dir = args
         .db
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("cairn_db_bench"));
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("{}_db_bench", args.engine.engine)));
     if !args.use_existing_db && dir.exists() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let policy = match args.merge_policy.as_str() {
-        "leveling" => MergePolicyKind::Leveling,
-        "garnering" => MergePolicyKind::Garnering { c: args.garnering_c },
-        other => {
-            eprintln!("db_bench: unknown --merge_policy {other}");
-            std::process::exit(2)
-        }
-    };
-    let compression = match args.compression_type.as_str() {
-        "none" => Compression::None,
-        "lz4" => Compression::Lz4,
-        "zstd" => Compression::Zstd,
-        other => {
-            eprintln!("db_bench: unsupported --compression_type {other} (none, lz4, zstd)");
-            std::process::exit(2)
-        }
-    };
-    let opts = Options {
-        bloom_bits_per_key: args.bloom_bits.max(0.0),
-        block_cache_size: args.cache_size,
-        write_buffer_size: args.write_buffer_size,
-        write_memory_budget: args.memory_budget.unwrap_or(2 * args.write_buffer_size),
-        use_direct_reads: args.use_direct_reads,
-        compression,
-        block_size: args.block_size,
-        max_bytes_for_level_base: args.max_bytes_for_level_base,
-        size_ratio: args.max_bytes_for_level_multiplier,
-        l0_compaction_trigger: args.level0_file_num_compaction_trigger,
-        target_file_size: args.target_file_size_base,
-        merge_policy: policy,
-        ..Options::default()
-    };
-    let db = Db::open(&dir, opts).unwrap_or_else(|e| fail(e));
+    if !(0.0..=1.0).contains(&args.empty_ratio) {
+        fail(format!("--empty_ratio={}: must be in [0, 1]", args.empty_ratio));
+    }
+    let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
+    let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
     println!(
-        "cairn db_bench: {} keys of {} B, values of {} B, db {}",
+        "{} db_bench: {} keys of {} B, values of {} B, {} threads, keys {}, db {}",
+        db.name(),
         args.num,
         args.key_size,
         args.value_size,
+        args.threads,
+        args.key_dist,
         dir.display()
     );
-    let mut b = Bench {
+    let b = Bench {
         args: &args,
-        db,
-        rng: StdRng::seed_from_u64(args.seed),
-        key: Vec::new(),
-        value: vec![0u8; args.value_size],
+        db: db.as_ref(),
+        dist,
+        phase_no: std::sync::atomic::AtomicU64::new(0),
+    };
+    let mut report = RunReport {
+        tool: "db_bench".into(),
+        engine: db.name().into(),
+        command: std::env::args().collect(),
+        ..RunReport::default()
     };
     for name in args.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match name {
+        let phase = match name {
             "fillseq" => b.fill(name, true),
             "fillrandom" | "overwrite" => b.fill(name, false),
-            "readrandom" => b.read_random(name, false),
-            "readmissing" => b.read_random(name, true),
+            "readrandom" | "readmissing" => b.read_random(name, false),
+            "readwhilewriting" => b.read_random(name, true),
             "readseq" => b.read_seq(name, false),
             "readreverse" => b.read_seq(name, true),
             "seekrandom" => b.seek_random(),
             "deleterandom" => b.delete_random(),
-            "compact" => {
-                let t0 = Instant::now();
-                b.db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
-                report(name, 1, t0.elapsed().as_secs_f64(), 0, "");
+            "compact" => b.once(name, || db.compact()),
+            "flush" => b.once(name, || db.flush()),
+            "waitforcompaction" => b.once(name, || db.wait_for_background()),
+            "stats" => {
+                println!("{}", db.stats_text());
+                continue;
             }
-            "flush" => b.db.flush().unwrap_or_else(|e| fail(e)),
-            "waitforcompaction" => {
-                let t0 = Instant::now();
-                b.db.wait_for_background().unwrap_or_else(|e| fail(e));
-                report(name, 1, t0.elapsed().as_secs_f64(), 0, "");
-            }
-            "stats" => println!("{}", b.db.property("cairn.stats").unwrap_or_default()),
-            other => {
-                eprintln!("db_bench: unknown benchmark {other}");
-                std::process::exit(2)
-            }
-        }
-        if args.statistics {
-            println!("{}", b.db.property("cairn.stats").unwrap_or_default());
+            other => fail(format!("unknown benchmark {other}")),
+        };
+        report.phases.push(phase);
+        if args.engine.statistics {
+            println!("{}", db.stats_text());
         }
     }
-    let s = b.db.stats();
-    let shape: Vec<String> = b.db.levels()[0]
-        .levels
-        .iter()
-        .map(|l| format!("{}/{}MB", l.files, l.bytes >> 20))
-        .collect();
-    println!(
-        "levels (files/size): [{}]  write-amp {:.2}  stalls {} slowdowns {} stops  peak RSS {} MB",
-        shape.join(" "),
-        s.write_amplification(),
-        s.stall_slowdowns,
-        s.stall_stops,
-        peak_rss_bytes().unwrap_or(0) >> 20
-    );
+    report.peak_rss_bytes = peak_rss_bytes().unwrap_or(0);
+    if let Some(c) = db.as_cairn() {
+        let s = c.stats();
+        println!(
+            "cairn: write-amp {:.2}, stalls {} slowdowns {} stops, peak RSS {} MB",
+            s.write_amplification(),
+            s.stall_slowdowns,
+            s.stall_stops,
+            report.peak_rss_bytes >> 20
+        );
+    } else {
+        println!("peak RSS {} MB", report.peak_rss_bytes >> 20);
+    }
+    if let Some(path) = &args.json {
+        report
+            .write(path)
+            .unwrap_or_else(|e| fail(format!("--json {}: {e}", path.display())));
+    }
 }

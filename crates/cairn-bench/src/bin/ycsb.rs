@@ -1,12 +1,14 @@
-//! A YCSB core-workload runner for cairn: reads YCSB property files, loads `recordcount`
-//! records, runs `operationcount` operations, and reports YCSB-style per-operation latencies.
+//! A YCSB core-workload runner over any engine adapter (`--engine`): reads YCSB property
+//! files, loads `recordcount` records, runs `operationcount` operations, and reports YCSB-style
+//! per-operation latencies (and `--json`).
 //!
 //! ```sh
 //! cargo run --release -p cairn-bench --bin ycsb -- -P crates/cairn-bench/workloads/workloada \
 //!     -p recordcount=1000000 -p operationcount=1000000 --phase all
 //! ```
 
-use cairn::{Db, Options};
+use cairn_bench::engine::{self, Engine, EngineArgs};
+use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
 use cairn_bench::ycsb::{key_name, Distribution, Mix, Op, Properties};
 use clap::Parser;
 use rand::rngs::StdRng;
@@ -15,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+
+type Db = dyn Engine;
 
 #[derive(Parser, Debug)]
 #[command(about = "YCSB core workloads on cairn")]
@@ -34,9 +38,11 @@ struct Args {
     db: Option<PathBuf>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Block cache bytes.
-    #[arg(long, default_value_t = 32 << 20)]
-    cache_size: usize,
+    /// Write the phases' figures as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    engine: EngineArgs,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -55,53 +61,61 @@ struct Workload {
     scan_zipf: bool,
 }
 
-type Latencies = BTreeMap<Op, Vec<u32>>;
+type OpLatencies = BTreeMap<Op, Latencies>;
 
-fn report(phase: &str, ops: u64, secs: f64, lat: &Latencies) {
+/// Prints YCSB's report lines and returns the phase record.
+fn report(phase: &str, ops: u64, secs: f64, lat: &OpLatencies, threads: usize) -> Phase {
     println!("[{phase}] [OVERALL], RunTime(ms), {:.0}", secs * 1000.0);
-    println!(
-        "[{phase}] [OVERALL], Throughput(ops/sec), {:.1}",
-        ops as f64 / secs.max(1e-9)
-    );
-    for (op, v) in lat {
-        let mut v = v.clone();
-        v.sort_unstable();
-        let us = |ns: u32| f64::from(ns) / 1000.0;
-        let pct = |p: f64| us(v[((v.len() as f64 * p) as usize).min(v.len() - 1)]);
-        let avg = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64 / 1000.0;
-        let l = op.label();
-        println!("[{phase}] [{l}], Operations, {}", v.len());
-        println!("[{phase}] [{l}], AverageLatency(us), {avg:.2}");
-        println!("[{phase}] [{l}], 50thPercentileLatency(us), {:.2}", pct(0.50));
-        println!("[{phase}] [{l}], 95thPercentileLatency(us), {:.2}", pct(0.95));
-        println!("[{phase}] [{l}], 99thPercentileLatency(us), {:.2}", pct(0.99));
-        println!("[{phase}] [{l}], MaxLatency(us), {:.2}", us(*v.last().unwrap_or(&0)));
+    println!("[{phase}] [OVERALL], Throughput(ops/sec), {:.1}", ops as f64 / secs.max(1e-9));
+    let mut p = Phase::new(&phase.to_ascii_lowercase(), ops, secs, threads);
+    let mut all = Latencies::default();
+    for (op, l) in lat {
+        all.merge(l);
+        let s = l.summary();
+        let name = op.label();
+        println!("[{phase}] [{name}], Operations, {}", s.count);
+        println!("[{phase}] [{name}], AverageLatency(us), {:.2}", s.mean_us);
+        println!("[{phase}] [{name}], 50thPercentileLatency(us), {:.2}", s.p50_us);
+        println!("[{phase}] [{name}], 95thPercentileLatency(us), {:.2}", s.p95_us);
+        println!("[{phase}] [{name}], 99thPercentileLatency(us), {:.2}", s.p99_us);
+        println!("[{phase}] [{name}], MaxLatency(us), {:.2}", s.max_us);
+        p.by_op.insert(name.to_string(), s);
     }
+    p.latency = Some(all.summary());
+    p
 }
 
 fn value(rng: &mut StdRng, len: usize) -> Vec<u8> {
-    (0..len).map(|_| rng.gen_range(b'a'..=b'z')).collect()
+    let mut v = vec![0u8; len];
+    rng.fill(&mut v[..]);
+    for b in &mut v {
+        *b = b'a' + *b % 26;
+    }
+    v
 }
 
-fn timed<T>(lat: &mut Vec<u32>, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let r = f();
-    lat.push(t.elapsed().as_nanos().min(u128::from(u32::MAX)) as u32);
-    r
+fn merge(parts: Vec<OpLatencies>) -> OpLatencies {
+    let mut all = OpLatencies::new();
+    for p in parts {
+        for (op, l) in p {
+            all.entry(op).or_default().merge(&l);
+        }
+    }
+    all
 }
 
-fn load(db: &Db, w: &Workload, threads: usize, seed: u64) {
+fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     let t0 = Instant::now();
-    let lats: Vec<Latencies> = std::thread::scope(|s| {
+    let lats: Vec<OpLatencies> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|t| {
                 s.spawn(move || {
                     let mut rng = StdRng::seed_from_u64(seed * 1000 + t);
-                    let mut lat = Latencies::new();
+                    let mut lat = OpLatencies::new();
                     let v = lat.entry(Op::Insert).or_default();
                     for k in (t..w.records).step_by(threads) {
                         let val = value(&mut rng, w.value_len);
-                        timed(v, || db.put(key_name(k), &val)).unwrap_or_else(|e| fail(e));
+                        v.time(|| db.put(key_name(k).as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
                     }
                     lat
                 })
@@ -112,23 +126,14 @@ fn load(db: &Db, w: &Workload, threads: usize, seed: u64) {
             .map(|h| h.join().unwrap_or_else(|_| fail("load thread panicked")))
             .collect()
     });
-    report("LOAD", w.records, t0.elapsed().as_secs_f64(), &merge(lats));
+    report("LOAD", w.records, t0.elapsed().as_secs_f64(), &merge(lats), threads)
 }
 
-fn merge(parts: Vec<Latencies>) -> Latencies {
-    let mut all = Latencies::new();
-    for p in parts {
-        for (op, v) in p {
-            all.entry(op).or_default().extend(v);
-        }
-    }
-    all
-}
 
-fn run(db: &Db, w: &Workload, threads: usize, seed: u64) {
+fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     let inserted = AtomicU64::new(w.records);
     let t0 = Instant::now();
-    let lats: Vec<Latencies> = std::thread::scope(|s| {
+    let lats: Vec<OpLatencies> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads as u64)
             .map(|t| {
                 let inserted = &inserted;
@@ -136,7 +141,7 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) {
                     let mut rng = StdRng::seed_from_u64(seed * 7919 + t);
                     let mut dist = Distribution::new(&w.dist, w.records, w.theta).unwrap_or_else(|e| fail(e));
                     let scan_len = cairn_bench::ycsb::Zipfian::new(w.max_scan, w.theta);
-                    let mut lat = Latencies::new();
+                    let mut lat = OpLatencies::new();
                     let n = w.operations / threads as u64 + u64::from(t < w.operations % threads as u64);
                     for _ in 0..n {
                         let op = w.mix.next(&mut rng);
@@ -145,17 +150,17 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) {
                         match op {
                             Op::Read => {
                                 let k = key_name(dist.next(records, &mut rng));
-                                timed(v, || db.get(&k)).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.get(k.as_bytes())).unwrap_or_else(|e| fail(e));
                             }
                             Op::Update => {
                                 let k = key_name(dist.next(records, &mut rng));
                                 let val = value(&mut rng, w.value_len);
-                                timed(v, || db.put(&k, &val)).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
                             }
                             Op::Insert => {
                                 let k = key_name(inserted.fetch_add(1, Ordering::Relaxed));
                                 let val = value(&mut rng, w.value_len);
-                                timed(v, || db.put(&k, &val)).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
                             }
                             Op::Scan => {
                                 let k = key_name(dist.next(records, &mut rng));
@@ -164,16 +169,12 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) {
                                 } else {
                                     rng.gen_range(1..=w.max_scan)
                                 };
-                                timed(v, || {
-                                    for kv in db.range(k.into_bytes()..).take(len as usize) {
-                                        kv.unwrap_or_else(|e| fail(e));
-                                    }
-                                });
+                                v.time(|| db.scan(Some(k.as_bytes()), len, false)).unwrap_or_else(|e| fail(e));
                             }
                             Op::ReadModifyWrite => {
                                 let k = key_name(dist.next(records, &mut rng));
                                 let val = value(&mut rng, w.value_len);
-                                timed(v, || db.get(&k).and_then(|_| db.put(&k, &val))).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false))).unwrap_or_else(|e| fail(e));
                             }
                         }
                     }
@@ -186,7 +187,7 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) {
             .map(|h| h.join().unwrap_or_else(|_| fail("run thread panicked")))
             .collect()
     });
-    report("RUN", w.operations, t0.elapsed().as_secs_f64(), &merge(lats));
+    report("RUN", w.operations, t0.elapsed().as_secs_f64(), &merge(lats), threads)
 }
 
 fn main() {
@@ -214,34 +215,48 @@ fn main() {
     let dir = args
         .db
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("cairn_ycsb"));
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("{}_ycsb", args.engine.engine)));
     if args.phase != "run" && dir.exists() {
         let _ = std::fs::remove_dir_all(&dir);
     }
-    let db = Db::open(
-        &dir,
-        Options {
-            block_cache_size: args.cache_size,
-            ..Options::default()
-        },
-    )
-    .unwrap_or_else(|e| fail(e));
+    let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
     println!(
-        "cairn ycsb: {} records of {} B, {} operations, {} threads, distribution {}",
-        w.records, w.value_len, w.operations, args.threads, w.dist
+        "{} ycsb: {} records of {} B, {} operations, {} threads, distribution {}",
+        db.name(),
+        w.records,
+        w.value_len,
+        w.operations,
+        args.threads,
+        w.dist
     );
-    if args.phase == "load" || args.phase == "all" {
-        load(&db, &w, args.threads.max(1), args.seed);
+    let mut out = RunReport {
+        tool: "ycsb".into(),
+        engine: db.name().into(),
+        command: std::env::args().collect(),
+        ..RunReport::default()
+    };
+    let threads = args.threads.max(1);
+    for (phase, wanted) in [("load", args.phase != "run"), ("run", args.phase != "load")] {
+        if !wanted {
+            continue;
+        }
+        let before = db.as_cairn().map(|c| c.stats());
+        let mut p = if phase == "load" {
+            load(db.as_ref(), &w, threads, args.seed)
+        } else {
+            run(db.as_ref(), &w, threads, args.seed)
+        };
+        if let (Some(before), Some(c)) = (before, db.as_cairn()) {
+            let lookups = p.by_op.iter().filter(|(k, _)| k.starts_with("READ")).map(|(_, s)| s.count).sum();
+            let m = CairnMetrics::between(&before, &c.stats(), lookups, c);
+            m.print();
+            p.cairn = Some(m);
+        }
+        out.phases.push(p);
     }
-    if args.phase == "run" || args.phase == "all" {
-        run(&db, &w, args.threads.max(1), args.seed);
+    out.peak_rss_bytes = cairn_bench::peak_rss_bytes().unwrap_or(0);
+    if let Some(path) = &args.json {
+        out.write(path)
+            .unwrap_or_else(|e| fail(format!("--json {}: {e}", path.display())));
     }
-    let s = db.stats();
-    println!(
-        "cairn: write-amp {:.2}, data blocks from storage {}, cache hits {}, levels {:?}",
-        s.write_amplification(),
-        s.io.kind(cairn::stats::BlockKind::Data).reads,
-        s.io.kind(cairn::stats::BlockKind::Data).cache_hits,
-        db.levels()[0].levels.iter().map(|l| l.files).collect::<Vec<_>>()
-    );
 }

@@ -1,0 +1,334 @@
+//! Runs one workload on several engines or configurations in one invocation and tabulates it.
+//!
+//! Every run is a separate process on a fresh directory (our `db_bench`/`ycsb` with `--json`, or
+//! a foreign db_bench-compatible binary whose result lines are parsed), the order of
+//! configurations rotates every round so drift hits all of them alike, and our runners draw
+//! the same key sequence from the same `--seed`. Output: every run's figures, a markdown table
+//! of medians and ratios to the first configuration, and a PNG bar chart of the ratios.
+//!
+//! ```sh
+//! compare --rounds 3 --config cairn=--engine=cairn --config rocksdb=--engine=rocksdb \
+//!     --config "db_bench=exe:/usr/bin/db_bench" -- --benchmarks=fillrandom,readrandom --num=1000000
+//! ```
+
+use cairn_bench::report::{Phase, RunReport};
+use clap::Parser;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Parser, Debug)]
+#[command(about = "Compare engines/configurations on one workload")]
+struct Args {
+    /// db_bench | ycsb
+    #[arg(long, default_value = "db_bench")]
+    tool: String,
+    /// `NAME=FLAGS` for our runner, or `NAME=exe:PATH FLAGS` for another binary taking the
+    /// same flags (Debian's db_bench). The first configuration is the ratios' baseline.
+    #[arg(long = "config", required = true)]
+    configs: Vec<String>,
+    /// YCSB workload files (tool ycsb), each compared in turn.
+    #[arg(long = "workload")]
+    workloads: Vec<PathBuf>,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Where databases live during runs.
+    #[arg(long, default_value = "/tmp/cairn-compare")]
+    work: PathBuf,
+    /// Where results.md, results.json and chart.png go.
+    #[arg(long, default_value = "compare-out")]
+    out: PathBuf,
+    /// Flags given to every configuration.
+    #[arg(last = true)]
+    common: Vec<String>,
+}
+
+struct Config {
+    name: String,
+    exe: Option<PathBuf>,
+    flags: Vec<String>,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("compare: {msg}");
+    std::process::exit(2)
+}
+
+fn parse_config(s: &str) -> Config {
+    let (name, spec) = s
+        .split_once('=')
+        .unwrap_or_else(|| fail(format!("--config {s}: expected NAME=FLAGS")));
+    let mut words: Vec<String> = spec.split_whitespace().map(str::to_string).collect();
+    let exe = match words.first().and_then(|w| w.strip_prefix("exe:")) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            words.remove(0);
+            Some(p)
+        }
+        None => None,
+    };
+    Config {
+        name: name.to_string(),
+        exe,
+        flags: words,
+    }
+}
+
+/// Phases from db_bench's text output (`name : x micros/op y ops/sec z seconds n operations`).
+fn parse_db_bench_lines(text: &str) -> Vec<Phase> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((name, rest)) = line.split_once(" : ") else { continue };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        let find = |unit: &str| w.iter().position(|x| *x == unit).and_then(|i| i.checked_sub(1)).and_then(|i| w[i].parse::<f64>().ok());
+        if let (Some(ops_per_sec), Some(micros)) = (find("ops/sec"), find("micros/op")) {
+            let ops = find("operations").unwrap_or(0.0) as u64;
+            let secs = find("seconds").unwrap_or(0.0);
+            out.push(Phase {
+                name: name.trim().to_string(),
+                ops,
+                secs,
+                ops_per_sec,
+                micros_per_op: micros,
+                ..Phase::default()
+            });
+        }
+    }
+    out
+}
+
+fn run_once(args: &Args, tool_exe: &Path, cfg: &Config, workload: Option<&Path>, tag: &str) -> Vec<Phase> {
+    let db = args.work.join(format!("db-{}", cfg.name));
+    let _ = std::fs::remove_dir_all(&db);
+    let json = args.work.join(format!("{}-{tag}.json", cfg.name));
+    let _ = std::fs::remove_file(&json);
+    let exe = cfg.exe.clone().unwrap_or_else(|| tool_exe.to_path_buf());
+    let mut cmd = Command::new(&exe);
+    if let Some(w) = workload {
+        cmd.arg("-P").arg(w);
+    }
+    cmd.args(&args.common).args(&cfg.flags).arg(format!("--db={}", db.display()));
+    if cfg.exe.is_none() {
+        cmd.arg(format!("--json={}", json.display()));
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| fail(format!("{}: {e}", exe.display())));
+    let _ = std::fs::remove_dir_all(&db);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        fail(format!(
+            "{} failed ({}):\n{stdout}\n{}",
+            cfg.name,
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if cfg.exe.is_some() {
+        return parse_db_bench_lines(&stdout);
+    }
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| fail(format!("{}: {e}", json.display())));
+    let report: RunReport = serde_json::from_str(&text).unwrap_or_else(|e| fail(format!("{}: {e}", json.display())));
+    report.phases
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Results per (phase, configuration): every run's phase record.
+type Results = BTreeMap<(usize, String), Vec<Phase>>;
+
+fn chart(path: &Path, phases: &[String], configs: &[Config], ratio: &dyn Fn(&str, &str) -> Option<f64>) -> Result<(), String> {
+    let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+        .map_err(|e| format!("DejaVuSans.ttf ({e}); apt-get install fonts-dejavu-core"))?;
+    plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()))
+        .map_err(|_| "DejaVuSans.ttf is not a usable font".to_string())?;
+    let width = (220 + 90 * phases.len() as u32 * configs.len().max(1) as u32).clamp(640, 2400);
+    let root = BitMapBackend::new(path, (width, 480)).into_drawing_area();
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let top = phases
+        .iter()
+        .flat_map(|p| configs.iter().filter_map(move |c| ratio(p, &c.name)))
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let n = phases.len().max(1) as f64;
+    let mut ch = ChartBuilder::on(&root)
+        .caption(format!("throughput relative to {}", configs[0].name), ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(10)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..n, 0.0..top)
+        .map_err(|e| err(&e))?;
+    ch.configure_mesh()
+        .disable_x_mesh()
+        .disable_x_axis()
+        .y_desc("ops/s / baseline")
+        .draw()
+        .map_err(|e| err(&e))?;
+    // Phase names across the top of each group (the x axis has no natural labels).
+    ch.draw_series(phases.iter().enumerate().map(|(i, p)| {
+        Text::new(p.clone(), (i as f64 + 0.1, top * 0.98), ("sans-serif", 15).into_font())
+    }))
+    .map_err(|e| err(&e))?;
+    let k = configs.len() as f64;
+    for (ci, c) in configs.iter().enumerate() {
+        let color = Palette99::pick(ci).to_rgba();
+        let bars: Vec<(f64, f64, f64)> = phases
+            .iter()
+            .enumerate()
+            .filter_map(|(pi, p)| {
+                let x0 = pi as f64 + 0.1 + 0.8 * ci as f64 / k;
+                Some((x0, x0 + 0.8 / k - 0.02, ratio(p, &c.name)?))
+            })
+            .collect();
+        ch.draw_series(
+            bars.iter()
+                .map(|&(x0, x1, r)| Rectangle::new([(x0, r), (x1, 0.0)], color.filled())),
+        )
+        .map_err(|e| err(&e))?
+        .label(c.name.clone())
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+        ch.draw_series(
+            bars.iter()
+                .map(|&(x0, _, r)| Text::new(format!("{r:.2}"), (x0, r + top * 0.04), ("sans-serif", 12).into_font())),
+        )
+        .map_err(|e| err(&e))?;
+    }
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
+
+fn main() {
+    let args = Args::parse();
+    let configs: Vec<Config> = args.configs.iter().map(|s| parse_config(s)).collect();
+    let tool_exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join(&args.tool)))
+        .unwrap_or_else(|| fail("cannot locate this binary's directory"));
+    if configs.iter().any(|c| c.exe.is_none()) && !tool_exe.exists() {
+        fail(format!("{} not found: build it with cargo build --release -p cairn-bench", tool_exe.display()));
+    }
+    let workloads: Vec<Option<PathBuf>> = match args.tool.as_str() {
+        "db_bench" => vec![None],
+        "ycsb" if !args.workloads.is_empty() => args.workloads.iter().cloned().map(Some).collect(),
+        "ycsb" => fail("--tool ycsb needs at least one --workload"),
+        other => fail(format!("--tool {other}: expected db_bench or ycsb")),
+    };
+    std::fs::create_dir_all(&args.work).unwrap_or_else(|e| fail(format!("{}: {e}", args.work.display())));
+    std::fs::create_dir_all(&args.out).unwrap_or_else(|e| fail(format!("{}: {e}", args.out.display())));
+    let mut results = Results::new();
+    let mut order: Vec<String> = Vec::new();
+    let total = args.rounds * configs.len() * workloads.len();
+    let bar = indicatif::ProgressBar::new(total as u64);
+    for round in 0..args.rounds {
+        for w in &workloads {
+            let prefix = w
+                .as_ref()
+                .and_then(|p| p.file_name())
+                .map(|s| format!("{}-", s.to_string_lossy().trim_start_matches("workload")))
+                .unwrap_or_default();
+            for i in 0..configs.len() {
+                let cfg = &configs[(i + round) % configs.len()];
+                bar.println(format!("round {} {prefix}{}", round + 1, cfg.name));
+                let phases = run_once(&args, &tool_exe, cfg, w.as_deref(), &format!("r{round}"));
+                for p in phases {
+                    let name = format!("{prefix}{}", p.name);
+                    bar.println(format!("  {name:<20} {:>12.0} ops/s", p.ops_per_sec));
+                    if !order.contains(&name) {
+                        order.push(name.clone());
+                    }
+                    let idx = order.iter().position(|n| *n == name).unwrap_or(0);
+                    results.entry((idx, cfg.name.clone())).or_default().push(p);
+                }
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let med = |phase: usize, cfg: &str| -> Option<f64> {
+        let mut v: Vec<f64> = results.get(&(phase, cfg.to_string()))?.iter().map(|p| p.ops_per_sec).collect();
+        Some(median(&mut v))
+    };
+    let mut md = String::new();
+    md.push_str(&format!(
+        "{} rounds, interleaved; common flags: `{}`\n\n| benchmark |",
+        args.rounds,
+        args.common.join(" ")
+    ));
+    for c in &configs {
+        md.push_str(&format!(" {} ops/s |", c.name));
+    }
+    for c in configs.iter().skip(1) {
+        md.push_str(&format!(" {} / {} |", c.name, configs[0].name));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---:|".repeat(2 * configs.len() - 1));
+    md.push('\n');
+    for (pi, name) in order.iter().enumerate() {
+        md.push_str(&format!("| {name} |"));
+        for c in &configs {
+            md.push_str(&med(pi, &c.name).map_or(" – |".into(), |v| format!(" {v:.0} |")));
+        }
+        for c in configs.iter().skip(1) {
+            let r = med(pi, &c.name).zip(med(pi, &configs[0].name)).map(|(a, b)| a / b);
+            md.push_str(&r.map_or(" – |".into(), |v| format!(" {v:.2}× |")));
+        }
+        md.push('\n');
+    }
+    // Latency and cairn's I/O figures from each configuration's median-throughput run.
+    md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for (pi, name) in order.iter().enumerate() {
+        for c in &configs {
+            let Some(runs) = results.get(&(pi, c.name.clone())) else { continue };
+            let mut sorted: Vec<&Phase> = runs.iter().collect();
+            sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+            let p = sorted[sorted.len() / 2];
+            let lat = p.latency.as_ref();
+            let f = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |x| format!("{x:.d$}"));
+            let m = p.cairn.as_ref().filter(|_| p.found.is_some());
+            md.push_str(&format!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
+                c.name,
+                f(lat.map(|l| l.p50_us), 1),
+                f(lat.map(|l| l.p99_us), 1),
+                f(lat.map(|l| l.p999_us), 1),
+                f(m.map(|m| m.data_reads_per_lookup), 3),
+                f(m.map(|m| m.unnecessary_data_reads_per_lookup), 4),
+                f(m.map(|m| m.filter_fpr), 4),
+            ));
+        }
+    }
+    print!("\n{md}");
+    let write = |name: &str, text: String| {
+        let p = args.out.join(name);
+        std::fs::write(&p, text).unwrap_or_else(|e| fail(format!("{}: {e}", p.display())));
+    };
+    write("results.md", md.clone());
+    let raw: BTreeMap<String, &Vec<Phase>> = results
+        .iter()
+        .map(|((pi, c), v)| (format!("{}/{c}", order[*pi]), v))
+        .collect();
+    write("results.json", serde_json::to_string_pretty(&raw).unwrap_or_default());
+    let ratio = |phase: &str, cfg: &str| {
+        let pi = order.iter().position(|n| n == phase)?;
+        Some(med(pi, cfg)? / med(pi, &configs[0].name)?)
+    };
+    let png = args.out.join("chart.png");
+    match chart(&png, &order, &configs, &ratio) {
+        Ok(()) => println!("\nwrote {}, results.json and chart.png in {}", "results.md", args.out.display()),
+        Err(e) => eprintln!("compare: chart not drawn: {e}"),
+    }
+}

@@ -1,0 +1,248 @@
+//! One interface over the engines a benchmark can drive: cairn always, RocksDB (Debian's
+//! librocksdb 7.8.3 through the `rocksdb` crate) and fjall behind cargo features. Every adapter
+//! maps the same db_bench-style flags ([`EngineArgs`]) onto its closest options, so a benchmark
+//! changes engines without changing its experiment.
+
+use std::path::Path;
+
+#[cfg(feature = "fjall")]
+mod fjall_engine;
+#[cfg(feature = "rocksdb")]
+mod rocks;
+
+/// Errors from any engine, as text: benchmarks only report them.
+pub type EngineError = Box<dyn std::error::Error + Send + Sync>;
+/// Result of an engine call.
+pub type EResult<T> = Result<T, EngineError>;
+
+/// Engine options shared by the runners, with db_bench's flag names and defaults.
+#[derive(clap::Args, Debug, Clone)]
+#[command(rename_all = "snake_case")]
+pub struct EngineArgs {
+    /// cairn | rocksdb | fjall (the last two need the cargo features of the same name).
+    #[arg(long, default_value = "cairn")]
+    pub engine: String,
+    /// Bloom bits per key (db_bench's default −1: no filter; ≤ 0 means none).
+    #[arg(long, default_value_t = -1.0, allow_hyphen_values = true)]
+    pub bloom_bits: f64,
+    /// Block cache bytes.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub cache_size: usize,
+    /// Memtable bytes per tree.
+    #[arg(long, default_value_t = 64 << 20)]
+    pub write_buffer_size: usize,
+    /// Read table files with O_DIRECT (not supported by fjall: refused).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
+    pub use_direct_reads: bool,
+    /// none | lz4 | zstd
+    #[arg(long, default_value = "none")]
+    pub compression_type: String,
+    #[arg(long, default_value_t = 4096)]
+    pub block_size: usize,
+    #[arg(long, default_value_t = 256 << 20)]
+    pub max_bytes_for_level_base: u64,
+    #[arg(long, default_value_t = 10.0)]
+    pub max_bytes_for_level_multiplier: f64,
+    #[arg(long, default_value_t = 4)]
+    pub level0_file_num_compaction_trigger: usize,
+    #[arg(long, default_value_t = 64 << 20)]
+    pub target_file_size_base: u64,
+    /// Write memory over all memtables (default 2 × write_buffer_size, db_bench's
+    /// max_write_buffer_number = 2).
+    #[arg(long)]
+    pub memory_budget: Option<usize>,
+    /// leveling | garnering (cairn only).
+    #[arg(long, default_value = "leveling")]
+    pub merge_policy: String,
+    /// Garnering's capacity factor c (cairn only).
+    #[arg(long, default_value_t = 0.8)]
+    pub garnering_c: f64,
+    /// Bits-per-key allocation across levels: uniform (cairn only).
+    #[arg(long, default_value = "uniform")]
+    pub bpk_policy: String,
+    /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
+    pub statistics: bool,
+}
+
+impl EngineArgs {
+    /// Write memory for all memtables.
+    pub fn memory(&self) -> usize {
+        self.memory_budget.unwrap_or(2 * self.write_buffer_size)
+    }
+}
+
+/// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
+pub trait Engine: Send + Sync {
+    /// The adapter's name.
+    fn name(&self) -> &'static str;
+    /// Writes one key.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()>;
+    /// Deletes one key.
+    fn delete(&self, key: &[u8], sync: bool) -> EResult<()>;
+    /// Looks one key up: the value's length if present.
+    fn get(&self, key: &[u8]) -> EResult<Option<usize>>;
+    /// Visits up to `limit` entries from `start` (the first key ≥ start; all keys when None)
+    /// forward or backward, returning (entries, bytes).
+    fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)>;
+    /// Flushes memtables to tables.
+    fn flush(&self) -> EResult<()>;
+    /// Compacts the whole key space.
+    fn compact(&self) -> EResult<()>;
+    /// Waits until no flush or compaction is pending.
+    fn wait_for_background(&self) -> EResult<()>;
+    /// The engine's statistics text.
+    fn stats_text(&self) -> String;
+    /// The cairn database, for cairn's own metrics.
+    fn as_cairn(&self) -> Option<&cairn::Db> {
+        None
+    }
+}
+
+/// Opens the engine `args.engine` names at `dir`.
+pub fn open(args: &EngineArgs, dir: &Path) -> EResult<Box<dyn Engine>> {
+    match args.engine.as_str() {
+        "cairn" => Ok(Box::new(CairnEngine::open(args, dir)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(args, dir)?)),
+        #[cfg(feature = "fjall")]
+        "fjall" => Ok(Box::new(fjall_engine::FjallEngine::open(args, dir)?)),
+        name if name == "rocksdb" || name == "fjall" => Err(format!(
+            "--engine={0}: this binary was built without the `{0}` feature (cargo build --features {0}; \
+             for rocksdb run scripts/setup-rocksdb.sh first)",
+            args.engine
+        )
+        .into()),
+        other => Err(format!("--engine={other}: expected cairn, rocksdb or fjall").into()),
+    }
+}
+
+/// cairn through its public API.
+#[derive(Debug)]
+pub struct CairnEngine {
+    db: cairn::Db,
+}
+
+impl CairnEngine {
+    /// Opens cairn with the flags mapped onto [`cairn::Options`].
+    pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
+        let merge_policy = match a.merge_policy.as_str() {
+            "leveling" => cairn::MergePolicyKind::Leveling,
+            "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
+            other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
+        };
+        if a.bpk_policy != "uniform" {
+            return Err(format!("--bpk_policy={}: only uniform is implemented", a.bpk_policy).into());
+        }
+        let opts = cairn::Options {
+            bloom_bits_per_key: a.bloom_bits.max(0.0),
+            block_cache_size: a.cache_size,
+            write_buffer_size: a.write_buffer_size,
+            write_memory_budget: a.memory(),
+            use_direct_reads: a.use_direct_reads,
+            compression: compression(&a.compression_type)?,
+            block_size: a.block_size,
+            max_bytes_for_level_base: a.max_bytes_for_level_base,
+            size_ratio: a.max_bytes_for_level_multiplier,
+            l0_compaction_trigger: a.level0_file_num_compaction_trigger,
+            target_file_size: a.target_file_size_base,
+            merge_policy,
+            ..cairn::Options::default()
+        };
+        Ok(CairnEngine {
+            db: cairn::Db::open(dir, opts)?,
+        })
+    }
+}
+
+fn compression(name: &str) -> EResult<cairn::Compression> {
+    match name {
+        "none" => Ok(cairn::Compression::None),
+        "lz4" => Ok(cairn::Compression::Lz4),
+        "zstd" => Ok(cairn::Compression::Zstd),
+        other => Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
+    }
+}
+
+impl Engine for CairnEngine {
+    fn name(&self) -> &'static str {
+        "cairn"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
+        let mut b = cairn::WriteBatch::new();
+        b.put(key, value);
+        Ok(self.db.write(
+            b,
+            &cairn::WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )?)
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
+        let mut b = cairn::WriteBatch::new();
+        b.delete(key);
+        Ok(self.db.write(
+            b,
+            &cairn::WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )?)
+    }
+
+    fn get(&self, key: &[u8]) -> EResult<Option<usize>> {
+        Ok(self.db.get(key)?.map(|v| v.len()))
+    }
+
+    fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {
+        let range = match start {
+            None => self.db.iter(),
+            Some(s) if reverse => self.db.range(..=s.to_vec()),
+            Some(s) => self.db.range(s.to_vec()..),
+        };
+        let (mut n, mut bytes) = (0u64, 0u64);
+        let mut visit = |kv: cairn::Result<(Vec<u8>, Vec<u8>)>| -> EResult<bool> {
+            let (k, v) = kv?;
+            n += 1;
+            bytes += (k.len() + v.len()) as u64;
+            Ok(n < limit)
+        };
+        if reverse {
+            for kv in range.rev() {
+                if !visit(kv)? {
+                    break;
+                }
+            }
+        } else {
+            for kv in range {
+                if !visit(kv)? {
+                    break;
+                }
+            }
+        }
+        Ok((n, bytes))
+    }
+
+    fn flush(&self) -> EResult<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> EResult<()> {
+        Ok(self.db.compact_range::<&[u8], _>(..)?)
+    }
+
+    fn wait_for_background(&self) -> EResult<()> {
+        Ok(self.db.wait_for_background()?)
+    }
+
+    fn stats_text(&self) -> String {
+        self.db.property("cairn.stats").unwrap_or_default()
+    }
+
+    fn as_cairn(&self) -> Option<&cairn::Db> {
+        Some(&self.db)
+    }
+}

@@ -1,0 +1,140 @@
+//! fjall 3 with its closest options: one keyspace, the same memtable, block and cache sizes,
+//! Bloom bits per key on every level, no compression, and leveled compaction with the same L0
+//! trigger and size ratio (fjall sizes L1 as table target × L0 trigger, so the table target is
+//! chosen to give RocksDB's `max_bytes_for_level_base`). fjall has no direct reads, and its
+//! total write-buffer cap is an undocumented, deprecated option, so only the per-memtable size maps.
+
+use super::{EResult, Engine, EngineArgs};
+use fjall::compaction::Leveled;
+use fjall::config::{BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+use std::path::Path;
+use std::sync::Arc;
+
+pub struct FjallEngine {
+    db: Database,
+    ks: Keyspace,
+}
+
+impl FjallEngine {
+    pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
+        if a.use_direct_reads {
+            return Err("--use_direct_reads: fjall has no direct I/O".into());
+        }
+        if a.merge_policy != "leveling" {
+            return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());
+        }
+        let compression = match a.compression_type.as_str() {
+            "none" => CompressionPolicy::disabled(),
+            "lz4" => CompressionPolicy::all(fjall::CompressionType::Lz4),
+            other => return Err(format!("--compression_type={other}: fjall supports none or lz4").into()),
+        };
+        // fjall refuses block sizes outside 1 KiB..=1 MiB with a panic; check first.
+        if !(1024..=1 << 20).contains(&a.block_size) {
+            return Err(format!("--block_size={}: fjall needs 1 KiB..=1 MiB", a.block_size).into());
+        }
+        let filter = if a.bloom_bits > 0.0 {
+            FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(a.bloom_bits as f32)))
+        } else {
+            FilterPolicy::disabled()
+        };
+        let l0 = a.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
+        let strategy = Leveled::default()
+            .with_l0_threshold(l0)
+            .with_level_ratio_policy(vec![a.max_bytes_for_level_multiplier as f32])
+            .with_table_target_size((a.max_bytes_for_level_base / u64::from(l0)).max(1 << 20));
+        let db = Database::builder(dir)
+            .cache_size(a.cache_size as u64)
+            .open()?;
+        let ks = db.keyspace("default", || {
+            KeyspaceCreateOptions::default()
+                .max_memtable_size(a.write_buffer_size as u64)
+                .data_block_size_policy(BlockSizePolicy::all(a.block_size as u32))
+                .data_block_compression_policy(compression)
+                .filter_policy(filter)
+                .compaction_strategy(Arc::new(strategy))
+        })?;
+        Ok(FjallEngine { db, ks })
+    }
+}
+
+impl Engine for FjallEngine {
+    fn name(&self) -> &'static str {
+        "fjall"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
+        self.ks.insert(key, value)?;
+        if sync {
+            self.db.persist(PersistMode::SyncData)?;
+        }
+        Ok(())
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
+        self.ks.remove(key)?;
+        if sync {
+            self.db.persist(PersistMode::SyncData)?;
+        }
+        Ok(())
+    }
+
+    fn get(&self, key: &[u8]) -> EResult<Option<usize>> {
+        Ok(self.ks.get(key)?.map(|v| v.len()))
+    }
+
+    fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {
+        let it = match (start, reverse) {
+            (None, _) => self.ks.iter(),
+            (Some(s), false) => self.ks.range(s..),
+            (Some(s), true) => self.ks.range(..=s),
+        };
+        let (mut n, mut bytes) = (0u64, 0u64);
+        let mut visit = |g: fjall::Guard| -> EResult<bool> {
+            let (k, v) = g.into_inner()?;
+            n += 1;
+            bytes += (k.len() + v.len()) as u64;
+            Ok(n < limit)
+        };
+        if reverse {
+            for g in it.rev() {
+                if !visit(g)? {
+                    break;
+                }
+            }
+        } else {
+            for g in it {
+                if !visit(g)? {
+                    break;
+                }
+            }
+        }
+        Ok((n, bytes))
+    }
+
+    fn flush(&self) -> EResult<()> {
+        Ok(self.ks.rotate_memtable_and_wait()?)
+    }
+
+    fn compact(&self) -> EResult<()> {
+        Ok(self.ks.major_compact()?)
+    }
+
+    fn wait_for_background(&self) -> EResult<()> {
+        // fjall exposes no "work pending" signal: wait until its memtables are flushed and L0 is
+        // at or below the trigger.
+        while self.ks.sealed_memtable_count() > 0 || self.ks.l0_table_count() > 4 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    fn stats_text(&self) -> String {
+        format!(
+            "fjall: {} tables ({} in L0), {} bytes on disk",
+            self.ks.table_count(),
+            self.ks.l0_table_count(),
+            self.ks.disk_space()
+        )
+    }
+}

@@ -1,0 +1,135 @@
+//! RocksDB through the `rocksdb` crate 0.20.1 linked to Debian's librocksdb 7.8.3. Options are
+//! set the way Debian's `db_bench` sets them for the same flags, so the adapter can be checked
+//! against that binary (calibration in the README).
+
+use super::{EResult, Engine, EngineArgs};
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Direction, IteratorMode, Options, WriteOptions, DB};
+use std::path::Path;
+
+pub struct RocksEngine {
+    db: DB,
+    opts: Options,
+    plain: WriteOptions,
+    synced: WriteOptions,
+}
+
+impl RocksEngine {
+    pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
+        let mut table = BlockBasedOptions::default();
+        table.set_block_size(a.block_size);
+        let cache = Cache::new_lru_cache(a.cache_size)?;
+        table.set_block_cache(&cache);
+        if a.bloom_bits > 0.0 {
+            table.set_bloom_filter(a.bloom_bits, false);
+        }
+        let mut o = Options::default();
+        o.create_if_missing(true);
+        o.set_block_based_table_factory(&table);
+        o.set_write_buffer_size(a.write_buffer_size);
+        // db_bench keeps max_write_buffer_number = 2; a larger --memory_budget buys more buffers.
+        o.set_max_write_buffer_number((a.memory() / a.write_buffer_size.max(1)).max(2) as i32);
+        o.set_use_direct_reads(a.use_direct_reads);
+        o.set_max_bytes_for_level_base(a.max_bytes_for_level_base);
+        o.set_max_bytes_for_level_multiplier(a.max_bytes_for_level_multiplier);
+        o.set_level_zero_file_num_compaction_trigger(a.level0_file_num_compaction_trigger as i32);
+        o.set_target_file_size_base(a.target_file_size_base);
+        o.set_compression_type(match a.compression_type.as_str() {
+            "none" => DBCompressionType::None,
+            "lz4" => DBCompressionType::Lz4,
+            "zstd" => DBCompressionType::Zstd,
+            other => return Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
+        });
+        if a.merge_policy != "leveling" {
+            return Err(format!("--merge_policy={}: RocksDB runs leveling only", a.merge_policy).into());
+        }
+        if a.statistics {
+            o.enable_statistics();
+        }
+        let db = DB::open(&o, dir)?;
+        let mut synced = WriteOptions::default();
+        synced.set_sync(true);
+        Ok(RocksEngine {
+            db,
+            opts: o,
+            plain: WriteOptions::default(),
+            synced,
+        })
+    }
+
+    fn int_property(&self, name: &str) -> EResult<u64> {
+        Ok(self
+            .db
+            .property_int_value(name)?
+            .ok_or_else(|| format!("RocksDB has no property {name}"))?)
+    }
+}
+
+impl Engine for RocksEngine {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
+        Ok(self
+            .db
+            .put_opt(key, value, if sync { &self.synced } else { &self.plain })?)
+    }
+
+    fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
+        Ok(self.db.delete_opt(key, if sync { &self.synced } else { &self.plain })?)
+    }
+
+    fn get(&self, key: &[u8]) -> EResult<Option<usize>> {
+        // Pinned, as db_bench reads: no copy of the value.
+        Ok(self.db.get_pinned(key)?.map(|v| v.len()))
+    }
+
+    fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {
+        let mode = match (start, reverse) {
+            (None, false) => IteratorMode::Start,
+            (None, true) => IteratorMode::End,
+            (Some(s), false) => IteratorMode::From(s, Direction::Forward),
+            (Some(s), true) => IteratorMode::From(s, Direction::Reverse),
+        };
+        let (mut n, mut bytes) = (0u64, 0u64);
+        for kv in self.db.iterator(mode) {
+            let (k, v) = kv?;
+            n += 1;
+            bytes += (k.len() + v.len()) as u64;
+            if n >= limit {
+                break;
+            }
+        }
+        Ok((n, bytes))
+    }
+
+    fn flush(&self) -> EResult<()> {
+        Ok(self.db.flush()?)
+    }
+
+    fn compact(&self) -> EResult<()> {
+        self.db.compact_range::<&[u8], &[u8]>(None, None);
+        Ok(())
+    }
+
+    fn wait_for_background(&self) -> EResult<()> {
+        loop {
+            let busy = self.int_property("rocksdb.mem-table-flush-pending")?
+                + self.int_property("rocksdb.compaction-pending")?
+                + self.int_property("rocksdb.num-running-flushes")?
+                + self.int_property("rocksdb.num-running-compactions")?;
+            if busy == 0 {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    fn stats_text(&self) -> String {
+        let mut s = self.db.property_value("rocksdb.stats").ok().flatten().unwrap_or_default();
+        if let Some(st) = self.opts.get_statistics() {
+            s.push_str(&st);
+        }
+        s
+    }
+}

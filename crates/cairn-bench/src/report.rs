@@ -1,0 +1,243 @@
+//! What a benchmark phase reports: db_bench's output line, latency percentiles from an HDR
+//! histogram, cairn's own I/O metrics, and the JSON record that `compare` reads back.
+
+use cairn::stats::BlockKind;
+use cairn::DbStats;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Per-operation latencies in nanoseconds.
+#[derive(Debug, Clone)]
+pub struct Latencies(Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        // 1 ns .. 1 hour at 3 significant digits; values above the top are clamped.
+        let h = Histogram::new_with_bounds(1, 3_600_000_000_000, 3);
+        Latencies(h.unwrap_or_else(|e| unreachable!("constant histogram bounds are valid: {e}")))
+    }
+}
+
+impl Latencies {
+    /// Runs `f` and records how long it took.
+    pub fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let r = f();
+        self.record(t.elapsed().as_nanos() as u64);
+        r
+    }
+
+    /// Records one latency in nanoseconds.
+    pub fn record(&mut self, ns: u64) {
+        self.0.saturating_record(ns.max(1));
+    }
+
+    /// Adds another thread's latencies.
+    pub fn merge(&mut self, other: &Latencies) {
+        // Same bounds on both sides, so adding cannot fail; saturate if it ever did.
+        if self.0.add(&other.0).is_err() {
+            for v in other.0.iter_recorded() {
+                self.0.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+    }
+
+    /// Operations recorded.
+    pub fn count(&self) -> u64 {
+        self.0.len()
+    }
+
+    /// Summary in microseconds.
+    pub fn summary(&self) -> LatencySummary {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let h = &self.0;
+        LatencySummary {
+            count: h.len(),
+            mean_us: h.mean() / 1000.0,
+            stddev_us: h.stdev() / 1000.0,
+            min_us: us(h.min()),
+            p50_us: us(h.value_at_quantile(0.50)),
+            p75_us: us(h.value_at_quantile(0.75)),
+            p95_us: us(h.value_at_quantile(0.95)),
+            p99_us: us(h.value_at_quantile(0.99)),
+            p999_us: us(h.value_at_quantile(0.999)),
+            p9999_us: us(h.value_at_quantile(0.9999)),
+            max_us: us(h.max()),
+        }
+    }
+}
+
+/// Latency percentiles of one phase, in microseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[allow(missing_docs)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean_us: f64,
+    pub stddev_us: f64,
+    pub min_us: f64,
+    pub p50_us: f64,
+    pub p75_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub p9999_us: f64,
+    pub max_us: f64,
+}
+
+impl LatencySummary {
+    /// db_bench's `--histogram=1` block.
+    pub fn print_db_bench(&self, what: &str) {
+        println!("Microseconds per {what}:");
+        println!(
+            "Count: {} Average: {:.4}  StdDev: {:.2}",
+            self.count, self.mean_us, self.stddev_us
+        );
+        println!("Min: {:.0}  Median: {:.4}  Max: {:.0}", self.min_us, self.p50_us, self.max_us);
+        println!(
+            "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
+            self.p50_us, self.p75_us, self.p99_us, self.p999_us, self.p9999_us
+        );
+    }
+}
+
+/// cairn's own counters over one phase.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CairnMetrics {
+    /// Data blocks read from storage per lookup.
+    pub data_reads_per_lookup: f64,
+    /// Data blocks read that did not hold the key, per lookup.
+    pub unnecessary_data_reads_per_lookup: f64,
+    /// Filter false positives / (false positives + true negatives).
+    pub filter_fpr: f64,
+    /// Cache hit rate per block kind (hits / (hits + storage reads)).
+    pub cache_hit_rate: BTreeMap<String, f64>,
+    /// Storage reads per block kind during the phase.
+    pub storage_reads: BTreeMap<String, u64>,
+    /// Write amplification since open ((WAL + flush + compaction bytes) / user bytes).
+    pub write_amp: f64,
+    /// Files and bytes per level of the default tree after the phase.
+    pub levels: Vec<(usize, u64)>,
+}
+
+impl CairnMetrics {
+    /// Metrics between two stats snapshots, `lookups` being the phase's point lookups.
+    pub fn between(before: &DbStats, after: &DbStats, lookups: u64, db: &cairn::Db) -> Self {
+        let d = after.io - before.io;
+        let per = |x: u64| x as f64 / lookups.max(1) as f64;
+        let delta = |f: fn(&cairn::LevelStats) -> u64| after.total(f) - before.total(f);
+        let negatives = delta(|l| l.filter_negatives);
+        let fps = delta(|l| l.filter_false_positives);
+        let mut cache_hit_rate = BTreeMap::new();
+        let mut storage_reads = BTreeMap::new();
+        for k in BlockKind::ALL {
+            let s = d.kind(k);
+            if s.reads + s.cache_hits > 0 {
+                cache_hit_rate.insert(k.name().to_string(), s.cache_hits as f64 / (s.reads + s.cache_hits) as f64);
+                storage_reads.insert(k.name().to_string(), s.reads);
+            }
+        }
+        CairnMetrics {
+            data_reads_per_lookup: per(d.kind(BlockKind::Data).reads),
+            unnecessary_data_reads_per_lookup: per(delta(|l| l.unnecessary_data_reads)),
+            filter_fpr: fps as f64 / (negatives + fps).max(1) as f64,
+            cache_hit_rate,
+            storage_reads,
+            write_amp: after.write_amplification(),
+            levels: db
+                .levels()
+                .first()
+                .map(|t| t.levels.iter().map(|l| (l.files, l.bytes)).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// One text line under db_bench's line.
+    pub fn print(&self) {
+        let hits: Vec<String> = self
+            .cache_hit_rate
+            .iter()
+            .map(|(k, v)| format!("{k} {:.1}%", v * 100.0))
+            .collect();
+        println!(
+            "  cairn: data blocks from storage/lookup {:.3}, unnecessary {:.4}, filter FPR {:.4}, cache hits [{}], write-amp {:.2}, levels {:?}",
+            self.data_reads_per_lookup,
+            self.unnecessary_data_reads_per_lookup,
+            self.filter_fpr,
+            hits.join(", "),
+            self.write_amp,
+            self.levels.iter().map(|(f, b)| format!("{f}/{}MB", b >> 20)).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// One phase (a db_bench benchmark, or a YCSB load/run).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Phase {
+    /// Benchmark name.
+    pub name: String,
+    /// Operations done (all threads).
+    pub ops: u64,
+    /// Wall-clock seconds.
+    pub secs: f64,
+    /// Operations per second.
+    pub ops_per_sec: f64,
+    /// Microseconds per operation (per thread, as db_bench reports it).
+    pub micros_per_op: f64,
+    /// Latency percentiles over all operations.
+    pub latency: Option<LatencySummary>,
+    /// Per-operation-kind latencies (YCSB).
+    #[serde(default)]
+    pub by_op: BTreeMap<String, LatencySummary>,
+    /// Lookups that found their key, when the phase does lookups.
+    pub found: Option<u64>,
+    /// cairn's counters, when the engine is cairn.
+    pub cairn: Option<CairnMetrics>,
+}
+
+impl Phase {
+    /// A phase from its counts; `threads` converts wall time into db_bench's per-thread µs/op.
+    pub fn new(name: &str, ops: u64, secs: f64, threads: usize) -> Self {
+        Phase {
+            name: name.to_string(),
+            ops,
+            secs,
+            ops_per_sec: ops as f64 / secs.max(1e-9),
+            micros_per_op: secs * 1e6 * threads.max(1) as f64 / ops.max(1) as f64,
+            ..Phase::default()
+        }
+    }
+
+    /// db_bench's result line.
+    pub fn print_db_bench(&self, bytes: u64, extra: &str) {
+        let mbs = bytes as f64 / 1048576.0 / self.secs.max(1e-9);
+        println!(
+            "{:<12} : {:>11.3} micros/op {:.0} ops/sec {:.3} seconds {} operations; {mbs:>6.1} MB/s{extra}",
+            self.name, self.micros_per_op, self.ops_per_sec, self.secs, self.ops
+        );
+    }
+}
+
+/// Everything one runner invocation measured; what `--json FILE` writes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunReport {
+    /// db_bench | ycsb
+    pub tool: String,
+    /// Engine adapter name.
+    pub engine: String,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Phases in order.
+    pub phases: Vec<Phase>,
+    /// Peak resident set size of the process.
+    pub peak_rss_bytes: u64,
+}
+
+impl RunReport {
+    /// Writes the report as pretty JSON.
+    pub fn write(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(path, text)
+    }
+}
