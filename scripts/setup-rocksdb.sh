@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the `rocksdb` engine adapter of cairn-bench needs: Debian's RocksDB 7.8.3 shared
 # library and headers (librocksdb-dev), libclang for the bindings generator, and Debian's
-# db_bench (rocksdb-tools) for calibration. Prints the environment the build uses.
-#   scripts/setup-rocksdb.sh && source <(scripts/setup-rocksdb.sh --env)
+# db_bench (rocksdb-tools) for calibration. The build finds the library through
+# .cargo/config.toml (ROCKSDB_LIB_DIR); the script prints those settings for other shells.
+#   scripts/setup-rocksdb.sh && cargo build --release -p cairn-bench --features rocksdb,fjall
 set -euo pipefail
 env_only=${1:-}
 need=()

@@ -59,10 +59,22 @@ fn before_lo(uk: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// Versions of one user key stepped over one by one before a cursor seeks past the rest
+/// (RocksDB's `max_sequential_skip_in_iterations`): a hot key overwritten thousands of times
+/// costs one seek instead of thousands of steps.
+const MAX_SEQUENTIAL_SKIPS: usize = 8;
+
 impl Cursor {
     fn skip_user_key(&mut self, uk: &[u8]) {
+        let mut steps = 0;
         while self.it.valid() && ikey::user_key(self.it.key()) == uk {
-            self.it.next();
+            steps += 1;
+            if steps == MAX_SEQUENTIAL_SKIPS {
+                // (uk, seqno 0, kind 0) is the last internal key `uk` can have.
+                self.it.seek(InternalKey::new(uk, 0, ValueKind::Delete).encoded());
+            } else {
+                self.it.next();
+            }
         }
     }
 
@@ -104,6 +116,22 @@ impl Cursor {
         }
     }
 
+    /// Many versions of `uk` met walking backwards: seek to its newest visible version, then
+    /// to just before its first version, instead of stepping over each.
+    fn newest_visible_by_seek(&mut self, uk: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
+        self.it.seek(InternalKey::for_seek(uk, self.seq).encoded());
+        let newest = match self.it.valid().then(|| ikey::split(self.it.key())).flatten() {
+            Some((k, _, kind)) if k == uk => Some((kind, self.it.value().to_vec())),
+            _ => None,
+        };
+        // The first internal key of `uk` is (uk, MAX_SEQNO); step to the entry before it.
+        self.it.seek_for_prev(InternalKey::for_seek(uk, MAX_SEQNO).encoded());
+        while self.it.valid() && ikey::user_key(self.it.key()) == uk {
+            self.it.prev();
+        }
+        newest
+    }
+
     fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
         if !self.started {
             self.started = true;
@@ -127,13 +155,22 @@ impl Cursor {
             // Walking backwards, versions of `uk` come oldest first: the last visible one seen
             // is the newest visible.
             let mut newest: Option<(ValueKind, Vec<u8>)> = None;
+            let mut steps = 0;
             while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
+                steps += 1;
+                if steps == MAX_SEQUENTIAL_SKIPS {
+                    newest = self.newest_visible_by_seek(&uk);
+                    break;
+                }
                 if let Some((_, s, kind)) = ikey::split(self.it.key()) {
                     if s <= self.seq && !past_hi(&uk, hi) {
                         newest = Some((kind, self.it.value().to_vec()));
                     }
                 }
                 self.it.prev();
+            }
+            if past_hi(&uk, hi) {
+                newest = None;
             }
             if let Err(e) = self.it.status() {
                 return Some(Err(e));
