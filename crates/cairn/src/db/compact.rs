@@ -181,7 +181,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     let mut children: Vec<BoxedIter> = Vec::new();
     if job.level == 0 {
         for f in &job.inputs {
-            children.push(Box::new(inner.open_table(f.number)?.iter_with(read.clone())));
+            children.push(Box::new(inner.open_table(f)?.iter_with(read.clone())));
         }
     } else {
         children.push(Box::new(LevelIter::with_options(
@@ -255,7 +255,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
 
 fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {
     let i = inner.clone();
-    Arc::new(move |f: &FileMeta| i.open_table(f.number))
+    Arc::new(move |f: &FileMeta| i.open_table(f))
 }
 
 /// Waits until no flush or compaction is pending or running.

@@ -25,12 +25,12 @@ fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64) -> 
     children.extend(sv.imm.iter().map(|m| Box::new(m.iter()) as BoxedIter));
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         for f in tv.level(0) {
-            children.push(Box::new(inner.open_table(f.number)?.iter()));
+            children.push(Box::new(inner.open_table(f)?.iter()));
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
                 let i = inner.clone();
-                let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f.number));
+                let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
                 children.push(Box::new(LevelIter::new(tv.level(level).to_vec(), open)));
             }
         }

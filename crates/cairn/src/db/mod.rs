@@ -26,6 +26,7 @@ use crate::options::{Options, WriteOptions};
 use crate::sst::{TableOptions, TableReader};
 use crate::stats::IoStats;
 use crate::tuning::bpk::BpkAllocator;
+use crate::version::FileMeta;
 use crate::version::{manifest, Version, VersionEdit};
 use crate::wal::WalWriter;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -108,6 +109,8 @@ pub(crate) struct WriteQueue {
 
 /// Shared engine internals.
 pub(crate) struct DbInner {
+    /// Random identity written in the manifest and in every WAL's header record.
+    pub db_id: u64,
     pub dir: PathBuf,
     pub fs: Arc<dyn FileSystem>,
     pub opts: Options,
@@ -238,18 +241,44 @@ impl DbInner {
         table_options(&self.opts, &*self.bpk, tree, level)
     }
 
-    pub fn open_table(&self, number: u64) -> Result<Arc<TableReader>> {
-        self.tables.get_or_open(number, || {
-            TableReader::open(
+    /// Opens (or finds cached) the table `f` describes, and checks that the file is the one the
+    /// manifest recorded: size, key range, sequence-number range and entry count must match, so
+    /// a table substituted from another database (same number, other contents) is corruption.
+    pub fn open_table(&self, f: &FileMeta) -> Result<Arc<TableReader>> {
+        self.tables.get_or_open(f.number, || {
+            let path = crate::compaction::job::table_path(&self.dir, f.number);
+            let t = TableReader::open(
                 &*self.fs,
-                &crate::compaction::job::table_path(&self.dir, number),
-                Some(number),
+                &path,
+                Some(f.number),
                 crate::sst::ReaderOptions {
                     direct: self.opts.use_direct_reads,
                     cache: Some(self.cache.clone()),
                     stats: self.io.clone(),
                 },
-            )
+            )?;
+            let p = t.properties();
+            let matches = t.file_size() == f.size
+                && p.smallest_key == f.smallest
+                && p.largest_key == f.largest
+                && p.smallest_seqno == f.smallest_seqno
+                && p.largest_seqno == f.largest_seqno
+                && p.entries == f.entries;
+            if !matches {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "table does not match the manifest (size {} vs {}, {} vs {} entries): \
+                         not this database's file",
+                        t.file_size(),
+                        f.size,
+                        p.entries,
+                        f.entries
+                    ),
+                ));
+            }
+            Ok(t)
         })
     }
 
@@ -304,6 +333,7 @@ impl DbInner {
             let path = self.dir.join(manifest::manifest_name(number));
             let mut w = WalWriter::new(self.fs.create(&path)?, number);
             let mut snap = st.version.snapshot_edit(&st.tree_names);
+            snap.db_id = Some(self.db_id);
             snap.next_file_number = Some(st.next_file_number);
             snap.last_seqno = Some(self.last_seq.load(Ordering::Acquire));
             for (t, m) in st.mems.iter().enumerate() {

@@ -59,6 +59,8 @@ struct Recovered {
     log_numbers: BTreeMap<u32, u64>,
     next_file: u64,
     last_seq: u64,
+    /// None for a database created before ids existed: it gets one now.
+    db_id: Option<u64>,
 }
 
 fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
@@ -71,6 +73,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         log_numbers: BTreeMap::new(),
         next_file: 2,
         last_seq: 0,
+        db_id: None,
     };
     let mut records = 0;
     while let Some(rec) = reader.next_record()? {
@@ -95,11 +98,43 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         if let Some(s) = edit.last_seqno {
             r.last_seq = r.last_seq.max(s);
         }
+        if let Some(id) = edit.db_id {
+            if r.db_id.is_some_and(|old| old != id) {
+                return Err(bad(format!("database id changes from {:?} to {id}", r.db_id)));
+            }
+            r.db_id = Some(id);
+        }
     }
     if records == 0 || r.tree_names.is_empty() {
         return Err(Error::corruption(&path, 0, "manifest holds no database description"));
     }
     r.next_file = r.next_file.max(number + 1);
+    // Every live table must exist with the size the manifest recorded. A manifest that lost
+    // edits (damage that reads as a torn tail) names tables compactions already deleted; a
+    // manifest from another database names files of other sizes. Both are corruption here,
+    // before recovery deletes "obsolete" files and makes the loss permanent.
+    for tv in &r.version.trees {
+        for f in tv.levels.iter().flatten() {
+            let table = crate::compaction::job::table_path(dir, f.number);
+            match fs.file_size(&table) {
+                Ok(size) if size == f.size => {}
+                Ok(size) => {
+                    return Err(Error::corruption(
+                        &table,
+                        size,
+                        format!("{} lists this table with {} bytes; the file has {size}", path.display(), f.size),
+                    ))
+                }
+                Err(e) => {
+                    return Err(Error::corruption(
+                        &table,
+                        0,
+                        format!("{} lists this table, which cannot be read: {e}", path.display()),
+                    ))
+                }
+            }
+        }
+    }
     Ok(r)
 }
 
@@ -145,8 +180,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             log_numbers: BTreeMap::new(),
             next_file: 2,
             last_seq: 0,
+            db_id: None,
         }
     };
+    let db_id = rec.db_id.unwrap_or_else(rand::random);
     for (t, tv) in rec.version.trees.iter().enumerate() {
         if tv.deepest_nonempty() >= opts.max_levels {
             return Err(Error::InvalidOptions {
@@ -183,8 +220,24 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let path = wal_path(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
         let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
+        let mut first = true;
         while let Some(record) = reader.next_record()? {
             let bad = |what: String| Error::corruption(&path, record.offset, what);
+            if std::mem::take(&mut first) {
+                let header = crate::wal::parse_header(&record.body);
+                if header.is_none() && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+                    return Err(bad("log does not start with its header record".into()));
+                }
+                if let Some(id) = header {
+                    if rec.db_id.is_some_and(|mine| mine != id) {
+                        return Err(bad(format!(
+                            "log of another database (id {id:016x}; this database is {:016x})",
+                            rec.db_id.unwrap_or(0)
+                        )));
+                    }
+                    continue;
+                }
+            }
             let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
             for (j, op) in batch.ops().enumerate() {
                 let op = op.map_err(|e| bad(format!("write batch: {e}")))?;
@@ -197,6 +250,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 }
                 last_seq = last_seq.max(seq);
             }
+        }
+        if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+            // Every log starts with a synced header: an empty live log lost bytes.
+            return Err(Error::corruption(&path, 0, "log is empty; it should start with its header record"));
         }
         match reader.end() {
             WalEnd::Clean => {}
@@ -251,11 +308,15 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     next_file += 3;
     let wal_file = fs.create(&wal_path(dir, wal_number))?;
     let mut snap = version.snapshot_edit(&rec.tree_names);
+    snap.db_id = Some(db_id);
     snap.next_file_number = Some(next_file);
     snap.last_seqno = Some(last_seq);
     for t in 0..rec.tree_names.len() as u32 {
         snap.log_numbers.push((t, wal_number));
     }
+    let mut wal_writer = WalWriter::new(wal_file, wal_number);
+    wal_writer.add_record(&crate::wal::header_record(db_id))?;
+    wal_writer.sync()?;
     let mpath = dir.join(manifest::manifest_name(manifest_number));
     let mut mwriter = WalWriter::new(fs.create(&mpath)?, manifest_number);
     manifest::append_durably(&mut mwriter, &snap.encode())?;
@@ -274,6 +335,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let version = Arc::new(version);
     let ntrees = rec.tree_names.len();
     let inner = Arc::new(DbInner {
+        db_id,
         dir: dir.to_path_buf(),
         fs: fs.clone(),
         policy: policy(&opts),
@@ -308,7 +370,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }),
         queue_cv: Condvar::new(),
         wal: Mutex::new(WalState {
-            writer: WalWriter::new(wal_file, wal_number),
+            writer: wal_writer,
         }),
         last_seq: AtomicU64::new(last_seq),
         supers: RwLock::new(Vec::new()),

@@ -27,7 +27,7 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     };
     // Some(answer) once a table holds a version of the key.
     let probe = |level: usize, f: &crate::version::FileMeta| -> Result<Option<Option<Vec<u8>>>> {
-        let out = inner.open_table(f.number)?.lookup(&lookup, UnitSelection::All)?;
+        let out = inner.open_table(f)?.lookup(&lookup, UnitSelection::All)?;
         inner.stats.record_probe(tree as usize, level, f.number, &out);
         Ok(out
             .found

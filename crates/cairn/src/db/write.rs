@@ -228,9 +228,12 @@ pub(super) fn switch_memtables(
         wal.writer.sync()?;
         inner.io.record_sync();
         let n = DbInner::allocate_file_number(st);
-        let f = inner.fs.create(&wal_path(&inner.dir, n))?;
+        let mut w = WalWriter::new(inner.fs.create(&wal_path(&inner.dir, n))?, n);
+        // The header is synced before the log is used, so a live log without one lost bytes.
+        w.add_record(&crate::wal::header_record(inner.db_id))?;
+        w.sync()?;
         inner.fs.sync_dir(&inner.dir)?;
-        Ok::<_, Error>(WalWriter::new(f, n))
+        Ok::<_, Error>(w)
     })();
     let new = match rotated {
         Ok(w) => w,

@@ -12,6 +12,7 @@
 //!   7 add file:        tree:varint level:varint number size smallest:lp largest:lp
 //!                      smallest_seqno largest_seqno entries tombstones
 //!                      filter_policy:lp filter_bpk:f64le segments
+//!   8 db_id:varint                                   (random at creation; WAL headers carry it)
 //! ```
 //! Unknown tags are corruption (a newer format must bump the manifest version).
 
@@ -60,6 +61,8 @@ impl FileMeta {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VersionEdit {
     /// Next file number to allocate.
+    /// The database's identity (in every manifest's first edit).
+    pub db_id: Option<u64>,
     pub next_file_number: Option<u64>,
     /// Largest seqno made durable in tables.
     pub last_seqno: Option<u64>,
@@ -90,6 +93,9 @@ impl VersionEdit {
         }
         if let Some(s) = self.last_seqno {
             field(&mut o, 2, &[s]);
+        }
+        if let Some(id) = self.db_id {
+            field(&mut o, 8, &[id]);
         }
         for (id, name) in &self.new_trees {
             field(&mut o, 3, &[u64::from(*id)]);
@@ -126,6 +132,7 @@ impl VersionEdit {
             match d.varint64("edit tag")? {
                 1 => e.next_file_number = Some(d.varint64("next file number")?),
                 2 => e.last_seqno = Some(d.varint64("last seqno")?),
+                8 => e.db_id = Some(d.varint64("db id")?),
                 3 => {
                     let id = d.varint32("tree id")?;
                     let name =

@@ -10,6 +10,10 @@
 //! `synced_offset` is the file length that was durable (fdatasync'd) when the record was
 //! written. Recovery uses it to tell a torn unsynced tail (normal after power loss) from damage
 //! to bytes that had been synced (corruption).
+//!
+//! The first record of every database WAL is a header, `"cairnWAL" ‖ db_id:u64le`, binding the
+//! log to its database: a log with another database's id (a file copied in from elsewhere,
+//! which carries a plausible log number) is corruption.
 
 mod reader;
 mod writer;
@@ -45,6 +49,21 @@ impl FragmentType {
             _ => None,
         }
     }
+}
+
+const HEADER_MAGIC: &[u8; 8] = b"cairnWAL";
+
+/// The header record body for database `db_id`.
+pub fn header_record(db_id: u64) -> Vec<u8> {
+    let mut b = HEADER_MAGIC.to_vec();
+    b.extend_from_slice(&db_id.to_le_bytes());
+    b
+}
+
+/// The database id if `body` is a header record.
+pub fn parse_header(body: &[u8]) -> Option<u64> {
+    let id = body.strip_prefix(HEADER_MAGIC.as_slice())?;
+    Some(u64::from_le_bytes(id.try_into().ok()?))
 }
 
 #[cfg(test)]

@@ -283,21 +283,18 @@ impl WalReader {
 
     /// After damage at `bad`: scans the rest of the log for an intact record whose
     /// synced-offset field exceeds `bad`, which proves the damaged bytes had been synced. The
-    /// scan resumes after the damaged fragment if its length is plausible, then at every
-    /// following block start (where a fragment always begins).
+    /// damaged fragment's own length cannot be trusted, so the scan tries every byte offset
+    /// after `bad` for a fragment whose checksum holds, and jumps over each intact fragment it
+    /// finds (so bytes inside intact records are never mistaken for fragments).
     fn synced_beyond(&mut self, bad: u64) -> Result<Option<u64>> {
         let block = BLOCK_SIZE as u64;
         let mut block_start = bad - bad % block;
-        let mut pos = (bad - block_start) as usize;
-        if self.load_block(block_start)? {
-            if let Some(h) = self.block.get(pos..).filter(|h| h.len() >= HEADER_LEN) {
-                pos += HEADER_LEN + usize::from(u16::from_le_bytes([h[4], h[5]]));
-            }
-        }
+        let mut pos = (bad - block_start) as usize + 1;
         while self.load_block(block_start)? {
             while let Some(h) = self.block.get(pos..).filter(|h| h.len() >= HEADER_LEN) {
                 let Ok((ty, len)) = parse_fragment(h) else {
-                    break; // the rest of this block cannot be framed
+                    pos += 1;
+                    continue;
                 };
                 let payload = &h[HEADER_LEN..HEADER_LEN + len];
                 if matches!(ty, FragmentType::Full | FragmentType::First) {
@@ -323,15 +320,13 @@ fn parse_fragment(h: &[u8]) -> Result<(FragmentType, usize), &'static str> {
     let crc = read_u32(h, 0).ok_or("truncated fragment header")?;
     let len = usize::from(u16::from_le_bytes([h[4], h[5]]));
     let ty = h[6];
+    if crc == 0 && len == 0 && ty == 0 {
+        return Err("zeroed bytes where a fragment should be");
+    }
+    let t = FragmentType::from_u8(ty).ok_or("unknown fragment type")?;
     let payload = h.get(HEADER_LEN..HEADER_LEN + len).ok_or(TOO_LONG)?;
     if masked_crc(&[&[ty], payload]) != crc {
-        return Err(if crc == 0 && len == 0 && ty == 0 {
-            "zeroed bytes where a fragment should be"
-        } else {
-            "fragment checksum mismatch"
-        });
+        return Err("fragment checksum mismatch");
     }
-    FragmentType::from_u8(ty)
-        .map(|t| (t, len))
-        .ok_or("unknown fragment type")
+    Ok((t, len))
 }
