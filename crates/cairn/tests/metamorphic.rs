@@ -1,0 +1,426 @@
+//! Metamorphic / model test: one generator of random operation sequences (puts, deletes,
+//! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, flushes,
+//! compact_range, reopen by close or drop, and power loss on `FaultFs` after a synced write)
+//! runs unchanged under many option sets. Every read is checked against a `BTreeMap` model, and
+//! every configuration's trace of read results must equal the first configuration's.
+//!
+//! On a failure the runner shrinks the sequence to the shortest failing prefix and prints the
+//! command that replays exactly that: `CAIRN_META_SEED`, `CAIRN_META_CONFIG`, `CAIRN_META_OPS`.
+//! `CAIRN_META_SEEDS` (default 3) sets seeds per configuration, `CAIRN_META_STEPS` (default
+//! 1500) the sequence length.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
+use cairn::{Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Key = Vec<u8>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(usize, Key, Vec<u8>),
+    Delete(usize, Key),
+    Batch(Vec<(usize, Key, Option<Vec<u8>>)>, bool),
+    Get(usize, Key),
+    Range(usize, Bound<Key>, Bound<Key>, bool),
+    TakeSnapshot,
+    SnapshotGet(Key),
+    SnapshotScan(bool),
+    Flush(usize),
+    Compact(usize, Key, Key),
+    Reopen(bool),
+    /// A synced write, then power loss: nothing acknowledged may be lost.
+    Crash(u8),
+}
+
+fn key(rng: &mut StdRng) -> Key {
+    // A fifth of the traffic goes to five hot keys, so keys pile up many versions.
+    let k = if rng.gen_bool(0.2) { 100 * rng.gen_range(0..5) } else { rng.gen_range(0..500) };
+    format!("k{k:04}").into_bytes()
+}
+
+fn bound(rng: &mut StdRng) -> Bound<Key> {
+    match rng.gen_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(rng)),
+        _ => Bound::Excluded(key(rng)),
+    }
+}
+
+fn generate(seed: u64, n: usize) -> Vec<Op> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|step| {
+            let t = rng.gen_range(0..2);
+            match rng.gen_range(0..1000) {
+                0..=379 => {
+                    // Values from empty to a few hundred bytes (spanning tiny blocks).
+                    let len = if rng.gen_bool(0.05) { rng.gen_range(100..700) } else { rng.gen_range(0..40) };
+                    Op::Put(t, key(&mut rng), format!("v{step}-{}", "x".repeat(len)).into_bytes())
+                }
+                380..=479 => Op::Delete(t, key(&mut rng)),
+                480..=559 => Op::Batch(
+                    (0..rng.gen_range(1..8))
+                        .map(|i| {
+                            let v = rng.gen_bool(0.7).then(|| format!("b{step}.{i}").into_bytes());
+                            (rng.gen_range(0..2), key(&mut rng), v)
+                        })
+                        .collect(),
+                    rng.gen_bool(0.1),
+                ),
+                560..=729 => Op::Get(t, key(&mut rng)),
+                730..=819 => Op::Range(t, bound(&mut rng), bound(&mut rng), rng.gen_bool(0.5)),
+                820..=839 => Op::TakeSnapshot,
+                840..=859 => Op::SnapshotGet(key(&mut rng)),
+                860..=869 => Op::SnapshotScan(rng.gen_bool(0.5)),
+                870..=909 => Op::Flush(t),
+                910..=944 => {
+                    let (a, b) = (key(&mut rng), key(&mut rng));
+                    if a <= b {
+                        Op::Compact(t, a, b)
+                    } else {
+                        Op::Compact(t, b, a)
+                    }
+                }
+                945..=969 => Op::Reopen(rng.gen_bool(0.5)),
+                _ => Op::Crash(rng.gen_range(0..4)),
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+struct Config {
+    name: String,
+    opts: Options,
+    /// Real directory with O_DIRECT reads (no power-loss simulation there: crashes become drops).
+    direct: bool,
+}
+
+fn configs() -> Vec<Config> {
+    let blocks = [64usize, 256, 1024, 4096, 65536];
+    let caches = [0usize, 4 << 10, 64 << 20];
+    let memtables = [2usize << 10, 16 << 10, 1 << 20];
+    let l0 = [1usize, 2, 4, 8];
+    let policies = [
+        MergePolicyKind::Leveling,
+        MergePolicyKind::Garnering { c: 0.4 },
+        MergePolicyKind::Garnering { c: 0.6 },
+        MergePolicyKind::Garnering { c: 0.8 },
+    ];
+    let compressions = [Compression::None, Compression::Lz4, Compression::Zstd];
+    let bpks = [0.0, 1.0, 10.0];
+    let mut out = Vec::new();
+    let mut rng = StdRng::seed_from_u64(42);
+    for i in 0..34 {
+        // The first entries walk every value of every dimension; the rest mix at random.
+        let pick = |n: usize, rng: &mut StdRng| if i < 5 { i % n } else { rng.gen_range(0..n) };
+        let (b, c, m) = (pick(5, &mut rng), pick(3, &mut rng), pick(3, &mut rng));
+        let (l, p, z, f) = (pick(4, &mut rng), pick(4, &mut rng), pick(3, &mut rng), pick(3, &mut rng));
+        let opts = Options {
+            block_size: blocks[b],
+            block_cache_size: caches[c],
+            write_buffer_size: memtables[m],
+            write_memory_budget: 4 * memtables[m],
+            l0_compaction_trigger: l0[l],
+            merge_policy: policies[p],
+            compression: compressions[z],
+            bloom_bits_per_key: bpks[f],
+            max_bytes_for_level_base: 16 << 10,
+            target_file_size: 8 << 10,
+            segment_size: 2 << 10,
+            size_ratio: 4.0,
+            ..Options::default()
+        };
+        out.push(Config {
+            name: format!(
+                "block {} cache {} memtable {} L0 {} {:?} {:?} bpk {}",
+                blocks[b], caches[c], memtables[m], l0[l], policies[p], compressions[z], bpks[f]
+            ),
+            opts,
+            direct: false,
+        });
+    }
+    for (i, block) in [(0usize, 4096usize), (1, 512)] {
+        let mut o = out[i].opts.clone();
+        o.block_size = block;
+        o.use_direct_reads = true;
+        out.push(Config {
+            name: format!("real directory, O_DIRECT reads, block {block}"),
+            opts: o,
+            direct: true,
+        });
+    }
+    out
+}
+
+/// Runs `ops` under `cfg`; returns the trace of read results or the first disagreement.
+fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
+    let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (path, fault): (PathBuf, Option<FaultFs>) = if cfg.direct {
+        (tmp.path().join("db"), None)
+    } else {
+        (PathBuf::from("/m"), Some(FaultFs::new(Arc::new(MemFs::new()), 7)))
+    };
+    let options = || {
+        let mut o = cfg.opts.clone();
+        o.fs = match &fault {
+            Some(f) => Arc::new(f.clone()),
+            None => Arc::new(StdFs::new()),
+        };
+        o
+    };
+    let open = || Db::open(&path, options()).map_err(|e| format!("open: {e}"));
+    let mut db = open()?;
+    let mut trees = [None, Some(db.tree("second").map_err(|e| e.to_string())?)];
+    let mut models = [Model::new(), Model::new()];
+    let mut snap: Option<(cairn::Snapshot, Model)> = None;
+    let mut trace = Vec::new();
+    let digest = |v: &dyn std::fmt::Debug| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        format!("{v:?}").hash(&mut h);
+        h.finish()
+    };
+    for (step, op) in ops.iter().enumerate() {
+        let e = |what: String| format!("step {step} {op:?}: {what}");
+        let io = |r: cairn::Error| e(format!("error: {r}"));
+        match op {
+            Op::Put(t, k, v) => {
+                match &trees[*t] {
+                    None => db.put(k, v),
+                    Some(tr) => tr.put(k, v),
+                }
+                .map_err(io)?;
+                models[*t].insert(k.clone(), v.clone());
+            }
+            Op::Delete(t, k) => {
+                match &trees[*t] {
+                    None => db.delete(k),
+                    Some(tr) => tr.delete(k),
+                }
+                .map_err(io)?;
+                models[*t].remove(k);
+            }
+            Op::Batch(ops, sync) => {
+                let mut b = WriteBatch::new();
+                for (t, k, v) in ops {
+                    match (&trees[*t], v) {
+                        (None, Some(v)) => b.put(k, v),
+                        (None, None) => b.delete(k),
+                        (Some(tr), Some(v)) => b.put_in(tr, k, v),
+                        (Some(tr), None) => b.delete_in(tr, k),
+                    };
+                }
+                db.write(b, &WriteOptions { sync: *sync, ..Default::default() }).map_err(io)?;
+                for (t, k, v) in ops {
+                    match v {
+                        Some(v) => models[*t].insert(k.clone(), v.clone()),
+                        None => models[*t].remove(k),
+                    };
+                }
+            }
+            Op::Get(t, k) => {
+                let got = match &trees[*t] {
+                    None => db.get(k),
+                    Some(tr) => tr.get(k),
+                }
+                .map_err(io)?;
+                if got.as_ref() != models[*t].get(k) {
+                    return Err(e(format!("got {got:?}, model has {:?}", models[*t].get(k))));
+                }
+                trace.push(digest(&got));
+            }
+            Op::Range(t, lo, hi, rev) => {
+                let empty = matches!((lo, hi), (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b))
+                    if a > b || (a == b && !(matches!(lo, Bound::Included(_)) && matches!(hi, Bound::Included(_)))));
+                let mut want: Vec<(Key, Vec<u8>)> = if empty {
+                    Vec::new()
+                } else {
+                    models[*t].range((lo.clone(), hi.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
+                };
+                let r = match &trees[*t] {
+                    None => db.range((lo.clone(), hi.clone())),
+                    Some(tr) => tr.range((lo.clone(), hi.clone())),
+                };
+                let got: Result<Vec<_>, _> = if *rev { r.rev().collect() } else { r.collect() };
+                let got = got.map_err(io)?;
+                if *rev {
+                    want.reverse();
+                }
+                if got != want {
+                    return Err(e(format!("range returned {} entries, model {}", got.len(), want.len())));
+                }
+                trace.push(digest(&got));
+            }
+            Op::TakeSnapshot => snap = Some((db.snapshot(), models[0].clone())),
+            Op::SnapshotGet(k) => {
+                if let Some((s, m)) = &snap {
+                    let got = s.get(k).map_err(io)?;
+                    if got.as_ref() != m.get(k) {
+                        return Err(e(format!("snapshot got {got:?}, model {:?}", m.get(k))));
+                    }
+                    trace.push(digest(&got));
+                }
+            }
+            Op::SnapshotScan(rev) => {
+                if let Some((s, m)) = &snap {
+                    let got: Vec<_> = if *rev { s.iter().rev().collect() } else { s.iter().collect() };
+                    let got: Vec<_> = got.into_iter().collect::<Result<_, _>>().map_err(io)?;
+                    let mut want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    if *rev {
+                        want.reverse();
+                    }
+                    if got != want {
+                        return Err(e(format!("snapshot scan {} entries, model {}", got.len(), want.len())));
+                    }
+                    trace.push(digest(&got));
+                }
+            }
+            Op::Flush(t) => match &trees[*t] {
+                None => db.flush(),
+                Some(tr) => tr.flush(),
+            }
+            .map_err(io)?,
+            Op::Compact(t, a, b) => match &trees[*t] {
+                None => db.compact_range(a.clone()..=b.clone()),
+                Some(tr) => tr.compact_range(a.clone()..=b.clone()),
+            }
+            .map_err(io)?,
+            Op::Reopen(close) => {
+                snap = None;
+                trees = [None, None];
+                if *close {
+                    db.close().map_err(io)?;
+                } else {
+                    drop(db);
+                }
+                db = open()?;
+                trees[1] = Some(db.tree("second").map_err(io)?);
+            }
+            Op::Crash(mode) => {
+                // A synced write makes everything acknowledged durable; then the power goes.
+                let mut b = WriteBatch::new();
+                b.put(b"~crash", format!("{step}"));
+                db.write(b, &WriteOptions { sync: true, ..Default::default() }).map_err(io)?;
+                models[0].insert(b"~crash".to_vec(), format!("{step}").into_bytes());
+                snap = None;
+                trees = [None, None];
+                if let Some(f) = &fault {
+                    let mode = [
+                        CrashMode::DropUnsynced,
+                        CrashMode::KeepRandomPrefix,
+                        CrashMode::TearZeros,
+                        CrashMode::TearGarbage,
+                    ][*mode as usize % 4];
+                    f.crash(mode).map_err(io)?;
+                    drop(db);
+                    f.restart();
+                } else {
+                    drop(db);
+                }
+                db = open()?;
+                trees[1] = Some(db.tree("second").map_err(io)?);
+            }
+        }
+    }
+    for (t, m) in models.iter().enumerate() {
+        let got: Vec<_> = match &trees[t] {
+            None => db.iter().collect::<Result<_, _>>(),
+            Some(tr) => tr.iter().collect::<Result<_, _>>(),
+        }
+        .map_err(|e| format!("final scan: {e}"))?;
+        let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        if got != want {
+            return Err(format!("final scan of tree {t}: {} entries, model {}", got.len(), want.len()));
+        }
+    }
+    db.close().map_err(|e| format!("close: {e}"))?;
+    Ok(trace)
+}
+
+fn run_caught(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
+    catch_unwind(AssertUnwindSafe(|| execute(cfg, ops))).unwrap_or_else(|p| {
+        Err(format!(
+            "panic: {}",
+            p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+        ))
+    })
+}
+
+/// The shortest failing prefix of `ops` (failures are monotone in practice: a prefix that
+/// reaches the failing step fails).
+fn shrink(cfg: &Config, ops: &[Op]) -> (usize, String) {
+    let (mut lo, mut hi) = (0usize, ops.len());
+    let mut msg = run_caught(cfg, ops).err().unwrap_or_default();
+    while lo + 1 < hi {
+        let mid = (lo + hi) / 2;
+        match run_caught(cfg, &ops[..mid]) {
+            Err(m) => {
+                hi = mid;
+                msg = m;
+            }
+            Ok(_) => lo = mid,
+        }
+    }
+    (hi, msg)
+}
+
+fn env(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|s| s.parse().ok())
+}
+
+#[test]
+fn metamorphic_across_option_sets() {
+    let all = configs();
+    assert!(all.len() >= 30);
+    let seeds = env("CAIRN_META_SEEDS").unwrap_or(3);
+    let steps = env("CAIRN_META_STEPS").unwrap_or(1500) as usize;
+    let only_seed = env("CAIRN_META_SEED");
+    let only_cfg = env("CAIRN_META_CONFIG").map(|c| c as usize);
+    let seed_list: Vec<u64> = match only_seed {
+        Some(s) => vec![s],
+        None => (0..seeds).map(|s| 1000 + s).collect(),
+    };
+    let mut failures = Vec::new();
+    let mut runs = 0;
+    for &seed in &seed_list {
+        let ops = generate(seed, steps);
+        let ops = &ops[..env("CAIRN_META_OPS").map_or(ops.len(), |n| (n as usize).min(ops.len()))];
+        let mut reference: Option<(usize, Vec<u64>)> = None;
+        for (i, cfg) in all.iter().enumerate() {
+            if only_cfg.is_some_and(|c| c != i) {
+                continue;
+            }
+            runs += 1;
+            match run_caught(cfg, ops) {
+                Ok(trace) => match &reference {
+                    None => reference = Some((i, trace)),
+                    Some((r, t)) if *t != trace => failures.push(format!(
+                        "seed {seed}: config #{i} ({}) read results differ from config #{r}",
+                        cfg.name
+                    )),
+                    Some(_) => {}
+                },
+                Err(_) => {
+                    let (n, msg) = shrink(cfg, ops);
+                    failures.push(format!(
+                        "seed {seed} config #{i} ({}): {msg}\n  minimal failing prefix: {n} ops; replay with\n  \
+                         CAIRN_META_SEED={seed} CAIRN_META_CONFIG={i} CAIRN_META_OPS={n} cargo test --profile ci -p cairn --test metamorphic",
+                        cfg.name
+                    ));
+                }
+            }
+        }
+    }
+    println!("{runs} runs of {steps} operations over {} option sets", all.len());
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
