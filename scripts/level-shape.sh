@@ -16,7 +16,7 @@ for policy in "leveling" "garnering --garnering_c=0.8" "garnering --garnering_c=
   echo "== cairn --merge_policy=$policy"
   # shellcheck disable=SC2086
   ./target/release/db_bench --benchmarks=fillrandom,waitforcompaction $common --merge_policy=$policy --db="$work/cairn" \
-    | grep -E "^(fillrandom|waitforcompaction|levels)"
+    | grep -E "^(fillrandom|waitforcompaction)|^  cairn:"
 done
 rm -rf "$work/rocksdb"
 echo "== rocksdb (Debian db_bench)"

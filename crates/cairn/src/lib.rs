@@ -7,6 +7,8 @@ pub mod env;
 pub mod error;
 pub mod filter;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod iter;
 pub mod memtable;
 pub mod options;

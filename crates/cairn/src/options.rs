@@ -287,7 +287,7 @@ impl Options {
 }
 
 /// Parses an OPTIONS file into its key/value pairs, verifying the checksum.
-pub(crate) fn parse_options_file(bytes: &[u8]) -> std::result::Result<BTreeMap<String, String>, String> {
+pub fn parse_options_file(bytes: &[u8]) -> std::result::Result<BTreeMap<String, String>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "OPTIONS is not UTF-8".to_string())?;
     let body_end = text.rfind("checksum=").ok_or("OPTIONS has no checksum line")?;
     let (body, tail) = text.split_at(body_end);

@@ -613,3 +613,39 @@ fn iteration_over_keys_with_many_versions() {
         assert_eq!(got, want);
     }
 }
+
+/// The child half of `a_second_process_gets_a_locked_error`: opens the directory it is given.
+#[test]
+fn lock_probe_child() {
+    let Some(dir) = std::env::var_os("CAIRN_LOCK_PROBE_DIR") else { return };
+    match Db::open(Path::new(&dir), Options::default()) {
+        Err(e @ Error::Locked(_)) => println!("PROBE-LOCKED: {e}"),
+        other => println!("PROBE-OTHER: {other:?}"),
+    }
+}
+
+#[test]
+fn a_second_process_gets_a_locked_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("db");
+    let db = Db::open(&p, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let probe = |dir: &Path| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "lock_probe_child", "--nocapture", "--test-threads", "1"])
+            .env("CAIRN_LOCK_PROBE_DIR", dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let out = probe(&p);
+    // The harness prints "test lock_probe_child ... " before the probe's own line.
+    let line = out.split_once("PROBE-").map(|(_, l)| format!("PROBE-{}", l.lines().next().unwrap_or(""))).unwrap_or_default();
+    assert!(line.starts_with("PROBE-LOCKED:"), "{out}");
+    assert!(line.contains("LOCK") || line.to_lowercase().contains("lock"), "{line}");
+    println!("{line}");
+    drop(db);
+    // Released with the handle: the next process opens it.
+    let out = probe(&p);
+    assert!(out.contains("PROBE-OTHER: Ok("), "second probe: {out}");
+}

@@ -19,7 +19,11 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Power-loss states checked (crash, reopen, full comparison with the model afterwards).
+static CRASHES: AtomicU64 = AtomicU64::new(0);
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type Key = Vec<u8>;
@@ -324,6 +328,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     f.crash(mode).map_err(io)?;
                     drop(db);
                     f.restart();
+                    CRASHES.fetch_add(1, Ordering::Relaxed);
                 } else {
                     drop(db);
                 }
@@ -421,6 +426,10 @@ fn metamorphic_across_option_sets() {
             }
         }
     }
-    println!("{runs} runs of {steps} operations over {} option sets", all.len());
+    println!(
+        "{runs} runs of {steps} operations over {} option sets; {} power-loss states recovered",
+        all.len(),
+        CRASHES.load(Ordering::Relaxed)
+    );
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
