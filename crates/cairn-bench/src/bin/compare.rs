@@ -211,6 +211,15 @@ fn chart(path: &Path, phases: &[String], configs: &[Config], ratio: &dyn Fn(&str
     root.present().map_err(|e| err(&e))
 }
 
+/// A progress line: above the bar on a terminal, plain stdout otherwise (a hidden bar drops it).
+fn say(bar: &indicatif::ProgressBar, line: String) {
+    if bar.is_hidden() {
+        println!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
 fn main() {
     let args = Args::parse();
     let configs: Vec<Config> = args.configs.iter().map(|s| parse_config(s)).collect();
@@ -242,11 +251,11 @@ fn main() {
                 .unwrap_or_default();
             for i in 0..configs.len() {
                 let cfg = &configs[(i + round) % configs.len()];
-                bar.println(format!("round {} {prefix}{}", round + 1, cfg.name));
+                say(&bar, format!("round {} {prefix}{}", round + 1, cfg.name));
                 let phases = run_once(&args, &tool_exe, cfg, w.as_deref(), &format!("r{round}"));
                 for p in phases {
                     let name = format!("{prefix}{}", p.name);
-                    bar.println(format!("  {name:<20} {:>12.0} ops/s", p.ops_per_sec));
+                    say(&bar, format!("  {name:<20} {:>12.0} ops/s", p.ops_per_sec));
                     if !order.contains(&name) {
                         order.push(name.clone());
                     }

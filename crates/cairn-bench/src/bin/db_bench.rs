@@ -77,6 +77,33 @@ struct Tally {
     lat: Latencies,
 }
 
+/// Values as db_bench makes them: slices of one pre-generated random buffer at moving offsets
+/// (random bytes, so compression settings flatter no engine), costing nothing per write.
+struct Values {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Values {
+    fn new(rng: &mut StdRng) -> Self {
+        let mut buf = vec![0u8; 1 << 20];
+        rng.fill(&mut buf[..]);
+        Values { buf, pos: 0 }
+    }
+
+    fn next(&mut self, len: usize) -> &[u8] {
+        if len > self.buf.len() {
+            self.buf.resize(len, 0x5a);
+        }
+        if self.pos + len > self.buf.len() {
+            self.pos = 0;
+        }
+        self.pos += len.max(1);
+        let start = self.pos - len.max(1);
+        &self.buf[start..start + len]
+    }
+}
+
 struct Bench<'a> {
     args: &'a Args,
     db: &'a dyn Engine,
@@ -187,7 +214,7 @@ impl Bench<'_> {
             name,
             a.num,
             |rng, t, pb| {
-                let (mut key, mut value) = (Vec::new(), vec![0u8; a.value_size]);
+                let (mut key, mut values) = (Vec::new(), Values::new(rng));
                 for i in 0..a.num {
                     let k = if sequential {
                         // Threads share one sequence so fillseq stays sequential overall.
@@ -196,9 +223,8 @@ impl Bench<'_> {
                         self.dist.next(a.num, rng)
                     };
                     db_bench_key(k, a.key_size, &mut key);
-                    // Incompressible values, so compression settings flatter no engine.
-                    rng.fill(&mut value[..]);
-                    t.lat.time(|| db.put(&key, &value, a.sync)).unwrap_or_else(|e| fail(e));
+                    let value = values.next(a.value_size);
+                    t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
                     t.ops += 1;
                     t.bytes += (a.key_size + a.value_size) as u64;
                     if i % 1024 == 1023 {
@@ -230,18 +256,16 @@ impl Bench<'_> {
         let a = self.args;
         let db = self.db;
         let writer = |rng: &mut StdRng, done: &AtomicBool| {
-            let (mut key, mut value) = (Vec::new(), vec![0u8; a.value_size]);
+            let (mut key, mut values) = (Vec::new(), Values::new(rng));
             while !done.load(Ordering::Relaxed) {
                 db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
-                rng.fill(&mut value[..]);
-                db.put(&key, &value, a.sync).unwrap_or_else(|e| fail(e));
+                db.put(&key, values.next(a.value_size), a.sync).unwrap_or_else(|e| fail(e));
             }
         };
-        let me = self;
         let body = |rng: &mut StdRng, t: &mut Tally, pb: &ProgressBar| {
             let mut key = Vec::new();
             for i in 0..n {
-                me.lookup(rng, ks, t, &mut key);
+                self.lookup(rng, ks, t, &mut key);
                 if i % 1024 == 1023 {
                     pb.inc(1024);
                 }
