@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub struct FjallEngine {
     db: Database,
     ks: Keyspace,
+    l0_trigger: usize,
 }
 
 impl FjallEngine {
@@ -54,7 +55,11 @@ impl FjallEngine {
                 .filter_policy(filter)
                 .compaction_strategy(Arc::new(strategy))
         })?;
-        Ok(FjallEngine { db, ks })
+        Ok(FjallEngine {
+            db,
+            ks,
+            l0_trigger: usize::from(l0),
+        })
     }
 }
 
@@ -123,7 +128,7 @@ impl Engine for FjallEngine {
     fn wait_for_background(&self) -> EResult<()> {
         // fjall exposes no "work pending" signal: wait until its memtables are flushed and L0 is
         // at or below the trigger.
-        while self.ks.sealed_memtable_count() > 0 || self.ks.l0_table_count() > 4 {
+        while self.ks.sealed_memtable_count() > 0 || self.ks.l0_table_count() > self.l0_trigger {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         Ok(())
