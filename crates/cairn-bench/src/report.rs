@@ -94,7 +94,10 @@ impl LatencySummary {
             "Count: {} Average: {:.4}  StdDev: {:.2}",
             self.count, self.mean_us, self.stddev_us
         );
-        println!("Min: {:.0}  Median: {:.4}  Max: {:.0}", self.min_us, self.p50_us, self.max_us);
+        println!(
+            "Min: {:.0}  Median: {:.4}  Max: {:.0}",
+            self.min_us, self.p50_us, self.max_us
+        );
         println!(
             "Percentiles: P50: {:.2} P75: {:.2} P99: {:.2} P99.9: {:.2} P99.99: {:.2}",
             self.p50_us, self.p75_us, self.p99_us, self.p999_us, self.p9999_us
@@ -134,7 +137,10 @@ impl CairnMetrics {
         for k in BlockKind::ALL {
             let s = d.kind(k);
             if s.reads + s.cache_hits > 0 {
-                cache_hit_rate.insert(k.name().to_string(), s.cache_hits as f64 / (s.reads + s.cache_hits) as f64);
+                cache_hit_rate.insert(
+                    k.name().to_string(),
+                    s.cache_hits as f64 / (s.reads + s.cache_hits) as f64,
+                );
                 storage_reads.insert(k.name().to_string(), s.reads);
             }
         }

@@ -59,7 +59,9 @@ pub fn table(data: &[u8]) {
         cache: None,
         stats: Arc::new(IoStats::new()),
     };
-    let Ok(t) = TableReader::open(&fs, path, None, opts) else { return };
+    let Ok(t) = TableReader::open(&fs, path, None, opts) else {
+        return;
+    };
     let t = Arc::new(t);
     let mut it = t.iter();
     let keys = walk(&mut it, 4096);
@@ -91,7 +93,9 @@ fn for_each_record(data: &[u8], mode: RecoveryMode, mut f: impl FnMut(&[u8])) {
     if fs.create_dir_all(Path::new("/f")).is_err() || write_all_synced(&fs, path, data).is_err() {
         return;
     }
-    let Ok(file) = fs.open_read(path, Default::default()) else { return };
+    let Ok(file) = fs.open_read(path, Default::default()) else {
+        return;
+    };
     let mut r = WalReader::new(file, path, 5, mode);
     // Every record is at least one fragment header long, so this bounds the loop.
     for _ in 0..=data.len() / crate::wal::HEADER_LEN {

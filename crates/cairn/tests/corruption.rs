@@ -70,7 +70,14 @@ fn build(fs: &MemFs, seed: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Vec<u8>>) {
         let sync = j % 50 == 49;
         let mut b = cairn::WriteBatch::new();
         b.put(wkey(j), &v);
-        db.write(b, &WriteOptions { sync, ..Default::default() }).unwrap();
+        db.write(
+            b,
+            &WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         wal.push(v);
     }
     // Dropped, not closed: the WAL writes stay in the WAL.
@@ -167,7 +174,8 @@ fn check(
         Err(e) => {
             t.open_failed += 1;
             if !e.is_corruption() {
-                t.violations.push(format!("{case}: open failed with a non-corruption error: {e}"));
+                t.violations
+                    .push(format!("{case}: open failed with a non-corruption error: {e}"));
             } else if !names_file(&e) && kind != Kind::Current {
                 t.violations.push(format!("{case}: the error names another file: {e}"));
             }
@@ -183,7 +191,8 @@ fn check(
         match db.get(wkey(j)) {
             Ok(Some(got)) if &got == v => {
                 if prefix_ended {
-                    t.violations.push(format!("{case}: WAL write {j} present after a lost one (a hole)"));
+                    t.violations
+                        .push(format!("{case}: WAL write {j} present after a lost one (a hole)"));
                 }
                 present += 1;
             }
@@ -194,16 +203,26 @@ fn check(
         }
     }
     if kind != Kind::Wal && present != wal.len() {
-        t.violations.push(format!("{case}: damage outside the WAL lost WAL writes ({present} of {})", wal.len()));
+        t.violations.push(format!(
+            "{case}: damage outside the WAL lost WAL writes ({present} of {})",
+            wal.len()
+        ));
     }
     if kind == Kind::Wal && mode == RecoveryMode::AbsoluteConsistency && present != wal.len() {
-        t.violations.push(format!("{case}: AbsoluteConsistency opened with {present} of {} WAL writes", wal.len()));
+        t.violations.push(format!(
+            "{case}: AbsoluteConsistency opened with {present} of {} WAL writes",
+            wal.len()
+        ));
     }
     for (k, v) in m1 {
         match db.get(k) {
             Ok(Some(got)) if &got == v => {}
-            Ok(Some(_)) => t.violations.push(format!("{case}: wrong value for {}", String::from_utf8_lossy(k))),
-            Ok(None) => t.violations.push(format!("{case}: false not-found for {}", String::from_utf8_lossy(k))),
+            Ok(Some(_)) => t
+                .violations
+                .push(format!("{case}: wrong value for {}", String::from_utf8_lossy(k))),
+            Ok(None) => t
+                .violations
+                .push(format!("{case}: false not-found for {}", String::from_utf8_lossy(k))),
             Err(e) if e.is_corruption() && kind == Kind::Table => failed = true,
             Err(e) => t.violations.push(format!("{case}: get: {e}")),
         }
@@ -232,7 +251,8 @@ fn check(
         }
     }
     if !failed && n != expect.len() {
-        t.violations.push(format!("{case}: scan ended early at {n} of {}", expect.len()));
+        t.violations
+            .push(format!("{case}: scan ended early at {n} of {}", expect.len()));
     }
     if failed {
         t.reads_failed += 1;
@@ -331,9 +351,22 @@ fn corruption_matrix() {
     // Group violations by their text without numbers, so one defect reads as one line.
     let mut groups: BTreeMap<String, (usize, String)> = BTreeMap::new();
     for v in &t.violations {
-        let class: String = v.split(": ").skip(1).collect::<Vec<_>>().join(": ").chars().filter(|c| !c.is_ascii_digit()).collect();
+        let class: String = v
+            .split(": ")
+            .skip(1)
+            .collect::<Vec<_>>()
+            .join(": ")
+            .chars()
+            .filter(|c| !c.is_ascii_digit())
+            .collect();
         let kind = v.split(' ').nth(1).unwrap_or("").to_string();
-        let dmg: String = v.split(' ').nth(2).unwrap_or("").chars().take_while(|c| c.is_alphabetic()).collect();
+        let dmg: String = v
+            .split(' ')
+            .nth(2)
+            .unwrap_or("")
+            .chars()
+            .take_while(|c| c.is_alphabetic())
+            .collect();
         let e = groups.entry(format!("{kind} {dmg}: {class}")).or_insert((0, v.clone()));
         e.0 += 1;
     }
@@ -342,6 +375,10 @@ fn corruption_matrix() {
         "{} violations in {} groups:\n{}",
         t.violations.len(),
         groups.len(),
-        groups.iter().map(|(g, (n, ex))| format!("{n:6} {g}\n       e.g. {ex}")).collect::<Vec<_>>().join("\n")
+        groups
+            .iter()
+            .map(|(g, (n, ex))| format!("{n:6} {g}\n       e.g. {ex}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }

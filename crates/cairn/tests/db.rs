@@ -580,7 +580,11 @@ fn iteration_over_keys_with_many_versions() {
     for round in 0..40u32 {
         for _ in 0..50 {
             // Three hot keys take most writes; their neighbours few.
-            let key = k(if rng.gen_bool(0.8) { 10 * rng.gen_range(1..4) } else { rng.gen_range(0..50) });
+            let key = k(if rng.gen_bool(0.8) {
+                10 * rng.gen_range(1..4)
+            } else {
+                rng.gen_range(0..50)
+            });
             if rng.gen_bool(0.15) {
                 db.delete(&key).unwrap();
                 now.remove(&key);
@@ -600,13 +604,31 @@ fn iteration_over_keys_with_many_versions() {
     model.push((db.snapshot(), now));
     for (snap, expect) in &model {
         let fwd: Vec<_> = snap.iter().map(|r| r.unwrap()).collect();
-        assert_eq!(fwd, expect.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+        assert_eq!(
+            fwd,
+            expect.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>()
+        );
         let rev: Vec<_> = snap.iter().rev().map(|r| r.unwrap()).collect();
-        assert_eq!(rev, expect.iter().rev().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+        assert_eq!(
+            rev,
+            expect
+                .iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Vec<_>>()
+        );
         // Bounded ranges that start or end on a hot key.
         let (lo, hi) = (k(10), k(30));
-        let got: Vec<_> = snap.range(lo.clone()..=hi.clone()).rev().map(|r| r.unwrap().0).collect();
-        let want: Vec<_> = expect.range(lo.clone()..=hi.clone()).rev().map(|(k, _)| k.clone()).collect();
+        let got: Vec<_> = snap
+            .range(lo.clone()..=hi.clone())
+            .rev()
+            .map(|r| r.unwrap().0)
+            .collect();
+        let want: Vec<_> = expect
+            .range(lo.clone()..=hi.clone())
+            .rev()
+            .map(|(k, _)| k.clone())
+            .collect();
         assert_eq!(got, want);
         let got: Vec<_> = snap.range(lo.clone()..hi.clone()).map(|r| r.unwrap().0).collect();
         let want: Vec<_> = expect.range(lo..hi).map(|(k, _)| k.clone()).collect();
@@ -617,7 +639,9 @@ fn iteration_over_keys_with_many_versions() {
 /// The child half of `a_second_process_gets_a_locked_error`: opens the directory it is given.
 #[test]
 fn lock_probe_child() {
-    let Some(dir) = std::env::var_os("CAIRN_LOCK_PROBE_DIR") else { return };
+    let Some(dir) = std::env::var_os("CAIRN_LOCK_PROBE_DIR") else {
+        return;
+    };
     match Db::open(Path::new(&dir), Options::default()) {
         Err(e @ Error::Locked(_)) => println!("PROBE-LOCKED: {e}"),
         other => println!("PROBE-OTHER: {other:?}"),
@@ -640,7 +664,10 @@ fn a_second_process_gets_a_locked_error() {
     };
     let out = probe(&p);
     // The harness prints "test lock_probe_child ... " before the probe's own line.
-    let line = out.split_once("PROBE-").map(|(_, l)| format!("PROBE-{}", l.lines().next().unwrap_or(""))).unwrap_or_default();
+    let line = out
+        .split_once("PROBE-")
+        .map(|(_, l)| format!("PROBE-{}", l.lines().next().unwrap_or("")))
+        .unwrap_or_default();
     assert!(line.starts_with("PROBE-LOCKED:"), "{out}");
     assert!(line.contains("LOCK") || line.to_lowercase().contains("lock"), "{line}");
     println!("{line}");

@@ -47,7 +47,11 @@ enum Op {
 
 fn key(rng: &mut StdRng) -> Key {
     // A fifth of the traffic goes to five hot keys, so keys pile up many versions.
-    let k = if rng.gen_bool(0.2) { 100 * rng.gen_range(0..5) } else { rng.gen_range(0..500) };
+    let k = if rng.gen_bool(0.2) {
+        100 * rng.gen_range(0..5)
+    } else {
+        rng.gen_range(0..500)
+    };
     format!("k{k:04}").into_bytes()
 }
 
@@ -67,7 +71,11 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
             match rng.gen_range(0..1000) {
                 0..=379 => {
                     // Values from empty to a few hundred bytes (spanning tiny blocks).
-                    let len = if rng.gen_bool(0.05) { rng.gen_range(100..700) } else { rng.gen_range(0..40) };
+                    let len = if rng.gen_bool(0.05) {
+                        rng.gen_range(100..700)
+                    } else {
+                        rng.gen_range(0..40)
+                    };
                     Op::Put(t, key(&mut rng), format!("v{step}-{}", "x".repeat(len)).into_bytes())
                 }
                 380..=479 => Op::Delete(t, key(&mut rng)),
@@ -128,7 +136,12 @@ fn configs() -> Vec<Config> {
         // The first entries walk every value of every dimension; the rest mix at random.
         let pick = |n: usize, rng: &mut StdRng| if i < 5 { i % n } else { rng.gen_range(0..n) };
         let (b, c, m) = (pick(5, &mut rng), pick(3, &mut rng), pick(3, &mut rng));
-        let (l, p, z, f) = (pick(4, &mut rng), pick(4, &mut rng), pick(3, &mut rng), pick(3, &mut rng));
+        let (l, p, z, f) = (
+            pick(4, &mut rng),
+            pick(4, &mut rng),
+            pick(3, &mut rng),
+            pick(3, &mut rng),
+        );
         let opts = Options {
             block_size: blocks[b],
             block_cache_size: caches[c],
@@ -224,7 +237,14 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                         (Some(tr), None) => b.delete_in(tr, k),
                     };
                 }
-                db.write(b, &WriteOptions { sync: *sync, ..Default::default() }).map_err(io)?;
+                db.write(
+                    b,
+                    &WriteOptions {
+                        sync: *sync,
+                        ..Default::default()
+                    },
+                )
+                .map_err(io)?;
                 for (t, k, v) in ops {
                     match v {
                         Some(v) => models[*t].insert(k.clone(), v.clone()),
@@ -249,7 +269,10 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 let mut want: Vec<(Key, Vec<u8>)> = if empty {
                     Vec::new()
                 } else {
-                    models[*t].range((lo.clone(), hi.clone())).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    models[*t]
+                        .range((lo.clone(), hi.clone()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
                 };
                 let r = match &trees[*t] {
                     None => db.range((lo.clone(), hi.clone())),
@@ -277,7 +300,11 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
             }
             Op::SnapshotScan(rev) => {
                 if let Some((s, m)) = &snap {
-                    let got: Vec<_> = if *rev { s.iter().rev().collect() } else { s.iter().collect() };
+                    let got: Vec<_> = if *rev {
+                        s.iter().rev().collect()
+                    } else {
+                        s.iter().collect()
+                    };
                     let got: Vec<_> = got.into_iter().collect::<Result<_, _>>().map_err(io)?;
                     let mut want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
                     if *rev {
@@ -314,7 +341,14 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 // A synced write makes everything acknowledged durable; then the power goes.
                 let mut b = WriteBatch::new();
                 b.put(b"~crash", format!("{step}"));
-                db.write(b, &WriteOptions { sync: true, ..Default::default() }).map_err(io)?;
+                db.write(
+                    b,
+                    &WriteOptions {
+                        sync: true,
+                        ..Default::default()
+                    },
+                )
+                .map_err(io)?;
                 models[0].insert(b"~crash".to_vec(), format!("{step}").into_bytes());
                 snap = None;
                 trees = [None, None];
@@ -345,7 +379,11 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
         .map_err(|e| format!("final scan: {e}"))?;
         let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         if got != want {
-            return Err(format!("final scan of tree {t}: {} entries, model {}", got.len(), want.len()));
+            return Err(format!(
+                "final scan of tree {t}: {} entries, model {}",
+                got.len(),
+                want.len()
+            ));
         }
     }
     db.close().map_err(|e| format!("close: {e}"))?;
@@ -356,7 +394,10 @@ fn run_caught(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
     catch_unwind(AssertUnwindSafe(|| execute(cfg, ops))).unwrap_or_else(|p| {
         Err(format!(
             "panic: {}",
-            p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
+            p.downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default()
         ))
     })
 }
@@ -431,5 +472,10 @@ fn metamorphic_across_option_sets() {
         all.len(),
         CRASHES.load(Ordering::Relaxed)
     );
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -79,9 +79,16 @@ fn parse_config(s: &str) -> Config {
 fn parse_db_bench_lines(text: &str) -> Vec<Phase> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((name, rest)) = line.split_once(" : ") else { continue };
+        let Some((name, rest)) = line.split_once(" : ") else {
+            continue;
+        };
         let w: Vec<&str> = rest.split_whitespace().collect();
-        let find = |unit: &str| w.iter().position(|x| *x == unit).and_then(|i| i.checked_sub(1)).and_then(|i| w[i].parse::<f64>().ok());
+        let find = |unit: &str| {
+            w.iter()
+                .position(|x| *x == unit)
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| w[i].parse::<f64>().ok())
+        };
         if let (Some(ops_per_sec), Some(micros)) = (find("ops/sec"), find("micros/op")) {
             let ops = find("operations").unwrap_or(0.0) as u64;
             let secs = find("seconds").unwrap_or(0.0);
@@ -108,13 +115,13 @@ fn run_once(args: &Args, tool_exe: &Path, cfg: &Config, workload: Option<&Path>,
     if let Some(w) = workload {
         cmd.arg("-P").arg(w);
     }
-    cmd.args(&args.common).args(&cfg.flags).arg(format!("--db={}", db.display()));
+    cmd.args(&args.common)
+        .args(&cfg.flags)
+        .arg(format!("--db={}", db.display()));
     if cfg.exe.is_none() {
         cmd.arg(format!("--json={}", json.display()));
     }
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| fail(format!("{}: {e}", exe.display())));
+    let out = cmd.output().unwrap_or_else(|e| fail(format!("{}: {e}", exe.display())));
     let _ = std::fs::remove_dir_all(&db);
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
@@ -145,7 +152,12 @@ fn median(v: &mut [f64]) -> f64 {
 /// Results per (phase, configuration): every run's phase record.
 type Results = BTreeMap<(usize, String), Vec<Phase>>;
 
-fn chart(path: &Path, phases: &[String], configs: &[Config], ratio: &dyn Fn(&str, &str) -> Option<f64>) -> Result<(), String> {
+fn chart(
+    path: &Path,
+    phases: &[String],
+    configs: &[Config],
+    ratio: &dyn Fn(&str, &str) -> Option<f64>,
+) -> Result<(), String> {
     let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
         .map_err(|e| format!("DejaVuSans.ttf ({e}); apt-get install fonts-dejavu-core"))?;
     plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()))
@@ -161,7 +173,10 @@ fn chart(path: &Path, phases: &[String], configs: &[Config], ratio: &dyn Fn(&str
         * 1.15;
     let n = phases.len().max(1) as f64;
     let mut ch = ChartBuilder::on(&root)
-        .caption(format!("throughput relative to {}", configs[0].name), ("sans-serif", 22))
+        .caption(
+            format!("throughput relative to {}", configs[0].name),
+            ("sans-serif", 22),
+        )
         .margin(12)
         .x_label_area_size(10)
         .y_label_area_size(50)
@@ -174,9 +189,12 @@ fn chart(path: &Path, phases: &[String], configs: &[Config], ratio: &dyn Fn(&str
         .draw()
         .map_err(|e| err(&e))?;
     // Phase names across the top of each group (the x axis has no natural labels).
-    ch.draw_series(phases.iter().enumerate().map(|(i, p)| {
-        Text::new(p.clone(), (i as f64 + 0.1, top * 0.98), ("sans-serif", 15).into_font())
-    }))
+    ch.draw_series(
+        phases
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Text::new(p.clone(), (i as f64 + 0.1, top * 0.98), ("sans-serif", 15).into_font())),
+    )
     .map_err(|e| err(&e))?;
     let k = configs.len() as f64;
     for (ci, c) in configs.iter().enumerate() {
@@ -228,7 +246,10 @@ fn main() {
         .and_then(|p| p.parent().map(|d| d.join(&args.tool)))
         .unwrap_or_else(|| fail("cannot locate this binary's directory"));
     if configs.iter().any(|c| c.exe.is_none()) && !tool_exe.exists() {
-        fail(format!("{} not found: build it with cargo build --release -p cairn-bench", tool_exe.display()));
+        fail(format!(
+            "{} not found: build it with cargo build --release -p cairn-bench",
+            tool_exe.display()
+        ));
     }
     let workloads: Vec<Option<PathBuf>> = match args.tool.as_str() {
         "db_bench" => vec![None],
@@ -268,7 +289,11 @@ fn main() {
     }
     bar.finish_and_clear();
     let med = |phase: usize, cfg: &str| -> Option<f64> {
-        let mut v: Vec<f64> = results.get(&(phase, cfg.to_string()))?.iter().map(|p| p.ops_per_sec).collect();
+        let mut v: Vec<f64> = results
+            .get(&(phase, cfg.to_string()))?
+            .iter()
+            .map(|p| p.ops_per_sec)
+            .collect();
         Some(median(&mut v))
     };
     let mut md = String::new();
@@ -301,7 +326,9 @@ fn main() {
     md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     for (pi, name) in order.iter().enumerate() {
         for c in &configs {
-            let Some(runs) = results.get(&(pi, c.name.clone())) else { continue };
+            let Some(runs) = results.get(&(pi, c.name.clone())) else {
+                continue;
+            };
             let mut sorted: Vec<&Phase> = runs.iter().collect();
             sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
             let p = sorted[sorted.len() / 2];
@@ -337,7 +364,11 @@ fn main() {
     };
     let png = args.out.join("chart.png");
     match chart(&png, &order, &configs, &ratio) {
-        Ok(()) => println!("\nwrote {}, results.json and chart.png in {}", "results.md", args.out.display()),
+        Ok(()) => println!(
+            "\nwrote {}, results.json and chart.png in {}",
+            "results.md",
+            args.out.display()
+        ),
         Err(e) => eprintln!("compare: chart not drawn: {e}"),
     }
 }

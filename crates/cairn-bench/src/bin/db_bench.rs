@@ -10,8 +10,8 @@
 
 use cairn_bench::engine::{self, Engine, EngineArgs};
 use cairn_bench::keys::{absent_key, db_bench_key, KeyDist};
-use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
 use cairn_bench::peak_rss_bytes;
+use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
@@ -21,7 +21,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Parser, Debug)]
-#[command(rename_all = "snake_case", about = "db_bench-compatible benchmarks for cairn, RocksDB and fjall")]
+#[command(
+    rename_all = "snake_case",
+    about = "db_bench-compatible benchmarks for cairn, RocksDB and fjall"
+)]
 struct Args {
     /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
     /// readreverse, seekrandom, readwhilewriting, deleterandom, compact, flush,
@@ -259,7 +262,8 @@ impl Bench<'_> {
             let (mut key, mut values) = (Vec::new(), Values::new(rng));
             while !done.load(Ordering::Relaxed) {
                 db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
-                db.put(&key, values.next(a.value_size), a.sync).unwrap_or_else(|e| fail(e));
+                db.put(&key, values.next(a.value_size), a.sync)
+                    .unwrap_or_else(|e| fail(e));
             }
         };
         let body = |rng: &mut StdRng, t: &mut Tally, pb: &ProgressBar| {
@@ -271,7 +275,8 @@ impl Bench<'_> {
                 }
             }
         };
-        let writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)> = if while_writing { Some(&writer) } else { None };
+        let writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)> =
+            if while_writing { Some(&writer) } else { None };
         self.phase(name, n, body, writer)
     }
 

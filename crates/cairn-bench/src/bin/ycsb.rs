@@ -66,7 +66,10 @@ type OpLatencies = BTreeMap<Op, Latencies>;
 /// Prints YCSB's report lines and returns the phase record.
 fn report(phase: &str, ops: u64, secs: f64, lat: &OpLatencies, threads: usize) -> Phase {
     println!("[{phase}] [OVERALL], RunTime(ms), {:.0}", secs * 1000.0);
-    println!("[{phase}] [OVERALL], Throughput(ops/sec), {:.1}", ops as f64 / secs.max(1e-9));
+    println!(
+        "[{phase}] [OVERALL], Throughput(ops/sec), {:.1}",
+        ops as f64 / secs.max(1e-9)
+    );
     let mut p = Phase::new(&phase.to_ascii_lowercase(), ops, secs, threads);
     let mut all = Latencies::default();
     for (op, l) in lat {
@@ -115,7 +118,8 @@ fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
                     let v = lat.entry(Op::Insert).or_default();
                     for k in (t..w.records).step_by(threads) {
                         let val = value(&mut rng, w.value_len);
-                        v.time(|| db.put(key_name(k).as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
+                        v.time(|| db.put(key_name(k).as_bytes(), &val, false))
+                            .unwrap_or_else(|e| fail(e));
                     }
                     lat
                 })
@@ -128,7 +132,6 @@ fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     });
     report("LOAD", w.records, t0.elapsed().as_secs_f64(), &merge(lats), threads)
 }
-
 
 fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     let inserted = AtomicU64::new(w.records);
@@ -169,12 +172,14 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
                                 } else {
                                     rng.gen_range(1..=w.max_scan)
                                 };
-                                v.time(|| db.scan(Some(k.as_bytes()), len, false)).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.scan(Some(k.as_bytes()), len, false))
+                                    .unwrap_or_else(|e| fail(e));
                             }
                             Op::ReadModifyWrite => {
                                 let k = key_name(dist.next(records, &mut rng));
                                 let val = value(&mut rng, w.value_len);
-                                v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false))).unwrap_or_else(|e| fail(e));
+                                v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false)))
+                                    .unwrap_or_else(|e| fail(e));
                             }
                         }
                     }
@@ -247,7 +252,12 @@ fn main() {
             run(db.as_ref(), &w, threads, args.seed)
         };
         if let (Some(before), Some(c)) = (before, db.as_cairn()) {
-            let lookups = p.by_op.iter().filter(|(k, _)| k.starts_with("READ")).map(|(_, s)| s.count).sum();
+            let lookups = p
+                .by_op
+                .iter()
+                .filter(|(k, _)| k.starts_with("READ"))
+                .map(|(_, s)| s.count)
+                .sum();
             let m = CairnMetrics::between(&before, &c.stats(), lookups, c);
             m.print();
             p.cairn = Some(m);

@@ -35,7 +35,9 @@ impl FjallEngine {
             return Err(format!("--block_size={}: fjall needs 1 KiB..=1 MiB", a.block_size).into());
         }
         let filter = if a.bloom_bits > 0.0 {
-            FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(a.bloom_bits as f32)))
+            FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
+                a.bloom_bits as f32,
+            )))
         } else {
             FilterPolicy::disabled()
         };
@@ -44,9 +46,7 @@ impl FjallEngine {
             .with_l0_threshold(l0)
             .with_level_ratio_policy(vec![a.max_bytes_for_level_multiplier as f32])
             .with_table_target_size((a.max_bytes_for_level_base / u64::from(l0)).max(1 << 20));
-        let db = Database::builder(dir)
-            .cache_size(a.cache_size as u64)
-            .open()?;
+        let db = Database::builder(dir).cache_size(a.cache_size as u64).open()?;
         let ks = db.keyspace("default", || {
             KeyspaceCreateOptions::default()
                 .max_memtable_size(a.write_buffer_size as u64)

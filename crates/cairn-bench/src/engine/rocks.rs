@@ -126,7 +126,12 @@ impl Engine for RocksEngine {
     }
 
     fn stats_text(&self) -> String {
-        let mut s = self.db.property_value("rocksdb.stats").ok().flatten().unwrap_or_default();
+        let mut s = self
+            .db
+            .property_value("rocksdb.stats")
+            .ok()
+            .flatten()
+            .unwrap_or_default();
         if let Some(st) = self.opts.get_statistics() {
             s.push_str(&st);
         }

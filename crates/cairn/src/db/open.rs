@@ -122,7 +122,11 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
                     return Err(Error::corruption(
                         &table,
                         size,
-                        format!("{} lists this table with {} bytes; the file has {size}", path.display(), f.size),
+                        format!(
+                            "{} lists this table with {} bytes; the file has {size}",
+                            path.display(),
+                            f.size
+                        ),
                     ))
                 }
                 Err(e) => {
@@ -253,7 +257,11 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
         if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
             // Every log starts with a synced header: an empty live log lost bytes.
-            return Err(Error::corruption(&path, 0, "log is empty; it should start with its header record"));
+            return Err(Error::corruption(
+                &path,
+                0,
+                "log is empty; it should start with its header record",
+            ));
         }
         match reader.end() {
             WalEnd::Clean => {}
@@ -369,9 +377,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             next_ticket: 0,
         }),
         queue_cv: Condvar::new(),
-        wal: Mutex::new(WalState {
-            writer: wal_writer,
-        }),
+        wal: Mutex::new(WalState { writer: wal_writer }),
         last_seq: AtomicU64::new(last_seq),
         supers: RwLock::new(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),

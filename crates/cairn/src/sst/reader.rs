@@ -400,15 +400,16 @@ impl TableReader {
         let mut out = GetOutcome::default();
         let seek = key.internal_key();
         let user_key = key.user_key();
-        let mut idx = self.index.iter(KeyOrder::Internal);
-        idx.seek(seek.encoded());
-        if !idx.valid() {
-            idx.status()?;
+        // The filter goes first, so a key it rules out costs no index search: the segment is
+        // the first whose largest user key is ≥ the key (a key whose versions span segments is
+        // in the filters of both, and a key in no segment's range is in none).
+        let segment = self
+            .props
+            .segments
+            .partition_point(|s| s.largest_user_key.as_slice() < user_key);
+        if segment == self.props.segments.len() {
             return Ok(out); // past the table's last key
         }
-        let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
-            .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
-        let segment = self.segment_of(handle.offset);
         let available = self.props.filter.units.len() as u32;
         let k = match units {
             UnitSelection::All => available,
@@ -427,6 +428,14 @@ impl TableReader {
                 }
             }
         }
+        let mut idx = self.index.iter(KeyOrder::Internal);
+        idx.seek(seek.encoded());
+        if !idx.valid() {
+            idx.status()?;
+            return Ok(out); // past the table's last key (all its versions are newer than the read)
+        }
+        let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
+            .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
         let (block, cached) = self.data_block(handle)?;
         out.data_block_read = true;
         out.data_block_cached = cached;

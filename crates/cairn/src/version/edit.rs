@@ -201,6 +201,7 @@ mod tests {
     #[test]
     fn round_trip_and_garbage() {
         let e = VersionEdit {
+            db_id: Some(0x1234_5678_9abc_def0),
             next_file_number: Some(9),
             last_seqno: Some(77),
             new_trees: vec![(0, "default".into()), (1, "users".into())],
