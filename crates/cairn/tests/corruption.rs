@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const DIR: &str = "/c";
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const WAL_WRITES: usize = 150;
 
 fn options(fs: &MemFs, mode: RecoveryMode) -> Options {
@@ -42,7 +44,7 @@ fn wkey(j: usize) -> Vec<u8> {
 
 /// Builds a database whose tables span levels and whose WAL holds `WAL_WRITES` writes no table
 /// has. Returns the table-resident state (`m1`) and the WAL-only values in write order.
-fn build(fs: &MemFs, seed: u64) -> (BTreeMap<Vec<u8>, Vec<u8>>, Vec<Vec<u8>>) {
+fn build(fs: &MemFs, seed: u64) -> (Model, Vec<Vec<u8>>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let db = Db::open(DIR, options(fs, RecoveryMode::PointInTime)).unwrap();
     let mut m1 = BTreeMap::new();
@@ -147,7 +149,7 @@ fn check(
     kind: Kind,
     damage: &Damage,
     mode: RecoveryMode,
-    m1: &BTreeMap<Vec<u8>, Vec<u8>>,
+    m1: &Model,
     wal: &[Vec<u8>],
     t: &mut Tally,
 ) {
@@ -381,4 +383,32 @@ fn corruption_matrix() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// Zeroing the manifest's last edit together with the marker record after it leaves no proof
+/// that the edit was synced, so it reads as a torn tail. The edit's effect must not vanish
+/// silently: recovery notices that the WAL the older state needs was already deleted.
+#[test]
+fn a_lost_last_manifest_edit_is_refused() {
+    for seed in 1..4 {
+        let base = MemFs::new();
+        let (m1, wal) = build(&base, seed);
+        let files = base.list(Path::new(DIR)).unwrap();
+        let man = files.iter().find(|n| n.starts_with("MANIFEST")).unwrap().clone();
+        let len = base.file_size(&Path::new(DIR).join(&man)).unwrap();
+        // The marker is 23 bytes (7-byte fragment header + 16-byte record prefix).
+        for (cut, must_refuse) in [(len - 10, false), (len - 23, false), (len - 24, true), (len - 60, true)] {
+            let mut t = Tally {
+                cases: 0,
+                open_failed: 0,
+                reads_failed: 0,
+                clean: 0,
+                violations: Vec::new(),
+            };
+            let d = Damage::Zero(cut, len - cut);
+            check(&base, &man, Kind::Manifest, &d, RecoveryMode::PointInTime, &m1, &wal, &mut t);
+            assert!(t.violations.is_empty(), "seed {seed} {d:?}: {:?}", t.violations.first());
+            assert!(!must_refuse || t.open_failed == 1, "seed {seed} {d:?} was accepted");
+        }
+    }
 }

@@ -569,12 +569,14 @@ fn range_pins_its_version_at_creation() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"new"[..]));
 }
 
+type State = BTreeMap<Vec<u8>, Vec<u8>>;
+
 /// Keys with many versions (more than the cursor steps over one by one before it seeks past
 /// the rest), read forward and backward at several snapshots, in memtables and in tables.
 #[test]
 fn iteration_over_keys_with_many_versions() {
     let db = Db::open("/v", small(Arc::new(MemFs::new()))).unwrap();
-    let mut model: Vec<(cairn::Snapshot, BTreeMap<Vec<u8>, Vec<u8>>)> = Vec::new();
+    let mut model: Vec<(cairn::Snapshot, State)> = Vec::new();
     let mut now = BTreeMap::new();
     let mut rng = StdRng::seed_from_u64(9);
     for round in 0..40u32 {

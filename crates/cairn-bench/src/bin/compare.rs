@@ -365,8 +365,7 @@ fn main() {
     let png = args.out.join("chart.png");
     match chart(&png, &order, &configs, &ratio) {
         Ok(()) => println!(
-            "\nwrote {}, results.json and chart.png in {}",
-            "results.md",
+            "\nwrote results.md, results.json and chart.png in {}",
             args.out.display()
         ),
         Err(e) => eprintln!("compare: chart not drawn: {e}"),

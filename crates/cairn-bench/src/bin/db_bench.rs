@@ -71,6 +71,9 @@ struct Args {
     engine: EngineArgs,
 }
 
+/// readwhilewriting's background writer: runs until the flag is set.
+type Writer<'a> = dyn Fn(&mut StdRng, &AtomicBool) + Sync + 'a;
+
 /// What one thread did in a phase.
 #[derive(Default)]
 struct Tally {
@@ -144,7 +147,7 @@ impl Bench<'_> {
         name: &str,
         per_thread: u64,
         body: impl Fn(&mut StdRng, &mut Tally, &ProgressBar) + Sync,
-        writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)>,
+        writer: Option<&Writer<'_>>,
     ) -> Phase {
         let phase_no = self.phase_no.fetch_add(1, Ordering::Relaxed) + 1;
         let threads = self.args.threads.max(1);
@@ -275,8 +278,7 @@ impl Bench<'_> {
                 }
             }
         };
-        let writer: Option<&(dyn Fn(&mut StdRng, &AtomicBool) + Sync)> =
-            if while_writing { Some(&writer) } else { None };
+        let writer: Option<&Writer<'_>> = if while_writing { Some(&writer) } else { None };
         self.phase(name, n, body, writer)
     }
 

@@ -21,7 +21,7 @@ use crate::version::{manifest, Version, VersionEdit};
 use crate::wal::{WalEnd, WalReader, WalWriter};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -61,6 +61,8 @@ struct Recovered {
     last_seq: u64,
     /// None for a database created before ids existed: it gets one now.
     db_id: Option<u64>,
+    /// The manifest replayed (None for a new database).
+    manifest: Option<PathBuf>,
 }
 
 fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
@@ -74,6 +76,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         next_file: 2,
         last_seq: 0,
         db_id: None,
+        manifest: Some(path.clone()),
     };
     let mut records = 0;
     while let Some(rec) = reader.next_record()? {
@@ -185,6 +188,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             next_file: 2,
             last_seq: 0,
             db_id: None,
+            manifest: None,
         }
     };
     let db_id = rec.db_id.unwrap_or_else(rand::random);
@@ -220,6 +224,21 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .into_iter()
         .filter(|&n| n >= min_log)
         .collect();
+    // The oldest WAL a tree needs is deleted only after an edit moving every tree past it is
+    // durable. If it is gone, the manifest lost that edit (damage at its tail that reads as a
+    // torn write): replaying it would silently drop the flushed data.
+    if let Some(manifest) = &rec.manifest {
+        if min_log > 0 && wals.first() != Some(&min_log) {
+            return Err(Error::corruption(
+                manifest,
+                0,
+                format!(
+                    "trees need {} which is gone; the manifest has lost edits",
+                    wal_path(dir, min_log).display()
+                ),
+            ));
+        }
+    }
     'logs: for (i, &n) in wals.iter().enumerate() {
         let path = wal_path(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
