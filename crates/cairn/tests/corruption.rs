@@ -406,7 +406,16 @@ fn a_lost_last_manifest_edit_is_refused() {
                 violations: Vec::new(),
             };
             let d = Damage::Zero(cut, len - cut);
-            check(&base, &man, Kind::Manifest, &d, RecoveryMode::PointInTime, &m1, &wal, &mut t);
+            check(
+                &base,
+                &man,
+                Kind::Manifest,
+                &d,
+                RecoveryMode::PointInTime,
+                &m1,
+                &wal,
+                &mut t,
+            );
             assert!(t.violations.is_empty(), "seed {seed} {d:?}: {:?}", t.violations.first());
             assert!(!must_refuse || t.open_failed == 1, "seed {seed} {d:?} was accepted");
         }

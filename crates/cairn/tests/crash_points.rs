@@ -125,7 +125,11 @@ fn run(k: Option<u64>) -> (u64, bool) {
     fs.crash(CrashMode::DropUnsynced).unwrap();
     fs.restart();
     fs.clear_faults();
-    let db = Db::open("/db", options(&fs)).unwrap_or_else(|e| panic!("crash at op {k:?}: reopen failed: {e}"));
+    let db = Db::open("/db", options(&fs)).unwrap_or_else(|e| {
+        let mut l = fs.list(std::path::Path::new("/db")).unwrap();
+        l.sort();
+        panic!("crash at op {k:?}: reopen failed: {e}; files {l:?}")
+    });
     let t = db.tree("second").unwrap();
     let a: BTreeMap<_, _> = db.iter().map(|r| r.unwrap()).collect();
     let b: BTreeMap<_, _> = t.iter().map(|r| r.unwrap()).collect();

@@ -65,6 +65,13 @@ fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<(
             .unwrap_or(u64::MAX);
         edit.log_numbers
             .push((tree as u32, if rest == u64::MAX { st.wal_number } else { rest }));
+        // Trees with no memtable data need no WAL before the current one; logging that lets
+        // older WALs go (they are deleted only below every tree's logged number).
+        for (t, m) in st.mems.iter().enumerate() {
+            if t != tree && m.first_wal() == u64::MAX {
+                edit.log_numbers.push((t as u32, st.wal_number));
+            }
+        }
         inner.log_and_apply(&mut st, edit)?;
         if st.mems[tree].imm.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
             st.mems[tree].imm.pop_front();

@@ -90,9 +90,26 @@ pub(crate) struct State {
     pub busy: HashSet<u64>,
     /// Current WAL number, and sizes of the older WALs still on disk.
     pub wal_number: u64,
+    /// Each tree's log number as the manifest records it (the oldest WAL recovery would read
+    /// for it). WALs are deleted only below the smallest, so the WAL every tree's durable log
+    /// number names always exists (recovery checks this).
+    pub log_numbers: Vec<u64>,
     pub old_wals: BTreeMap<u64, u64>,
     pub running_compactions: usize,
     pub flushing: bool,
+}
+
+impl State {
+    /// Records log numbers that just became durable in the manifest.
+    fn note_log_numbers(&mut self, logs: &[(u32, u64)]) {
+        for &(t, n) in logs {
+            let t = t as usize;
+            if self.log_numbers.len() <= t {
+                self.log_numbers.resize(t + 1, n);
+            }
+            self.log_numbers[t] = n;
+        }
+    }
 }
 
 /// The WAL, owned by the write leader.
@@ -311,6 +328,7 @@ impl DbInner {
             self.set_poison(&e);
             return Err(e);
         }
+        st.note_log_numbers(&edit.log_numbers);
         self.io.record_sync();
         let next = Arc::new(next);
         st.live_versions.retain(|w| w.strong_count() > 0);
@@ -344,10 +362,11 @@ impl DbInner {
             manifest::append_durably(&mut w, &snap.encode())?;
             self.fs.sync_dir(&self.dir)?;
             manifest::set_current(&*self.fs, &self.dir, number)?;
-            Ok::<_, Error>(w)
+            Ok::<_, Error>((w, snap.log_numbers))
         })();
         match r {
-            Ok(w) => {
+            Ok((w, logs)) => {
+                st.note_log_numbers(&logs);
                 st.manifest = w;
                 st.manifest_number = number;
                 Ok(())
@@ -377,7 +396,8 @@ impl DbInner {
                 .map(|m| m.first_wal())
                 .min()
                 .unwrap_or(u64::MAX)
-                .min(st.wal_number);
+                .min(st.wal_number)
+                .min(st.log_numbers.iter().copied().min().unwrap_or(u64::MAX));
             st.old_wals.retain(|&n, _| n >= min_wal);
             (
                 live,

@@ -383,6 +383,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             pending_outputs: BTreeSet::new(),
             busy: HashSet::new(),
             wal_number,
+            log_numbers: vec![wal_number; ntrees],
             old_wals: BTreeMap::new(),
             running_compactions: 0,
             flushing: false,
