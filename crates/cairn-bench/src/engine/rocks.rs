@@ -42,6 +42,11 @@ impl RocksEngine {
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: RocksDB runs leveling only", a.merge_policy).into());
         }
+        // db_bench's own defaults where they differ from the library's (compared OPTIONS files
+        // written by Debian's db_bench and by this adapter for the same flags).
+        o.set_enable_pipelined_write(true);
+        o.set_hard_pending_compaction_bytes_limit(128 << 30);
+        o.set_table_cache_num_shard_bits(4);
         if a.statistics {
             o.enable_statistics();
         }
