@@ -17,6 +17,10 @@ struct Cursor {
     seq: u64,
     _sv: Arc<SuperVersion>,
     started: bool,
+    /// Reused copy of the user key being skipped (stepping must not allocate per entry).
+    skip: Vec<u8>,
+    /// Walking backwards: the newest visible value seen so far of the current user key.
+    value: Vec<u8>,
 }
 
 fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64) -> Result<Cursor> {
@@ -40,6 +44,8 @@ fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64) -> 
         seq,
         _sv: sv,
         started: false,
+        skip: Vec::new(),
+        value: Vec::new(),
     })
 }
 
@@ -65,6 +71,15 @@ fn before_lo(uk: &[u8], lo: &Bound<Vec<u8>>) -> bool {
 const MAX_SEQUENTIAL_SKIPS: usize = 8;
 
 impl Cursor {
+    /// Steps past every version of the current entry's user key.
+    fn skip_current_user_key(&mut self) {
+        let mut uk = std::mem::take(&mut self.skip);
+        uk.clear();
+        uk.extend_from_slice(ikey::user_key(self.it.key()));
+        self.skip_user_key(&uk);
+        self.skip = uk;
+    }
+
     fn skip_user_key(&mut self, uk: &[u8]) {
         let mut steps = 0;
         while self.it.valid() && ikey::user_key(self.it.key()) == uk {
@@ -86,8 +101,7 @@ impl Cursor {
                 Bound::Unbounded => self.it.seek_to_first(),
             }
         } else if self.it.valid() {
-            let uk = ikey::user_key(self.it.key()).to_vec();
-            self.skip_user_key(&uk);
+            self.skip_current_user_key();
         }
         loop {
             if !self.it.valid() {
@@ -111,17 +125,21 @@ impl Cursor {
             if kind == ValueKind::Put {
                 return Some(Ok((uk.to_vec(), self.it.value().to_vec())));
             }
-            let uk = uk.to_vec();
-            self.skip_user_key(&uk);
+            self.skip_current_user_key();
         }
     }
 
-    /// Many versions of `uk` met walking backwards: seek to its newest visible version, then
-    /// to just before its first version, instead of stepping over each.
-    fn newest_visible_by_seek(&mut self, uk: &[u8]) -> Option<(ValueKind, Vec<u8>)> {
+    /// Many versions of `uk` met walking backwards: seek to its newest visible version (its
+    /// value into `self.value`), then to just before its first version, instead of stepping
+    /// over each.
+    fn newest_visible_by_seek(&mut self, uk: &[u8]) -> Option<ValueKind> {
         self.it.seek(InternalKey::for_seek(uk, self.seq).encoded());
         let newest = match self.it.valid().then(|| ikey::split(self.it.key())).flatten() {
-            Some((k, _, kind)) if k == uk => Some((kind, self.it.value().to_vec())),
+            Some((k, _, kind)) if k == uk => {
+                self.value.clear();
+                self.value.extend_from_slice(self.it.value());
+                Some(kind)
+            }
             _ => None,
         };
         // The first internal key of `uk` is (uk, MAX_SEQNO); step to the entry before it.
@@ -153,8 +171,8 @@ impl Cursor {
                 return None;
             }
             // Walking backwards, versions of `uk` come oldest first: the last visible one seen
-            // is the newest visible.
-            let mut newest: Option<(ValueKind, Vec<u8>)> = None;
+            // is the newest visible (its value is kept in `self.value`).
+            let mut newest: Option<ValueKind> = None;
             let mut steps = 0;
             while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
                 steps += 1;
@@ -163,20 +181,19 @@ impl Cursor {
                     break;
                 }
                 if let Some((_, s, kind)) = ikey::split(self.it.key()) {
-                    if s <= self.seq && !past_hi(&uk, hi) {
-                        newest = Some((kind, self.it.value().to_vec()));
+                    if s <= self.seq {
+                        self.value.clear();
+                        self.value.extend_from_slice(self.it.value());
+                        newest = Some(kind);
                     }
                 }
                 self.it.prev();
             }
-            if past_hi(&uk, hi) {
-                newest = None;
-            }
             if let Err(e) = self.it.status() {
                 return Some(Err(e));
             }
-            if let Some((ValueKind::Put, v)) = newest {
-                return Some(Ok((uk, v)));
+            if newest == Some(ValueKind::Put) && !past_hi(&uk, hi) {
+                return Some(Ok((uk, std::mem::take(&mut self.value))));
             }
         }
     }
