@@ -390,14 +390,9 @@ impl DbInner {
             for v in st.live_versions.iter().filter_map(|w| w.upgrade()) {
                 live.extend(v.file_numbers());
             }
-            let min_wal = st
-                .mems
-                .iter()
-                .map(|m| m.first_wal())
-                .min()
-                .unwrap_or(u64::MAX)
-                .min(st.wal_number)
-                .min(st.log_numbers.iter().copied().min().unwrap_or(u64::MAX));
+            // Every tree's logged log number is at most the oldest WAL its memtables use
+            // (flushes log exactly that), so this is also below all in-memory data.
+            let min_wal = st.log_numbers.iter().copied().min().unwrap_or(st.wal_number);
             st.old_wals.retain(|&n, _| n >= min_wal);
             (
                 live,

@@ -252,10 +252,9 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                     return Err(bad("log does not start with its header record".into()));
                 }
                 if let Some(id) = header {
-                    if rec.db_id.is_some_and(|mine| mine != id) {
+                    if let Some(mine) = rec.db_id.filter(|&mine| mine != id) {
                         return Err(bad(format!(
-                            "log of another database (id {id:016x}; this database is {:016x})",
-                            rec.db_id.unwrap_or(0)
+                            "log of another database (id {id:016x}; this database is {mine:016x})"
                         )));
                     }
                     continue;
@@ -333,7 +332,6 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
     next_file += 3;
-    let wal_file = fs.create(&wal_path(dir, wal_number))?;
     let mut snap = version.snapshot_edit(&rec.tree_names);
     snap.db_id = Some(db_id);
     snap.next_file_number = Some(next_file);
@@ -341,9 +339,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for t in 0..rec.tree_names.len() as u32 {
         snap.log_numbers.push((t, wal_number));
     }
-    let mut wal_writer = WalWriter::new(wal_file, wal_number);
-    wal_writer.add_record(&crate::wal::header_record(db_id))?;
-    wal_writer.sync()?;
+    let wal_writer = WalWriter::create_with_header(fs.create(&wal_path(dir, wal_number))?, wal_number, db_id)?;
     let mpath = dir.join(manifest::manifest_name(manifest_number));
     let mut mwriter = WalWriter::new(fs.create(&mpath)?, manifest_number);
     manifest::append_durably(&mut mwriter, &snap.encode())?;

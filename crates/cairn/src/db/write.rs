@@ -228,10 +228,7 @@ pub(super) fn switch_memtables(
         wal.writer.sync()?;
         inner.io.record_sync();
         let n = DbInner::allocate_file_number(st);
-        let mut w = WalWriter::new(inner.fs.create(&wal_path(&inner.dir, n))?, n);
-        // The header is synced before the log is used, so a live log without one lost bytes.
-        w.add_record(&crate::wal::header_record(inner.db_id))?;
-        w.sync()?;
+        let w = WalWriter::create_with_header(inner.fs.create(&wal_path(&inner.dir, n))?, n, inner.db_id)?;
         inner.fs.sync_dir(&inner.dir)?;
         Ok::<_, Error>(w)
     })();

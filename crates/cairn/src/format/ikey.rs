@@ -115,10 +115,6 @@ impl LookupKey {
     pub fn user_key(&self) -> &[u8] {
         self.key.user_key()
     }
-    /// The sequence number the lookup reads at.
-    pub fn seqno(&self) -> u64 {
-        split(self.key.encoded()).map_or(0, |(_, s, _)| s)
-    }
     /// `filter::key_hash(user_key)`.
     pub fn hash(&self) -> u64 {
         self.hash

@@ -109,8 +109,6 @@ pub struct TableReader {
     index: Arc<Block>,
     props: Properties,
     range_filter: Option<(u8, BlockHandle)>,
-    /// Segment start offsets, for finding a block's segment by binary search.
-    segment_starts: Vec<u64>,
     cache: Option<Arc<BlockCache>>,
     stats: Arc<IoStats>,
     file_size: u64,
@@ -171,7 +169,6 @@ impl TableReader {
         let index_raw = read_block(&*file, &path, footer.index, BlockKind::Index, &stats)?;
         let index = Arc::new(Block::new(index_raw, path.clone(), footer.index.offset)?);
         let reader = TableReader {
-            segment_starts: props.segments.iter().map(|s| s.data_offset).collect(),
             file,
             path,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
@@ -284,11 +281,6 @@ impl TableReader {
 
     pub(crate) fn index_block(&self) -> &Arc<Block> {
         &self.index
-    }
-
-    /// Ordinal of the segment holding the data block at `offset`.
-    pub fn segment_of(&self, offset: u64) -> usize {
-        self.segment_starts.partition_point(|&s| s <= offset).saturating_sub(1)
     }
 
     #[allow(clippy::too_many_arguments)]

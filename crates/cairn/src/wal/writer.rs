@@ -32,6 +32,18 @@ impl WalWriter {
         }
     }
 
+    /// A new database log: its header record (`super::header_record`) is written and synced
+    /// before the log takes any write, so a live log without one has lost bytes.
+    ///
+    /// # Errors
+    /// A failed append or sync; the caller must not use the log.
+    pub fn create_with_header(file: Box<dyn WritableFile>, log_number: u64, db_id: u64) -> crate::error::Result<Self> {
+        let mut w = WalWriter::new(file, log_number);
+        w.add_record(&super::header_record(db_id))?;
+        w.sync()?;
+        Ok(w)
+    }
+
     /// The log's number.
     pub fn log_number(&self) -> u64 {
         self.log_number
