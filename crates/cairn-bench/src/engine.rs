@@ -99,6 +99,30 @@ pub trait Engine: Send + Sync {
     }
 }
 
+/// Counts up to `limit` entries, and their key + value bytes, from an engine's iterator of
+/// (key length, value length) results: the body of every adapter's `scan`.
+pub(crate) fn count_entries(entries: impl Iterator<Item = EResult<(usize, usize)>>, limit: u64) -> EResult<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for e in entries.take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+        let (k, v) = e?;
+        n += 1;
+        bytes += (k + v) as u64;
+    }
+    Ok((n, bytes))
+}
+
+/// [`count_entries`] from the front or, for `reverse`, from the back.
+pub(crate) fn count_entries_dir<I>(entries: I, limit: u64, reverse: bool) -> EResult<(u64, u64)>
+where
+    I: DoubleEndedIterator<Item = EResult<(usize, usize)>>,
+{
+    if reverse {
+        count_entries(entries.rev(), limit)
+    } else {
+        count_entries(entries, limit)
+    }
+}
+
 /// Opens the engine `args.engine` names at `dir`.
 pub fn open(args: &EngineArgs, dir: &Path) -> EResult<Box<dyn Engine>> {
     match args.engine.as_str() {
@@ -203,27 +227,8 @@ impl Engine for CairnEngine {
             Some(s) if reverse => self.db.range(..=s.to_vec()),
             Some(s) => self.db.range(s.to_vec()..),
         };
-        let (mut n, mut bytes) = (0u64, 0u64);
-        let mut visit = |kv: cairn::Result<(Vec<u8>, Vec<u8>)>| -> EResult<bool> {
-            let (k, v) = kv?;
-            n += 1;
-            bytes += (k.len() + v.len()) as u64;
-            Ok(n < limit)
-        };
-        if reverse {
-            for kv in range.rev() {
-                if !visit(kv)? {
-                    break;
-                }
-            }
-        } else {
-            for kv in range {
-                if !visit(kv)? {
-                    break;
-                }
-            }
-        }
-        Ok((n, bytes))
+        let sizes = range.map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
+        count_entries_dir(sizes, limit, reverse)
     }
 
     fn flush(&self) -> EResult<()> {

@@ -133,6 +133,7 @@ enum Damage {
     Substitute(Vec<u8>),
 }
 
+#[derive(Default)]
 struct Tally {
     cases: usize,
     open_failed: usize,
@@ -283,13 +284,7 @@ fn corruption_matrix() {
     let mut files = base.list(Path::new(DIR)).unwrap();
     files.sort();
     let other_files = other.list(Path::new(DIR)).unwrap();
-    let mut t = Tally {
-        cases: 0,
-        open_failed: 0,
-        reads_failed: 0,
-        clean: 0,
-        violations: Vec::new(),
-    };
+    let mut t = Tally::default();
     let mut rng = StdRng::seed_from_u64(7);
     let mut per_kind: BTreeMap<String, usize> = BTreeMap::new();
     for file in &files {
@@ -398,13 +393,7 @@ fn a_lost_last_manifest_edit_is_refused() {
         let len = base.file_size(&Path::new(DIR).join(&man)).unwrap();
         // The marker is 23 bytes (7-byte fragment header + 16-byte record prefix).
         for (cut, must_refuse) in [(len - 10, false), (len - 23, false), (len - 24, true), (len - 60, true)] {
-            let mut t = Tally {
-                cases: 0,
-                open_failed: 0,
-                reads_failed: 0,
-                clean: 0,
-                violations: Vec::new(),
-            };
+            let mut t = Tally::default();
             let d = Damage::Zero(cut, len - cut);
             check(
                 &base,

@@ -97,7 +97,16 @@ fn value(rng: &mut StdRng, len: usize) -> Vec<u8> {
     v
 }
 
-fn merge(parts: Vec<OpLatencies>) -> OpLatencies {
+/// Runs `body(thread)` on `threads` threads and merges their latencies.
+fn on_threads(threads: usize, body: impl Fn(u64) -> OpLatencies + Sync) -> OpLatencies {
+    let parts: Vec<OpLatencies> = std::thread::scope(|s| {
+        let body = &body;
+        let handles: Vec<_> = (0..threads as u64).map(|t| s.spawn(move || body(t))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| fail("a worker thread panicked")))
+            .collect()
+    });
     let mut all = OpLatencies::new();
     for p in parts {
         for (op, l) in p {
@@ -109,90 +118,69 @@ fn merge(parts: Vec<OpLatencies>) -> OpLatencies {
 
 fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     let t0 = Instant::now();
-    let lats: Vec<OpLatencies> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads as u64)
-            .map(|t| {
-                s.spawn(move || {
-                    let mut rng = StdRng::seed_from_u64(seed * 1000 + t);
-                    let mut lat = OpLatencies::new();
-                    let v = lat.entry(Op::Insert).or_default();
-                    for k in (t..w.records).step_by(threads) {
-                        let val = value(&mut rng, w.value_len);
-                        v.time(|| db.put(key_name(k).as_bytes(), &val, false))
-                            .unwrap_or_else(|e| fail(e));
-                    }
-                    lat
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| fail("load thread panicked")))
-            .collect()
+    let lat = on_threads(threads, |t| {
+        let mut rng = StdRng::seed_from_u64(seed * 1000 + t);
+        let mut lat = OpLatencies::new();
+        let v = lat.entry(Op::Insert).or_default();
+        for k in (t..w.records).step_by(threads) {
+            let val = value(&mut rng, w.value_len);
+            v.time(|| db.put(key_name(k).as_bytes(), &val, false))
+                .unwrap_or_else(|e| fail(e));
+        }
+        lat
     });
-    report("LOAD", w.records, t0.elapsed().as_secs_f64(), &merge(lats), threads)
+    report("LOAD", w.records, t0.elapsed().as_secs_f64(), &lat, threads)
 }
 
 fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     let inserted = AtomicU64::new(w.records);
     let t0 = Instant::now();
-    let lats: Vec<OpLatencies> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads as u64)
-            .map(|t| {
-                let inserted = &inserted;
-                s.spawn(move || {
-                    let mut rng = StdRng::seed_from_u64(seed * 7919 + t);
-                    let mut dist = Distribution::new(&w.dist, w.records, w.theta).unwrap_or_else(|e| fail(e));
-                    let scan_len = cairn_bench::ycsb::Zipfian::new(w.max_scan, w.theta);
-                    let mut lat = OpLatencies::new();
-                    let n = w.operations / threads as u64 + u64::from(t < w.operations % threads as u64);
-                    for _ in 0..n {
-                        let op = w.mix.next(&mut rng);
-                        let records = inserted.load(Ordering::Relaxed);
-                        let v = lat.entry(op).or_default();
-                        match op {
-                            Op::Read => {
-                                let k = key_name(dist.next(records, &mut rng));
-                                v.time(|| db.get(k.as_bytes())).unwrap_or_else(|e| fail(e));
-                            }
-                            Op::Update => {
-                                let k = key_name(dist.next(records, &mut rng));
-                                let val = value(&mut rng, w.value_len);
-                                v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
-                            }
-                            Op::Insert => {
-                                let k = key_name(inserted.fetch_add(1, Ordering::Relaxed));
-                                let val = value(&mut rng, w.value_len);
-                                v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
-                            }
-                            Op::Scan => {
-                                let k = key_name(dist.next(records, &mut rng));
-                                let len = if w.scan_zipf {
-                                    scan_len.next(&mut rng) + 1
-                                } else {
-                                    rng.gen_range(1..=w.max_scan)
-                                };
-                                v.time(|| db.scan(Some(k.as_bytes()), len, false))
-                                    .unwrap_or_else(|e| fail(e));
-                            }
-                            Op::ReadModifyWrite => {
-                                let k = key_name(dist.next(records, &mut rng));
-                                let val = value(&mut rng, w.value_len);
-                                v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false)))
-                                    .unwrap_or_else(|e| fail(e));
-                            }
-                        }
-                    }
-                    lat
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| fail("run thread panicked")))
-            .collect()
+    let lat = on_threads(threads, |t| {
+        let mut rng = StdRng::seed_from_u64(seed * 7919 + t);
+        let mut dist = Distribution::new(&w.dist, w.records, w.theta).unwrap_or_else(|e| fail(e));
+        let scan_len = cairn_bench::ycsb::Zipfian::new(w.max_scan, w.theta);
+        let mut lat = OpLatencies::new();
+        let n = w.operations / threads as u64 + u64::from(t < w.operations % threads as u64);
+        for _ in 0..n {
+            let op = w.mix.next(&mut rng);
+            let records = inserted.load(Ordering::Relaxed);
+            let v = lat.entry(op).or_default();
+            match op {
+                Op::Read => {
+                    let k = key_name(dist.next(records, &mut rng));
+                    v.time(|| db.get(k.as_bytes())).unwrap_or_else(|e| fail(e));
+                }
+                Op::Update => {
+                    let k = key_name(dist.next(records, &mut rng));
+                    let val = value(&mut rng, w.value_len);
+                    v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
+                }
+                Op::Insert => {
+                    let k = key_name(inserted.fetch_add(1, Ordering::Relaxed));
+                    let val = value(&mut rng, w.value_len);
+                    v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
+                }
+                Op::Scan => {
+                    let k = key_name(dist.next(records, &mut rng));
+                    let len = if w.scan_zipf {
+                        scan_len.next(&mut rng) + 1
+                    } else {
+                        rng.gen_range(1..=w.max_scan)
+                    };
+                    v.time(|| db.scan(Some(k.as_bytes()), len, false))
+                        .unwrap_or_else(|e| fail(e));
+                }
+                Op::ReadModifyWrite => {
+                    let k = key_name(dist.next(records, &mut rng));
+                    let val = value(&mut rng, w.value_len);
+                    v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false)))
+                        .unwrap_or_else(|e| fail(e));
+                }
+            }
+        }
+        lat
     });
-    report("RUN", w.operations, t0.elapsed().as_secs_f64(), &merge(lats), threads)
+    report("RUN", w.operations, t0.elapsed().as_secs_f64(), &lat, threads)
 }
 
 fn main() {

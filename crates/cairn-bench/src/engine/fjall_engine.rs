@@ -4,7 +4,7 @@
 //! chosen to give RocksDB's `max_bytes_for_level_base`). fjall has no direct reads, and its
 //! total write-buffer cap is an undocumented, deprecated option, so only the per-memtable size maps.
 
-use super::{EResult, Engine, EngineArgs};
+use super::{count_entries_dir, EResult, Engine, EngineArgs, EngineError};
 use fjall::compaction::Leveled;
 use fjall::config::{BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -94,27 +94,12 @@ impl Engine for FjallEngine {
             (Some(s), false) => self.ks.range(s..),
             (Some(s), true) => self.ks.range(..=s),
         };
-        let (mut n, mut bytes) = (0u64, 0u64);
-        let mut visit = |g: fjall::Guard| -> EResult<bool> {
-            let (k, v) = g.into_inner()?;
-            n += 1;
-            bytes += (k.len() + v.len()) as u64;
-            Ok(n < limit)
-        };
-        if reverse {
-            for g in it.rev() {
-                if !visit(g)? {
-                    break;
-                }
-            }
-        } else {
-            for g in it {
-                if !visit(g)? {
-                    break;
-                }
-            }
-        }
-        Ok((n, bytes))
+        let sizes = it.map(|g| {
+            g.into_inner()
+                .map(|(k, v)| (k.len(), v.len()))
+                .map_err(EngineError::from)
+        });
+        count_entries_dir(sizes, limit, reverse)
     }
 
     fn flush(&self) -> EResult<()> {

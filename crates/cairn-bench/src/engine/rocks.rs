@@ -2,7 +2,7 @@
 //! set the way Debian's `db_bench` sets them for the same flags, so the adapter can be checked
 //! against that binary (calibration in the README).
 
-use super::{EResult, Engine, EngineArgs};
+use super::{count_entries, EResult, Engine, EngineArgs, EngineError};
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Direction, IteratorMode, Options, WriteOptions, DB};
 use std::path::Path;
 
@@ -96,16 +96,12 @@ impl Engine for RocksEngine {
             (Some(s), false) => IteratorMode::From(s, Direction::Forward),
             (Some(s), true) => IteratorMode::From(s, Direction::Reverse),
         };
-        let (mut n, mut bytes) = (0u64, 0u64);
-        for kv in self.db.iterator(mode) {
-            let (k, v) = kv?;
-            n += 1;
-            bytes += (k.len() + v.len()) as u64;
-            if n >= limit {
-                break;
-            }
-        }
-        Ok((n, bytes))
+        // The mode already gives the direction (RocksDB's iterator is not double-ended).
+        let sizes = self
+            .db
+            .iterator(mode)
+            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
+        count_entries(sizes, limit)
     }
 
     fn flush(&self) -> EResult<()> {
