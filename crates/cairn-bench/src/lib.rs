@@ -5,8 +5,6 @@ pub mod keys;
 pub mod report;
 pub mod ycsb;
 
-pub use keys::db_bench_key;
-
 /// Peak resident set size of this process in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;

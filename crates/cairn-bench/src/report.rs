@@ -25,13 +25,13 @@ impl Latencies {
     pub fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let t = Instant::now();
         let r = f();
-        self.record(t.elapsed().as_nanos() as u64);
+        self.record_n(t.elapsed().as_nanos() as u64, 1);
         r
     }
 
-    /// Records one latency in nanoseconds.
-    pub fn record(&mut self, ns: u64) {
-        self.0.saturating_record(ns.max(1));
+    /// Records `n` operations of `ns` nanoseconds each.
+    pub fn record_n(&mut self, ns: u64, n: u64) {
+        self.0.saturating_record_n(ns.max(1), n);
     }
 
     /// Adds another thread's latencies.
@@ -42,11 +42,6 @@ impl Latencies {
                 self.0.saturating_record_n(v.value_iterated_to(), v.count_at_value());
             }
         }
-    }
-
-    /// Operations recorded.
-    pub fn count(&self) -> u64 {
-        self.0.len()
     }
 
     /// Summary in microseconds.
