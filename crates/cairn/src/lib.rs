@@ -5,6 +5,7 @@ pub mod compaction;
 mod db;
 pub mod env;
 pub mod error;
+pub(crate) mod filename;
 pub mod filter;
 pub mod format;
 #[doc(hidden)]

@@ -10,13 +10,8 @@ use crate::iter::InternalIterator;
 use crate::sst::{TableBuilder, TableOptions, TableSummary};
 use crate::stats::IoStats;
 use crate::version::FileMeta;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// `NNNNNN.sst`.
-pub fn table_path(dir: &Path, number: u64) -> PathBuf {
-    dir.join(format!("{number:06}.sst"))
-}
 
 /// Where and how outputs are written.
 pub struct Outputs<'a> {
@@ -105,7 +100,7 @@ pub fn write_outputs(
             }
             if builder.is_none() {
                 let n = (out.new_file_number)();
-                let f = out.fs.create(&table_path(out.dir, n))?;
+                let f = out.fs.create(&crate::filename::table(out.dir, n))?;
                 builder = Some((n, TableBuilder::new(f, n, out.table.clone(), out.stats.clone())));
             }
             if let Some((_, b)) = builder.as_mut() {

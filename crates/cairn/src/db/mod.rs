@@ -179,10 +179,6 @@ pub(crate) fn table_options(opts: &Options, bpk: &dyn BpkAllocator, tree: u32, l
     }
 }
 
-pub(crate) fn wal_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n:06}.wal"))
-}
-
 impl DbInner {
     /// Fails with `Poisoned` once a durable write has failed.
     pub fn check_writable(&self) -> Result<()> {
@@ -263,7 +259,7 @@ impl DbInner {
     /// a table substituted from another database (same number, other contents) is corruption.
     pub fn open_table(&self, f: &FileMeta) -> Result<Arc<TableReader>> {
         self.tables.get_or_open(f.number, || {
-            let path = crate::compaction::job::table_path(&self.dir, f.number);
+            let path = crate::filename::table(&self.dir, f.number);
             let t = TableReader::open(
                 &*self.fs,
                 &path,
@@ -348,7 +344,7 @@ impl DbInner {
     pub fn rotate_manifest(&self, st: &mut State) -> Result<()> {
         let number = Self::allocate_file_number(st);
         let r = (|| {
-            let path = self.dir.join(manifest::manifest_name(number));
+            let path = crate::filename::manifest(&self.dir, number);
             let mut w = WalWriter::new(self.fs.create(&path)?, number);
             let mut snap = st.version.snapshot_edit(&st.tree_names);
             snap.db_id = Some(self.db_id);
@@ -379,8 +375,16 @@ impl DbInner {
     }
 
     /// Deletes files no live version, pending job, or current log needs: tables, old WALs
-    /// (all trees flushed past them), old manifests, stray temp files.
+    /// (all trees flushed past them), old manifests and OPTIONS files.
+    ///
+    /// Nothing is deleted once the database is poisoned: after a failed manifest append or
+    /// sync the manifest's content on disk is unknown (the edit's bytes may be there, naming
+    /// outputs this process would think unreferenced), and after any failed durable write the
+    /// next open, not this process, decides what is obsolete (DESIGN §4).
     pub fn delete_obsolete_files(&self) {
+        if self.poisoned.load(Ordering::Acquire) {
+            return;
+        }
         // Only files numbered before this snapshot are candidates: a job may create (and
         // register) a file after the lock is released.
         let (live, pending, min_wal, manifest_number, next_file) = {
@@ -405,28 +409,27 @@ impl DbInner {
         let Ok(names) = self.fs.list(&self.dir) else {
             return;
         };
+        use crate::filename::FileKind;
         for name in names {
-            let (stem, ext) = name.split_once('.').unwrap_or((name.as_str(), ""));
-            let obsolete = match (stem.parse::<u64>(), ext) {
-                (Ok(n), "sst") => n < next_file && !live.contains(&n) && !pending.contains(&n),
-                (Ok(n), "wal") => n < min_wal,
-                _ => {
-                    let numbered = |prefix: &str| name.strip_prefix(prefix).and_then(|n| n.parse::<u64>().ok());
-                    match (numbered("MANIFEST-"), numbered("OPTIONS-")) {
-                        (Some(n), _) => n < manifest_number,
-                        (_, Some(n)) => n < self.options_number,
-                        _ => name == "CURRENT.tmp",
-                    }
-                }
+            let obsolete = match crate::filename::parse(&name) {
+                FileKind::Table(n) => n < next_file && !live.contains(&n) && !pending.contains(&n),
+                FileKind::Wal(n) => n < min_wal,
+                FileKind::Manifest(n) => n < manifest_number,
+                FileKind::Options(n) => n < self.options_number,
+                // Temporary files belong to a write in progress (CURRENT.tmp of a manifest
+                // rotation, a WAL being created); open removes those a failure left behind.
+                FileKind::Temp | FileKind::Current | FileKind::Lock | FileKind::Other => false,
             };
-            if obsolete {
-                if let Ok(n) = stem.parse::<u64>() {
-                    self.tables.evict(n);
-                    self.stats.forget_file(n);
-                }
-                if let Err(e) = self.fs.remove_file(&self.dir.join(&name)) {
-                    tracing::warn!(file = %name, error = %e, "could not delete obsolete file");
-                }
+            // A durable write may fail while this runs: stop at once.
+            if !obsolete || self.poisoned.load(Ordering::Acquire) {
+                continue;
+            }
+            if let FileKind::Table(n) = crate::filename::parse(&name) {
+                self.tables.evict(n);
+                self.stats.forget_file(n);
+            }
+            if let Err(e) = self.fs.remove_file(&self.dir.join(&name)) {
+                tracing::warn!(file = %name, error = %e, "could not delete obsolete file");
             }
         }
     }

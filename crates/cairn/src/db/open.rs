@@ -5,7 +5,7 @@
 //! deleting anything: tables and directory synced, a new manifest written and named by
 //! CURRENT, and only then old WALs and manifests removed.
 
-use super::{wal_path, DbInner, State, TreeMems, WalState, WriteQueue};
+use super::{DbInner, State, TreeMems, WalState, WriteQueue};
 use crate::batch::DecodedBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::iter::CompactionFilter;
@@ -14,6 +14,7 @@ use crate::compaction::policies::{Garnering, Leveling};
 use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileSystem, ReadOptions};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::options::{check_compatible, parse_options_file, MergePolicyKind, Options};
 use crate::stats::IoStats;
 use crate::tuning::bpk::Uniform;
@@ -24,16 +25,6 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-
-/// Sorted numbers of the directory entries named `<prefix><digits><suffix>`.
-fn numbered(names: &[String], prefix: &str, suffix: &str) -> Vec<u64> {
-    let mut v: Vec<u64> = names
-        .iter()
-        .filter_map(|n| n.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok())
-        .collect();
-    v.sort_unstable();
-    v
-}
 
 fn policy(o: &Options) -> Box<dyn MergePolicy> {
     match o.merge_policy {
@@ -118,7 +109,7 @@ fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     // before recovery deletes "obsolete" files and makes the loss permanent.
     for tv in &r.version.trees {
         for f in tv.levels.iter().flatten() {
-            let table = crate::compaction::job::table_path(dir, f.number);
+            let table = filename::table(dir, f.number);
             match fs.file_size(&table) {
                 Ok(size) if size == f.size => {}
                 Ok(size) => {
@@ -161,7 +152,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             fs.sync_dir(parent)?;
         }
     }
-    let lock = fs.lock(&dir.join("LOCK"))?;
+    let lock = fs.lock(&filename::lock(dir))?;
     let names = fs.list(dir)?;
     let exists = names.iter().any(|n| n == "CURRENT");
     if exists && opts.error_if_exists {
@@ -170,8 +161,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             dir.display()
         )));
     }
-    if let Some(&n) = numbered(&names, "OPTIONS-", "").last() {
-        let path = dir.join(format!("OPTIONS-{n:06}"));
+    if let Some(&n) = filename::numbers(&names, FileKind::Options).last() {
+        let path = filename::options(dir, n);
         let stored = parse_options_file(&read_all(&*fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
         check_compatible(&stored, &opts)?;
     }
@@ -206,9 +197,9 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
     // File numbers already on disk (including orphans of an interrupted open) are never reused.
-    for n in numbered(&names, "", ".sst")
+    for n in filename::numbers(&names, FileKind::Table)
         .into_iter()
-        .chain(numbered(&names, "", ".wal"))
+        .chain(filename::numbers(&names, FileKind::Wal))
     {
         rec.next_file = rec.next_file.max(n + 1);
     }
@@ -220,7 +211,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         .min()
         .unwrap_or(0);
     let mut last_seq = rec.last_seq;
-    let wals: Vec<u64> = numbered(&names, "", ".wal")
+    let wals: Vec<u64> = filename::numbers(&names, FileKind::Wal)
         .into_iter()
         .filter(|&n| n >= min_log)
         .collect();
@@ -234,13 +225,13 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 0,
                 format!(
                     "trees need {} which is gone; the manifest has lost edits",
-                    wal_path(dir, min_log).display()
+                    filename::wal(dir, min_log).display()
                 ),
             ));
         }
     }
     'logs: for (i, &n) in wals.iter().enumerate() {
-        let path = wal_path(dir, n);
+        let path = filename::wal(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
         let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
         let mut first = true;
@@ -339,15 +330,11 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     for t in 0..rec.tree_names.len() as u32 {
         snap.log_numbers.push((t, wal_number));
     }
-    let wal_writer = WalWriter::create_with_header(fs.create(&wal_path(dir, wal_number))?, wal_number, db_id)?;
-    let mpath = dir.join(manifest::manifest_name(manifest_number));
+    let wal_writer = WalWriter::create(&*fs, &filename::wal(dir, wal_number), wal_number, db_id)?;
+    let mpath = filename::manifest(dir, manifest_number);
     let mut mwriter = WalWriter::new(fs.create(&mpath)?, manifest_number);
     manifest::append_durably(&mut mwriter, &snap.encode())?;
-    crate::env::write_all_synced(
-        &*fs,
-        &dir.join(format!("OPTIONS-{options_number:06}")),
-        &opts.encode_file(),
-    )?;
+    filename::write_atomically(&*fs, &filename::options(dir, options_number), &opts.encode_file())?;
     fs.sync_dir(dir)?;
     manifest::set_current(&*fs, dir, manifest_number)?;
 
@@ -409,6 +396,13 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         let st = inner.state.lock();
         for t in 0..ntrees {
             inner.install_super_version(&st, t);
+        }
+    }
+    // Temporary files left by a write that failed or was interrupted before its rename
+    // (listed before this open wrote anything) are never referenced.
+    for name in names.iter().filter(|n| filename::parse(n) == FileKind::Temp) {
+        if let Err(e) = fs.remove_file(&dir.join(name)) {
+            tracing::warn!(file = %name, error = %e, "could not delete a leftover temporary file");
         }
     }
     inner.delete_obsolete_files();

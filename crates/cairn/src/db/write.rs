@@ -2,7 +2,7 @@
 //! queued batch to the WAL and syncs once for the group) → memtable inserts → publish the
 //! sequence number → acknowledge.
 
-use super::{wal_path, DbInner, State, WalState};
+use super::{DbInner, State, WalState};
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
@@ -228,7 +228,7 @@ pub(super) fn switch_memtables(
         wal.writer.sync()?;
         inner.io.record_sync();
         let n = DbInner::allocate_file_number(st);
-        let w = WalWriter::create_with_header(inner.fs.create(&wal_path(&inner.dir, n))?, n, inner.db_id)?;
+        let w = WalWriter::create(&*inner.fs, &crate::filename::wal(&inner.dir, n), n, inner.db_id)?;
         inner.fs.sync_dir(&inner.dir)?;
         Ok::<_, Error>(w)
     })();

@@ -79,6 +79,32 @@ enum Rule {
     CrashAt { n: u64 },
     /// Fail each operation of `class` with probability `p`.
     Fraction { class: OpClass, p: f64, kind: FaultKind },
+    /// Fail one operation: the `skip + 1`-th of `class` (and named `op`, if set) on a file
+    /// whose name starts with `prefix`, counted from when the rule was added. Deterministic
+    /// whatever background threads do to other files.
+    Matching {
+        class: OpClass,
+        op: Option<&'static str>,
+        prefix: String,
+        skip: u64,
+        kind: FaultKind,
+        done: bool,
+    },
+}
+
+/// One file-system operation, as the operation log records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpRecord {
+    /// 1-based index over all operations (the `n` of [`FaultFs::fail_nth`]).
+    pub index: u64,
+    /// Its class.
+    pub class: OpClass,
+    /// Its name (`"append"`, `"fdatasync"`, `"rename"`, ...).
+    pub op: &'static str,
+    /// The file or directory it acted on.
+    pub path: PathBuf,
+    /// The fault injected into it, if any.
+    pub fault: Option<FaultKind>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -128,6 +154,8 @@ struct State {
     rules: Vec<Rule>,
     ops: u64,
     injected: u64,
+    /// Recorded operations, when recording is on.
+    log: Option<Vec<OpRecord>>,
     rng: StdRng,
 }
 
@@ -167,27 +195,56 @@ fn fault_error(op: &'static str, path: &Path, kind: FaultKind) -> Error {
 
 impl State {
     /// Counts an operation and decides whether it fails.
-    fn check(&mut self, class: OpClass) -> Option<FaultKind> {
+    fn check(&mut self, class: OpClass, op: &'static str, path: &Path) -> Option<FaultKind> {
         self.ops += 1;
         let ops = self.ops;
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         let mut hit = None;
-        for r in &self.rules {
-            match *r {
-                Rule::Nth { n, kind } if n == ops => hit = Some(kind),
-                Rule::CrashAt { n } if n == ops => {
+        for r in &mut self.rules {
+            match r {
+                Rule::Nth { n, kind } if *n == ops => hit = Some(*kind),
+                Rule::CrashAt { n } if *n == ops => {
                     self.dead = true;
                     hit = Some(FaultKind::Eio);
                 }
                 Rule::Fraction { class: c, p, kind }
-                    if (c == class || c == OpClass::Any) && hit.is_none() && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
+                    if (*c == class || *c == OpClass::Any) && hit.is_none() && self.rng.gen_bool(p.clamp(0.0, 1.0)) =>
                 {
-                    hit = Some(kind);
+                    hit = Some(*kind);
+                }
+                Rule::Matching {
+                    class: c,
+                    op: o,
+                    prefix,
+                    skip,
+                    kind,
+                    done,
+                } if !*done
+                    && (*c == class || *c == OpClass::Any)
+                    && o.is_none_or(|o| o == op)
+                    && name.starts_with(prefix.as_str()) =>
+                {
+                    if *skip == 0 {
+                        *done = true;
+                        hit = Some(*kind);
+                    } else {
+                        *skip -= 1;
+                    }
                 }
                 _ => {}
             }
         }
         if hit.is_some() {
             self.injected += 1;
+        }
+        if let Some(log) = &mut self.log {
+            log.push(OpRecord {
+                index: ops,
+                class,
+                op,
+                path: path.to_path_buf(),
+                fault: hit,
+            });
         }
         hit
     }
@@ -219,6 +276,7 @@ impl FaultFs {
                     rules: Vec::new(),
                     ops: 0,
                     injected: 0,
+                    log: None,
                     rng: StdRng::seed_from_u64(seed),
                 }),
             }),
@@ -241,6 +299,31 @@ impl FaultFs {
     /// Fails each operation of `class` with probability `p`.
     pub fn fail_fraction(&self, class: OpClass, p: f64, kind: FaultKind) {
         self.shared.state.lock().rules.push(Rule::Fraction { class, p, kind });
+    }
+
+    /// Fails one operation: the `skip + 1`-th operation of `class` from now on, named `op` when
+    /// given (`"fdatasync"`, `"rename"`, ...), on a file whose name starts with `prefix`. Unlike
+    /// [`fail_nth`](Self::fail_nth) it does not depend on how many operations background
+    /// threads performed before it.
+    pub fn fail_matching(&self, class: OpClass, op: Option<&'static str>, prefix: &str, skip: u64, kind: FaultKind) {
+        self.shared.state.lock().rules.push(Rule::Matching {
+            class,
+            op,
+            prefix: prefix.to_string(),
+            skip,
+            kind,
+            done: false,
+        });
+    }
+
+    /// Starts (or restarts, empty) the operation log.
+    pub fn record_ops(&self) {
+        self.shared.state.lock().log = Some(Vec::new());
+    }
+
+    /// The operations recorded since [`record_ops`](Self::record_ops).
+    pub fn op_log(&self) -> Vec<OpRecord> {
+        self.shared.state.lock().log.clone().unwrap_or_default()
     }
 
     /// Removes every fault rule.
@@ -363,7 +446,7 @@ impl FaultFs {
         if st.dead {
             return Err(injected(op, path, io::ErrorKind::Other, "file system crashed"));
         }
-        if let Some(kind) = st.check(class) {
+        if let Some(kind) = st.check(class, op, path) {
             return Err(fault_error(op, path, kind));
         }
         f(&*self.shared.inner, &mut st)
@@ -533,7 +616,7 @@ impl FaultWritable {
                 "handle from before a crash",
             ));
         }
-        let fault = st.check(class);
+        let fault = st.check(class, op, &self.path);
         let mut slot = self.slot.lock();
         let w = slot
             .as_deref_mut()
@@ -632,7 +715,7 @@ impl RandomAccessFile for FaultReadable {
                 "handle from before a crash",
             ));
         }
-        match st.check(OpClass::Read) {
+        match st.check(OpClass::Read, "read", &self.path) {
             None => {
                 drop(st);
                 self.inner.read_exact_at(offset, buf)

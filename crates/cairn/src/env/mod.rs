@@ -7,7 +7,7 @@ mod fault_fs;
 mod mem_fs;
 mod std_fs;
 
-pub use fault_fs::{CrashMode, FaultFs, FaultKind, OpClass};
+pub use fault_fs::{CrashMode, FaultFs, FaultKind, OpClass, OpRecord};
 pub use mem_fs::MemFs;
 pub use std_fs::StdFs;
 

@@ -6,6 +6,7 @@
 
 use crate::env::{read_all, FileSystem};
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::format::coding::masked_crc;
 use std::path::{Path, PathBuf};
 
@@ -23,24 +24,17 @@ pub fn append_durably(w: &mut crate::wal::WalWriter, edit: &[u8]) -> Result<()> 
     w.flush()
 }
 
-/// `MANIFEST-NNNNNN`.
-pub fn manifest_name(number: u64) -> String {
-    format!("MANIFEST-{number:06}")
-}
-
 /// Points CURRENT at manifest `number`, durably.
 pub fn set_current(fs: &dyn FileSystem, dir: &Path, number: u64) -> Result<()> {
-    let name = manifest_name(number);
+    let name = filename::manifest_name(number);
     let line = format!("{name} {:08x}\n", masked_crc(&[name.as_bytes()]));
-    let tmp = dir.join("CURRENT.tmp");
-    crate::env::write_all_synced(fs, &tmp, line.as_bytes())?;
-    fs.rename(&tmp, &dir.join("CURRENT"))?;
+    filename::write_atomically(fs, &filename::current(dir), line.as_bytes())?;
     fs.sync_dir(dir)
 }
 
 /// Reads CURRENT: the manifest number and its path.
 pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, PathBuf)> {
-    let path = dir.join("CURRENT");
+    let path = filename::current(dir);
     let bytes = read_all(fs, &path)?;
     let bad = |what: &str| Error::corruption(&path, 0, what);
     let text = std::str::from_utf8(&bytes).map_err(|_| bad("CURRENT is not text"))?;

@@ -1,9 +1,10 @@
 //! Appends records to a WAL file.
 
 use super::{FragmentType, BLOCK_SIZE, HEADER_LEN};
-use crate::env::WritableFile;
+use crate::env::{FileSystem, WritableFile};
 use crate::error::Result;
 use crate::format::coding::masked_crc;
+use std::path::Path;
 
 /// Writes records to one WAL file. Not synchronized: the engine's group-commit leader owns it.
 #[derive(Debug)]
@@ -32,15 +33,19 @@ impl WalWriter {
         }
     }
 
-    /// A new database log: its header record (`super::header_record`) is written and synced
-    /// before the log takes any write, so a live log without one has lost bytes.
+    /// Creates database log `log_number` at `path`: the header record
+    /// (`super::header_record`) is written and synced under a temporary name, which is then
+    /// renamed to `path`. So a log either does not exist or starts with its synced header, and
+    /// a live log without one has lost bytes. The caller syncs the directory.
     ///
     /// # Errors
-    /// A failed append or sync; the caller must not use the log.
-    pub fn create_with_header(file: Box<dyn WritableFile>, log_number: u64, db_id: u64) -> crate::error::Result<Self> {
-        let mut w = WalWriter::new(file, log_number);
+    /// I/O errors; the caller must not use the log (at most the temporary file is left).
+    pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64) -> Result<Self> {
+        let tmp = crate::filename::temp(path);
+        let mut w = WalWriter::new(fs.create(&tmp)?, log_number);
         w.add_record(&super::header_record(db_id))?;
         w.sync()?;
+        fs.rename(&tmp, path)?;
         Ok(w)
     }
 
