@@ -1,30 +1,76 @@
 //! Concatenates the tables of one sorted level (non-overlapping, ordered by key), opening each
-//! table only when the iterator reaches it.
+//! table only when the iterator reaches it. A range read hands down its bounds: tables outside
+//! them are never opened, and a [`TableSkip`] hook (the range filter) may rule out a table
+//! inside them before its index or data is read.
 
-use super::InternalIterator;
-use crate::error::{Error, Result};
+use super::{TwoLevelIndex, TwoLevelIter};
+use crate::error::Result;
 use crate::format::ikey;
 use crate::sst::{IterOptions, TableIter, TableReader};
 use crate::version::FileMeta;
 use std::cmp::Ordering;
+use std::ops::Bound;
 use std::sync::Arc;
 
 /// Opens a table by its metadata (through the table cache).
 pub type TableOpener = Arc<dyn Fn(&FileMeta) -> Result<Arc<TableReader>> + Send + Sync>;
 
-/// Iterator over a sorted level.
-pub struct LevelIter {
-    files: Vec<Arc<FileMeta>>,
-    open: TableOpener,
-    index: usize,
-    iter: Option<TableIter>,
-    err: Option<Error>,
-    opts: IterOptions,
+/// User-key bounds of a range read, handed down to the per-table cursors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyBounds {
+    /// Lower bound.
+    pub lo: Bound<Vec<u8>>,
+    /// Upper bound.
+    pub hi: Bound<Vec<u8>>,
 }
 
-impl std::fmt::Debug for LevelIter {
+impl KeyBounds {
+    /// No bounds.
+    pub fn all() -> Self {
+        KeyBounds {
+            lo: Bound::Unbounded,
+            hi: Bound::Unbounded,
+        }
+    }
+
+    /// Whether a file holding user keys `[smallest, largest]` may hold a key in the bounds.
+    pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        let above_lo = match &self.lo {
+            Bound::Included(l) => largest >= l.as_slice(),
+            Bound::Excluded(l) => largest > l.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below_hi = match &self.hi {
+            Bound::Included(h) => smallest <= h.as_slice(),
+            Bound::Excluded(h) => smallest < h.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above_lo && below_hi
+    }
+}
+
+/// Asked before a range read reads a table: `Ok(false)` means the table holds no key within the
+/// bounds, and it is skipped without its index or data being read. This is where a range
+/// filter answers.
+pub type TableSkip = Arc<dyn Fn(&FileMeta, &TableReader, &KeyBounds) -> Result<bool> + Send + Sync>;
+
+/// Iterator over a sorted level.
+pub type LevelIter = TwoLevelIter<LevelFiles>;
+
+/// The file list of a sorted level, as the outer level of [`LevelIter`].
+pub struct LevelFiles {
+    files: Vec<Arc<FileMeta>>,
+    open: TableOpener,
+    opts: IterOptions,
+    bounds: KeyBounds,
+    skip: Option<TableSkip>,
+    /// Current file; `files.len()` when past either end.
+    index: usize,
+}
+
+impl std::fmt::Debug for LevelFiles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LevelIter")
+        f.debug_struct("LevelFiles")
             .field("files", &self.files.len())
             .field("index", &self.index)
             .finish()
@@ -39,156 +85,227 @@ impl LevelIter {
 
     /// Iterates `files`, reading tables as `opts` says.
     pub fn with_options(files: Vec<Arc<FileMeta>>, open: TableOpener, opts: IterOptions) -> Self {
-        LevelIter {
+        Self::bounded(files, open, opts, KeyBounds::all(), None)
+    }
+
+    /// Iterates the files of `files` that may hold keys within `bounds`, asking `skip` before
+    /// reading each.
+    pub fn bounded(
+        files: Vec<Arc<FileMeta>>,
+        open: TableOpener,
+        opts: IterOptions,
+        bounds: KeyBounds,
+        skip: Option<TableSkip>,
+    ) -> Self {
+        let files: Vec<_> = files
+            .into_iter()
+            .filter(|f| bounds.overlaps(f.smallest_user_key(), f.largest_user_key()))
+            .collect();
+        let index = files.len();
+        TwoLevelIter::over(LevelFiles {
             files,
             open,
-            index: 0,
-            iter: None,
-            err: None,
             opts,
-        }
-    }
-
-    fn load(&mut self, index: usize) -> bool {
-        self.iter = None;
-        self.index = index;
-        let Some(f) = self.files.get(index) else {
-            return false;
-        };
-        match (self.open)(f) {
-            Ok(t) => {
-                self.iter = Some(t.iter_with(self.opts.clone()));
-                true
-            }
-            Err(e) => {
-                self.err = Some(e);
-                false
-            }
-        }
-    }
-
-    fn skip(&mut self, forward: bool) {
-        loop {
-            match &self.iter {
-                Some(it) if it.valid() => return,
-                Some(it) if it.status().is_err() => {
-                    self.err = it.status().err();
-                    self.iter = None;
-                    return;
-                }
-                None => return,
-                Some(_) => {}
-            }
-            let next = if forward {
-                self.index + 1
-            } else if self.index == 0 {
-                self.iter = None;
-                return;
-            } else {
-                self.index - 1
-            };
-            if !self.load(next) {
-                return;
-            }
-            if let Some(it) = &mut self.iter {
-                if forward {
-                    it.seek_to_first();
-                } else {
-                    it.seek_to_last();
-                }
-            }
-        }
+            bounds,
+            skip,
+            index,
+        })
     }
 }
 
-impl InternalIterator for LevelIter {
+impl TwoLevelIndex for LevelFiles {
+    type Child = TableIter;
+
     fn valid(&self) -> bool {
-        self.err.is_none() && self.iter.as_ref().is_some_and(|i| i.valid())
+        self.index < self.files.len()
     }
-
     fn seek_to_first(&mut self) {
-        self.err = None;
-        if self.load(0) {
-            if let Some(it) = &mut self.iter {
-                it.seek_to_first();
-            }
-        }
-        self.skip(true);
+        self.index = 0;
     }
-
     fn seek_to_last(&mut self) {
-        self.err = None;
-        if !self.files.is_empty() && self.load(self.files.len() - 1) {
-            if let Some(it) = &mut self.iter {
-                it.seek_to_last();
-            }
-        }
-        self.skip(false);
+        self.index = self.files.len().saturating_sub(1);
     }
-
     fn seek(&mut self, target: &[u8]) {
-        self.err = None;
-        let i = self
+        self.index = self
             .files
             .partition_point(|f| ikey::compare(&f.largest, target) == Ordering::Less);
-        if self.load(i) {
-            if let Some(it) = &mut self.iter {
-                it.seek(target);
-            }
-        }
-        self.skip(true);
     }
-
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.err = None;
-        // Last file whose smallest key is ≤ target.
+        // The last file whose smallest key is ≤ target.
         let i = self
             .files
             .partition_point(|f| ikey::compare(&f.smallest, target) != Ordering::Greater);
-        if i == 0 {
-            self.iter = None;
-            return;
-        }
-        if self.load(i - 1) {
-            if let Some(it) = &mut self.iter {
-                it.seek_for_prev(target);
+        self.index = if i == 0 { self.files.len() } else { i - 1 };
+    }
+    fn next(&mut self) {
+        self.index = (self.index + 1).min(self.files.len());
+    }
+    fn prev(&mut self) {
+        self.index = if self.index == 0 {
+            self.files.len()
+        } else {
+            self.index - 1
+        };
+    }
+    fn open(&mut self) -> Result<Option<TableIter>> {
+        let Some(f) = self.files.get(self.index) else {
+            return Ok(None);
+        };
+        let table = (self.open)(f)?;
+        if let Some(skip) = &self.skip {
+            if !skip(f, &table, &self.bounds)? {
+                return Ok(None);
             }
         }
-        self.skip(false);
+        Ok(Some(table.iter_with(self.opts.clone())))
     }
-
-    fn next(&mut self) {
-        if let Some(it) = &mut self.iter {
-            it.next();
-        }
-        self.skip(true);
-    }
-
-    fn prev(&mut self) {
-        if let Some(it) = &mut self.iter {
-            it.prev();
-        }
-        self.skip(false);
-    }
-
-    fn key(&self) -> &[u8] {
-        match &self.iter {
-            Some(it) if self.err.is_none() => it.key(),
-            _ => &[],
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match &self.iter {
-            Some(it) if self.err.is_none() => it.value(),
-            _ => &[],
-        }
-    }
-
     fn status(&self) -> Result<()> {
-        if let Some(e) = &self.err {
-            return Err(crate::sst::clone_error(e));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{FileSystem, MemFs};
+    use crate::format::ikey::{InternalKey, ValueKind};
+    use crate::sst::{ReaderOptions, TableBuilder, TableOptions};
+    use crate::stats::IoStats;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    type Model = BTreeMap<InternalKey, Vec<u8>>;
+
+    /// Six tables of 200 consecutive keys each (`k0000`…), every 4th key with two versions.
+    fn level(fs: &MemFs) -> (Vec<Arc<FileMeta>>, Vec<Model>) {
+        fs.create_dir_all(Path::new("/l")).unwrap();
+        let (mut files, mut models) = (Vec::new(), Vec::new());
+        for t in 0..6u64 {
+            let mut m = Model::new();
+            for i in t * 200..(t + 1) * 200 {
+                let uk = format!("k{i:04}").into_bytes();
+                m.insert(InternalKey::new(&uk, 10, ValueKind::Put), i.to_le_bytes().to_vec());
+                if i % 4 == 0 {
+                    m.insert(InternalKey::new(&uk, 20, ValueKind::Delete), Vec::new());
+                }
+            }
+            let n = t + 1;
+            let opts = TableOptions {
+                block_size: 256,
+                ..TableOptions::default()
+            };
+            let path = crate::filename::table(Path::new("/l"), n);
+            let mut b = TableBuilder::new(fs.create(&path).unwrap(), n, opts, Arc::new(IoStats::new()));
+            for (k, v) in &m {
+                b.add(k.encoded(), v).unwrap();
+            }
+            let s = b.finish().unwrap();
+            files.push(Arc::new(FileMeta {
+                number: n,
+                size: s.file_size,
+                smallest: s.properties.smallest_key.clone(),
+                largest: s.properties.largest_key.clone(),
+                smallest_seqno: 10,
+                largest_seqno: 20,
+                entries: s.properties.entries,
+                tombstones: s.properties.tombstones,
+                filter_policy: String::new(),
+                filter_bpk: 0.0,
+                segments: 1,
+            }));
+            models.push(m);
         }
-        self.iter.as_ref().map_or(Ok(()), |i| i.status())
+        (files, models)
+    }
+
+    fn opener(fs: &MemFs) -> TableOpener {
+        let fs = fs.clone();
+        Arc::new(move |f: &FileMeta| {
+            TableReader::open(
+                &fs,
+                &crate::filename::table(Path::new("/l"), f.number),
+                Some(f.number),
+                ReaderOptions {
+                    stats: Arc::new(IoStats::new()),
+                    ..ReaderOptions::default()
+                },
+            )
+            .map(Arc::new)
+        })
+    }
+
+    fn target(r: &mut dyn rand::RngCore) -> InternalKey {
+        let uk = format!("k{:04}", r.gen_range(0..1300)).into_bytes();
+        InternalKey::new(&uk, r.gen_range(0..30), ValueKind::Put)
+    }
+
+    #[test]
+    fn conformance_over_a_level_with_and_without_skipped_tables() {
+        let fs = MemFs::new();
+        let (files, models) = level(&fs);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let all: Model = models.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut it = LevelIter::new(files.clone(), opener(&fs));
+        crate::iter::conformance::check(&mut it, &all, &mut rng, 400, 40, target);
+
+        // A hook that rules out tables 2 and 5: their entries vanish, nothing else changes.
+        let opened = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let seen = opened.clone();
+        let skip: TableSkip = Arc::new(move |f: &FileMeta, _: &TableReader, _: &KeyBounds| {
+            seen.lock().push(f.number);
+            Ok(f.number != 2 && f.number != 5)
+        });
+        let kept: Model = models
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 1 && *i != 4)
+            .flat_map(|(_, m)| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect();
+        let mut it = LevelIter::bounded(
+            files.clone(),
+            opener(&fs),
+            IterOptions::default(),
+            KeyBounds::all(),
+            Some(skip),
+        );
+        crate::iter::conformance::check(&mut it, &kept, &mut rng, 400, 40, target);
+        assert!(opened.lock().contains(&2));
+
+        // Bounds leave out the tables entirely outside them (never opened).
+        let bounds = KeyBounds {
+            lo: Bound::Included(b"k0250".to_vec()),
+            hi: Bound::Excluded(b"k0600".to_vec()),
+        };
+        let opened = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let seen = opened.clone();
+        let skip: TableSkip = Arc::new(move |f: &FileMeta, _: &TableReader, _: &KeyBounds| {
+            seen.lock().push(f.number);
+            Ok(true)
+        });
+        let mut it = LevelIter::bounded(files, opener(&fs), IterOptions::default(), bounds, Some(skip));
+        let inside: Model = models[1..3]
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        crate::iter::conformance::check(&mut it, &inside, &mut rng, 200, 40, target);
+        let mut numbers = opened.lock().clone();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers, vec![2, 3], "only the tables overlapping the bounds are opened");
+    }
+
+    #[test]
+    fn key_bounds_overlap() {
+        let b = KeyBounds {
+            lo: Bound::Excluded(b"c".to_vec()),
+            hi: Bound::Included(b"f".to_vec()),
+        };
+        assert!(!b.overlaps(b"a", b"c"));
+        assert!(b.overlaps(b"a", b"ca"));
+        assert!(b.overlaps(b"f", b"z"));
+        assert!(!b.overlaps(b"fa", b"z"));
+        assert!(KeyBounds::all().overlaps(b"", b""));
     }
 }

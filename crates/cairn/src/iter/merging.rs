@@ -58,6 +58,13 @@ impl MergingIter {
         self.current = best;
     }
 
+    /// Which child the current entry comes from (its index in the children given to
+    /// [`new`](Self::new)); `None` when not positioned. Compaction uses it to tell which input
+    /// file an entry came from (statistics inheritance).
+    pub fn current_source(&self) -> Option<usize> {
+        self.current
+    }
+
     fn find_smallest(&mut self) {
         self.find(Ordering::Less);
     }

@@ -4,9 +4,11 @@ use crate::error::Result;
 
 pub mod level;
 pub mod merging;
+pub mod two_level;
 
-pub use level::{LevelIter, TableOpener};
+pub use level::{KeyBounds, LevelFiles, LevelIter, TableOpener, TableSkip};
 pub use merging::{BoxedIter, MergingIter};
+pub use two_level::{TwoLevelIndex, TwoLevelIter};
 
 /// A positioned cursor over `(internal key, value)` entries in internal-key order.
 ///

@@ -1,193 +1,82 @@
-//! Two-level iterator over a table: the index block positions a data-block iterator.
+//! Iterator over a table: the index block positions a data-block iterator (a two-level
+//! iterator, `iter::two_level`).
 
-use super::block::{clone_error, BlockIter};
+use super::block::BlockIter;
 use super::footer::BlockHandle;
 use super::reader::{IterOptions, TableReader};
 use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
 use crate::format::ikey::KeyOrder;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, TwoLevelIndex, TwoLevelIter};
+use crate::stats::IoStats;
 use std::sync::Arc;
 
 /// Iterator over one table; data blocks come through the block cache.
+pub type TableIter = TwoLevelIter<TableIndex>;
+
+/// The index block of a table, as the outer level of [`TableIter`].
 #[derive(Debug)]
-pub struct TableIter {
+pub struct TableIndex {
     table: Arc<TableReader>,
     index: BlockIter,
-    data: Option<BlockIter>,
-    err: Option<Error>,
     fill_cache: bool,
-    stats: Option<Arc<crate::stats::IoStats>>,
+    stats: Option<Arc<IoStats>>,
 }
 
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
-        TableIter {
+        TwoLevelIter::over(TableIndex {
             index: table.index_block().iter(KeyOrder::Internal),
             table,
-            data: None,
-            err: None,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
-        }
-    }
-
-    /// Loads the data block the index is positioned on; false at the end or on error.
-    fn load(&mut self) -> bool {
-        self.data = None;
-        if self.err.is_some() || !self.index.valid() {
-            return false;
-        }
-        let handle = match BlockHandle::decode(&mut Decoder::new(self.index.value())) {
-            Ok(h) => h,
-            Err(e) => {
-                self.err = Some(Error::corruption(
-                    self.table.path(),
-                    self.table.index_block().file_offset(),
-                    format!("index entry: {e}"),
-                ));
-                return false;
-            }
-        };
-        let stats = self.stats.as_deref().unwrap_or(self.table.stats());
-        match self.table.data_block_with(handle, self.fill_cache, stats) {
-            Ok((b, _)) => {
-                self.data = Some(b.iter(KeyOrder::Internal));
-                true
-            }
-            Err(e) => {
-                self.err = Some(e);
-                false
-            }
-        }
-    }
-
-    fn data_failed(&mut self) -> bool {
-        if let Some(Err(e)) = self.data.as_ref().map(|d| d.status()) {
-            self.err = Some(e);
-            self.data = None;
-            return true;
-        }
-        false
-    }
-
-    /// Moves across exhausted (or empty) data blocks until positioned on an entry, the end
-    /// of the table, or an error.
-    fn skip(&mut self, forward: bool) {
-        while !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if self.data_failed() || self.data.is_none() {
-                return;
-            }
-            if forward {
-                self.index.next();
-            } else {
-                self.index.prev();
-            }
-            if !self.load() {
-                return;
-            }
-            if let Some(d) = &mut self.data {
-                if forward {
-                    d.seek_to_first();
-                } else {
-                    d.seek_to_last();
-                }
-            }
-        }
+        })
     }
 }
 
-impl InternalIterator for TableIter {
+impl TwoLevelIndex for TableIndex {
+    type Child = BlockIter;
+
     fn valid(&self) -> bool {
-        self.err.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
+        self.index.valid()
     }
-
     fn seek_to_first(&mut self) {
-        self.err = None;
         self.index.seek_to_first();
-        if self.load() {
-            if let Some(d) = &mut self.data {
-                d.seek_to_first();
-            }
-        }
-        self.skip(true);
     }
-
     fn seek_to_last(&mut self) {
-        self.err = None;
         self.index.seek_to_last();
-        if self.load() {
-            if let Some(d) = &mut self.data {
-                d.seek_to_last();
-            }
-        }
-        self.skip(false);
     }
-
     fn seek(&mut self, target: &[u8]) {
-        self.err = None;
+        // The first block whose last key is ≥ target.
         self.index.seek(target);
-        if self.load() {
-            if let Some(d) = &mut self.data {
-                d.seek(target);
-            }
-        }
-        self.skip(true);
     }
-
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.err = None;
+        // The last key ≤ target is in the first block whose last key is ≥ target, or in an
+        // earlier one; past every block's last key it is the table's last key.
         self.index.seek(target);
-        if !self.index.valid() {
-            if self.index.status().is_err() {
-                return;
-            }
+        if !self.index.valid() && self.index.status().is_ok() {
             self.index.seek_to_last();
         }
-        if self.load() {
-            if let Some(d) = &mut self.data {
-                d.seek_for_prev(target);
-            }
-        }
-        self.skip(false);
     }
-
     fn next(&mut self) {
-        if let Some(d) = &mut self.data {
-            d.next();
-        }
-        self.skip(true);
+        self.index.next();
     }
-
     fn prev(&mut self) {
-        if let Some(d) = &mut self.data {
-            d.prev();
-        }
-        self.skip(false);
+        self.index.prev();
     }
-
-    fn key(&self) -> &[u8] {
-        match &self.data {
-            Some(d) if self.err.is_none() => d.key(),
-            _ => &[],
-        }
+    fn open(&mut self) -> Result<Option<BlockIter>> {
+        let handle = BlockHandle::decode(&mut Decoder::new(self.index.value())).map_err(|e| {
+            Error::corruption(
+                self.table.path(),
+                self.table.index_block().file_offset(),
+                format!("index entry: {e}"),
+            )
+        })?;
+        let stats = self.stats.as_deref().unwrap_or(self.table.stats());
+        let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats)?;
+        Ok(Some(block.iter(KeyOrder::Internal)))
     }
-
-    fn value(&self) -> &[u8] {
-        match &self.data {
-            Some(d) if self.err.is_none() => d.value(),
-            _ => &[],
-        }
-    }
-
     fn status(&self) -> Result<()> {
-        if let Some(e) = &self.err {
-            return Err(clone_error(e));
-        }
-        self.index.status()?;
-        match &self.data {
-            Some(d) => d.status(),
-            None => Ok(()),
-        }
+        self.index.status()
     }
 }

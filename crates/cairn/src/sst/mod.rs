@@ -23,7 +23,7 @@ pub(crate) use block::clone_error;
 pub use block::{Block, BlockBuilder, BlockIter};
 pub use builder::{TableBuilder, TableSummary};
 pub use footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC};
-pub use iter::TableIter;
+pub use iter::{TableIndex, TableIter};
 pub use properties::{FilterDecision, Properties, SegmentMeta, UnitSpec};
 pub use reader::{Found, GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::{Compression, TRAILER_LEN};
