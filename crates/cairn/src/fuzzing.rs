@@ -58,6 +58,7 @@ pub fn table(data: &[u8]) {
         direct: false,
         cache: None,
         stats: Arc::new(IoStats::new()),
+        meta_region: None,
     };
     let Ok(t) = TableReader::open(&fs, path, None, opts) else {
         return;

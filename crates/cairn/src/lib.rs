@@ -11,6 +11,7 @@ pub mod format;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod iter;
+pub mod memory;
 pub mod memtable;
 pub mod options;
 pub mod sst;
@@ -23,10 +24,10 @@ pub mod wal;
 mod testutil;
 
 pub use batch::WriteBatch;
-pub use db::{
-    Db, DbStats, FileAccessStats, LevelInfo, LevelStats, Range, Snapshot, Tree, TreeLevels, TreeStatsSnapshot,
-};
+pub use db::{Db, DbStats, FileAccessStats, LevelInfo, Range, Snapshot, Tree, TreeLevels};
 pub use error::{Error, Result};
+pub use memory::{MemoryLimits, MemoryUsage};
 pub use options::{MergePolicyKind, Options, WriteOptions};
 pub use sst::Compression;
+pub use stats::{LevelStats, TreeStatsSnapshot};
 pub use wal::RecoveryMode;

@@ -6,4 +6,4 @@ pub mod job;
 pub mod policies;
 pub mod policy;
 
-pub use policy::{Choice, Decision, FileView, LevelView, LsmView, MergePolicy};
+pub use policy::{pending_bytes, pick_range, Choice, Decision, FileView, LevelView, LsmView, MergePolicy};

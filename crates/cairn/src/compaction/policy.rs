@@ -185,3 +185,57 @@ pub(crate) fn pick_from_level(view: &LsmView, level: usize) -> Choice {
         },
     }
 }
+
+/// The manual compaction (`compact_range`) of `level`'s files overlapping the user-key range
+/// `[lo, hi]` (`None`: unbounded), for a tree whose deepest non-empty level is `bottom`: level 0
+/// goes down whole (its files overlap each other) into the overlapping files of level 1; a
+/// sorted level's overlapping files go into the next level's overlaps; at the bottom they are
+/// rewritten in place (`output_level == level`, purging dead versions). Busy files are not
+/// considered here: the caller waits for them.
+pub fn pick_range(view: &LsmView, level: usize, bottom: usize, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Choice {
+    let in_range = |f: &FileView| {
+        lo.is_none_or(|lo| f.largest.as_slice() >= lo) && hi.is_none_or(|hi| f.smallest.as_slice() <= hi)
+    };
+    let files = view.level(level);
+    if !files.iter().any(in_range) {
+        return Choice::DoNothing;
+    }
+    let inputs: Vec<&FileView> = if level == 0 {
+        files.iter().collect()
+    } else {
+        files.iter().filter(|f| in_range(f)).collect()
+    };
+    let output_level = if level == bottom && level > 0 { level } else { level + 1 };
+    let overlaps = if output_level == level {
+        Vec::new()
+    } else {
+        let lo = inputs.iter().map(|f| f.smallest.as_slice()).min().unwrap_or_default();
+        let hi = inputs.iter().map(|f| f.largest.as_slice()).max().unwrap_or_default();
+        overlaps(view.level(output_level), lo, hi)
+            .iter()
+            .map(|f| f.number)
+            .collect()
+    };
+    let mut inputs: Vec<u64> = inputs.iter().map(|f| f.number).collect();
+    if level == 0 {
+        inputs.sort_unstable();
+    }
+    Choice::Merge {
+        level,
+        inputs,
+        output_level,
+        overlaps,
+    }
+}
+
+/// Bytes over capacity in every sorted level `1..levels` of a tree whose deepest level is
+/// `deepest` (`bytes(level)` gives a level's size): a cheap stand-in for RocksDB's pending
+/// compaction bytes estimate, for write slowdowns and stops.
+pub fn pending_bytes(policy: &dyn MergePolicy, deepest: u32, levels: usize, bytes: impl Fn(usize) -> u64) -> u64 {
+    (1..levels)
+        .filter_map(|level| {
+            let cap = policy.capacity(level, deepest)?;
+            Some(bytes(level).saturating_sub(cap as u64))
+        })
+        .sum()
+}

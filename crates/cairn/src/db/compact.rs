@@ -1,41 +1,79 @@
-//! Compaction orchestration: background threads ask the merge policy for work, run the job
-//! outside the state lock, and install the result.
+//! Compaction orchestration: a merge policy's decision (or a manual compaction's pick) becomes
+//! a [`Job`]; moves and level growth are installed at once, merges run outside the state lock;
+//! [`Job::edit`] is the one place a job turns into a version edit.
 
-use super::{DbInner, State};
+use super::inner::{DbInner, State};
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
-use crate::compaction::{Choice, FileView, LevelView, LsmView};
+use crate::compaction::{pick_range, Choice, Decision, FileView, LevelView, LsmView};
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, LevelIter, MergingIter};
 use crate::version::{FileMeta, TreeVersion, VersionEdit};
+use std::collections::HashSet;
 use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
+use std::time::Duration;
 
-/// Starts the flush thread and the compaction threads.
-pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
-    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
-        std::thread::Builder::new()
-            .name(name)
-            .spawn(f)
-            .map_err(|e| Error::io("spawn thread", &inner.dir, e))
-    };
-    let mut threads = inner.threads.lock();
-    let i = inner.clone();
-    threads.push(spawn(
-        "cairn-flush".into(),
-        Box::new(move || super::flush::flush_loop(i)),
-    )?);
-    for n in 0..inner.opts.compaction_threads {
-        let i = inner.clone();
-        threads.push(spawn(
-            format!("cairn-compact-{n}"),
-            Box::new(move || compaction_loop(i)),
-        )?);
-    }
-    Ok(())
+/// Work on one tree: `inputs` of `level` (with the `overlaps` of `output_level`) become new
+/// files of `output_level`; `deepest` grows the tree's L (Garnering's delay).
+#[derive(Debug)]
+pub(super) struct Job {
+    pub tree: usize,
+    pub level: usize,
+    pub output_level: usize,
+    pub inputs: Vec<Arc<FileMeta>>,
+    pub overlaps: Vec<Arc<FileMeta>>,
+    pub deepest: Option<u32>,
 }
 
-fn view(t: &TreeVersion, busy: &std::collections::HashSet<u64>) -> LsmView {
+impl Job {
+    /// The edit that installs this job with `outputs` written to `output_level` (for a trivial
+    /// move: the input itself).
+    fn edit(&self, outputs: Vec<FileMeta>) -> VersionEdit {
+        let t = self.tree as u32;
+        let mut e = VersionEdit::default();
+        e.deleted
+            .extend(self.inputs.iter().map(|f| (t, self.level as u32, f.number)));
+        e.deleted
+            .extend(self.overlaps.iter().map(|f| (t, self.output_level as u32, f.number)));
+        e.added
+            .extend(outputs.into_iter().map(|f| (t, self.output_level as u32, f)));
+        e.deepest.extend(self.deepest.map(|d| (t, d)));
+        e
+    }
+
+    /// A job from a policy's or a manual pick; `None` when it names files no longer there.
+    fn from_choice(tree: usize, tv: &TreeVersion, decision: &Decision) -> Option<Self> {
+        let find = |level: usize, n: &u64| tv.level(level).iter().find(|f| f.number == *n).cloned();
+        let (level, output_level, inputs, overlaps) = match &decision.choice {
+            Choice::DoNothing => (0, 0, Vec::new(), Vec::new()),
+            Choice::Move { from, file } => (*from, from + 1, vec![find(*from, file)?], Vec::new()),
+            Choice::Merge {
+                level,
+                inputs,
+                output_level,
+                overlaps,
+            } => {
+                let i: Vec<_> = inputs.iter().filter_map(|n| find(*level, n)).collect();
+                let o: Vec<_> = overlaps.iter().filter_map(|n| find(*output_level, n)).collect();
+                if i.len() != inputs.len() || o.len() != overlaps.len() {
+                    return None;
+                }
+                (*level, *output_level, i, o)
+            }
+        };
+        Some(Job {
+            tree,
+            level,
+            output_level,
+            inputs,
+            overlaps,
+            deepest: decision.deepest,
+        })
+    }
+}
+
+fn view(t: &TreeVersion, busy: &HashSet<u64>) -> LsmView {
     LsmView {
         levels: t
             .levels
@@ -57,79 +95,27 @@ fn view(t: &TreeVersion, busy: &std::collections::HashSet<u64>) -> LsmView {
     }
 }
 
-/// Bytes over capacity in every level (a cheap stand-in for RocksDB's pending compaction
-/// bytes estimate), used for write slowdowns and stops.
-pub(super) fn pending_compaction_bytes(inner: &DbInner, st: &State) -> u64 {
-    let mut total = 0u64;
-    for t in &st.version.trees {
-        for level in 1..t.levels.len() {
-            if let Some(cap) = inner.policy.capacity(level, t.deepest) {
-                total += t.level_bytes(level).saturating_sub(cap as u64);
-            }
-        }
-    }
-    total
-}
-
-/// A merge to run outside the lock.
-struct Job {
-    tree: usize,
-    level: usize,
-    output_level: usize,
-    inputs: Vec<Arc<FileMeta>>,
-    overlaps: Vec<Arc<FileMeta>>,
-    deepest: Option<u32>,
-}
-
-/// Picks work for some tree, applying level growth and trivial moves at once (they rewrite
-/// nothing); returns a merge to run, if any.
-fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
-    for tree in 0..st.version.trees.len() {
+/// Picks work for some tree, installing level growth and trivial moves at once (they rewrite
+/// nothing); returns a merge to run, claimed (inputs busy, counted as running), if any.
+pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
+    for tree in 0..st.version().trees.len() {
         loop {
-            let tv = &st.version.trees[tree];
+            let tv = &st.version().trees[tree];
             let decision = inner.policy.pick(&view(tv, &st.busy));
-            let find = |level: usize, n: u64| tv.level(level).iter().find(|f| f.number == n).cloned();
+            let Some(job) = Job::from_choice(tree, tv, &decision) else {
+                break;
+            };
             match decision.choice {
-                Choice::DoNothing => {
-                    if let Some(d) = decision.deepest {
-                        let mut e = VersionEdit::default();
-                        e.deepest.push((tree as u32, d));
-                        inner.log_and_apply(st, e)?;
-                        continue;
-                    }
-                    break;
+                Choice::DoNothing if job.deepest.is_none() => break,
+                Choice::DoNothing => inner.log_and_apply(st, job.edit(Vec::new()), None)?,
+                Choice::Move { from, .. } => {
+                    let moved = job.inputs.iter().map(|f| (**f).clone()).collect();
+                    inner.log_and_apply(st, job.edit(moved), None)?;
+                    inner.counters.tree(tree).record_move(from);
                 }
-                Choice::Move { from, file } => {
-                    let Some(f) = find(from, file) else { break };
-                    let mut e = VersionEdit::default();
-                    e.deleted.push((tree as u32, from as u32, file));
-                    e.added.push((tree as u32, from as u32 + 1, (*f).clone()));
-                    if let Some(d) = decision.deepest {
-                        e.deepest.push((tree as u32, d));
-                    }
-                    inner.log_and_apply(st, e)?;
-                    inner.stats.record_move(tree, from);
-                    continue;
-                }
-                Choice::Merge {
-                    level,
-                    inputs,
-                    output_level,
-                    overlaps,
-                } => {
-                    let inputs: Vec<_> = inputs.iter().filter_map(|&n| find(level, n)).collect();
-                    let overlaps: Vec<_> = overlaps.iter().filter_map(|&n| find(output_level, n)).collect();
-                    for f in inputs.iter().chain(&overlaps) {
-                        st.busy.insert(f.number);
-                    }
-                    return Ok(Some(Job {
-                        tree,
-                        level,
-                        output_level,
-                        inputs,
-                        overlaps,
-                        deepest: decision.deepest,
-                    }));
+                Choice::Merge { .. } => {
+                    claim(st, &job);
+                    return Ok(Some(job));
                 }
             }
         }
@@ -137,38 +123,36 @@ fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
     Ok(None)
 }
 
-fn compaction_loop(inner: Arc<DbInner>) {
-    while let Some(job) = inner.wait_for_work(|st| {
-        let found = match pick(&inner, st) {
-            Ok(job) => job,
-            Err(e) => {
-                inner.set_poison(&e);
-                None
-            }
-        };
-        if found.is_some() {
-            st.running_compactions += 1;
-        } else {
-            inner.done_cv.notify_all();
-        }
-        found
-    }) {
-        let r = run(&inner, &job);
-        {
-            let mut st = inner.state.lock();
-            st.running_compactions -= 1;
-            for f in job.inputs.iter().chain(&job.overlaps) {
-                st.busy.remove(&f.number);
-            }
-        }
-        if let Err(e) = r {
-            tracing::error!(error = %e, "compaction failed");
-            inner.set_poison(&e);
-        }
-        inner.delete_obsolete_files();
-        inner.done_cv.notify_all();
-        inner.bg_cv.notify_all();
+/// Whether the policy would pick anything now (ignoring what is running).
+pub(super) fn work_pending(inner: &DbInner, st: &State) -> bool {
+    st.version().trees.iter().any(|t| {
+        let d = inner.policy.pick(&view(t, &st.busy));
+        d.deepest.is_some() || d.choice != Choice::DoNothing
+    })
+}
+
+/// Marks a job's inputs busy and counts it as running.
+fn claim(st: &mut State, job: &Job) {
+    for f in job.inputs.iter().chain(&job.overlaps) {
+        st.busy.insert(f.number);
     }
+    st.running_compactions += 1;
+}
+
+/// Runs a claimed job, then releases its inputs, deletes what became obsolete and wakes
+/// waiters.
+pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
+    let r = run(inner, job);
+    {
+        let mut st = inner.state.lock();
+        st.running_compactions -= 1;
+        for f in job.inputs.iter().chain(&job.overlaps) {
+            st.busy.remove(&f.number);
+        }
+    }
+    inner.delete_obsolete_files();
+    inner.done_cv.notify_all();
+    r
 }
 
 /// Merges `job.inputs` with `job.overlaps` into `job.output_level`.
@@ -196,11 +180,14 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         read,
     )));
     let mut merged = MergingIter::new(children);
-    let version = inner.state.lock().version.clone();
-    let tv = version.trees.get(job.tree).cloned().unwrap_or_default();
-    let deeper: Vec<Arc<FileMeta>> = (job.output_level + 1..tv.levels.len())
-        .flat_map(|l| tv.level(l).to_vec())
-        .collect();
+    let (table, deeper) = {
+        let st = inner.state.lock();
+        let tv = st.version().trees.get(job.tree).cloned().unwrap_or_default();
+        let deeper: Vec<Arc<FileMeta>> = (job.output_level + 1..tv.levels.len())
+            .flat_map(|l| tv.level(l).to_vec())
+            .collect();
+        (inner.job_table_options(&st, job.tree, job.output_level), deeper)
+    };
     let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |uk: &[u8]| {
         !deeper
             .iter()
@@ -218,7 +205,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         &mut Outputs {
             fs: &*inner.fs,
             dir: &inner.dir,
-            table: inner.table_options(job.tree as u32, job.output_level),
+            table,
             target_file_size: inner.opts.target_file_size,
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
@@ -226,25 +213,12 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     );
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
-        let mut e = VersionEdit::default();
-        let t = job.tree as u32;
-        for f in &job.inputs {
-            e.deleted.push((t, job.level as u32, f.number));
-        }
-        for f in &job.overlaps {
-            e.deleted.push((t, job.output_level as u32, f.number));
-        }
-        for f in &out.files {
-            e.added.push((t, job.output_level as u32, f.clone()));
-        }
-        if let Some(d) = job.deepest {
-            e.deepest.push((t, d));
-        }
         let read: u64 = job.inputs.iter().chain(&job.overlaps).map(|f| f.size).sum();
-        inner.log_and_apply(&mut st, e)?;
+        inner.log_and_apply(&mut st, job.edit(out.files), None)?;
         inner
-            .stats
-            .record_compaction(job.tree, job.output_level, read, out.bytes_written);
+            .counters
+            .tree(job.tree)
+            .record_compaction(job.output_level, read, out.bytes_written);
         Ok(())
     });
     for n in outputs {
@@ -257,31 +231,6 @@ fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {
     let i = inner.clone();
     Arc::new(move |f: &FileMeta| i.open_table(f))
 }
-
-/// Waits until no flush or compaction is pending or running.
-pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
-    let mut st = inner.state.lock();
-    loop {
-        inner.check_writable()?;
-        let flush_due = st.flushing || st.mems.iter().any(|m| !m.imm.is_empty());
-        let compaction_due = st.running_compactions > 0
-            || st
-                .version
-                .trees
-                .iter()
-                .any(|t| inner.policy.pick(&view(t, &st.busy)) != NOTHING);
-        if !flush_due && !compaction_due {
-            return Ok(());
-        }
-        inner.bg_cv.notify_all();
-        inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(50));
-    }
-}
-
-const NOTHING: crate::compaction::Decision = crate::compaction::Decision {
-    deepest: None,
-    choice: Choice::DoNothing,
-};
 
 fn bound_key<K: AsRef<[u8]>>(b: Bound<&K>) -> Option<Vec<u8>> {
     match b {
@@ -302,77 +251,48 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
     super::flush::flush_trees(inner, Some(tree))?;
     let lo = bound_key(range.start_bound());
     let hi = bound_key(range.end_bound());
-    let overlaps = |f: &FileMeta| {
-        lo.as_deref().is_none_or(|lo| f.largest_user_key() >= lo)
-            && hi.as_deref().is_none_or(|hi| f.smallest_user_key() <= hi)
-    };
     let mut level = 0usize;
     loop {
         let job = {
             let mut st = inner.state.lock();
             loop {
                 inner.check_writable()?;
-                let tv = st.version.trees.get(tree as usize).cloned().unwrap_or_default();
+                let tv = st.version().trees.get(tree as usize).cloned().unwrap_or_default();
                 let bottom = tv.deepest_nonempty();
                 if level > bottom {
                     return Ok(());
                 }
-                // Merge down; a sorted bottom level is rewritten in place; L0 always goes to L1.
-                let output_level = if level == bottom && level > 0 { level } else { level + 1 };
-                let inputs: Vec<_> = tv.level(level).iter().filter(|f| overlaps(f)).cloned().collect();
-                if inputs.is_empty() {
+                let choice = pick_range(&view(&tv, &st.busy), level, bottom, lo.as_deref(), hi.as_deref());
+                let output_level = match &choice {
+                    Choice::Merge { output_level, .. } => *output_level,
+                    _ => {
+                        level += 1;
+                        continue;
+                    }
+                };
+                let decision = Decision {
+                    deepest: (output_level as u32 > tv.deepest).then_some(output_level as u32),
+                    choice,
+                };
+                let Some(job) = Job::from_choice(tree as usize, &tv, &decision) else {
                     level += 1;
                     continue;
-                }
-                // L0 files overlap each other, so all of L0 goes down together, and the range
-                // of the next level to merge with is that of every input.
-                let all_inputs = if level == 0 { tv.level(0).to_vec() } else { inputs };
-                let lo_k = all_inputs
-                    .iter()
-                    .map(|f| f.smallest_user_key().to_vec())
-                    .min()
-                    .unwrap_or_default();
-                let hi_k = all_inputs
-                    .iter()
-                    .map(|f| f.largest_user_key().to_vec())
-                    .max()
-                    .unwrap_or_default();
-                let outs = if output_level == level {
-                    Vec::new()
-                } else {
-                    tv.overlapping(output_level, &lo_k, &hi_k)
                 };
-                if all_inputs.iter().chain(&outs).any(|f| st.busy.contains(&f.number)) {
+                if job
+                    .inputs
+                    .iter()
+                    .chain(&job.overlaps)
+                    .any(|f| st.busy.contains(&f.number))
+                {
                     // A background compaction holds some of these files: wait for it.
-                    inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(20));
+                    inner.done_cv.wait_for(&mut st, Duration::from_millis(20));
                     continue;
                 }
-                for f in all_inputs.iter().chain(&outs) {
-                    st.busy.insert(f.number);
-                }
-                st.running_compactions += 1;
-                let deepest = (output_level as u32 > tv.deepest).then_some(output_level as u32);
-                break Job {
-                    tree: tree as usize,
-                    level,
-                    output_level,
-                    inputs: all_inputs,
-                    overlaps: outs,
-                    deepest,
-                };
+                claim(&mut st, &job);
+                break job;
             }
         };
-        let r = run(inner, &job);
-        {
-            let mut st = inner.state.lock();
-            st.running_compactions -= 1;
-            for f in job.inputs.iter().chain(&job.overlaps) {
-                st.busy.remove(&f.number);
-            }
-        }
-        inner.delete_obsolete_files();
-        inner.done_cv.notify_all();
-        r.map_err(|e| {
+        run_and_release(inner, &job).map_err(|e| {
             if !matches!(e, Error::Poisoned(_)) {
                 inner.set_poison(&e);
             }

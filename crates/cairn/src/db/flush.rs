@@ -1,7 +1,7 @@
-//! Flush: writes the oldest immutable memtable of a tree to an L0 table, logs the edit, and
-//! retires the WALs no tree needs any more.
+//! Flush: writes the oldest immutable memtable of a tree to an L0 table, logs the edit (with
+//! every tree's log number, so older WALs can go), and installs it.
 
-use super::DbInner;
+use super::inner::DbInner;
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
@@ -9,25 +9,9 @@ use crate::memtable::Memtable;
 use crate::version::VersionEdit;
 use std::sync::Arc;
 
-/// Body of the flush thread.
-pub(super) fn flush_loop(inner: Arc<DbInner>) {
-    while let Some((t, mem)) = inner.wait_for_work(|st| {
-        let t = (0..st.mems.len()).find(|&t| !st.mems[t].imm.is_empty())?;
-        st.flushing = true;
-        st.mems[t].imm.front().cloned().map(|m| (t, m))
-    }) {
-        if let Err(e) = flush_one(&inner, t, &mem) {
-            tracing::error!(error = %e, "flush failed");
-            inner.set_poison(&e);
-        }
-        inner.state.lock().flushing = false;
-        inner.done_cv.notify_all();
-        inner.bg_cv.notify_all();
-    }
-}
-
-fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<()> {
-    let table = inner.table_options(tree as u32, 0);
+/// Flushes `mem`, the oldest immutable memtable of `tree`.
+pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<()> {
+    let table = inner.job_table_options(&inner.state.lock(), tree, 0);
     let mut outputs = Vec::new();
     let mut alloc = || {
         let n = inner.allocate_output();
@@ -50,32 +34,14 @@ fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<(
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();
-        for f in &out.files {
-            edit.added.push((tree as u32, 0, f.clone()));
-        }
-        inner.stats.record_flush(tree, out.bytes_written);
-        // The tree needs WALs from its oldest remaining memtable data on.
-        let rest = st.mems[tree]
-            .imm
-            .iter()
-            .skip(1)
-            .map(|m| m.first_wal())
-            .chain([st.mems[tree].active.first_wal()])
-            .min()
-            .unwrap_or(u64::MAX);
-        edit.log_numbers
-            .push((tree as u32, if rest == u64::MAX { st.wal_number } else { rest }));
-        // Trees with no memtable data need no WAL before the current one; logging that lets
-        // older WALs go (they are deleted only below every tree's logged number).
-        for (t, m) in st.mems.iter().enumerate() {
-            if t != tree && m.first_wal() == u64::MAX {
-                edit.log_numbers.push((t as u32, st.wal_number));
-            }
-        }
-        inner.log_and_apply(&mut st, edit)?;
-        if st.mems[tree].imm.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
-            st.mems[tree].imm.pop_front();
-        }
+        edit.added.extend(out.files.into_iter().map(|f| (tree as u32, 0, f)));
+        // Every tree's log number: the flushed tree needs WALs from its remaining memtable
+        // data on; trees with no memtable data need none before the current one (logging that
+        // lets older WALs go: they are deleted only below every tree's logged number).
+        edit.log_numbers = st.log_numbers(Some(mem));
+        inner.log_and_apply(&mut st, edit, Some(mem))?;
+        inner.counters.tree(tree).record_flush(out.bytes_written);
+        st.mems[tree].flushed(mem);
         inner.install_super_version(&st, tree);
         Ok(())
     });
@@ -104,13 +70,13 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
     loop {
         inner.check_writable()?;
         let waiting = match tree {
-            Some(t) => !st.mems[t as usize].imm.is_empty(),
-            None => st.mems.iter().any(|m| !m.imm.is_empty()),
+            Some(t) => st.mems[t as usize].has_immutable(),
+            None => st.mems.iter().any(|m| m.has_immutable()),
         };
         if !waiting {
             return Ok(());
         }
         inner.bg_cv.notify_all();
-        inner.done_cv.wait(&mut st);
+        inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(100));
     }
 }

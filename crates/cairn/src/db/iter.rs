@@ -2,10 +2,11 @@
 //! newest version of each key visible at the read's sequence number, without tombstones, within
 //! bounds. [`Range`] runs a forward and a backward cursor and stops where they meet.
 
-use super::{DbInner, SuperVersion};
+use super::inner::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
-use crate::iter::{BoxedIter, InternalIterator, LevelIter, MergingIter};
+use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
+use crate::sst::IterOptions;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,19 +24,27 @@ struct Cursor {
     value: Vec<u8>,
 }
 
-fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64) -> Result<Cursor> {
+fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64, bounds: &KeyBounds) -> Result<Cursor> {
     let sv = sv.clone();
-    let mut children: Vec<BoxedIter> = vec![Box::new(sv.mem.iter())];
-    children.extend(sv.imm.iter().map(|m| Box::new(m.iter()) as BoxedIter));
+    let mut children: Vec<BoxedIter> = sv.mems.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect();
     if let Some(tv) = sv.version.trees.get(tree as usize) {
+        // Tables whose key range misses the bounds are never opened.
         for f in tv.level(0) {
-            children.push(Box::new(inner.open_table(f)?.iter()));
+            if bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
+                children.push(Box::new(inner.open_table(f)?.iter()));
+            }
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
                 let i = inner.clone();
                 let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
-                children.push(Box::new(LevelIter::new(tv.level(level).to_vec(), open)));
+                children.push(Box::new(LevelIter::bounded(
+                    tv.level(level).to_vec(),
+                    open,
+                    IterOptions::default(),
+                    bounds.clone(),
+                    None,
+                )));
             }
         }
     }
@@ -209,8 +218,7 @@ pub struct Range {
     seq: u64,
     /// Pinned at creation; `Err` if the tree is unknown (reported by the first step).
     sv: Result<Arc<SuperVersion>>,
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
+    bounds: KeyBounds,
     front: Option<Cursor>,
     back: Option<Cursor>,
     /// The last keys yielded from each end (buffers reused between steps).
@@ -252,8 +260,10 @@ impl Range {
             tree,
             seq,
             sv,
-            lo: owned(r.start_bound()),
-            hi: owned(r.end_bound()),
+            bounds: KeyBounds {
+                lo: owned(r.start_bound()),
+                hi: owned(r.end_bound()),
+            },
             front: None,
             back: None,
             front_last: None,
@@ -270,7 +280,7 @@ impl Range {
         let slot = if forward { &mut self.front } else { &mut self.back };
         if slot.is_none() {
             let made = match &self.sv {
-                Ok(sv) => cursor(&self.inner, self.tree, sv, self.seq),
+                Ok(sv) => cursor(&self.inner, self.tree, sv, self.seq, &self.bounds),
                 Err(e) => Err(crate::sst::clone_error(e)),
             };
             match made {
@@ -283,9 +293,9 @@ impl Range {
         }
         let c = slot.as_mut()?;
         let item = if forward {
-            c.forward(&self.lo, &self.hi)
+            c.forward(&self.bounds.lo, &self.bounds.hi)
         } else {
-            c.backward(&self.lo, &self.hi)
+            c.backward(&self.bounds.lo, &self.bounds.hi)
         };
         let (mine, other) = if forward {
             (&mut self.front_last, &self.back_last)

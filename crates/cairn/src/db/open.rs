@@ -2,10 +2,10 @@
 //!
 //! Recovery replays the manifest into a version, replays every WAL from the oldest one a tree
 //! still needs, flushes what was replayed to L0, and then makes the new state durable before
-//! deleting anything: tables and directory synced, a new manifest written and named by
-//! CURRENT, and only then old WALs and manifests removed.
+//! deleting anything: tables and directory synced, a new WAL, manifest and OPTIONS file written,
+//! CURRENT pointed at the manifest, and only then old WALs, manifests and leftovers removed.
 
-use super::{DbInner, State, TreeMems, WalState, WriteQueue};
+use super::inner::{table_options, DbInner, State, WalState, WriteQueue};
 use crate::batch::DecodedBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::iter::CompactionFilter;
@@ -15,14 +15,19 @@ use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
+use crate::memory::MemoryRegions;
+use crate::memtable::MemComponent;
 use crate::options::{check_compatible, parse_options_file, MergePolicyKind, Options};
-use crate::stats::IoStats;
-use crate::tuning::bpk::Uniform;
-use crate::version::{manifest, Version, VersionEdit};
+use crate::stats::{EngineCounters, FileRegistry, IoStats, StatsSnapshot};
+use crate::tuning::bpk::{BpkAllocator, TreeShape, Uniform};
+use crate::tuning::FilterPlan;
+use crate::version::set::{self, Initial, Recovered, VersionSet};
+use crate::version::{Version, VersionEdit};
 use crate::wal::{WalEnd, WalReader, WalWriter};
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -44,96 +49,116 @@ fn policy(o: &Options) -> Box<dyn MergePolicy> {
     }
 }
 
-struct Recovered {
-    version: Version,
-    tree_names: Vec<String>,
-    log_numbers: BTreeMap<u32, u64>,
-    next_file: u64,
-    last_seq: u64,
-    /// None for a database created before ids existed: it gets one now.
-    db_id: Option<u64>,
-    /// The manifest replayed (None for a new database).
-    manifest: Option<PathBuf>,
+fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
+    Arc::new(Uniform {
+        bpk: o.bloom_bits_per_key,
+    })
 }
 
-fn replay_manifest(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
-    let (number, path) = manifest::read_current(fs, dir)?;
-    let file = fs.open_read(&path, ReadOptions::default())?;
-    let mut reader = WalReader::new(file, &path, number, crate::wal::RecoveryMode::PointInTime);
-    let mut r = Recovered {
-        version: Version::default(),
-        tree_names: Vec::new(),
+/// A new database: the default tree and nothing else.
+fn fresh(dir: &Path) -> Result<Recovered> {
+    let mut e = VersionEdit::default();
+    e.new_trees.push((0, "default".into()));
+    Ok(Recovered {
+        version: Version::default().apply(&e).map_err(|e| Error::corruption(dir, 0, e))?,
+        tree_names: vec!["default".into()],
         log_numbers: BTreeMap::new(),
         next_file: 2,
         last_seq: 0,
         db_id: None,
-        manifest: Some(path.clone()),
-    };
-    let mut records = 0;
-    while let Some(rec) = reader.next_record()? {
-        records += 1;
-        let bad = |what: String| Error::corruption(&path, rec.offset, what);
-        let edit = VersionEdit::decode(&rec.body).map_err(|e| bad(format!("version edit: {e}")))?;
-        r.version = r.version.apply(&edit).map_err(bad)?;
-        for (id, name) in &edit.new_trees {
-            if *id as usize != r.tree_names.len() && r.tree_names.get(*id as usize).is_none_or(|n| n != name) {
-                return Err(bad(format!("tree {id} ({name}) created out of order")));
-            }
-            if *id as usize == r.tree_names.len() {
-                r.tree_names.push(name.clone());
-            }
-        }
-        for &(t, n) in &edit.log_numbers {
-            r.log_numbers.insert(t, n);
-        }
-        if let Some(n) = edit.next_file_number {
-            r.next_file = r.next_file.max(n);
-        }
-        if let Some(s) = edit.last_seqno {
-            r.last_seq = r.last_seq.max(s);
-        }
-        if let Some(id) = edit.db_id {
-            if r.db_id.is_some_and(|old| old != id) {
-                return Err(bad(format!("database id changes from {:?} to {id}", r.db_id)));
-            }
-            r.db_id = Some(id);
-        }
+        manifest: dir.join("(new)"),
+    })
+}
+
+/// Replays the WALs `rec`'s trees still need into fresh memory components; returns them with
+/// the largest sequence number seen.
+fn replay_wals(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    opts: &Options,
+    names: &[String],
+    rec: &Recovered,
+    existed: bool,
+) -> Result<(Vec<MemComponent>, u64)> {
+    let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
+    let mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::new()).collect();
+    let min_log = (0..rec.tree_names.len() as u32)
+        .map(|t| log_numbers.get(&t).copied().unwrap_or(0))
+        .min()
+        .unwrap_or(0);
+    let mut last_seq = rec.last_seq;
+    let wals: Vec<u64> = filename::numbers(names, FileKind::Wal)
+        .into_iter()
+        .filter(|&n| n >= min_log)
+        .collect();
+    // The oldest WAL a tree needs is deleted only after an edit moving every tree past it is
+    // durable. If it is gone, the manifest lost that edit (damage at its tail that reads as a
+    // torn write): replaying it would silently drop the flushed data.
+    if existed && min_log > 0 && wals.first() != Some(&min_log) {
+        return Err(Error::corruption(
+            &rec.manifest,
+            0,
+            format!(
+                "trees need {} which is gone; the manifest has lost edits",
+                filename::wal(dir, min_log).display()
+            ),
+        ));
     }
-    if records == 0 || r.tree_names.is_empty() {
-        return Err(Error::corruption(&path, 0, "manifest holds no database description"));
-    }
-    r.next_file = r.next_file.max(number + 1);
-    // Every live table must exist with the size the manifest recorded. A manifest that lost
-    // edits (damage that reads as a torn tail) names tables compactions already deleted; a
-    // manifest from another database names files of other sizes. Both are corruption here,
-    // before recovery deletes "obsolete" files and makes the loss permanent.
-    for tv in &r.version.trees {
-        for f in tv.levels.iter().flatten() {
-            let table = filename::table(dir, f.number);
-            match fs.file_size(&table) {
-                Ok(size) if size == f.size => {}
-                Ok(size) => {
-                    return Err(Error::corruption(
-                        &table,
-                        size,
-                        format!(
-                            "{} lists this table with {} bytes; the file has {size}",
-                            path.display(),
-                            f.size
-                        ),
-                    ))
+    'logs: for (i, &n) in wals.iter().enumerate() {
+        let path = filename::wal(dir, n);
+        let file = fs.open_read(&path, ReadOptions::default())?;
+        let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
+        let mut first = true;
+        while let Some(record) = reader.next_record()? {
+            let bad = |what: String| Error::corruption(&path, record.offset, what);
+            if std::mem::take(&mut first) {
+                let header = crate::wal::parse_header(&record.body);
+                if header.is_none() && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+                    return Err(bad("log does not start with its header record".into()));
                 }
-                Err(e) => {
-                    return Err(Error::corruption(
-                        &table,
-                        0,
-                        format!("{} lists this table, which cannot be read: {e}", path.display()),
-                    ))
+                if let Some(id) = header {
+                    if let Some(mine) = db_id.filter(|&mine| mine != id) {
+                        return Err(bad(format!(
+                            "log of another database (id {id:016x}; this database is {mine:016x})"
+                        )));
+                    }
+                    continue;
                 }
             }
+            let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
+            for (j, op) in batch.ops().enumerate() {
+                let op = op.map_err(|e| bad(format!("write batch: {e}")))?;
+                let m = mems
+                    .get(op.tree as usize)
+                    .ok_or_else(|| bad(format!("write batch names unknown tree {}", op.tree)))?;
+                let seq = batch.seqno + j as u64;
+                if n >= log_numbers.get(&op.tree).copied().unwrap_or(0) {
+                    m.active().insert(op.key, seq, op.kind, op.value, n);
+                }
+                last_seq = last_seq.max(seq);
+            }
+        }
+        if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+            // Every log starts with a synced header: an empty live log lost bytes.
+            return Err(Error::corruption(
+                &path,
+                0,
+                "log is empty; it should start with its header record",
+            ));
+        }
+        match reader.end() {
+            WalEnd::Clean => {}
+            end => {
+                tracing::warn!(wal = %path.display(), ?end, "WAL ends early; later records are not replayed");
+                if i + 1 < wals.len() {
+                    // Replaying later logs would leave a hole in the history: stop here.
+                    break 'logs;
+                }
+            }
         }
     }
-    Ok(r)
+
+    Ok((mems, last_seq))
 }
 
 /// Opens or creates the database.
@@ -167,21 +192,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         check_compatible(&stored, &opts)?;
     }
 
-    let mut rec = if exists {
-        replay_manifest(&*fs, dir)?
-    } else {
-        let mut e = VersionEdit::default();
-        e.new_trees.push((0, "default".into()));
-        Recovered {
-            version: Version::default().apply(&e).map_err(|e| Error::corruption(dir, 0, e))?,
-            tree_names: vec!["default".into()],
-            log_numbers: BTreeMap::new(),
-            next_file: 2,
-            last_seq: 0,
-            db_id: None,
-            manifest: None,
-        }
-    };
+    let mut rec = if exists { set::recover(&*fs, dir)? } else { fresh(dir)? };
     let db_id = rec.db_id.unwrap_or_else(rand::random);
     for (t, tv) in rec.version.trees.iter().enumerate() {
         if tv.deepest_nonempty() >= opts.max_levels {
@@ -205,96 +216,18 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let io = Arc::new(IoStats::new());
-    let mut mems: Vec<TreeMems> = rec.tree_names.iter().map(|_| TreeMems::new()).collect();
-    let min_log = (0..rec.tree_names.len() as u32)
-        .map(|t| rec.log_numbers.get(&t).copied().unwrap_or(0))
-        .min()
-        .unwrap_or(0);
-    let mut last_seq = rec.last_seq;
-    let wals: Vec<u64> = filename::numbers(&names, FileKind::Wal)
-        .into_iter()
-        .filter(|&n| n >= min_log)
-        .collect();
-    // The oldest WAL a tree needs is deleted only after an edit moving every tree past it is
-    // durable. If it is gone, the manifest lost that edit (damage at its tail that reads as a
-    // torn write): replaying it would silently drop the flushed data.
-    if let Some(manifest) = &rec.manifest {
-        if min_log > 0 && wals.first() != Some(&min_log) {
-            return Err(Error::corruption(
-                manifest,
-                0,
-                format!(
-                    "trees need {} which is gone; the manifest has lost edits",
-                    filename::wal(dir, min_log).display()
-                ),
-            ));
-        }
-    }
-    'logs: for (i, &n) in wals.iter().enumerate() {
-        let path = filename::wal(dir, n);
-        let file = fs.open_read(&path, ReadOptions::default())?;
-        let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
-        let mut first = true;
-        while let Some(record) = reader.next_record()? {
-            let bad = |what: String| Error::corruption(&path, record.offset, what);
-            if std::mem::take(&mut first) {
-                let header = crate::wal::parse_header(&record.body);
-                if header.is_none() && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
-                    return Err(bad("log does not start with its header record".into()));
-                }
-                if let Some(id) = header {
-                    if let Some(mine) = rec.db_id.filter(|&mine| mine != id) {
-                        return Err(bad(format!(
-                            "log of another database (id {id:016x}; this database is {mine:016x})"
-                        )));
-                    }
-                    continue;
-                }
-            }
-            let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
-            for (j, op) in batch.ops().enumerate() {
-                let op = op.map_err(|e| bad(format!("write batch: {e}")))?;
-                let m = mems
-                    .get(op.tree as usize)
-                    .ok_or_else(|| bad(format!("write batch names unknown tree {}", op.tree)))?;
-                let seq = batch.seqno + j as u64;
-                if n >= rec.log_numbers.get(&op.tree).copied().unwrap_or(0) {
-                    m.active.insert(op.key, seq, op.kind, op.value, n);
-                }
-                last_seq = last_seq.max(seq);
-            }
-        }
-        if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
-            // Every log starts with a synced header: an empty live log lost bytes.
-            return Err(Error::corruption(
-                &path,
-                0,
-                "log is empty; it should start with its header record",
-            ));
-        }
-        match reader.end() {
-            WalEnd::Clean => {}
-            end => {
-                tracing::warn!(wal = %path.display(), ?end, "WAL ends early; later records are not replayed");
-                if i + 1 < wals.len() {
-                    // Replaying later logs would leave a hole in the history: stop here.
-                    break 'logs;
-                }
-            }
-        }
-    }
+    let (mems, last_seq) = replay_wals(&*fs, dir, &opts, &names, &rec, exists)?;
 
     // Flush what was replayed, then make the new state durable.
+    let bpk = allocator(&opts);
     let mut edit = VersionEdit::default();
     let mut next_file = rec.next_file;
-    let bpk = Box::new(Uniform {
-        bpk: opts.bloom_bits_per_key,
-    });
-    for (t, m) in mems.iter_mut().enumerate() {
-        if m.active.is_empty() {
+    for (t, m) in mems.iter().enumerate() {
+        if m.active().is_empty() {
             continue;
         }
-        let table = super::table_options(&opts, &*bpk, t as u32, 0);
+        let shape = rec.version.trees.get(t).map(TreeShape::of).unwrap_or_default();
+        let table = table_options(&opts, &bpk, t, 0, shape, StatsSnapshot::default());
         let mut alloc = || {
             let n = next_file;
             next_file += 1;
@@ -302,7 +235,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         };
         let mut filter = CompactionFilter::new(last_seq, |_| false);
         let out = write_outputs(
-            &mut m.active.iter(),
+            &mut m.active().iter(),
             &mut filter,
             &mut Outputs {
                 fs: &*fs,
@@ -313,37 +246,36 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 new_file_number: &mut alloc,
             },
         )?;
-        for f in out.files {
-            edit.added.push((t as u32, 0, f));
-        }
-        *m = TreeMems::new();
+        edit.added.extend(out.files.into_iter().map(|f| (t as u32, 0, f)));
     }
     let version = rec.version.apply(&edit).map_err(|e| Error::corruption(dir, 0, e))?;
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
-    next_file += 3;
-    let mut snap = version.snapshot_edit(&rec.tree_names);
-    snap.db_id = Some(db_id);
-    snap.next_file_number = Some(next_file);
-    snap.last_seqno = Some(last_seq);
-    for t in 0..rec.tree_names.len() as u32 {
-        snap.log_numbers.push((t, wal_number));
-    }
     let wal_writer = WalWriter::create(&*fs, &filename::wal(dir, wal_number), wal_number, db_id)?;
-    let mpath = filename::manifest(dir, manifest_number);
-    let mut mwriter = WalWriter::new(fs.create(&mpath)?, manifest_number);
-    manifest::append_durably(&mut mwriter, &snap.encode())?;
+    let ntrees = rec.tree_names.len();
+    let versions = VersionSet::create(
+        fs.clone(),
+        dir,
+        Initial {
+            db_id,
+            version,
+            tree_names: rec.tree_names,
+            manifest_number,
+            next_file_number: next_file + 3,
+            last_seq,
+            log_number: wal_number,
+            max_manifest_size: opts.max_manifest_size,
+        },
+    )?;
     filename::write_atomically(&*fs, &filename::options(dir, options_number), &opts.encode_file())?;
     fs.sync_dir(dir)?;
-    manifest::set_current(&*fs, dir, manifest_number)?;
+    versions.make_current()?;
 
     let cache = opts
         .block_cache
         .clone()
         .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
-    let version = Arc::new(version);
-    let ntrees = rec.tree_names.len();
     let inner = Arc::new(DbInner {
         db_id,
         dir: dir.to_path_buf(),
@@ -354,19 +286,17 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         tables: TableCache::new(opts.max_open_files),
         io,
         compaction_io: Arc::new(IoStats::new()),
-        stats: super::stats::Stats::new(ntrees, opts.max_levels),
+        counters: EngineCounters::new(ntrees, opts.max_levels),
+        files: FileRegistry::new(),
+        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
+        filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
         state: Mutex::new(State {
-            live_versions: vec![Arc::downgrade(&version)],
-            version,
-            tree_names: rec.tree_names,
-            mems,
-            next_file_number: next_file,
-            manifest: mwriter,
-            manifest_number,
+            versions,
+            // The replayed memtables are in tables now.
+            mems: (0..ntrees).map(|_| MemComponent::new()).collect(),
             pending_outputs: BTreeSet::new(),
             busy: HashSet::new(),
             wal_number,
-            log_numbers: vec![wal_number; ntrees],
             old_wals: BTreeMap::new(),
             running_compactions: 0,
             flushing: false,
@@ -406,7 +336,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         }
     }
     inner.delete_obsolete_files();
-    if let Err(e) = super::compact::start_threads(&inner) {
+    if let Err(e) = super::background::start_threads(&inner) {
         inner.shutdown.store(true, Ordering::Release);
         return Err(e);
     }
@@ -421,20 +351,19 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     inner.check_writable()?;
     let _wal = inner.wal.lock();
     let mut st = inner.state.lock();
-    if let Some(id) = st.tree_names.iter().position(|n| n == name) {
+    if let Some(id) = st.versions.tree_names().iter().position(|n| n == name) {
         return Ok(id as u32);
     }
-    let id = st.tree_names.len() as u32;
+    let id = st.versions.tree_names().len() as u32;
     let mut edit = VersionEdit::default();
     edit.new_trees.push((id, name.to_string()));
     edit.log_numbers.push((id, st.wal_number));
-    st.mems.push(TreeMems::new());
-    st.tree_names.push(name.to_string());
-    if let Err(e) = inner.log_and_apply(&mut st, edit) {
+    // The tree's memory component exists before the edit, so a manifest rotation the edit
+    // triggers records its log number too.
+    st.mems.push(MemComponent::new());
+    if let Err(e) = inner.log_and_apply(&mut st, edit, None) {
         st.mems.pop();
-        st.tree_names.pop();
         return Err(e);
     }
-    inner.stats.add_tree(inner.opts.max_levels);
     Ok(id)
 }

@@ -1,10 +1,13 @@
-//! Point reads: memtables → L0 newest first → one file per sorted level. Each table probe is
-//! recorded per level and per file (the access records of DESIGN §6.2).
+//! Point reads: memtables → L0 newest first → one file per sorted level. Each table probe asks
+//! the published filter plan which units to consult and is recorded per level and per file
+//! (through handles the super-version carries: no lock, no map lookup).
 
-use super::DbInner;
+use super::inner::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::ikey::ValueKind;
+use crate::format::LookupKey;
 use crate::sst::UnitSelection;
+use crate::tuning::{FilterPlan, UnitChoice};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -14,40 +17,59 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     }
     let sv = inner.super_version(tree)?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
-    inner.stats.record_get(tree as usize);
-    let lookup = crate::format::LookupKey::new(key, seq);
-    for m in std::iter::once(&sv.mem).chain(sv.imm.iter()) {
+    sv.counters.record_get();
+    let lookup = LookupKey::new(key, seq);
+    for m in &sv.mems {
         if let Some((kind, v)) = m.lookup(&lookup) {
-            inner.stats.record_memtable_hit(tree as usize);
+            sv.counters.record_memtable_hit();
             return Ok((kind == ValueKind::Put).then_some(v));
         }
     }
     let Some(tv) = sv.version.trees.get(tree as usize) else {
         return Ok(None);
     };
-    // Some(answer) once a table holds a version of the key.
-    let probe = |level: usize, f: &crate::version::FileMeta| -> Result<Option<Option<Vec<u8>>>> {
-        let out = inner.open_table(f)?.lookup(&lookup, UnitSelection::All)?;
-        inner.stats.record_probe(tree as usize, level, f.number, &out);
-        Ok(out
-            .found
-            .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
-    };
-    for f in tv
-        .level(0)
-        .iter()
-        .filter(|f| f.smallest_user_key() <= key && f.largest_user_key() >= key)
-    {
-        if let Some(answer) = probe(0, f)? {
-            return Ok(answer);
+    let plan = inner.filter_plan.load();
+    let probe = |level: usize, i: usize| probe(inner, &sv, &plan, &lookup, level, i);
+    for (i, f) in tv.level(0).iter().enumerate() {
+        if f.smallest_user_key() <= key && f.largest_user_key() >= key {
+            if let Some(answer) = probe(0, i)? {
+                return Ok(answer);
+            }
         }
     }
     for level in 1..tv.levels.len() {
-        if let Some(f) = tv.file_for_key(level, key) {
-            if let Some(answer) = probe(level, f)? {
+        if let Some(i) = tv.index_for_key(level, key) {
+            if let Some(answer) = probe(level, i)? {
                 return Ok(answer);
             }
         }
     }
     Ok(None)
+}
+
+/// Probes file `i` of `level`; `Some(answer)` once the table holds a version of the key.
+fn probe(
+    inner: &DbInner,
+    sv: &SuperVersion,
+    plan: &FilterPlan,
+    lookup: &LookupKey,
+    level: usize,
+    i: usize,
+) -> Result<Option<Option<Vec<u8>>>> {
+    let Some(f) = sv.version.trees.get(sv.tree).and_then(|t| t.level(level).get(i)) else {
+        return Ok(None);
+    };
+    let units = match plan.units_for(f.number) {
+        UnitChoice::All => UnitSelection::All,
+        UnitChoice::First(n) => UnitSelection::First(n),
+        UnitChoice::Skip => UnitSelection::None,
+    };
+    let out = inner.open_table(f)?.lookup(lookup, units)?;
+    sv.counters.record_probe(level, &out);
+    if let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) {
+        state.record_probe(&out);
+    }
+    Ok(out
+        .found
+        .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
 }

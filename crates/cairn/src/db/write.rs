@@ -2,12 +2,14 @@
 //! queued batch to the WAL and syncs once for the group) → memtable inserts → publish the
 //! sequence number → acknowledge.
 
-use super::{DbInner, State, WalState};
+use super::inner::{DbInner, State, WalState};
 use crate::batch::WriteBatch;
+use crate::compaction::pending_bytes;
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use crate::sst::clone_error;
+use crate::tuning::write_control::{decide, TreeWriteView, WriteAction, WriteLimits, WriteView};
 use crate::wal::WalWriter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -106,7 +108,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     if sync {
         inner.io.record_sync();
     }
-    let actives: Vec<Arc<Memtable>> = inner.state.lock().mems.iter().map(|m| m.active.clone()).collect();
+    let actives: Vec<Arc<Memtable>> = inner.state.lock().mems.iter().map(|m| m.active().clone()).collect();
     let mut s = first;
     let mut user_bytes = 0u64;
     for (b, _) in batches.iter() {
@@ -118,12 +120,38 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             s += 1;
         }
     }
-    inner.stats.record_user_write(user_bytes, wal.writer.len() - before);
+    inner.counters.record_user_write(user_bytes, wal.writer.len() - before);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
 
-/// Stalls or switches memtables before a write group (called by the leader, holding `wal`).
+/// The write controller's view of the engine now.
+fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> WriteView {
+    let version = st.version();
+    WriteView {
+        trees: st
+            .mems
+            .iter()
+            .map(|m| TreeWriteView {
+                active_bytes: m.active_bytes(),
+                immutable_bytes: m.immutable_bytes(),
+                active_oldest_wal: Some(m.active().first_wal()).filter(|&w| w != u64::MAX),
+            })
+            .collect(),
+        l0_files: version.trees.iter().map(|t| t.level(0).len()).max().unwrap_or(0),
+        pending_compaction_bytes: version
+            .trees
+            .iter()
+            .map(|t| pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
+            .sum(),
+        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.len(),
+        current_wal: wal.writer.log_number(),
+        slowed,
+    }
+}
+
+/// Stalls or switches memtables before a write group, as the write controller decides (called
+/// by the leader, holding `wal`).
 fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Result<()> {
     let o = &inner.opts;
     let mut slowed = false;
@@ -131,80 +159,43 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
-        let l0 = st.version.trees.iter().map(|t| t.level(0).len()).max().unwrap_or(0);
-        let mem_total: usize = st.mems.iter().map(|m| m.bytes()).sum();
-        let imm_bytes: usize = st
-            .mems
-            .iter()
-            .flat_map(|m| m.imm.iter())
-            .map(|m| m.approximate_bytes())
-            .sum();
-        let pending = super::compact::pending_compaction_bytes(inner, &st);
-        // Stop: too many L0 files, too much compaction debt, or the immutable memtables alone
-        // fill the write budget (flush is behind).
-        if l0 >= o.l0_stop_trigger
-            || pending >= o.hard_pending_compaction_bytes
-            || (imm_bytes >= o.write_memory_budget && imm_bytes > 0)
-        {
-            if no_slowdown {
+        let limits = WriteLimits {
+            write_buffer_size: inner.memory.write_buffer_size(),
+            write_memory_budget: inner.memory.write_budget(),
+            max_wal_size: o.max_wal_size,
+            l0_slowdown_trigger: o.l0_slowdown_trigger,
+            l0_stop_trigger: o.l0_stop_trigger,
+            soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
+            hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
+        };
+        match decide(&limits, &write_view(inner, &st, wal, slowed)) {
+            WriteAction::Stop(_) | WriteAction::SlowDown if no_slowdown => {
                 return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
             }
-            if !stopped {
-                stopped = true;
-                inner.stats.record_stop();
-            }
-            let t0 = std::time::Instant::now();
-            inner.bg_cv.notify_all();
-            inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
-            inner.stats.record_stall_micros(t0.elapsed().as_micros() as u64);
-            continue;
-        }
-        if !slowed && (l0 >= o.l0_slowdown_trigger || pending >= o.soft_pending_compaction_bytes) {
-            if no_slowdown {
-                return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
-            }
-            slowed = true;
-            inner.stats.record_slowdown();
-            let t0 = std::time::Instant::now();
-            inner.done_cv.wait_for(&mut st, Duration::from_millis(1));
-            inner.stats.record_stall_micros(t0.elapsed().as_micros() as u64);
-            continue;
-        }
-        let mut switch: Vec<usize> = (0..st.mems.len())
-            .filter(|&t| st.mems[t].active.approximate_bytes() >= o.write_buffer_size)
-            .collect();
-        // Write-memory budget (RocksDB's write buffer manager rule): switch when the mutable
-        // memtables near the budget, or when everything exceeds it and at least half of it is
-        // still mutable. Memory held by immutable memtables is freed by flushes, not switches.
-        let mutable: usize = st.mems.iter().map(|m| m.active.approximate_bytes()).sum();
-        let budget = o.write_memory_budget;
-        if mutable >= budget / 8 * 7 || (mem_total >= budget && mutable >= budget / 2) {
-            // MaxMemory flush policy: the largest active memtable.
-            if let Some(t) = (0..st.mems.len())
-                .filter(|&t| !st.mems[t].active.is_empty())
-                .max_by_key(|&t| st.mems[t].active.approximate_bytes())
-            {
-                switch.push(t);
-            }
-        }
-        let wal_total = st.old_wals.values().sum::<u64>() + wal.writer.len();
-        if wal_total > o.max_wal_size {
-            // Log truncation: flush the tree holding the oldest WAL data, if it is still active.
-            if let Some(t) = (0..st.mems.len())
-                .filter(|&t| st.mems[t].imm.is_empty() && !st.mems[t].active.is_empty())
-                .min_by_key(|&t| st.mems[t].active.first_wal())
-            {
-                if st.mems[t].active.first_wal() < wal.writer.log_number() || st.mems.iter().all(|m| m.imm.is_empty()) {
-                    switch.push(t);
+            WriteAction::Stop(_) => {
+                if !stopped {
+                    stopped = true;
+                    inner.counters.record_stop();
                 }
+                let t0 = std::time::Instant::now();
+                inner.bg_cv.notify_all();
+                inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
+                inner.counters.record_stall_micros(t0.elapsed().as_micros() as u64);
+            }
+            WriteAction::SlowDown => {
+                slowed = true;
+                inner.counters.record_slowdown();
+                let t0 = std::time::Instant::now();
+                inner.done_cv.wait_for(&mut st, Duration::from_millis(1));
+                inner.counters.record_stall_micros(t0.elapsed().as_micros() as u64);
+            }
+            WriteAction::Proceed { switch } => {
+                if !switch.is_empty() {
+                    switch_memtables(inner, wal, &mut st, &switch)?;
+                }
+                return Ok(());
             }
         }
-        switch.sort_unstable();
-        switch.dedup();
-        if !switch.is_empty() {
-            switch_memtables(inner, wal, &mut st, &switch)?;
-        }
-        return Ok(());
     }
 }
 
@@ -219,7 +210,7 @@ pub(super) fn switch_memtables(
     let trees: Vec<usize> = trees
         .iter()
         .copied()
-        .filter(|&t| !st.mems[t].active.is_empty())
+        .filter(|&t| !st.mems[t].active().is_empty())
         .collect();
     if trees.is_empty() {
         return Ok(());
@@ -227,7 +218,7 @@ pub(super) fn switch_memtables(
     let rotated = (|| {
         wal.writer.sync()?;
         inner.io.record_sync();
-        let n = DbInner::allocate_file_number(st);
+        let n = st.versions.new_file_number();
         let w = WalWriter::create(&*inner.fs, &crate::filename::wal(&inner.dir, n), n, inner.db_id)?;
         inner.fs.sync_dir(&inner.dir)?;
         Ok::<_, Error>(w)
@@ -243,9 +234,7 @@ pub(super) fn switch_memtables(
     st.old_wals.insert(old.log_number(), old.len());
     st.wal_number = wal.writer.log_number();
     for &t in &trees {
-        let m = &mut st.mems[t];
-        let full = std::mem::replace(&mut m.active, Arc::new(Memtable::new()));
-        m.imm.push_back(full);
+        st.mems[t].switch();
         inner.install_super_version(st, t);
     }
     inner.bg_cv.notify_all();

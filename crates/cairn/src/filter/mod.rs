@@ -1,5 +1,132 @@
-//! Point filters. The range filter (Rosetta) and elastic units management come later.
+//! Point filters (Bloom filter units) and the [`FilterWriter`] contract through which a table
+//! builder hands its keys to whatever builds its filter blocks. The range filter (Rosetta) and
+//! elastic units plug in here.
 
 pub mod bloom;
 
 pub use bloom::{key_hash, BloomFilter};
+
+use crate::sst::FilterDecision;
+use std::sync::Arc;
+
+/// Decides a table's filter once its keys are known (a per-output decision: the allocator sees
+/// the table's real size, not an estimate).
+pub trait DecideFilter: Send + Sync + std::fmt::Debug {
+    /// The decision for a table of `distinct_keys` user keys.
+    fn decide(&self, distinct_keys: u64) -> FilterDecision;
+}
+
+/// What a [`FilterWriter`] produced for one table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilterOutput {
+    /// The decision it applied (recorded in the table's properties).
+    pub decision: FilterDecision,
+    /// Per segment, its unit blocks (each written as its own checksummed block), one per unit
+    /// of the decision.
+    pub segments: Vec<Vec<Vec<u8>>>,
+}
+
+/// Builds the filter blocks of one table as its keys stream by. The table builder calls
+/// [`add_key`](Self::add_key) for each distinct user key, [`finish_segment`](Self::finish_segment)
+/// when a segment's data ends, and [`finish`](Self::finish) once, before writing the filter
+/// section.
+pub trait FilterWriter: Send + std::fmt::Debug {
+    /// A distinct user key of the current segment, with its [`key_hash`].
+    fn add_key(&mut self, user_key: &[u8], hash: u64);
+    /// The current segment ended.
+    fn finish_segment(&mut self);
+    /// Every segment ended (`distinct_keys` in the table): the blocks to write.
+    fn finish(self: Box<Self>, distinct_keys: u64) -> FilterOutput;
+}
+
+/// Bloom filter units per segment: each unit of the decision is an independent filter over the
+/// segment's keys. With a [`DecideFilter`], the decision is taken at `finish`, so the key
+/// hashes of every segment are kept until then (8 bytes per distinct key).
+#[derive(Debug)]
+pub struct BloomUnitsWriter {
+    fixed: FilterDecision,
+    decider: Option<Arc<dyn DecideFilter>>,
+    segments: Vec<Vec<u64>>,
+    current: Vec<u64>,
+}
+
+impl BloomUnitsWriter {
+    /// Units as `fixed` says, or as `decider` decides at the end when given.
+    pub fn new(fixed: FilterDecision, decider: Option<Arc<dyn DecideFilter>>) -> Self {
+        BloomUnitsWriter {
+            fixed,
+            decider,
+            segments: Vec::new(),
+            current: Vec::new(),
+        }
+    }
+}
+
+impl FilterWriter for BloomUnitsWriter {
+    fn add_key(&mut self, _user_key: &[u8], hash: u64) {
+        self.current.push(hash);
+    }
+
+    fn finish_segment(&mut self) {
+        self.segments.push(std::mem::take(&mut self.current));
+    }
+
+    fn finish(self: Box<Self>, distinct_keys: u64) -> FilterOutput {
+        let decision = match &self.decider {
+            Some(d) => d.decide(distinct_keys),
+            None => self.fixed.clone(),
+        };
+        let segments = self
+            .segments
+            .iter()
+            .map(|hashes| {
+                decision
+                    .units
+                    .iter()
+                    .map(|u| bloom::build(hashes, u.bpk, u.seed))
+                    .collect()
+            })
+            .collect();
+        FilterOutput { decision, segments }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct ByCount;
+    impl DecideFilter for ByCount {
+        fn decide(&self, distinct_keys: u64) -> FilterDecision {
+            FilterDecision::units("test", distinct_keys as usize, 2.0)
+        }
+    }
+
+    #[test]
+    fn units_per_segment_and_deferred_decision() {
+        let mut w = Box::new(BloomUnitsWriter::new(FilterDecision::uniform(10.0), None));
+        for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
+            w.add_key(*k, key_hash(*k));
+            if i == 1 {
+                w.finish_segment();
+            }
+        }
+        w.finish_segment();
+        let out = w.finish(3);
+        assert_eq!(out.decision, FilterDecision::uniform(10.0));
+        assert_eq!(out.segments.len(), 2);
+        let f = BloomFilter::decode(out.segments[1][0].clone()).unwrap();
+        assert!(f.may_contain(b"c"));
+
+        let mut w = Box::new(BloomUnitsWriter::new(
+            FilterDecision::uniform(10.0),
+            Some(Arc::new(ByCount)),
+        ));
+        w.add_key(b"x", key_hash(b"x"));
+        w.finish_segment();
+        let out = w.finish(2);
+        assert_eq!(out.decision.units.len(), 2, "decided from the key count at the end");
+        assert_eq!(out.segments[0].len(), 2);
+    }
+}

@@ -2,6 +2,9 @@
 //! by the bytes its entries occupy.
 
 mod arena;
+mod component;
+
+pub(crate) use component::MemComponent;
 
 use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};

@@ -8,7 +8,7 @@ use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
 use super::{TableOptions, METAINDEX_PROPERTIES};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
-use crate::filter::{bloom, key_hash};
+use crate::filter::{key_hash, BloomUnitsWriter, FilterWriter};
 use crate::format::ikey::{self, ValueKind};
 use crate::stats::IoStats;
 use std::cmp::Ordering;
@@ -26,7 +26,6 @@ pub struct TableSummary {
 #[derive(Debug, Default)]
 struct SegmentAcc {
     meta: SegmentMeta,
-    hashes: Vec<u64>,
     last_user_key: Option<Vec<u8>>,
 }
 
@@ -41,8 +40,8 @@ pub struct TableBuilder {
     index: BlockBuilder,
     props: Properties,
     seg: SegmentAcc,
-    /// Built filter units per closed segment, written at finish.
-    units: Vec<Vec<Vec<u8>>>,
+    filter: Box<dyn FilterWriter>,
+    distinct_keys: u64,
     last_key: Vec<u8>,
 }
 
@@ -72,6 +71,7 @@ impl TableBuilder {
             filter: opts.filter.clone(),
             segments: Vec::new(),
         };
+        let filter = Box::new(BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()));
         TableBuilder {
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(1),
@@ -81,7 +81,8 @@ impl TableBuilder {
             offset: 0,
             props,
             seg: SegmentAcc::default(),
-            units: Vec::new(),
+            filter,
+            distinct_keys: 0,
             last_key: Vec::new(),
         }
     }
@@ -116,8 +117,12 @@ impl TableBuilder {
             ));
         }
         if self.seg.last_user_key.as_deref() != Some(user_key) {
-            self.seg.hashes.push(key_hash(user_key));
+            self.filter.add_key(user_key, key_hash(user_key));
             self.seg.meta.distinct_keys += 1;
+            // A key whose versions span two segments is in both segments' filters.
+            if self.last_key.is_empty() || ikey::user_key(&self.last_key) != user_key {
+                self.distinct_keys += 1;
+            }
             if self.seg.last_user_key.is_none() {
                 self.seg.meta.smallest_user_key = user_key.to_vec();
             }
@@ -182,14 +187,7 @@ impl TableBuilder {
         }
         let mut seg = std::mem::take(&mut self.seg);
         seg.meta.largest_user_key = seg.last_user_key.take().unwrap_or_default();
-        let units = self
-            .opts
-            .filter
-            .units
-            .iter()
-            .map(|u| bloom::build(&seg.hashes, u.bpk, u.seed))
-            .collect();
-        self.units.push(units);
+        self.filter.finish_segment();
         self.props.segments.push(seg.meta);
         self.seg.meta.first_block = self.props.data_blocks;
         self.seg.meta.data_offset = self.offset;
@@ -208,7 +206,20 @@ impl TableBuilder {
         }
         self.props.largest_key = self.last_key.clone();
         let filter_start = self.offset;
-        for (seg, units) in std::mem::take(&mut self.units).into_iter().enumerate() {
+        let filter = std::mem::replace(
+            &mut self.filter,
+            Box::new(BloomUnitsWriter::new(FilterDecision::uniform(0.0), None)),
+        );
+        let out = filter.finish(self.distinct_keys);
+        if out.segments.len() != self.props.segments.len() {
+            return Err(Error::InvalidArgument(format!(
+                "filter writer built {} segments for {}",
+                out.segments.len(),
+                self.props.segments.len()
+            )));
+        }
+        self.props.filter = out.decision;
+        for (seg, units) in out.segments.into_iter().enumerate() {
             for unit in units {
                 let h = self.write_block(&unit, Compression::None)?;
                 self.props.segments[seg].units.push(h);
@@ -252,6 +263,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             segment_size: 4 << 20,
             filter: FilterDecision::uniform(10.0),
+            filter_decider: None,
         }
     }
 }

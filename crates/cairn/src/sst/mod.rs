@@ -34,7 +34,7 @@ pub const METAINDEX_PROPERTIES: &[u8] = b"cairn.properties";
 pub const METAINDEX_RANGE_FILTER: &[u8] = b"cairn.range_filter";
 
 /// How tables are written.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct TableOptions {
     /// Target uncompressed data-block size in bytes (default 4096).
     pub block_size: usize,
@@ -46,6 +46,8 @@ pub struct TableOptions {
     pub segment_size: u64,
     /// Filter units per segment (default one 10-bit unit).
     pub filter: FilterDecision,
+    /// When set, decides the filter instead of `filter`, once the table's keys are known.
+    pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilter>>,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::filter::BloomFilter;
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
 use crate::iter::InternalIterator;
+use crate::memory::{Charge, Region};
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +28,8 @@ pub struct ReaderOptions {
     pub cache: Option<Arc<BlockCache>>,
     /// Where reads are counted.
     pub stats: Arc<IoStats>,
+    /// The region charged with what the reader pins (index block, properties) while it is open.
+    pub meta_region: Option<Arc<Region>>,
 }
 
 /// How an iterator reads data blocks.
@@ -96,6 +99,9 @@ pub struct GetOutcome {
     pub data_block_read: bool,
     /// ... and it came from the block cache.
     pub data_block_cached: bool,
+    /// The segment whose filter units (and data) the lookup consulted; `None` when the key is
+    /// past the table's last key.
+    pub segment: Option<usize>,
 }
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
@@ -112,6 +118,8 @@ pub struct TableReader {
     cache: Option<Arc<BlockCache>>,
     stats: Arc<IoStats>,
     file_size: u64,
+    /// What this reader pins, charged to the pinned-meta region while it lives.
+    _pinned: Option<Charge>,
 }
 
 impl TableReader {
@@ -168,7 +176,7 @@ impl TableReader {
         }
         let index_raw = read_block(&*file, &path, footer.index, BlockKind::Index, &stats)?;
         let index = Arc::new(Block::new(index_raw, path.clone(), footer.index.offset)?);
-        let reader = TableReader {
+        let mut reader = TableReader {
             file,
             path,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
@@ -178,8 +186,10 @@ impl TableReader {
             cache: opts.cache,
             stats,
             file_size: size,
+            _pinned: None,
         };
         reader.validate(footer)?;
+        reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
         Ok(reader)
     }
 
@@ -269,9 +279,26 @@ impl TableReader {
         self.range_filter
     }
 
-    /// Bytes this reader pins in memory (index block and properties).
+    /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
+    /// properties (segment metadata with its key ranges and unit handles).
     pub fn memory_usage(&self) -> usize {
-        self.index.size() + std::mem::size_of::<Self>() + self.props.segments.len() * 96
+        let p = &self.props;
+        let segments: usize = p
+            .segments
+            .iter()
+            .map(|s| {
+                std::mem::size_of::<super::SegmentMeta>()
+                    + s.smallest_user_key.len()
+                    + s.largest_user_key.len()
+                    + s.units.len() * std::mem::size_of::<BlockHandle>()
+            })
+            .sum();
+        self.index.size()
+            + std::mem::size_of::<Self>()
+            + std::mem::size_of::<Properties>()
+            + p.smallest_key.len()
+            + p.largest_key.len()
+            + segments
     }
 
     /// The I/O counters this reader records into.
@@ -402,6 +429,7 @@ impl TableReader {
         if segment == self.props.segments.len() {
             return Ok(out); // past the table's last key
         }
+        out.segment = Some(segment);
         let available = self.props.filter.units.len() as u32;
         let k = match units {
             UnitSelection::All => available,

@@ -36,6 +36,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             direct: false,
             cache,
             stats: Arc::new(IoStats::new()),
+            meta_region: None,
         },
     )
     .map(Arc::new)
@@ -132,6 +133,7 @@ fn round_trip_random_tables() {
                 2 => FilterDecision::units("elastic", 6, 4.0),
                 _ => FilterDecision::uniform(2.5),
             },
+            filter_decider: None,
         };
         let p = PathBuf::from(format!("/t/{round}.sst"));
         let s = build(&fs, &p, &model, opts.clone());
@@ -256,6 +258,7 @@ fn io_accounting_is_exact_per_block_kind() {
             direct: false,
             cache: Some(cache.clone()),
             stats: stats.clone(),
+            meta_region: None,
         },
     )
     .unwrap();
@@ -527,6 +530,7 @@ fn tables_read_through_o_direct_on_real_files() {
             direct: true,
             cache: None,
             stats: Arc::default(),
+            meta_region: None,
         },
     )
     .unwrap();

@@ -1,5 +1,11 @@
-//! Counters the engine keeps (DESIGN §7). Per-file access statistics (Merlin) come later.
+//! What the engine counts (DESIGN §7): I/O per block kind, per tree and level, and per live
+//! file (the side table of per-file runtime state that pure deciders read as a
+//! [`StatsSnapshot`]).
 
+pub mod counters;
+pub mod files;
 pub mod io;
 
+pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot, WriteStats};
+pub use files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, StatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, IoStats, KindSnapshot};

@@ -3,6 +3,7 @@
 
 mod edit;
 pub mod manifest;
+pub(crate) mod set;
 
 pub use edit::{FileMeta, VersionEdit};
 
@@ -45,11 +46,11 @@ impl TreeVersion {
             .collect()
     }
 
-    /// The file of sorted level `level ≥ 1` that may hold `user_key`.
-    pub fn file_for_key(&self, level: usize, user_key: &[u8]) -> Option<&Arc<FileMeta>> {
+    /// The position in sorted level `level ≥ 1` of the file that may hold `user_key`.
+    pub fn index_for_key(&self, level: usize, user_key: &[u8]) -> Option<usize> {
         let files = self.level(level);
         let i = files.partition_point(|f| f.largest_user_key() < user_key);
-        files.get(i).filter(|f| f.smallest_user_key() <= user_key)
+        files.get(i).filter(|f| f.smallest_user_key() <= user_key).map(|_| i)
     }
 }
 

@@ -1,0 +1,102 @@
+//! The background threads: one flush thread and `compaction_threads` compaction threads, each a
+//! loop that waits for work under the state lock, runs it outside the lock, and wakes whoever
+//! waits for progress.
+
+use super::compact;
+use super::flush;
+use super::inner::{DbInner, State};
+use crate::error::{Error, Result};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Starts the flush thread and the compaction threads.
+pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
+    let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(f)
+            .map_err(|e| Error::io("spawn thread", &inner.dir, e))
+    };
+    let mut threads = inner.threads.lock();
+    let i = inner.clone();
+    threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
+    for n in 0..inner.opts.compaction_threads {
+        let i = inner.clone();
+        threads.push(spawn(
+            format!("cairn-compact-{n}"),
+            Box::new(move || compaction_loop(i)),
+        )?);
+    }
+    Ok(())
+}
+
+/// Head of a background thread's loop: waits on `bg_cv` until `find` yields work; `None` at
+/// shutdown. Nothing is picked while the database is poisoned.
+fn wait_for_work<T>(inner: &DbInner, mut find: impl FnMut(&mut State) -> Option<T>) -> Option<T> {
+    let mut st = inner.state.lock();
+    loop {
+        if inner.shutdown.load(Ordering::Acquire) {
+            return None;
+        }
+        if !inner.poisoned.load(Ordering::Acquire) {
+            if let Some(job) = find(&mut st) {
+                return Some(job);
+            }
+        }
+        inner.bg_cv.wait(&mut st);
+    }
+}
+
+fn flush_loop(inner: Arc<DbInner>) {
+    while let Some((t, mem)) = wait_for_work(&inner, |st| {
+        let t = (0..st.mems.len()).find(|&t| st.mems[t].has_immutable())?;
+        st.flushing = true;
+        st.mems[t].next_to_flush().cloned().map(|m| (t, m))
+    }) {
+        if let Err(e) = flush::flush_one(&inner, t, &mem) {
+            tracing::error!(error = %e, "flush failed");
+            inner.set_poison(&e);
+        }
+        inner.state.lock().flushing = false;
+        inner.done_cv.notify_all();
+        inner.bg_cv.notify_all();
+    }
+}
+
+fn compaction_loop(inner: Arc<DbInner>) {
+    while let Some(job) = wait_for_work(&inner, |st| {
+        let found = match compact::pick(&inner, st) {
+            Ok(job) => job,
+            Err(e) => {
+                inner.set_poison(&e);
+                None
+            }
+        };
+        if found.is_none() {
+            inner.done_cv.notify_all();
+        }
+        found
+    }) {
+        let r = compact::run_and_release(&inner, &job);
+        if let Err(e) = r {
+            tracing::error!(error = %e, "compaction failed");
+            inner.set_poison(&e);
+        }
+        inner.bg_cv.notify_all();
+    }
+}
+
+/// Waits until no flush or compaction is pending or running.
+pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
+    let mut st = inner.state.lock();
+    loop {
+        inner.check_writable()?;
+        let flush_due = st.flushing || st.mems.iter().any(|m| m.has_immutable());
+        if !flush_due && st.running_compactions == 0 && !compact::work_pending(inner, &st) {
+            return Ok(());
+        }
+        inner.bg_cv.notify_all();
+        inner.done_cv.wait_for(&mut st, Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,397 @@
+//! The engine's shared state and the operations every part of `db/` uses: poisoning,
+//! super-versions, table opening, logging version edits, deleting obsolete files.
+//!
+//! Locks, always taken in this order: the write queue (held only to enqueue or hand results
+//! back), `wal` (held by the write leader for a whole group, and by anything that switches
+//! memtables), `state`. Background threads take only `state`. Readers take none of them:
+//! they clone the tree's [`SuperVersion`] under a read lock.
+
+use crate::batch::WriteBatch;
+use crate::cache::{BlockCache, TableCache};
+use crate::compaction::MergePolicy;
+use crate::env::{FileLock, FileSystem};
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::memory::MemoryRegions;
+use crate::memtable::{MemComponent, Memtable};
+use crate::options::{Options, WriteOptions};
+use crate::sst::{FilterDecision, TableOptions, TableReader};
+use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
+use crate::tuning::bpk::{BpkAllocator, OutputDecider, TreeShape};
+use crate::tuning::FilterPlan;
+use crate::version::set::VersionSet;
+use crate::version::{FileMeta, Version, VersionEdit};
+use crate::wal::WalWriter;
+use arc_swap::ArcSwap;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// What a reader of one tree pins: its memtables, the version of its files, and handles to the
+/// side-table state of those files and to the tree's counters (so the read path records
+/// without any lock).
+#[derive(Debug)]
+pub(crate) struct SuperVersion {
+    /// The tree's id.
+    pub tree: usize,
+    /// Every memtable, newest first.
+    pub mems: Vec<Arc<Memtable>>,
+    pub version: Arc<Version>,
+    /// Runtime state of this tree's files, parallel to `version.trees[tree].levels`.
+    pub files: Vec<Vec<Arc<FileState>>>,
+    pub counters: Arc<TreeCounters>,
+}
+
+/// Mutable engine state, under `DbInner::state`.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub versions: VersionSet,
+    /// Per tree, its memory component.
+    pub mems: Vec<MemComponent>,
+    /// Files being written by running jobs (not yet in a version): never deleted as obsolete.
+    pub pending_outputs: BTreeSet<u64>,
+    /// Files that are inputs of running compactions.
+    pub busy: HashSet<u64>,
+    /// The WAL being written, and the sizes of the older WALs still on disk.
+    pub wal_number: u64,
+    pub old_wals: BTreeMap<u64, u64>,
+    pub running_compactions: usize,
+    pub flushing: bool,
+}
+
+impl State {
+    /// The installed version.
+    pub fn version(&self) -> &Arc<Version> {
+        self.versions.current()
+    }
+
+    /// Per tree, the log number a manifest edit written now records: the oldest WAL holding
+    /// data of its memtables — except `flushed`, the memtable whose flush the edit installs —
+    /// or, with none, the current WAL. The one place this is computed.
+    pub fn log_numbers(&self, flushed: Option<&Arc<Memtable>>) -> Vec<(u32, u64)> {
+        self.mems
+            .iter()
+            .enumerate()
+            .map(|(t, m)| (t as u32, m.oldest_wal(flushed).unwrap_or(self.wal_number)))
+            .collect()
+    }
+}
+
+/// The WAL, owned by the write leader.
+#[derive(Debug)]
+pub(crate) struct WalState {
+    pub writer: WalWriter,
+}
+
+#[derive(Debug)]
+pub(crate) struct WriteQueue {
+    pub tickets: VecDeque<u64>,
+    pub batches: BTreeMap<u64, (WriteBatch, WriteOptions)>,
+    pub results: BTreeMap<u64, Result<()>>,
+    pub next_ticket: u64,
+}
+
+/// Shared engine internals.
+pub(crate) struct DbInner {
+    /// Random identity written in the manifest and in every WAL's header record.
+    pub db_id: u64,
+    pub dir: PathBuf,
+    pub fs: Arc<dyn FileSystem>,
+    pub opts: Options,
+    pub policy: Box<dyn MergePolicy>,
+    pub bpk: Arc<dyn BpkAllocator>,
+    pub cache: Arc<BlockCache>,
+    pub tables: TableCache,
+    pub io: Arc<IoStats>,
+    /// Reads by compactions (kept apart from user reads).
+    pub compaction_io: Arc<IoStats>,
+    pub counters: EngineCounters,
+    /// Per-file runtime state.
+    pub files: FileRegistry,
+    pub memory: MemoryRegions,
+    /// What the read path asks each file's filter (published by deciders).
+    pub filter_plan: ArcSwap<FilterPlan>,
+    pub state: Mutex<State>,
+    /// Wakes background threads (work may be available).
+    pub bg_cv: Condvar,
+    /// Wakes stalled writers and callers waiting for background work.
+    pub done_cv: Condvar,
+    pub queue: Mutex<WriteQueue>,
+    pub queue_cv: Condvar,
+    pub wal: Mutex<WalState>,
+    /// Largest sequence number visible to readers.
+    pub last_seq: AtomicU64,
+    pub supers: RwLock<Vec<Arc<SuperVersion>>>,
+    /// Live snapshots: seqno → count.
+    pub snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Set once a durable write failed; the database is read-only from then on.
+    pub poison: Mutex<Option<String>>,
+    pub poisoned: AtomicBool,
+    pub shutdown: AtomicBool,
+    pub threads: Mutex<Vec<JoinHandle<()>>>,
+    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// Number of the OPTIONS file written at open; older ones are obsolete.
+    pub options_number: u64,
+}
+
+impl std::fmt::Debug for DbInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dir", &self.dir).finish()
+    }
+}
+
+/// How a job writes its tables for `tree` at `level`: the options' block layout, and a filter
+/// decided per output by `allocator` from the tree's `shape` and `stats` (also used by
+/// recovery, before `DbInner` exists).
+pub(crate) fn table_options(
+    opts: &Options,
+    allocator: &Arc<dyn BpkAllocator>,
+    tree: usize,
+    level: usize,
+    shape: TreeShape,
+    stats: StatsSnapshot,
+) -> TableOptions {
+    TableOptions {
+        block_size: opts.block_size,
+        restart_interval: opts.block_restart_interval,
+        compression: opts.compression,
+        segment_size: opts.segment_size,
+        filter: FilterDecision::uniform(0.0),
+        filter_decider: Some(Arc::new(OutputDecider {
+            allocator: allocator.clone(),
+            tree: tree as u32,
+            level,
+            shape: Arc::new(shape),
+            stats: Arc::new(stats),
+        })),
+    }
+}
+
+impl DbInner {
+    /// Fails with `Poisoned` once a durable write has failed.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.shutdown.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument("the database is closed".into()));
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            let why = self.poison.lock().clone().unwrap_or_default();
+            return Err(Error::Poisoned(why));
+        }
+        Ok(())
+    }
+
+    /// Turns the database read-only after a failed durable write (never retried).
+    pub fn set_poison(&self, e: &Error) {
+        let mut p = self.poison.lock();
+        if p.is_none() {
+            tracing::error!(error = %e, "durable write failed; the database is now read-only");
+            *p = Some(e.to_string());
+        }
+        self.poisoned.store(true, Ordering::Release);
+        self.done_cv.notify_all();
+        self.bg_cv.notify_all();
+    }
+
+    /// The oldest seqno a reader may read at.
+    pub fn oldest_snapshot(&self) -> u64 {
+        let last = self.last_seq.load(Ordering::Acquire);
+        self.snapshots.lock().keys().next().copied().unwrap_or(last).min(last)
+    }
+
+    pub fn super_version(&self, tree: u32) -> Result<Arc<SuperVersion>> {
+        self.supers
+            .read()
+            .get(tree as usize)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("unknown tree id {tree}")))
+    }
+
+    /// Publishes a new super-version for `tree` from the current state. The files' registry
+    /// entries are created here when the version is the first to hold them.
+    pub fn install_super_version(&self, st: &State, tree: usize) {
+        let version = st.version().clone();
+        let files = version.trees.get(tree).map_or_else(Vec::new, |tv| {
+            tv.levels
+                .iter()
+                .map(|fs| fs.iter().map(|f| self.files.register(tree as u32, f)).collect())
+                .collect()
+        });
+        let sv = Arc::new(SuperVersion {
+            tree,
+            mems: st.mems[tree].read_view(),
+            version,
+            files,
+            counters: self.counters.tree(tree),
+        });
+        let mut supers = self.supers.write();
+        if supers.len() <= tree {
+            supers.resize_with(tree + 1, || sv.clone());
+        }
+        supers[tree] = sv;
+    }
+
+    /// Every live file's counters in `version` (what the deciders read).
+    pub fn stats_snapshot(&self, version: &Version) -> StatsSnapshot {
+        let mut files = Vec::new();
+        for (t, tv) in version.trees.iter().enumerate() {
+            for (level, fs) in tv.levels.iter().enumerate() {
+                for f in fs {
+                    files.push(self.files.register(t as u32, f).snapshot(level));
+                }
+            }
+        }
+        StatsSnapshot { files }
+    }
+
+    /// Table options for a job writing `tree`'s `level` now.
+    pub fn job_table_options(&self, st: &State, tree: usize, level: usize) -> TableOptions {
+        let version = st.version();
+        let shape = version.trees.get(tree).map(TreeShape::of).unwrap_or_default();
+        table_options(&self.opts, &self.bpk, tree, level, shape, self.stats_snapshot(version))
+    }
+
+    /// Opens (or finds cached) the table `f` describes, and checks that the file is the one the
+    /// manifest recorded: size, key range, sequence-number range and entry count must match, so
+    /// a table substituted from another database (same number, other contents) is corruption.
+    pub fn open_table(&self, f: &FileMeta) -> Result<Arc<TableReader>> {
+        self.tables.get_or_open(f.number, || {
+            let path = filename::table(&self.dir, f.number);
+            let t = TableReader::open(
+                &*self.fs,
+                &path,
+                Some(f.number),
+                crate::sst::ReaderOptions {
+                    direct: self.opts.use_direct_reads,
+                    cache: Some(self.cache.clone()),
+                    stats: self.io.clone(),
+                    meta_region: Some(self.memory.pinned_meta.clone()),
+                },
+            )?;
+            let p = t.properties();
+            let matches = t.file_size() == f.size
+                && p.smallest_key == f.smallest
+                && p.largest_key == f.largest
+                && p.smallest_seqno == f.smallest_seqno
+                && p.largest_seqno == f.largest_seqno
+                && p.entries == f.entries;
+            if !matches {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "table does not match the manifest (size {} vs {}, {} vs {} entries): \
+                         not this database's file",
+                        t.file_size(),
+                        f.size,
+                        p.entries,
+                        f.entries
+                    ),
+                ));
+            }
+            Ok(t)
+        })
+    }
+
+    /// Allocates a file number for a job's output, protected from obsolete-file deletion until
+    /// the job removes it from `pending_outputs`.
+    pub fn allocate_output(&self) -> u64 {
+        let mut st = self.state.lock();
+        let n = st.versions.new_file_number();
+        st.pending_outputs.insert(n);
+        n
+    }
+
+    /// Logs `edit` durably in the manifest, then installs the resulting version and every
+    /// tree's super-version. `flushed` is the memtable whose flush the edit installs (its data
+    /// no longer needs the WAL). A failure poisons the database.
+    pub fn log_and_apply(&self, st: &mut State, edit: VersionEdit, flushed: Option<&Arc<Memtable>>) -> Result<()> {
+        let last_seq = self.last_seq.load(Ordering::Acquire);
+        let logs = st.log_numbers(flushed);
+        let r = st.versions.log_and_apply(edit, last_seq, || logs);
+        if let Err(e) = &r {
+            if !matches!(e, Error::Corruption { .. }) {
+                self.set_poison(e);
+            }
+        }
+        if r.is_ok() {
+            self.io.record_sync();
+        }
+        // Installed even when only the rotation after it failed.
+        for t in 0..st.mems.len() {
+            self.install_super_version(st, t);
+        }
+        r
+    }
+
+    /// Deletes files no live version, pending job, or current log needs: tables, old WALs
+    /// (all trees flushed past them), old manifests and OPTIONS files.
+    ///
+    /// Nothing is deleted once the database is poisoned: after a failed manifest append or
+    /// sync the manifest's content on disk is unknown (the edit's bytes may be there, naming
+    /// outputs this process would think unreferenced), and after any other failed durable
+    /// write the next open, not this process, decides what is obsolete (DESIGN §4).
+    pub fn delete_obsolete_files(&self) {
+        if self.poisoned.load(Ordering::Acquire) {
+            return;
+        }
+        // Only files numbered before this snapshot are candidates: a job may create (and
+        // register) a file after the lock is released.
+        let (live, pending, min_wal, manifest_number, next_file) = {
+            let mut st = self.state.lock();
+            // Every tree's logged log number is at most the oldest WAL its memtables use
+            // (flushes log exactly that), so this is also below all in-memory data.
+            let min_wal = st.versions.min_logged_wal().unwrap_or(st.wal_number);
+            st.old_wals.retain(|&n, _| n >= min_wal);
+            (
+                st.versions.live_files(),
+                st.pending_outputs.clone(),
+                min_wal,
+                st.versions.manifest_number(),
+                st.versions.next_file_number(),
+            )
+        };
+        let Ok(names) = self.fs.list(&self.dir) else {
+            return;
+        };
+        for name in names {
+            let kind = filename::parse(&name);
+            let obsolete = match kind {
+                FileKind::Table(n) => n < next_file && !live.contains(&n) && !pending.contains(&n),
+                FileKind::Wal(n) => n < min_wal,
+                FileKind::Manifest(n) => n < manifest_number,
+                FileKind::Options(n) => n < self.options_number,
+                // Temporary files belong to a write in progress (CURRENT.tmp of a manifest
+                // rotation, a WAL being created); open removes those a failure left behind.
+                FileKind::Temp | FileKind::Current | FileKind::Lock | FileKind::Other => false,
+            };
+            // A durable write may fail while this runs: stop deleting at once.
+            if !obsolete || self.poisoned.load(Ordering::Acquire) {
+                continue;
+            }
+            if let FileKind::Table(n) = kind {
+                self.tables.evict(n);
+                self.files.remove(FileNumber(n));
+            }
+            if let Err(e) = self.fs.remove_file(&self.dir.join(&name)) {
+                tracing::warn!(file = %name, error = %e, "could not delete obsolete file");
+            }
+        }
+    }
+
+    pub fn stop_background(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        {
+            // Wake threads waiting on either condition variable.
+            let _st = self.state.lock();
+            self.bg_cv.notify_all();
+            self.done_cv.notify_all();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock());
+        for t in threads {
+            let _ = t.join();
+        }
+    }
+}

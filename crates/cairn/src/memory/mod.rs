@@ -1,0 +1,162 @@
+//! Memory as run-time values (DESIGN §6.4): the budget of each region lives in atomics that the
+//! write path and the caches read when they act, so a tuner (or the user) can move memory
+//! between regions while the database runs.
+//!
+//! Regions today: **write memory** (all trees' memtables; `make_room` reads the budget and the
+//! per-memtable size on every write group), the **block cache** (its capacity is the cache's
+//! own, resizable), **pinned meta** (index blocks and properties held by open table readers:
+//! counted exactly, not yet bounded), and **filter memory** (filter units: charged to the block
+//! cache's high-priority pool until elastic filter units give them a region of their own).
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// One memory region: a capacity and the bytes charged to it.
+#[derive(Debug, Default)]
+pub struct Region {
+    capacity: AtomicUsize,
+    usage: AtomicUsize,
+}
+
+impl Region {
+    /// A region of `capacity` bytes.
+    pub fn new(capacity: usize) -> Self {
+        Region {
+            capacity: AtomicUsize::new(capacity),
+            usage: AtomicUsize::new(0),
+        }
+    }
+
+    /// Capacity in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity.load(Relaxed)
+    }
+
+    /// Sets the capacity (what shrinking frees is up to the region's owner).
+    pub fn set_capacity(&self, bytes: usize) {
+        self.capacity.store(bytes, Relaxed);
+    }
+
+    /// Bytes charged.
+    pub fn usage(&self) -> usize {
+        self.usage.load(Relaxed)
+    }
+
+    /// Charges `bytes`, released when the returned guard drops.
+    pub fn charge(self: &Arc<Self>, bytes: usize) -> Charge {
+        self.usage.fetch_add(bytes, Relaxed);
+        Charge {
+            region: self.clone(),
+            bytes,
+        }
+    }
+}
+
+/// Bytes charged to a region for as long as the value lives.
+#[derive(Debug)]
+pub struct Charge {
+    region: Arc<Region>,
+    bytes: usize,
+}
+
+impl Charge {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.region.usage.fetch_sub(self.bytes, Relaxed);
+    }
+}
+
+/// The engine's memory regions (the block cache is held beside them: its capacity is its own).
+#[derive(Debug)]
+pub struct MemoryRegions {
+    /// Write memory: capacity = the budget shared by every tree's memtables (usage is read
+    /// from the memtables themselves).
+    pub write: Region,
+    /// Size at which one tree's active memtable is switched.
+    pub write_buffer_size: AtomicUsize,
+    /// Index blocks and properties pinned by open table readers.
+    pub pinned_meta: Arc<Region>,
+}
+
+impl MemoryRegions {
+    /// Regions with the given write budget and memtable size.
+    pub fn new(write_memory_budget: usize, write_buffer_size: usize) -> Self {
+        MemoryRegions {
+            write: Region::new(write_memory_budget),
+            write_buffer_size: AtomicUsize::new(write_buffer_size),
+            pinned_meta: Arc::new(Region::new(usize::MAX)),
+        }
+    }
+
+    /// The write-memory budget.
+    pub fn write_budget(&self) -> usize {
+        self.write.capacity()
+    }
+
+    /// The memtable size at which a tree's active memtable is switched.
+    pub fn write_buffer_size(&self) -> usize {
+        self.write_buffer_size.load(Relaxed)
+    }
+}
+
+/// New memory limits for [`Db::resize_memory`](crate::Db::resize_memory); `None` keeps a limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// Write memory shared by all trees' memtables.
+    pub write_memory_budget: Option<usize>,
+    /// Size at which one tree's memtable is switched (≤ the write budget).
+    pub write_buffer_size: Option<usize>,
+    /// Block cache capacity (shrinking evicts at once).
+    pub block_cache: Option<usize>,
+}
+
+/// Capacity and usage of every region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryUsage {
+    /// Write-memory budget.
+    pub write_capacity: usize,
+    /// Bytes held by every tree's memtables.
+    pub write_usage: usize,
+    /// Size at which a tree's active memtable is switched.
+    pub write_buffer_size: usize,
+    /// Block-cache capacity.
+    pub cache_capacity: usize,
+    /// Bytes the block cache holds (data blocks and filter units).
+    pub cache_usage: usize,
+    /// ... of which high priority (filter units: the filter region until it has its own).
+    pub filter_usage: usize,
+    /// Index blocks and properties pinned by open table readers.
+    pub pinned_meta_usage: usize,
+}
+
+impl MemoryUsage {
+    /// Every byte the engine accounts for.
+    pub fn total_usage(&self) -> usize {
+        self.write_usage + self.cache_usage + self.pinned_meta_usage
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_are_released_on_drop() {
+        let r = Arc::new(Region::new(100));
+        let a = r.charge(30);
+        let b = r.charge(20);
+        assert_eq!((r.usage(), a.bytes()), (50, 30));
+        drop(a);
+        assert_eq!(r.usage(), 20);
+        drop(b);
+        assert_eq!(r.usage(), 0);
+        r.set_capacity(7);
+        assert_eq!(r.capacity(), 7);
+    }
+}

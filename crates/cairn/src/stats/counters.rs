@@ -1,0 +1,269 @@
+//! Engine counters (DESIGN §7): per tree and level, and engine-wide write and stall counters.
+//! Relaxed atomics, each level's group on its own cache line. A tree's counters are created
+//! with the tree and never dropped, so a super-version carries an `Arc` to them and the read
+//! path records without any lock.
+
+use crate::sst::GetOutcome;
+use parking_lot::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct LevelCounters {
+    probes: AtomicU64,
+    filter_negatives: AtomicU64,
+    filter_false_positives: AtomicU64,
+    found: AtomicU64,
+    data_reads: AtomicU64,
+    data_cache_hits: AtomicU64,
+    unnecessary_data_reads: AtomicU64,
+    compaction_read: AtomicU64,
+    compaction_written: AtomicU64,
+    moves: AtomicU64,
+}
+
+/// Counters of one tree.
+#[derive(Debug)]
+pub struct TreeCounters {
+    gets: AtomicU64,
+    memtable_hits: AtomicU64,
+    flush_bytes: AtomicU64,
+    levels: Box<[LevelCounters]>,
+}
+
+impl TreeCounters {
+    fn new(levels: usize) -> Self {
+        TreeCounters {
+            gets: AtomicU64::new(0),
+            memtable_hits: AtomicU64::new(0),
+            flush_bytes: AtomicU64::new(0),
+            levels: (0..levels).map(|_| LevelCounters::default()).collect(),
+        }
+    }
+
+    fn level(&self, level: usize, f: impl FnOnce(&LevelCounters)) {
+        if let Some(l) = self.levels.get(level) {
+            f(l);
+        }
+    }
+
+    /// One point lookup of the tree.
+    #[inline]
+    pub fn record_get(&self) {
+        self.gets.fetch_add(1, Relaxed);
+    }
+
+    /// A lookup answered by a memtable.
+    #[inline]
+    pub fn record_memtable_hit(&self) {
+        self.memtable_hits.fetch_add(1, Relaxed);
+    }
+
+    /// One point-lookup probe of one table in `level`.
+    pub fn record_probe(&self, level: usize, out: &GetOutcome) {
+        let found = out.found.is_some();
+        self.level(level, |l| {
+            l.probes.fetch_add(1, Relaxed);
+            if out.filter_negative {
+                l.filter_negatives.fetch_add(1, Relaxed);
+            }
+            if out.units_probed > 0 && !out.filter_negative && !found {
+                l.filter_false_positives.fetch_add(1, Relaxed);
+            }
+            if found {
+                l.found.fetch_add(1, Relaxed);
+            }
+            if out.data_block_read {
+                if out.data_block_cached {
+                    l.data_cache_hits.fetch_add(1, Relaxed);
+                } else {
+                    l.data_reads.fetch_add(1, Relaxed);
+                }
+                if !found {
+                    l.unnecessary_data_reads.fetch_add(1, Relaxed);
+                }
+            }
+        });
+    }
+
+    /// Bytes written by one flush.
+    pub fn record_flush(&self, bytes: u64) {
+        self.flush_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// Bytes read and written by one compaction into `output_level`.
+    pub fn record_compaction(&self, output_level: usize, read: u64, written: u64) {
+        self.level(output_level, |l| {
+            l.compaction_read.fetch_add(read, Relaxed);
+            l.compaction_written.fetch_add(written, Relaxed);
+        });
+    }
+
+    /// A trivial move out of `from`.
+    pub fn record_move(&self, from: usize) {
+        self.level(from + 1, |l| {
+            l.moves.fetch_add(1, Relaxed);
+        });
+    }
+
+    /// A copy of the counters (`name` is the tree's).
+    pub fn snapshot(&self, name: &str) -> TreeStatsSnapshot {
+        TreeStatsSnapshot {
+            name: name.to_string(),
+            gets: self.gets.load(Relaxed),
+            memtable_hits: self.memtable_hits.load(Relaxed),
+            flush_bytes: self.flush_bytes.load(Relaxed),
+            levels: self
+                .levels
+                .iter()
+                .map(|l| LevelStats {
+                    probes: l.probes.load(Relaxed),
+                    filter_negatives: l.filter_negatives.load(Relaxed),
+                    filter_false_positives: l.filter_false_positives.load(Relaxed),
+                    found: l.found.load(Relaxed),
+                    data_reads: l.data_reads.load(Relaxed),
+                    data_cache_hits: l.data_cache_hits.load(Relaxed),
+                    unnecessary_data_reads: l.unnecessary_data_reads.load(Relaxed),
+                    compaction_bytes_read: l.compaction_read.load(Relaxed),
+                    compaction_bytes_written: l.compaction_written.load(Relaxed),
+                    moves: l.moves.load(Relaxed),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct WriteCounters {
+    user_bytes: AtomicU64,
+    wal_bytes: AtomicU64,
+    slowdowns: AtomicU64,
+    stops: AtomicU64,
+    stall_micros: AtomicU64,
+}
+
+/// Engine-wide counters.
+#[derive(Debug)]
+pub struct EngineCounters {
+    levels: usize,
+    trees: RwLock<Vec<Arc<TreeCounters>>>,
+    writes: WriteCounters,
+}
+
+/// Engine-wide write and stall counters at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    /// Key and value bytes written by users.
+    pub user_bytes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// Write groups slowed down.
+    pub slowdowns: u64,
+    /// Write groups stopped.
+    pub stops: u64,
+    /// Microseconds writers spent stalled.
+    pub stall_micros: u64,
+}
+
+impl EngineCounters {
+    /// Counters for `trees` trees of `levels` levels.
+    pub fn new(trees: usize, levels: usize) -> Self {
+        EngineCounters {
+            levels,
+            trees: RwLock::new((0..trees).map(|_| Arc::new(TreeCounters::new(levels))).collect()),
+            writes: WriteCounters::default(),
+        }
+    }
+
+    /// Counters of tree `t`, created (with every tree before it) if missing.
+    pub fn tree(&self, t: usize) -> Arc<TreeCounters> {
+        if let Some(c) = self.trees.read().get(t) {
+            return c.clone();
+        }
+        let mut trees = self.trees.write();
+        while trees.len() <= t {
+            trees.push(Arc::new(TreeCounters::new(self.levels)));
+        }
+        trees[t].clone()
+    }
+
+    /// Every tree's counters, by id.
+    pub fn trees(&self) -> Vec<Arc<TreeCounters>> {
+        self.trees.read().clone()
+    }
+
+    /// A write group: user bytes and WAL bytes.
+    pub fn record_user_write(&self, user_bytes: u64, wal_bytes: u64) {
+        self.writes.user_bytes.fetch_add(user_bytes, Relaxed);
+        self.writes.wal_bytes.fetch_add(wal_bytes, Relaxed);
+    }
+
+    /// A write group slowed down.
+    pub fn record_slowdown(&self) {
+        self.writes.slowdowns.fetch_add(1, Relaxed);
+    }
+
+    /// A write group stopped.
+    pub fn record_stop(&self) {
+        self.writes.stops.fetch_add(1, Relaxed);
+    }
+
+    /// Time a writer spent stalled.
+    pub fn record_stall_micros(&self, us: u64) {
+        self.writes.stall_micros.fetch_add(us, Relaxed);
+    }
+
+    /// The write counters.
+    pub fn writes(&self) -> WriteStats {
+        let w = &self.writes;
+        WriteStats {
+            user_bytes: w.user_bytes.load(Relaxed),
+            wal_bytes: w.wal_bytes.load(Relaxed),
+            slowdowns: w.slowdowns.load(Relaxed),
+            stops: w.stops.load(Relaxed),
+            stall_micros: w.stall_micros.load(Relaxed),
+        }
+    }
+}
+
+/// Counters of one level of one tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LevelStats {
+    /// Point-lookup probes of tables in this level.
+    pub probes: u64,
+    /// Probes a filter unit answered "absent".
+    pub filter_negatives: u64,
+    /// Probes the filter passed but the table did not hold the key.
+    pub filter_false_positives: u64,
+    /// Probes that found the key (a put or a tombstone).
+    pub found: u64,
+    /// Data blocks read from storage for point lookups.
+    pub data_reads: u64,
+    /// Data blocks served by the cache for point lookups.
+    pub data_cache_hits: u64,
+    /// Data blocks read (storage or cache) for a key the table did not hold.
+    pub unnecessary_data_reads: u64,
+    /// Bytes read by compactions into this level.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions into this level.
+    pub compaction_bytes_written: u64,
+    /// Trivial moves into this level.
+    pub moves: u64,
+}
+
+/// Counters of one tree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeStatsSnapshot {
+    /// Tree name.
+    pub name: String,
+    /// Point lookups.
+    pub gets: u64,
+    /// Lookups answered by a memtable.
+    pub memtable_hits: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Per level.
+    pub levels: Vec<LevelStats>,
+}

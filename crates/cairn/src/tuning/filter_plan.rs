@@ -1,0 +1,52 @@
+//! What the read path asks each file's point filter, decided off the read path and published as
+//! an immutable snapshot the read path loads (one atomic load, no lock): today every file's
+//! every unit; the skip rule of Mnemosyne and elastic units publish per-file choices here.
+
+use std::collections::HashMap;
+
+/// Which filter units of a file a point lookup probes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitChoice {
+    /// Every unit of the segment.
+    All,
+    /// The first `n` units.
+    First(u32),
+    /// None: the lookup goes straight to the index (the filter is not worth its probe).
+    Skip,
+}
+
+/// The published per-file choices; files not named probe every unit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FilterPlan {
+    files: HashMap<u64, UnitChoice>,
+}
+
+impl FilterPlan {
+    /// A plan with per-file choices.
+    pub fn new(files: HashMap<u64, UnitChoice>) -> Self {
+        FilterPlan { files }
+    }
+
+    /// The choice for file `number`.
+    #[inline]
+    pub fn units_for(&self, number: u64) -> UnitChoice {
+        if self.files.is_empty() {
+            return UnitChoice::All;
+        }
+        self.files.get(&number).copied().unwrap_or(UnitChoice::All)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unnamed_files_probe_every_unit() {
+        assert_eq!(FilterPlan::default().units_for(3), UnitChoice::All);
+        let p = FilterPlan::new(HashMap::from([(3, UnitChoice::Skip), (4, UnitChoice::First(2))]));
+        assert_eq!(p.units_for(3), UnitChoice::Skip);
+        assert_eq!(p.units_for(4), UnitChoice::First(2));
+        assert_eq!(p.units_for(5), UnitChoice::All);
+    }
+}

@@ -1,0 +1,196 @@
+//! The write controller, as a pure decider: before each write group, from the shape of write
+//! memory, L0 and the compaction debt, decide whether the group proceeds (switching some trees'
+//! memtables first), slows down, or stops until background work catches up.
+//!
+//! Rules (RocksDB's write-buffer manager and write stall conditions):
+//! - **Stop** when L0 reaches `l0_stop_trigger` files, the pending compaction bytes reach the
+//!   hard limit, or the immutable memtables alone fill the write budget (flush is behind).
+//! - **Slow down** (once per group) at `l0_slowdown_trigger` or the soft pending-bytes limit.
+//! - **Switch** a tree whose active memtable reached `write_buffer_size`; the largest active
+//!   memtable (MaxMemory flush policy) when the mutable memtables reach 7/8 of the budget, or
+//!   everything reaches the budget with at least half of it still mutable (memory held by
+//!   immutable memtables is freed by flushes, not switches); and, when the WALs pass
+//!   `max_wal_size`, the tree holding the oldest WAL data (log truncation), if its data is in
+//!   its active memtable.
+
+/// The limits the controller enforces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteLimits {
+    /// Size at which one tree's active memtable is switched.
+    pub write_buffer_size: usize,
+    /// Write memory shared by every tree.
+    pub write_memory_budget: usize,
+    /// Total WAL bytes after which the oldest data is flushed.
+    pub max_wal_size: u64,
+    /// L0 files at which writes slow down.
+    pub l0_slowdown_trigger: usize,
+    /// L0 files at which writes stop.
+    pub l0_stop_trigger: usize,
+    /// Pending compaction bytes at which writes slow down.
+    pub soft_pending_compaction_bytes: u64,
+    /// ... and stop.
+    pub hard_pending_compaction_bytes: u64,
+}
+
+/// One tree's write memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TreeWriteView {
+    /// Bytes of the active memtable.
+    pub active_bytes: usize,
+    /// Bytes of immutable memtables waiting for flush.
+    pub immutable_bytes: usize,
+    /// The oldest WAL holding data of the active memtable (`None` when it is empty).
+    pub active_oldest_wal: Option<u64>,
+}
+
+/// What the controller decides from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WriteView {
+    /// Per tree, by id.
+    pub trees: Vec<TreeWriteView>,
+    /// L0 files of the tree that has the most.
+    pub l0_files: usize,
+    /// Estimated bytes compaction still has to move.
+    pub pending_compaction_bytes: u64,
+    /// Bytes in every live WAL.
+    pub wal_bytes: u64,
+    /// The WAL being written.
+    pub current_wal: u64,
+    /// This group was already slowed down once.
+    pub slowed: bool,
+}
+
+/// Why writes stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// L0 holds `l0_stop_trigger` files.
+    L0Files,
+    /// The pending compaction bytes reached the hard limit.
+    PendingCompaction,
+    /// Immutable memtables fill the write budget.
+    FlushBehind,
+}
+
+/// The decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteAction {
+    /// Wait for background work, then decide again.
+    Stop(StopReason),
+    /// Delay this group once, then decide again.
+    SlowDown,
+    /// Write, after switching the active memtables of these trees (sorted, distinct).
+    Proceed {
+        /// Trees whose active memtable becomes immutable.
+        switch: Vec<usize>,
+    },
+}
+
+/// Decides what a write group does.
+pub fn decide(limits: &WriteLimits, view: &WriteView) -> WriteAction {
+    let imm: usize = view.trees.iter().map(|t| t.immutable_bytes).sum();
+    if view.l0_files >= limits.l0_stop_trigger {
+        return WriteAction::Stop(StopReason::L0Files);
+    }
+    if view.pending_compaction_bytes >= limits.hard_pending_compaction_bytes {
+        return WriteAction::Stop(StopReason::PendingCompaction);
+    }
+    if imm > 0 && imm >= limits.write_memory_budget {
+        return WriteAction::Stop(StopReason::FlushBehind);
+    }
+    if !view.slowed
+        && (view.l0_files >= limits.l0_slowdown_trigger
+            || view.pending_compaction_bytes >= limits.soft_pending_compaction_bytes)
+    {
+        return WriteAction::SlowDown;
+    }
+    let mut switch: Vec<usize> = (0..view.trees.len())
+        .filter(|&t| view.trees[t].active_bytes >= limits.write_buffer_size)
+        .collect();
+    let mutable: usize = view.trees.iter().map(|t| t.active_bytes).sum();
+    let budget = limits.write_memory_budget;
+    if mutable >= budget / 8 * 7 || (mutable + imm >= budget && mutable >= budget / 2) {
+        if let Some(t) = (0..view.trees.len())
+            .filter(|&t| view.trees[t].active_bytes > 0)
+            .max_by_key(|&t| view.trees[t].active_bytes)
+        {
+            switch.push(t);
+        }
+    }
+    if view.wal_bytes > limits.max_wal_size {
+        let no_immutable = view.trees.iter().all(|t| t.immutable_bytes == 0);
+        if let Some((t, wal)) = (0..view.trees.len())
+            .filter(|&t| view.trees[t].immutable_bytes == 0)
+            .filter_map(|t| view.trees[t].active_oldest_wal.map(|w| (t, w)))
+            .min_by_key(|&(_, w)| w)
+        {
+            // A tree whose data is all in the current WAL frees nothing by flushing, unless
+            // nothing else is being flushed either.
+            if wal < view.current_wal || no_immutable {
+                switch.push(t);
+            }
+        }
+    }
+    switch.sort_unstable();
+    switch.dedup();
+    WriteAction::Proceed { switch }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::{run_file, Case};
+
+    fn limits(c: &Case) -> WriteLimits {
+        WriteLimits {
+            write_buffer_size: c.arg("buffer", 100),
+            write_memory_budget: c.arg("budget", 400),
+            max_wal_size: c.arg("max_wal", 10_000),
+            l0_slowdown_trigger: c.arg("l0_slow", 20),
+            l0_stop_trigger: c.arg("l0_stop", 36),
+            soft_pending_compaction_bytes: c.arg("soft", 1_000_000),
+            hard_pending_compaction_bytes: c.arg("hard", 4_000_000),
+        }
+    }
+
+    /// `decide <limits> l0= pending= wal_bytes= wal= slowed` with one line per tree:
+    /// `active=B imm=B [wal=N]`.
+    fn view(c: &Case) -> WriteView {
+        WriteView {
+            trees: c
+                .input
+                .iter()
+                .map(|line| {
+                    let mut t = TreeWriteView::default();
+                    for kv in line.split_whitespace() {
+                        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                        match k {
+                            "active" => t.active_bytes = v.parse().unwrap_or(0),
+                            "imm" => t.immutable_bytes = v.parse().unwrap_or(0),
+                            "wal" => t.active_oldest_wal = v.parse().ok(),
+                            _ => {}
+                        }
+                    }
+                    t
+                })
+                .collect(),
+            l0_files: c.arg("l0", 0),
+            pending_compaction_bytes: c.arg("pending", 0),
+            wal_bytes: c.arg("wal_bytes", 0),
+            current_wal: c.arg("wal", 1),
+            slowed: c.args.contains_key("slowed"),
+        }
+    }
+
+    #[test]
+    fn write_control_cases() {
+        run_file("tuning/write_control.txt", |c| match c.command.as_str() {
+            "decide" => match decide(&limits(c), &view(c)) {
+                WriteAction::Stop(r) => format!("stop {r:?}"),
+                WriteAction::SlowDown => "slow down".into(),
+                WriteAction::Proceed { switch } if switch.is_empty() => "proceed".into(),
+                WriteAction::Proceed { switch } => format!("proceed, switch {switch:?}"),
+            },
+            other => format!("unknown command {other}"),
+        });
+    }
+}
