@@ -425,3 +425,23 @@ fn a_lost_last_manifest_edit_is_refused() {
         }
     }
 }
+
+/// CURRENT naming a manifest that does not exist (a CURRENT copied from another database, or
+/// one whose manifest was removed) is corruption naming CURRENT, not an I/O error.
+#[test]
+fn current_naming_a_missing_manifest_is_corruption() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(&fs, RecoveryMode::PointInTime)).unwrap();
+    db.put(b"k", b"v").unwrap();
+    drop(db);
+    let name = "MANIFEST-999999";
+    let line = format!("{name} {:08x}\n", cairn::format::coding::masked_crc(&[name.as_bytes()]));
+    write_all_synced(&fs, &Path::new(DIR).join("CURRENT"), line.as_bytes()).unwrap();
+    match Db::open(DIR, options(&fs, RecoveryMode::PointInTime)) {
+        Err(Error::Corruption { file, what, .. }) => {
+            assert!(file.ends_with("CURRENT"), "{}", file.display());
+            assert!(what.contains("MANIFEST-999999"), "{what}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}

@@ -39,7 +39,15 @@ pub(crate) struct Recovered {
 /// `Corruption` naming the manifest or the table; I/O errors.
 pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     let (number, path) = manifest::read_current(fs, dir)?;
-    let file = fs.open_read(&path, ReadOptions::default())?;
+    let file = fs.open_read(&path, ReadOptions::default()).map_err(|e| match e {
+        // CURRENT names a manifest that is not there: CURRENT is damaged or from elsewhere.
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Error::corruption(
+            filename::current(dir),
+            0,
+            format!("CURRENT names {}, which does not exist", path.display()),
+        ),
+        e => e,
+    })?;
     let mut reader = WalReader::new(file, &path, number, RecoveryMode::PointInTime);
     let mut r = Recovered {
         version: Version::default(),
