@@ -37,14 +37,19 @@ pub struct EngineArgs {
     /// none | lz4 | zstd
     #[arg(long, default_value = "none")]
     pub compression_type: String,
+    /// Target data-block size in bytes.
     #[arg(long, default_value_t = 4096)]
     pub block_size: usize,
+    /// Capacity of L1 in bytes.
     #[arg(long, default_value_t = 256 << 20)]
     pub max_bytes_for_level_base: u64,
+    /// Size ratio T between levels.
     #[arg(long, default_value_t = 10.0)]
     pub max_bytes_for_level_multiplier: f64,
+    /// L0 files that trigger a compaction.
     #[arg(long, default_value_t = 4)]
     pub level0_file_num_compaction_trigger: usize,
+    /// Target size of compaction outputs in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub target_file_size_base: u64,
     /// Write memory over all memtables (default 2 × write_buffer_size, db_bench's

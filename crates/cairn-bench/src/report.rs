@@ -1,7 +1,7 @@
 //! What a benchmark phase reports: db_bench's output line, latency percentiles from an HDR
 //! histogram, cairn's own I/O metrics, and the JSON record that `compare` reads back.
 
-use cairn::stats::BlockKind;
+use cairn::BlockKind;
 use cairn::DbStats;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,10 @@ impl Latencies {
 
 /// Latency percentiles of one phase, in microseconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[allow(missing_docs)]
+#[allow(
+    missing_docs,
+    reason = "the field names say what they are (count, mean, percentiles in µs)"
+)]
 pub struct LatencySummary {
     pub count: u64,
     pub mean_us: f64,

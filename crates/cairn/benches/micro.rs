@@ -1,7 +1,13 @@
 //! Microbenchmarks: block seek, cached table point lookup, Bloom probe.
 //! `cargo bench -p cairn --bench micro`
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+#![allow(missing_docs, reason = "criterion's macros generate undocumented functions")]
 
 use cairn::cache::BlockCache;
 use cairn::env::{FileSystem, MemFs};

@@ -4,7 +4,11 @@
 //!
 //! `cargo run --release -p cairn --example demo [-- NUM_KEYS]`
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "an example stops at the first error"
+)]
 
 use cairn::stats::BlockKind;
 use cairn::{Db, Options};

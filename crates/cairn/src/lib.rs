@@ -1,33 +1,59 @@
 #![doc = include_str!("../../../README.md")]
-pub mod batch;
-pub mod cache;
-pub mod compaction;
+
+/// Declares the engine's internal modules: crate-private in a normal build; public but hidden
+/// from the docs with the `test-util` feature, which the crate's own integration tests,
+/// benchmarks and examples enable (they exercise tables, filters and iterators directly).
+/// They are not part of the API and may change in any release.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
+        $(
+            $(#[$attr])*
+            #[cfg(feature = "test-util")]
+            #[doc(hidden)]
+            pub mod $name;
+            $(#[$attr])*
+            #[cfg(not(feature = "test-util"))]
+            pub(crate) mod $name;
+        )*
+    };
+}
+
+internal_modules!(
+    batch,
+    /// The block cache and the table cache.
+    cache,
+    compaction,
+    filter,
+    format,
+    iter,
+    /// Memory regions as run-time values.
+    memory,
+    memtable,
+    sst,
+    /// Counters: I/O, per tree and level, per file.
+    stats,
+    tuning,
+    version,
+    wal,
+);
+
 mod db;
 pub mod env;
-pub mod error;
-pub(crate) mod filename;
-pub mod filter;
-pub mod format;
+mod error;
+mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod iter;
-pub mod memory;
-pub mod memtable;
-pub mod options;
-pub mod sst;
-pub mod stats;
-pub mod tuning;
-pub mod version;
-pub mod wal;
+mod options;
 
-#[cfg(test)]
-mod testutil;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testutil;
 
 pub use batch::WriteBatch;
+pub use cache::{BlockCache, BlockKey, CacheCounters, EvictionListener};
 pub use db::{Db, DbStats, FileAccessStats, LevelInfo, Range, Snapshot, Tree, TreeLevels};
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
 pub use options::{MergePolicyKind, Options, WriteOptions};
 pub use sst::Compression;
-pub use stats::{LevelStats, TreeStatsSnapshot};
+pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};
 pub use wal::RecoveryMode;

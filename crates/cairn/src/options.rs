@@ -239,6 +239,8 @@ impl Options {
         let mut m = BTreeMap::new();
         m.insert("format_version", FORMAT_VERSION.to_string());
         m.insert("comparator", "bytewise".into());
+        m.insert("create_if_missing", self.create_if_missing.to_string());
+        m.insert("error_if_exists", self.error_if_exists.to_string());
         m.insert("write_buffer_size", self.write_buffer_size.to_string());
         m.insert("write_memory_budget", self.write_memory_budget.to_string());
         m.insert("max_wal_size", self.max_wal_size.to_string());
@@ -248,6 +250,7 @@ impl Options {
         m.insert("segment_size", self.segment_size.to_string());
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
+        m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());
         m.insert(
             "merge_policy",
@@ -263,6 +266,14 @@ impl Options {
         m.insert("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string());
         m.insert("target_file_size", self.target_file_size.to_string());
         m.insert("max_levels", self.max_levels.to_string());
+        m.insert(
+            "soft_pending_compaction_bytes",
+            self.soft_pending_compaction_bytes.to_string(),
+        );
+        m.insert(
+            "hard_pending_compaction_bytes",
+            self.hard_pending_compaction_bytes.to_string(),
+        );
         m.insert("compaction_threads", self.compaction_threads.to_string());
         m.insert("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode));
         m.insert("use_direct_reads", self.use_direct_reads.to_string());
@@ -367,6 +378,94 @@ mod tests {
                 other => panic!("{name}: {other:?}"),
             }
         }
+    }
+
+    /// Every field is in the OPTIONS file, except the two that are objects rather than settings.
+    /// The destructuring is exhaustive: a new field does not compile until it is listed here.
+    #[test]
+    fn the_options_file_covers_every_field() {
+        let Options {
+            fs: _,
+            block_cache: _,
+            create_if_missing: _,
+            error_if_exists: _,
+            write_buffer_size: _,
+            write_memory_budget: _,
+            max_wal_size: _,
+            block_size: _,
+            block_restart_interval: _,
+            compression: _,
+            segment_size: _,
+            bloom_bits_per_key: _,
+            block_cache_size: _,
+            high_pri_pool_ratio: _,
+            max_open_files: _,
+            merge_policy: _,
+            size_ratio: _,
+            l0_compaction_trigger: _,
+            l0_slowdown_trigger: _,
+            l0_stop_trigger: _,
+            max_bytes_for_level_base: _,
+            target_file_size: _,
+            max_levels: _,
+            soft_pending_compaction_bytes: _,
+            hard_pending_compaction_bytes: _,
+            compaction_threads: _,
+            wal_recovery_mode: _,
+            use_direct_reads: _,
+            max_manifest_size: _,
+            max_key_size: _,
+            max_value_size: _,
+            max_batch_size: _,
+        } = Options::default();
+        let fields = [
+            "create_if_missing",
+            "error_if_exists",
+            "write_buffer_size",
+            "write_memory_budget",
+            "max_wal_size",
+            "block_size",
+            "block_restart_interval",
+            "compression",
+            "segment_size",
+            "bloom_bits_per_key",
+            "block_cache_size",
+            "high_pri_pool_ratio",
+            "max_open_files",
+            "merge_policy",
+            "size_ratio",
+            "l0_compaction_trigger",
+            "l0_slowdown_trigger",
+            "l0_stop_trigger",
+            "max_bytes_for_level_base",
+            "target_file_size",
+            "max_levels",
+            "soft_pending_compaction_bytes",
+            "hard_pending_compaction_bytes",
+            "compaction_threads",
+            "wal_recovery_mode",
+            "use_direct_reads",
+            "max_manifest_size",
+            "max_key_size",
+            "max_value_size",
+            "max_batch_size",
+        ];
+        let map = Options::default().to_map();
+        for f in fields {
+            assert!(map.contains_key(f), "{f} is missing from the OPTIONS file");
+        }
+        assert_eq!(
+            map.len(),
+            fields.len() + 2,
+            "format_version and comparator besides the fields"
+        );
+    }
+
+    /// The OPTIONS file of the default options, pinned (`docs/format/options.md`).
+    #[test]
+    fn golden_options_file() {
+        let text = String::from_utf8(Options::default().encode_file()).unwrap();
+        crate::testutil::check_golden("golden/OPTIONS-default", &text);
     }
 
     #[test]

@@ -8,17 +8,62 @@
 //! expected output
 //! (blank line)
 //! ```
-//! run through a closure `(command, args, input) -> output`. With `CAIRN_REWRITE=1` the file is
-//! rewritten with the actual outputs (review the diff).
+//! run through a closure `(command, args, input) -> output`, and golden files compared whole.
+//! With `CAIRN_REWRITE=1` both are rewritten with the actual outputs (review the diff; for a
+//! golden on-disk format, only with a format version bump).
+//!
+//! Built for the crate's own tests and, with the `test-util` feature, for integration tests.
+
+#![allow(clippy::panic, reason = "a test helper fails its test by panicking")]
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One case.
+#[derive(Debug)]
 pub struct Case {
+    /// The first word of the command line.
     pub command: String,
+    /// `key=value` (or bare `key`, with an empty value) words after it.
     pub args: BTreeMap<String, String>,
+    /// Lines between the command and `----`.
     pub input: Vec<String>,
+}
+
+fn rewrite() -> bool {
+    std::env::var_os("CAIRN_REWRITE").is_some()
+}
+
+fn testdata(file: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(file)
+}
+
+/// Compares `actual` with the golden file `testdata/<file>` (rewritten under `CAIRN_REWRITE`).
+///
+/// # Panics
+/// When they differ, or the file cannot be read or written.
+pub fn check_golden(file: &str, actual: &str) {
+    let path = testdata(file);
+    if rewrite() {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+    let golden = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        golden == actual,
+        "{} differs from the golden file:\n--- golden\n{golden}\n--- actual\n{actual}",
+        path.display()
+    );
+}
+
+/// `bytes` as lowercase hex, 32 bytes a line (the form of binary golden files).
+pub fn hex_lines(bytes: &[u8]) -> String {
+    bytes
+        .chunks(32)
+        .map(|c| c.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+        .collect()
 }
 
 impl Case {
@@ -29,10 +74,13 @@ impl Case {
 }
 
 /// Runs every case of `testdata/<file>` through `run`, comparing outputs.
+///
+/// # Panics
+/// When an output differs (all differences are listed), or the file cannot be read.
 pub fn run_file(file: &str, mut run: impl FnMut(&Case) -> String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(file);
+    let path = testdata(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let rewrite = std::env::var_os("CAIRN_REWRITE").is_some();
+    let rewrite = rewrite();
     let mut out = String::new();
     let mut lines = text.lines().peekable();
     let mut failures = Vec::new();

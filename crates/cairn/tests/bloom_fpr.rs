@@ -2,7 +2,12 @@
 //! multiplicativity of independent units (ElasticBF's separability). Prints a table; run with
 //! `cargo test --profile ci -p cairn --test bloom_fpr -- --nocapture`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 
 use cairn::filter::bloom::{self, expected_fpr, model_fpr, BloomFilter};
 use cairn::filter::key_hash;

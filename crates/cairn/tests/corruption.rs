@@ -6,7 +6,14 @@
 //! found" — and WAL-only writes survive as a prefix of their history.
 //! `CAIRN_CORRUPTION_POSITIONS` (default 24) sets flips and zeroings per file.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::{read_all, write_all_synced, FileSystem, MemFs};
 use cairn::{Db, Error, Options, RecoveryMode, WriteOptions};
@@ -23,10 +30,7 @@ const WAL_WRITES: usize = 150;
 
 fn options(fs: &MemFs, mode: RecoveryMode) -> Options {
     Options {
-        fs: Arc::new(fs.clone()),
         block_size: 256,
-        write_buffer_size: 32 << 10,
-        write_memory_budget: 128 << 10,
         max_bytes_for_level_base: 32 << 10,
         target_file_size: 8 << 10,
         segment_size: 2 << 10,
@@ -34,7 +38,7 @@ fn options(fs: &MemFs, mode: RecoveryMode) -> Options {
         l0_compaction_trigger: 8,
         bloom_bits_per_key: 10.0,
         wal_recovery_mode: mode,
-        ..Options::default()
+        ..common::small(Arc::new(fs.clone()), 32 << 10)
     }
 }
 
@@ -158,7 +162,7 @@ struct Tally {
 }
 
 /// Applies one damage to `file` in a copy of `base`, opens, and checks everything.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, reason = "the check takes every piece of one case")]
 fn check(
     base: &MemFs,
     file: &str,

@@ -10,7 +10,12 @@
 //! CI runs 100 cycles; the long mode is
 //! `CAIRN_CRASH_CYCLES=3000 cargo test --profile ci -p cairn --test crash_loop -- --nocapture`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 
 use cairn::{Db, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;

@@ -4,7 +4,14 @@
 //! hold a prefix of the write history that includes everything made durable (synced writes,
 //! completed flushes and compactions).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::{CrashMode, FaultFs, FileSystem, MemFs};
 use cairn::{Db, Options, WriteBatch, WriteOptions};
@@ -15,15 +22,11 @@ type State = (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>);
 
 fn options(fs: &FaultFs) -> Options {
     Options {
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: 2048,
-        write_memory_budget: 8192,
-        max_bytes_for_level_base: 8192,
         target_file_size: 4096,
+        segment_size: 4 << 20,
         l0_compaction_trigger: 2,
-        block_size: 256,
         max_manifest_size: 1024,
-        ..Options::default()
+        ..common::small(Arc::new(fs.clone()), 2048)
     }
 }
 

@@ -1,6 +1,13 @@
 //! Engine tests: reopen, recovery, crashes, snapshots, concurrency, limits, merge policies.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::{CrashMode, FaultFs, FaultKind, FileSystem, MemFs, OpClass};
 use cairn::{Db, Error, MergePolicyKind, Options, WriteBatch, WriteOptions};
@@ -12,14 +19,8 @@ use std::sync::Arc;
 
 fn small(fs: Arc<dyn FileSystem>) -> Options {
     Options {
-        fs,
-        block_size: 512,
-        write_buffer_size: 16 << 10,
-        write_memory_budget: 64 << 10,
-        max_bytes_for_level_base: 64 << 10,
         target_file_size: 32 << 10,
-        segment_size: 4 << 10,
-        ..Options::default()
+        ..common::small(fs, 16 << 10)
     }
 }
 

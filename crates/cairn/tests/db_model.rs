@@ -2,7 +2,14 @@
 //! under both merge policies, with tiny sizes so that flushes, compactions, block and segment
 //! boundaries happen constantly (block 256 B, memtable 4 KiB, L0 trigger 1).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::MemFs;
 use cairn::{Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
@@ -17,18 +24,12 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn tiny(fs: &MemFs, policy: MergePolicyKind) -> Options {
     Options {
-        fs: Arc::new(fs.clone()),
-        block_size: 256,
-        write_buffer_size: 4096,
-        write_memory_budget: 16384,
         l0_compaction_trigger: 1,
         max_bytes_for_level_base: 8192,
-        target_file_size: 4096,
-        segment_size: 1024,
         size_ratio: 4.0,
         merge_policy: policy,
         block_cache_size: 64 << 10,
-        ..Options::default()
+        ..common::small(Arc::new(fs.clone()), 4096)
     }
 }
 

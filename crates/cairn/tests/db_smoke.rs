@@ -1,4 +1,10 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! The smallest end-to-end check: open, write, delete, read, scan.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 use cairn::{Db, Options};
 
 #[test]

@@ -3,10 +3,18 @@
 //! after a reopen without faults every acknowledged write is there and nothing else is, except
 //! possibly the write that failed (a prefix of the history).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::{FaultFs, FaultKind, MemFs, OpClass};
 use cairn::{Db, Error, Options, WriteBatch, WriteOptions};
+use common::key;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -14,20 +22,11 @@ use std::sync::Arc;
 
 fn options(fs: &FaultFs) -> Options {
     Options {
-        fs: Arc::new(fs.clone()),
-        write_buffer_size: 16 << 10,
-        write_memory_budget: 64 << 10,
-        max_bytes_for_level_base: 64 << 10,
-        target_file_size: 16 << 10,
-        block_size: 512,
+        segment_size: 4 << 20,
         // A tiny cache so that reads keep going to the (faulty) file system.
         block_cache_size: 16 << 10,
-        ..Options::default()
+        ..common::small(Arc::new(fs.clone()), 16 << 10)
     }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
 }
 
 #[test]

@@ -3,7 +3,12 @@
 //! `fuzz/corpus/<target>/` — so CI replays what fuzzing found. `CAIRN_WRITE_FUZZ_SEEDS=1`
 //! writes the seeds into `fuzz/corpus/` to start a fuzzing campaign from.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 
 use cairn::env::{read_all, FileSystem, MemFs};
 use cairn::format::ikey::{InternalKey, ValueKind};

@@ -5,10 +5,18 @@
 //! a power loss — the OS keeps every byte written — and reopens: the database must open and hold
 //! every acknowledged write.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
+
+mod common;
 
 use cairn::env::{FaultFs, FaultKind, MemFs, OpClass};
 use cairn::{Db, Error, Options, RecoveryMode};
+use common::{contents, key};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -28,10 +36,6 @@ fn options(fs: &FaultFs, mode: RecoveryMode) -> Options {
         wal_recovery_mode: mode,
         ..Options::default()
     }
-}
-
-fn key(i: u32) -> Vec<u8> {
-    format!("key{i:05}").into_bytes()
 }
 
 /// Writes keys `from..to` (value names the round) and records them in `model`.
@@ -56,7 +60,7 @@ fn files(fs: &FaultFs, ext: &str) -> Vec<String> {
 fn reopen_and_check(fs: &FaultFs, mode: RecoveryMode, model: &BTreeMap<Vec<u8>, Vec<u8>>, case: &str) {
     fs.clear_faults();
     let db = Db::open(DIR, options(fs, mode)).unwrap_or_else(|e| panic!("{case}: reopen failed: {e}"));
-    let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|r| r.unwrap()).collect();
+    let got = contents(&db);
     assert_eq!(got.len(), model.len(), "{case}: wrong number of keys after reopen");
     assert!(
         got == *model,

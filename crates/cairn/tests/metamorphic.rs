@@ -9,7 +9,12 @@
 //! `CAIRN_META_SEEDS` (default 3) sets seeds per configuration, `CAIRN_META_STEPS` (default
 //! 1500) the sequence length.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
 use cairn::{Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};

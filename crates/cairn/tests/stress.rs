@@ -6,7 +6,12 @@
 //! writes the same value to a key pair), a key's per-writer counter never goes backwards for a
 //! reader, and a final scan matches what the writers last wrote.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests and benchmarks fail by panicking"
+)]
 
 use cairn::{Db, Options, WriteBatch, WriteOptions};
 use rand::{Rng, SeedableRng};

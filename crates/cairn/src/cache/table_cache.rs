@@ -35,18 +35,20 @@ impl TableCache {
         Ok(r)
     }
 
-    /// Forgets a reader (its file is being deleted).
-    pub fn evict(&self, file_number: u64) {
-        self.lru.lock().remove(&file_number);
-    }
-
     /// Readers currently open.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lru.lock().len()
     }
 
     /// True when no reader is open.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Forgets a reader (its file is being deleted).
+    pub fn evict(&self, file_number: u64) {
+        self.lru.lock().remove(&file_number);
     }
 }

@@ -22,13 +22,6 @@ pub struct LevelView {
     pub files: Vec<FileView>,
 }
 
-impl LevelView {
-    /// Bytes in the level.
-    pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.size).sum()
-    }
-}
-
 /// What a policy decides from: one tree's shape.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LsmView {
@@ -42,10 +35,6 @@ impl LsmView {
     /// Level `i` (empty past the end).
     pub fn level(&self, i: usize) -> &[FileView] {
         self.levels.get(i).map_or(&[], |l| &l.files)
-    }
-    /// Bytes of level `i`.
-    pub fn level_bytes(&self, i: usize) -> u64 {
-        self.level(i).iter().map(|f| f.size).sum()
     }
 }
 

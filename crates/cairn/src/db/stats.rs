@@ -222,7 +222,12 @@ pub(super) fn levels(inner: &Arc<DbInner>) -> Vec<TreeLevels> {
 pub(super) fn text(inner: &Arc<DbInner>) -> String {
     let s = snapshot(inner);
     let mut o = String::new();
-    let _ = writeln!(o, "** cairn stats **");
+    let _ = writeln!(
+        o,
+        "** cairn stats ** merge policy {}, filter allocation {}",
+        inner.policy.name(),
+        inner.bpk.name()
+    );
     let _ = writeln!(
         o,
         "user bytes {}  wal {}  flush {}  compaction {}  write-amp {:.2}",

@@ -86,7 +86,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
     let mut seq = first;
     let wal_number = wal.writer.log_number();
-    let before = wal.writer.len();
+    let before = wal.writer.size();
     let logged = (|| {
         for (b, _) in batches.iter_mut() {
             b.set_seqno(seq);
@@ -104,7 +104,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
         inner.set_poison(&e);
         return Err(e);
     }
-    inner.io.record_write(wal.writer.len() - before);
+    inner.io.record_write(wal.writer.size() - before);
     if sync {
         inner.io.record_sync();
     }
@@ -120,7 +120,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             s += 1;
         }
     }
-    inner.counters.record_user_write(user_bytes, wal.writer.len() - before);
+    inner.counters.record_user_write(user_bytes, wal.writer.size() - before);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
@@ -144,7 +144,7 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
             .iter()
             .map(|t| pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
             .sum(),
-        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.len(),
+        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.size(),
         current_wal: wal.writer.log_number(),
         slowed,
     }
@@ -231,7 +231,7 @@ pub(super) fn switch_memtables(
         }
     };
     let old = std::mem::replace(&mut wal.writer, new);
-    st.old_wals.insert(old.log_number(), old.len());
+    st.old_wals.insert(old.log_number(), old.size());
     st.wal_number = wal.writer.log_number();
     for &t in &trees {
         st.mems[t].switch();

@@ -49,6 +49,7 @@ pub fn num_probes(bpk: f64) -> u32 {
     ((std::f64::consts::LN_2 * bpk).round() as u32).clamp(1, MAX_PROBES)
 }
 
+#[cfg(any(test, feature = "test-util"))]
 /// The standard model's false-positive rate for `bpk` at the optimal probe count.
 pub fn model_fpr(bpk: f64) -> f64 {
     if bpk <= 0.0 {
@@ -58,6 +59,7 @@ pub fn model_fpr(bpk: f64) -> f64 {
     }
 }
 
+#[cfg(any(test, feature = "test-util"))]
 /// The expected false-positive rate of a filter with exactly `bpk` bits per key and the
 /// probe count this module picks (accounts for the integer k).
 pub fn expected_fpr(bpk: f64) -> f64 {

@@ -37,16 +37,6 @@ pub fn put_varint32(out: &mut Vec<u8>, v: u32) {
     put_varint64(out, u64::from(v));
 }
 
-/// Number of bytes `put_varint64(v)` writes.
-pub fn varint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
-}
-
 /// Appends a length-prefixed byte string.
 pub fn put_len_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
     put_varint64(out, bytes.len() as u64);
@@ -120,10 +110,6 @@ impl<'a> Decoder<'a> {
     /// Starts decoding `buf` from its first byte.
     pub fn new(buf: &'a [u8]) -> Self {
         Decoder { buf, pos: 0 }
-    }
-    /// Bytes consumed so far.
-    pub fn position(&self) -> usize {
-        self.pos
     }
     /// Bytes left.
     pub fn remaining(&self) -> usize {
@@ -203,7 +189,7 @@ mod tests {
         for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
             let mut b = Vec::new();
             put_varint64(&mut b, v);
-            assert_eq!(b.len(), varint_len(v));
+            assert_eq!(b.len(), (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
             assert_eq!(get_varint64(&b), Some((v, b.len())));
             assert_eq!(get_varint64(&b[..b.len() - 1]), None, "truncated {v}");
         }

@@ -66,10 +66,6 @@ impl InternalKey {
         // Put has the highest kind value, so it sorts first among equal seqnos.
         Self::new(user_key, seqno, ValueKind::Put)
     }
-    /// Wraps already-encoded bytes (validated by the caller).
-    pub fn from_encoded(bytes: Vec<u8>) -> Self {
-        InternalKey(bytes)
-    }
     /// The encoded bytes.
     pub fn encoded(&self) -> &[u8] {
         &self.0

@@ -4,5 +4,9 @@
 pub mod coding;
 pub mod ikey;
 
-pub use coding::{masked_crc, Decoder};
-pub use ikey::{InternalKey, LookupKey, ValueKind, MAX_SEQNO};
+pub use ikey::LookupKey;
+#[cfg(feature = "test-util")]
+pub use {
+    coding::masked_crc,
+    ikey::{InternalKey, ValueKind},
+};

@@ -79,6 +79,7 @@ impl std::fmt::Debug for LevelFiles {
 
 impl LevelIter {
     /// Iterates `files` (sorted, non-overlapping).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn new(files: Vec<Arc<FileMeta>>, open: TableOpener) -> Self {
         Self::with_options(files, open, IterOptions::default())
     }

@@ -61,6 +61,10 @@ impl MergingIter {
     /// Which child the current entry comes from (its index in the children given to
     /// [`new`](Self::new)); `None` when not positioned. Compaction uses it to tell which input
     /// file an entry came from (statistics inheritance).
+    #[cfg_attr(
+        not(feature = "test-util"),
+        expect(dead_code, reason = "statistics inheritance at compaction (Merlin) reads it next")
+    )]
     pub fn current_source(&self) -> Option<usize> {
         self.current
     }

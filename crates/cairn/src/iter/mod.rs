@@ -6,7 +6,9 @@ pub mod level;
 pub mod merging;
 pub mod two_level;
 
-pub use level::{KeyBounds, LevelFiles, LevelIter, TableOpener, TableSkip};
+pub use level::{KeyBounds, LevelIter, TableOpener};
+#[cfg(feature = "test-util")]
+pub use level::{LevelFiles, TableSkip};
 pub use merging::{BoxedIter, MergingIter};
 pub use two_level::{TwoLevelIndex, TwoLevelIter};
 

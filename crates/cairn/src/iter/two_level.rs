@@ -58,11 +58,6 @@ impl<I: TwoLevelIndex> TwoLevelIter<I> {
         }
     }
 
-    /// The index (for callers that need what it describes).
-    pub fn index(&self) -> &I {
-        &self.index
-    }
-
     /// Opens the child of the index's current entry; false at the end or on error (an empty
     /// child is returned as `Some` positioned nowhere, for `skip` to move past).
     fn load(&mut self) -> bool {

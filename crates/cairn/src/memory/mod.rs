@@ -61,6 +61,7 @@ pub struct Charge {
 
 impl Charge {
     /// Bytes held.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn bytes(&self) -> usize {
         self.bytes
     }

@@ -44,6 +44,7 @@ impl Memtable {
     }
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn get(&self, user_key: &[u8], seqno: u64) -> Option<(ValueKind, Vec<u8>)> {
         self.lookup(&ikey::LookupKey::new(user_key, seqno))
     }
@@ -65,6 +66,7 @@ impl Memtable {
     }
 
     /// Entries held.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn len(&self) -> usize {
         self.list.len()
     }
@@ -80,6 +82,7 @@ impl Memtable {
     }
 
     /// Largest seqno inserted (0 when empty).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn max_seqno(&self) -> u64 {
         self.max_seqno.load(Ordering::Relaxed)
     }

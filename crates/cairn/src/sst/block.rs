@@ -65,19 +65,9 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
-    /// Entries added.
-    pub fn entries(&self) -> usize {
-        self.entries
-    }
-
     /// True when no entry was added.
     pub fn is_empty(&self) -> bool {
         self.entries == 0
-    }
-
-    /// The last key added.
-    pub fn last_key(&self) -> &[u8] {
-        &self.last_key
     }
 
     /// Appends the restart array and returns the block bytes; `reset` before reuse.

@@ -88,13 +88,9 @@ impl TableBuilder {
     }
 
     /// Overrides the creation time recorded in the properties (for reproducible files).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn set_creation_time(&mut self, secs: u64) {
         self.props.creation_time = secs;
-    }
-
-    /// Entries added so far.
-    pub fn entries(&self) -> u64 {
-        self.props.entries
     }
 
     /// Bytes written so far plus the pending data block: the file size if finished now,

@@ -20,13 +20,22 @@ mod reader;
 mod trailer;
 
 pub(crate) use block::clone_error;
-pub use block::{Block, BlockBuilder, BlockIter};
+pub use block::Block;
 pub use builder::{TableBuilder, TableSummary};
-pub use footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC};
-pub use iter::{TableIndex, TableIter};
-pub use properties::{FilterDecision, Properties, SegmentMeta, UnitSpec};
-pub use reader::{Found, GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
-pub use trailer::{Compression, TRAILER_LEN};
+pub use iter::TableIter;
+pub use properties::{FilterDecision, SegmentMeta};
+pub use reader::{GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
+pub use trailer::Compression;
+/// What tests, fuzz targets and benchmarks use besides.
+#[cfg(feature = "test-util")]
+pub use {
+    block::{BlockBuilder, BlockIter},
+    footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC},
+    iter::TableIndex,
+    properties::{Properties, UnitSpec},
+    reader::Found,
+    trailer::TRAILER_LEN,
+};
 
 /// Metaindex name of the properties block.
 pub const METAINDEX_PROPERTIES: &[u8] = b"cairn.properties";

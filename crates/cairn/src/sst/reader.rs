@@ -61,6 +61,7 @@ pub enum UnitSelection<'a> {
     /// The first `n` units (fewer if the segment has fewer).
     First(u32),
     /// Per segment ordinal, how many leading units (ElasticBF's loaded units).
+    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "elastic filter units select per segment"))]
     PerSegment(&'a (dyn Fn(usize) -> u32 + Sync)),
 }
 
@@ -264,17 +265,13 @@ impl TableReader {
         &self.path
     }
 
-    /// Process-unique id used in block-cache keys.
-    pub fn cache_id(&self) -> u64 {
-        self.cache_id
-    }
-
     /// File size in bytes.
     pub fn file_size(&self) -> u64 {
         self.file_size
     }
 
     /// The reserved range-filter slot: `(version, handle)` if the table has one.
+    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "the range filter reads its slot"))]
     pub fn range_filter_slot(&self) -> Option<(u8, BlockHandle)> {
         self.range_filter
     }
@@ -310,7 +307,7 @@ impl TableReader {
         &self.index
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "one private helper for both block kinds; a struct would only rename the arguments")]
     fn cached_or_read<T>(
         &self,
         handle: BlockHandle,
@@ -407,6 +404,7 @@ impl TableReader {
     ///
     /// # Errors
     /// Read and corruption errors (never a wrong answer).
+    #[cfg(any(test, feature = "test-util"))]
     pub fn get(&self, user_key: &[u8], seqno: u64, units: UnitSelection<'_>) -> Result<GetOutcome> {
         self.lookup(&LookupKey::new(user_key, seqno), units)
     }

@@ -476,8 +476,8 @@ fn out_of_order_keys_are_refused_by_the_builder() {
     assert!(b.add(b"short", b"").is_err());
 }
 
-/// The whole file of a tiny table, pinned byte for byte (regenerate with
-/// `CAIRN_REGEN_GOLDEN=1` only for an intended format change, with a version bump).
+/// The whole file of a tiny table, pinned byte for byte (regenerate with `CAIRN_REWRITE=1`
+/// only for an intended format change, with a version bump).
 #[test]
 fn golden_table_bytes() {
     let mut model = Model::new();
@@ -497,16 +497,7 @@ fn golden_table_bytes() {
         },
     );
     let bytes = read_all(&fs, p).unwrap();
-    let hex: String = bytes
-        .chunks(32)
-        .map(|c| c.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
-        .collect();
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/golden/tiny.sst.hex");
-    if std::env::var_os("CAIRN_REGEN_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-        std::fs::write(&golden, &hex).unwrap();
-    }
-    assert_eq!(hex, std::fs::read_to_string(&golden).unwrap(), "table bytes changed");
+    crate::testutil::check_golden("golden/tiny.sst.hex", &crate::testutil::hex_lines(&bytes));
     // Spot checks against the spec: the file ends with the magic, the first data block starts
     // with an unshared 13-byte key (5 + 8-byte trailer).
     assert_eq!(&bytes[bytes.len() - 8..], b"cairnSST");

@@ -50,11 +50,6 @@ impl FileState {
         }
     }
 
-    /// The file's number.
-    pub fn number(&self) -> FileNumber {
-        self.number
-    }
-
     /// Records one point-lookup probe of this file.
     #[inline]
     pub fn record_probe(&self, out: &GetOutcome) {
@@ -116,6 +111,7 @@ pub struct FileStatsSnapshot {
 
 impl FileStatsSnapshot {
     /// Probes for keys the file does not hold (Mnemosyne's z_i, exact).
+    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "read by the workload-aware allocators (Mnemosyne)"))]
     pub fn empty_probes(&self) -> u64 {
         self.probes - self.found.min(self.probes)
     }
@@ -130,6 +126,7 @@ pub struct StatsSnapshot {
 
 impl StatsSnapshot {
     /// The snapshot of file `n`, if live.
+    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "read by the workload-aware allocators (Mnemosyne)"))]
     pub fn file(&self, n: FileNumber) -> Option<&FileStatsSnapshot> {
         self.files.iter().find(|f| f.number == n)
     }
@@ -158,6 +155,7 @@ impl FileRegistry {
     }
 
     /// The entry of file `n`, if registered.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn get(&self, n: FileNumber) -> Option<Arc<FileState>> {
         self.files.lock().get(&n).cloned()
     }
@@ -168,11 +166,13 @@ impl FileRegistry {
     }
 
     /// Files registered.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn len(&self) -> usize {
         self.files.lock().len()
     }
 
     /// True when no file is registered.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

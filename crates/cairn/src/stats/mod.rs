@@ -6,6 +6,6 @@ pub mod counters;
 pub mod files;
 pub mod io;
 
-pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot, WriteStats};
-pub use files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, StatsSnapshot};
+pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot};
+pub use files::{FileNumber, FileRegistry, FileState, StatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, IoStats, KindSnapshot};

@@ -45,6 +45,10 @@ impl TreeShape {
 
 /// What an allocator knows about an output file being written.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(
+    not(feature = "test-util"),
+    expect(dead_code, reason = "read by the workload-aware allocators (Monkey, Mnemosyne)")
+)]
 pub struct OutputContext<'a> {
     /// Tree id.
     pub tree: u32,
@@ -100,12 +104,14 @@ pub struct OutputDecider {
 
 impl DecideFilter for OutputDecider {
     fn decide(&self, keys: u64) -> FilterDecision {
-        self.allocator.decide(&OutputContext {
+        let mut d = self.allocator.decide(&OutputContext {
             tree: self.tree,
             level: self.level,
             keys,
             shape: &self.shape,
             stats: &self.stats,
-        })
+        });
+        d.policy = self.allocator.name().to_string();
+        d
     }
 }

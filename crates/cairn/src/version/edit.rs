@@ -60,9 +60,9 @@ impl FileMeta {
 /// A change to the version set.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct VersionEdit {
-    /// Next file number to allocate.
     /// The database's identity (in every manifest's first edit).
     pub db_id: Option<u64>,
+    /// Next file number to allocate.
     pub next_file_number: Option<u64>,
     /// Largest seqno made durable in tables.
     pub last_seqno: Option<u64>,
@@ -216,5 +216,23 @@ mod tests {
             let _ = VersionEdit::decode(&enc[..cut]); // never panics
         }
         assert!(VersionEdit::decode(&[99]).is_err());
+    }
+
+    /// An edit with every tag, pinned byte for byte (`docs/format/manifest.md`).
+    #[test]
+    fn golden_version_edit() {
+        let e = VersionEdit {
+            db_id: Some(0x0102_0304_0506_0708),
+            next_file_number: Some(300),
+            last_seqno: Some(1 << 40),
+            new_trees: vec![(1, "users".into())],
+            log_numbers: vec![(0, 12), (1, 12)],
+            deepest: vec![(0, 3)],
+            deleted: vec![(0, 1, 5), (0, 2, 6)],
+            added: vec![(0, 2, meta(7, "apple", "pear"))],
+        };
+        let enc = e.encode();
+        crate::testutil::check_golden("golden/version_edit.hex", &crate::testutil::hex_lines(&enc));
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
     }
 }

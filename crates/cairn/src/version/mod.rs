@@ -37,15 +37,6 @@ impl TreeVersion {
         self.levels.iter().rposition(|l| !l.is_empty()).unwrap_or(0)
     }
 
-    /// Files of sorted level `level ≥ 1` overlapping the user-key range `[lo, hi]`.
-    pub fn overlapping(&self, level: usize, lo: &[u8], hi: &[u8]) -> Vec<Arc<FileMeta>> {
-        self.level(level)
-            .iter()
-            .filter(|f| f.smallest_user_key() <= hi && f.largest_user_key() >= lo)
-            .cloned()
-            .collect()
-    }
-
     /// The position in sorted level `level ≥ 1` of the file that may hold `user_key`.
     pub fn index_for_key(&self, level: usize, user_key: &[u8]) -> Option<usize> {
         let files = self.level(level);

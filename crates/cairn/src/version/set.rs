@@ -268,7 +268,7 @@ impl VersionSet {
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));
         self.current = next;
-        if self.manifest.len() > self.max_manifest_size {
+        if self.manifest.size() > self.max_manifest_size {
             self.rotate(last_seq, log_numbers())?;
         }
         Ok(())

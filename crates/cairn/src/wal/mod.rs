@@ -18,7 +18,9 @@
 mod reader;
 mod writer;
 
-pub use reader::{RecoveryMode, WalEnd, WalReader, WalRecord};
+pub use reader::{RecoveryMode, WalEnd, WalReader};
+#[cfg(feature = "test-util")]
+pub use reader::WalRecord;
 pub use writer::WalWriter;
 
 /// Size of a WAL block.

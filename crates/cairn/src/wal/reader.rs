@@ -84,7 +84,6 @@ pub struct WalReader {
     /// Read position within `block`.
     pos: usize,
     end: WalEnd,
-    last_good_end: u64,
     loaded: bool,
 }
 
@@ -102,7 +101,6 @@ impl WalReader {
             block: Vec::new(),
             pos: 0,
             end: WalEnd::NotYet,
-            last_good_end: 0,
             loaded: false,
         }
     }
@@ -110,11 +108,6 @@ impl WalReader {
     /// How reading ended (valid once [`next_record`](Self::next_record) returned `None`).
     pub fn end(&self) -> &WalEnd {
         &self.end
-    }
-
-    /// Offset just past the last good record: where a writer may append after recovery.
-    pub fn last_good_end(&self) -> u64 {
-        self.last_good_end
     }
 
     /// Next record, `None` at the end of the usable log.
@@ -126,10 +119,7 @@ impl WalReader {
             return Ok(None);
         }
         match self.read_record()? {
-            Ok(rec) => {
-                self.last_good_end = rec.end_offset;
-                Ok(Some(rec))
-            }
+            Ok(rec) => Ok(Some(rec)),
             Err(None) => {
                 self.end = WalEnd::Clean;
                 Ok(None)
@@ -159,7 +149,6 @@ impl WalReader {
 
     /// Reassembles one record: `Ok(record)`, `Err(None)` at a clean end, or
     /// `Err(Some((offset, what)))` for damage at `offset`.
-    #[allow(clippy::type_complexity)]
     fn read_record(&mut self) -> Result<Result<WalRecord, Option<(u64, String)>>> {
         let mut body: Vec<u8> = Vec::new();
         let mut start: Option<u64> = None;

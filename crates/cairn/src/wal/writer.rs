@@ -55,19 +55,10 @@ impl WalWriter {
     }
 
     /// Bytes written so far.
-    pub fn len(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         self.file.len()
     }
 
-    /// True when nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.file.is_empty()
-    }
-
-    /// File length known durable.
-    pub fn synced_len(&self) -> u64 {
-        self.synced
-    }
 
     /// Appends one record (buffered; call [`flush`](Self::flush) or [`sync`](Self::sync)).
     /// Returns the file offset just past the record.

@@ -1,0 +1,41 @@
+//! Helpers shared by the integration tests: small option sets, key naming, reading a whole tree.
+
+#![allow(dead_code, reason = "each test binary uses a different part of this module")]
+
+use cairn::env::FileSystem;
+use cairn::{Db, Options};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Keys to values: what a tree should hold.
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Options for tests that want many flushes and compactions from little data: memtables of
+/// `write_buffer` bytes, 4 of them in the write budget, an L1 of 4 memtables, output files of
+/// one memtable, blocks of 512 B (256 B below 16 KiB memtables) and segments of a quarter
+/// memtable. Tests override what they need with struct-update syntax.
+pub fn small(fs: Arc<dyn FileSystem>, write_buffer: usize) -> Options {
+    Options {
+        fs,
+        write_buffer_size: write_buffer,
+        write_memory_budget: 4 * write_buffer,
+        max_bytes_for_level_base: 4 * write_buffer as u64,
+        target_file_size: write_buffer as u64,
+        block_size: if write_buffer >= 16 << 10 { 512 } else { 256 },
+        segment_size: (write_buffer as u64 / 4).max(64),
+        ..Options::default()
+    }
+}
+
+/// `key00042`.
+pub fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Every entry of the default tree, read by a forward scan.
+///
+/// # Panics
+/// On a read error.
+pub fn contents(db: &Db) -> Model {
+    db.iter().map(|r| r.expect("scan")).collect()
+}
