@@ -114,7 +114,7 @@ impl WriteBatch {
         decode_ops(&self.rep[HEADER..], self.count).filter_map(|r| r.ok())
     }
 
-    /// Checks the limits of DESIGN §4 before anything reaches the WAL.
+    /// Checks the limits of docs/design.md §3 before anything reaches the WAL.
     pub(crate) fn validate(&self, max_key: usize, max_value: usize, max_batch: usize, trees: u32) -> Result<()> {
         if self.rep.len() > max_batch {
             return Err(Error::InvalidArgument(format!(

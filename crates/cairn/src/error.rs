@@ -1,4 +1,4 @@
-//! The one error type of the engine (DESIGN §4).
+//! The one error type of the engine (docs/design.md §4).
 //!
 //! Every failure that comes from bytes on storage is a [`Error::Corruption`] naming the file and
 //! byte offset; decoders never panic on bad input.

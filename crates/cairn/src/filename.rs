@@ -1,4 +1,4 @@
-//! The names of the files in a database directory (DESIGN §4 "Files"), in one place.
+//! The names of the files in a database directory (docs/design.md §4), in one place.
 //!
 //! ```text
 //! NNNNNN.sst        table            NNNNNN.wal      write-ahead log

@@ -34,8 +34,10 @@ pub struct Options {
     /// Memtable size at which a tree's memtable is flushed (default 64 MiB; RocksDB
     /// `write_buffer_size`).
     pub write_buffer_size: usize,
-    /// Write memory shared by all trees' memtables; at 95% the largest tree is flushed
-    /// (default 128 MiB; RocksDB `db_write_buffer_size`).
+    /// Write memory shared by all trees' memtables: when the mutable memtables reach 7/8 of it
+    /// (or all memtables reach it with at least half mutable) the largest tree's memtable is
+    /// switched and flushed (default 128 MiB; RocksDB `db_write_buffer_size`). Changeable at
+    /// run time with `Db::resize_memory`.
     pub write_memory_budget: usize,
     /// Total WAL bytes after which the tree holding the oldest WAL data is flushed
     /// (default 4 × `write_memory_budget`; RocksDB `max_total_wal_size`).

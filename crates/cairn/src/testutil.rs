@@ -1,4 +1,4 @@
-//! Data-driven tests (DESIGN §9): a text file of cases
+//! Data-driven tests (docs/design.md §6): a text file of cases
 //!
 //! ```text
 //! # comment

@@ -332,7 +332,7 @@ impl DbInner {
     /// Nothing is deleted once the database is poisoned: after a failed manifest append or
     /// sync the manifest's content on disk is unknown (the edit's bytes may be there, naming
     /// outputs this process would think unreferenced), and after any other failed durable
-    /// write the next open, not this process, decides what is obsolete (DESIGN §4).
+    /// write the next open, not this process, decides what is obsolete (docs/design.md §4).
     pub fn delete_obsolete_files(&self) {
         if self.poisoned.load(Ordering::Acquire) {
             return;

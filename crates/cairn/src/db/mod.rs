@@ -179,7 +179,7 @@ impl Db {
         Ok(())
     }
 
-    /// I/O and engine counters (DESIGN §7).
+    /// I/O and engine counters (docs/design.md §5).
     pub fn stats(&self) -> DbStats {
         stats::snapshot(self.inner())
     }

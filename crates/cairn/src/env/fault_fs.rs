@@ -1,7 +1,7 @@
 //! A fault-injecting wrapper around any [`FileSystem`], for crash and error tests.
 //!
 //! **Durability model** (what survives [`FaultFs::crash`], following the ALICE rules of
-//! DESIGN §4): a file's bytes survive up to the length at its last successful `sync_data` /
+//! docs/design.md §4): a file's bytes survive up to the length at its last successful `sync_data` /
 //! `sync_all`; a directory entry created, renamed or removed survives only once the directory
 //! holding it was synced (`sync_dir` of the parent of the new name). Files that existed before
 //! the wrapper saw them count as durable. A crash undoes every undurable directory change

@@ -1,4 +1,4 @@
-//! The file-system abstraction every byte of cairn's I/O goes through (DESIGN §2).
+//! The file-system abstraction every byte of cairn's I/O goes through (docs/design.md §2).
 //!
 //! `std::fs` appears only in [`StdFs`]. [`MemFs`] keeps files in memory; [`FaultFs`] wraps any
 //! file system to simulate power loss and inject I/O faults.

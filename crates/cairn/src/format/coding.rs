@@ -1,6 +1,6 @@
 //! Fixed-width little-endian integers, LEB128 varints, and masked CRC32C.
 //!
-//! Checksum choice (DESIGN §4): **CRC32C** (Castagnoli, hardware accelerated through the
+//! Checksum choice (docs/design.md §2): **CRC32C** (Castagnoli, hardware accelerated through the
 //! `crc32c` crate). Stored checksums are *masked* like LevelDB's: a CRC computed over bytes that
 //! themselves contain CRCs is weak, so the stored value is `rotr(crc, 15) + 0xa282ead8`.
 

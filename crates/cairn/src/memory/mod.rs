@@ -1,4 +1,4 @@
-//! Memory as run-time values (DESIGN §6.4): the budget of each region lives in atomics that the
+//! Memory as run-time values (docs/design.md §5): the budget of each region lives in atomics that the
 //! write path and the caches read when they act, so a tuner (or the user) can move memory
 //! between regions while the database runs.
 //!

@@ -87,7 +87,7 @@ pub struct Found {
     pub value: Vec<u8>,
 }
 
-/// What a point lookup did in one table (the per-file access record of DESIGN §6.2).
+/// What a point lookup did in one table (the per-file access record of docs/design.md §5).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct GetOutcome {
     /// The entry, if the table holds a version of the key visible at the lookup's seqno.

@@ -1,4 +1,4 @@
-//! Engine counters (DESIGN §7): per tree and level, and engine-wide write and stall counters.
+//! Engine counters (docs/design.md §5): per tree and level, and engine-wide write and stall counters.
 //! Relaxed atomics, each level's group on its own cache line. A tree's counters are created
 //! with the tree and never dropped, so a super-version carries an `Arc` to them and the read
 //! path records without any lock.

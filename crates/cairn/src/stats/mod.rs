@@ -1,4 +1,4 @@
-//! What the engine counts (DESIGN §7): I/O per block kind, per tree and level, and per live
+//! What the engine counts (docs/design.md §5): I/O per block kind, per tree and level, and per live
 //! file (the side table of per-file runtime state that pure deciders read as a
 //! [`StatsSnapshot`]).
 

@@ -1,4 +1,4 @@
-//! Bits-per-key allocation: decided for each output file when it is written (DESIGN §6.2), from
+//! Bits-per-key allocation: decided for each output file when it is written (docs/design.md §1 [C]), from
 //! the file's real key count, the tree's shape and a snapshot of the access statistics. Monkey
 //! and Mnemosyne plug in here.
 

@@ -7,7 +7,7 @@ use crate::format::coding::{masked_crc, read_u32, read_u64};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// What recovery does with a damaged WAL (DESIGN §4).
+/// What recovery does with a damaged WAL (`docs/format/wal.md`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RecoveryMode {
     /// Stop at the first bad record. Damage past the last synced offset is a torn tail (normal
