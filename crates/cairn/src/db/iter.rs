@@ -24,38 +24,43 @@ struct Cursor {
     value: Vec<u8>,
 }
 
-fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64, bounds: &KeyBounds) -> Result<Cursor> {
+fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64, bounds: &KeyBounds) -> Cursor {
     let sv = sv.clone();
     let mut children: Vec<BoxedIter> = sv.mems.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect();
     if let Some(tv) = sv.version.trees.get(tree as usize) {
-        // Tables whose key range misses the bounds are never opened.
+        let i = inner.clone();
+        let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
+        // Every table is read through a bounded level iterator: tables whose key range misses
+        // the bounds are never opened, and the table-skip hook (the range filter's place) is
+        // asked before any other. Each L0 table is a level of its own.
+        let bounded = |files: Vec<Arc<crate::version::FileMeta>>| -> BoxedIter {
+            Box::new(LevelIter::bounded(
+                files,
+                open.clone(),
+                IterOptions::default(),
+                bounds.clone(),
+                None,
+            ))
+        };
         for f in tv.level(0) {
             if bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
-                children.push(Box::new(inner.open_table(f)?.iter()));
+                children.push(bounded(vec![f.clone()]));
             }
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
-                let i = inner.clone();
-                let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
-                children.push(Box::new(LevelIter::bounded(
-                    tv.level(level).to_vec(),
-                    open,
-                    IterOptions::default(),
-                    bounds.clone(),
-                    None,
-                )));
+                children.push(bounded(tv.level(level).to_vec()));
             }
         }
     }
-    Ok(Cursor {
+    Cursor {
         it: MergingIter::new(children),
         seq,
         _sv: sv,
         started: false,
         skip: Vec::new(),
         value: Vec::new(),
-    })
+    }
 }
 
 fn past_hi(uk: &[u8], hi: &Bound<Vec<u8>>) -> bool {
@@ -280,7 +285,7 @@ impl Range {
         let slot = if forward { &mut self.front } else { &mut self.back };
         if slot.is_none() {
             let made = match &self.sv {
-                Ok(sv) => cursor(&self.inner, self.tree, sv, self.seq, &self.bounds),
+                Ok(sv) => Ok(cursor(&self.inner, self.tree, sv, self.seq, &self.bounds)),
                 Err(e) => Err(crate::sst::clone_error(e)),
             };
             match made {
