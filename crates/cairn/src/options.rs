@@ -66,9 +66,11 @@ pub struct Options {
     pub size_ratio: f64,
     /// L0 files that trigger a compaction (default 4).
     pub l0_compaction_trigger: usize,
-    /// L0 files at which writes slow down (default 20).
+    /// L0 files at which writes are delayed (default 8, twice the compaction trigger; RocksDB's
+    /// 20 lets a fast load leave a deep L0 that the reads after it pay for). Delayed writes go
+    /// at a rate that adapts to whether compaction is catching up (`delayed_write_rate`).
     pub l0_slowdown_trigger: usize,
-    /// L0 files at which writes stop until compaction catches up (default 36).
+    /// L0 files at which writes stop until compaction catches up (default 16).
     pub l0_stop_trigger: usize,
     /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`).
     pub max_bytes_for_level_base: u64,
@@ -80,8 +82,17 @@ pub struct Options {
     pub soft_pending_compaction_bytes: u64,
     /// ... and stop (default 256 GiB).
     pub hard_pending_compaction_bytes: u64,
-    /// Background compaction threads (default 1).
+    /// Background compaction threads (default: the machine's cores, at most 4; RocksDB
+    /// `max_background_compactions`). Flushes have a thread of their own.
     pub compaction_threads: usize,
+    /// Key-range pieces a large L0 → L1 compaction is split into, each merged by its own
+    /// thread into one output run (default: as `compaction_threads`; RocksDB
+    /// `max_subcompactions`).
+    pub max_subcompactions: usize,
+    /// Write rate, in bytes per second, when writes start being delayed; it then falls while
+    /// L0 and the compaction debt grow and rises while they shrink (default 64 MiB/s; RocksDB
+    /// `delayed_write_rate`, 16 MiB/s).
+    pub delayed_write_rate: u64,
     /// How a damaged WAL is treated at open (default point-in-time).
     pub wal_recovery_mode: RecoveryMode,
     /// O_DIRECT reads of tables (default false).
@@ -107,6 +118,11 @@ impl std::fmt::Debug for Options {
     }
 }
 
+/// The machine's cores, at most 4: background threads beyond that mostly contend for the disk.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
+
 impl Default for Options {
     fn default() -> Self {
         let write_memory_budget = 128 << 20;
@@ -129,14 +145,16 @@ impl Default for Options {
             merge_policy: MergePolicyKind::Leveling,
             size_ratio: 10.0,
             l0_compaction_trigger: 4,
-            l0_slowdown_trigger: 20,
-            l0_stop_trigger: 36,
+            l0_slowdown_trigger: 8,
+            l0_stop_trigger: 16,
             max_bytes_for_level_base: 256 << 20,
             target_file_size: 64 << 20,
             max_levels: 7,
             soft_pending_compaction_bytes: 64 << 30,
             hard_pending_compaction_bytes: 256 << 30,
-            compaction_threads: 1,
+            compaction_threads: default_threads(),
+            max_subcompactions: default_threads(),
+            delayed_write_rate: 64 << 20,
             wal_recovery_mode: RecoveryMode::PointInTime,
             use_direct_reads: false,
             max_manifest_size: 64 << 20,
@@ -222,6 +240,12 @@ impl Options {
         if !(1..=64).contains(&self.compaction_threads) {
             return Err(invalid("compaction_threads", "must be between 1 and 64"));
         }
+        if !(1..=64).contains(&self.max_subcompactions) {
+            return Err(invalid("max_subcompactions", "must be between 1 and 64"));
+        }
+        if self.delayed_write_rate < 1024 {
+            return Err(invalid("delayed_write_rate", "must be at least 1 KiB/s"));
+        }
         if self.max_manifest_size < 1024 {
             return Err(invalid("max_manifest_size", "must be at least 1 KiB"));
         }
@@ -277,6 +301,8 @@ impl Options {
             self.hard_pending_compaction_bytes.to_string(),
         );
         m.insert("compaction_threads", self.compaction_threads.to_string());
+        m.insert("max_subcompactions", self.max_subcompactions.to_string());
+        m.insert("delayed_write_rate", self.delayed_write_rate.to_string());
         m.insert("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode));
         m.insert("use_direct_reads", self.use_direct_reads.to_string());
         m.insert("max_manifest_size", self.max_manifest_size.to_string());
@@ -413,6 +439,8 @@ mod tests {
             soft_pending_compaction_bytes: _,
             hard_pending_compaction_bytes: _,
             compaction_threads: _,
+            max_subcompactions: _,
+            delayed_write_rate: _,
             wal_recovery_mode: _,
             use_direct_reads: _,
             max_manifest_size: _,
@@ -445,6 +473,8 @@ mod tests {
             "soft_pending_compaction_bytes",
             "hard_pending_compaction_bytes",
             "compaction_threads",
+            "max_subcompactions",
+            "delayed_write_rate",
             "wal_recovery_mode",
             "use_direct_reads",
             "max_manifest_size",
@@ -466,7 +496,13 @@ mod tests {
     /// The OPTIONS file of the default options, pinned (`docs/format/options.md`).
     #[test]
     fn golden_options_file() {
-        let text = String::from_utf8(Options::default().encode_file()).unwrap();
+        // Thread counts default to the machine's cores: pinned here.
+        let o = Options {
+            compaction_threads: 2,
+            max_subcompactions: 2,
+            ..Options::default()
+        };
+        let text = String::from_utf8(o.encode_file()).unwrap();
         crate::testutil::check_golden("golden/OPTIONS-default", &text);
     }
 

@@ -124,3 +124,160 @@ pub fn write_outputs(
     }
     Ok(result)
 }
+
+/// An iterator restricted to the user keys in `[lo, hi)` (`None`: unbounded): one
+/// subcompaction's share of a merged input. Every version of a user key falls in one range, so
+/// the outputs of consecutive ranges never share a user key.
+#[derive(Debug)]
+pub struct RangeIter<I> {
+    inner: I,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+}
+
+impl<I: InternalIterator> RangeIter<I> {
+    /// `inner` restricted to `[lo, hi)`.
+    pub fn new(inner: I, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>) -> Self {
+        RangeIter { inner, lo, hi }
+    }
+
+    fn in_range(&self) -> bool {
+        let uk = ikey::user_key(self.inner.key());
+        self.lo.as_deref().is_none_or(|lo| uk >= lo) && self.hi.as_deref().is_none_or(|hi| uk < hi)
+    }
+
+    /// The first internal key of the range.
+    fn first(&self) -> Option<ikey::InternalKey> {
+        self.lo.as_deref().map(|lo| ikey::InternalKey::for_seek(lo, ikey::MAX_SEQNO))
+    }
+}
+
+impl<I: InternalIterator> InternalIterator for RangeIter<I> {
+    fn valid(&self) -> bool {
+        self.inner.valid() && self.in_range()
+    }
+    fn seek_to_first(&mut self) {
+        match self.first() {
+            Some(k) => self.inner.seek(k.encoded()),
+            None => self.inner.seek_to_first(),
+        }
+    }
+    fn seek_to_last(&mut self) {
+        match self.hi.as_deref() {
+            // The last internal key before `hi`'s first version.
+            Some(hi) => self.inner.seek_for_prev(ikey::InternalKey::for_seek(hi, ikey::MAX_SEQNO).encoded()),
+            None => self.inner.seek_to_last(),
+        }
+        if self.inner.valid() && self.hi.as_deref().is_some_and(|hi| ikey::user_key(self.inner.key()) >= hi) {
+            self.inner.prev();
+        }
+    }
+    fn seek(&mut self, target: &[u8]) {
+        match self.first() {
+            Some(k) if ikey::compare(target, k.encoded()).is_lt() => self.inner.seek(k.encoded()),
+            _ => self.inner.seek(target),
+        }
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) {
+        self.inner.seek_for_prev(target);
+        if self.inner.valid() && self.hi.as_deref().is_some_and(|hi| ikey::user_key(self.inner.key()) >= hi) {
+            self.seek_to_last();
+        }
+    }
+    fn next(&mut self) {
+        self.inner.next();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+    }
+    fn key(&self) -> &[u8] {
+        if self.valid() {
+            self.inner.key()
+        } else {
+            &[]
+        }
+    }
+    fn value(&self) -> &[u8] {
+        if self.valid() {
+            self.inner.value()
+        } else {
+            &[]
+        }
+    }
+    fn status(&self) -> Result<()> {
+        self.inner.status()
+    }
+}
+
+/// Up to `n - 1` user keys that cut a job's inputs into `n` ranges of about equal data: the
+/// block boundaries of every input table (each index entry is a data block's last key), sorted,
+/// taken at even steps. The cuts are block-exact, so each range holds about as many data blocks
+/// of input as the others.
+pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Vec<u8>> {
+    if n < 2 {
+        return Vec::new();
+    }
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for t in tables {
+        let mut it = t.index_block().iter(ikey::KeyOrder::Internal);
+        it.seek_to_first();
+        while it.valid() {
+            keys.push(ikey::user_key(it.key()).to_vec());
+            it.next();
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    let step = keys.len() / n;
+    if step == 0 {
+        return Vec::new();
+    }
+    // A cut at a block's last key: the range above starts just after it (the key itself,
+    // whose versions may continue in the next block, stays below). `k ‖ 0x00` is the least
+    // user key greater than `k`.
+    let mut cuts: Vec<Vec<u8>> = (1..n)
+        .map(|i| {
+            let mut k = keys[i * step - 1].clone();
+            k.push(0);
+            k
+        })
+        .collect();
+    cuts.dedup();
+    cuts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::ikey::{InternalKey, ValueKind};
+    use crate::memtable::Memtable;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn range_iter_conformance() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let m = Arc::new(Memtable::new());
+        let mut all = BTreeMap::new();
+        for seq in 1..1500u64 {
+            let uk = format!("k{:03}", rng.gen_range(0..300)).into_bytes();
+            m.insert(&uk, seq, ValueKind::Put, &seq.to_le_bytes(), 1);
+            all.insert(InternalKey::new(&uk, seq, ValueKind::Put), seq.to_le_bytes().to_vec());
+        }
+        for (lo, hi) in [(None, None), (Some("k100"), Some("k200")), (None, Some("k050")), (Some("k250"), None)] {
+            let model: BTreeMap<_, _> = all
+                .iter()
+                .filter(|(k, _)| {
+                    let uk = k.user_key();
+                    lo.is_none_or(|l: &str| uk >= l.as_bytes()) && hi.is_none_or(|h: &str| uk < h.as_bytes())
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            let mut it = RangeIter::new(m.iter(), lo.map(|s| s.as_bytes().to_vec()), hi.map(|s| s.as_bytes().to_vec()));
+            crate::iter::conformance::check(&mut it, &model, &mut rng, 300, 20, |r| {
+                let uk = format!("k{:03}", r.gen_range(0..320)).into_bytes();
+                InternalKey::new(&uk, r.gen_range(0..1600), ValueKind::Put)
+            });
+        }
+    }
+}

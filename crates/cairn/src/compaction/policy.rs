@@ -110,6 +110,22 @@ pub(crate) fn scores(
     s
 }
 
+/// The intra-L0 merge of L0's newest idle files (level 0 is newest first), if there are two.
+fn intra_l0(l0: &[FileView]) -> Choice {
+    let run: Vec<u64> = l0.iter().take_while(|f| !f.busy).map(|f| f.number).collect();
+    if run.len() < 2 {
+        return Choice::DoNothing;
+    }
+    let mut inputs = run;
+    inputs.sort_unstable();
+    Choice::Merge {
+        level: 0,
+        inputs,
+        output_level: 0,
+        overlaps: Vec::new(),
+    }
+}
+
 fn overlaps<'a>(files: &'a [FileView], lo: &[u8], hi: &[u8]) -> Vec<&'a FileView> {
     files
         .iter()
@@ -120,18 +136,23 @@ fn overlaps<'a>(files: &'a [FileView], lo: &[u8], hi: &[u8]) -> Vec<&'a FileView
 /// The compaction out of `level` into `level + 1`: all of level 0 with its overlaps, or for a
 /// sorted level the one file whose overlap with the next level is smallest relative to its
 /// size (RocksDB's `kMinOverlappingRatio`). A file with no overlap is moved, not rewritten.
+///
+/// When level 0 cannot go down (part of it, or the L1 files it overlaps, are already being
+/// compacted), its newest files are merged among themselves instead (**intra-L0**, as
+/// RocksDB): the newest run of at least two idle files, which is newer than every busy one, so
+/// the output keeps its place in L0's newest-first order and lookups probe fewer tables.
 pub(crate) fn pick_from_level(view: &LsmView, level: usize) -> Choice {
     let next = view.level(level + 1);
     if level == 0 {
         let l0 = view.level(0);
-        if l0.is_empty() || l0.iter().any(|f| f.busy) {
+        if l0.is_empty() {
             return Choice::DoNothing;
         }
         let lo = l0.iter().map(|f| f.smallest.as_slice()).min().unwrap_or_default();
         let hi = l0.iter().map(|f| f.largest.as_slice()).max().unwrap_or_default();
         let ov = overlaps(next, lo, hi);
-        if ov.iter().any(|f| f.busy) {
-            return Choice::DoNothing;
+        if l0.iter().any(|f| f.busy) || ov.iter().any(|f| f.busy) {
+            return intra_l0(l0);
         }
         if l0.len() == 1 && ov.is_empty() {
             return Choice::Move {

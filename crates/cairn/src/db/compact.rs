@@ -4,7 +4,7 @@
 
 use super::inner::{DbInner, State};
 use crate::compaction::iter::CompactionFilter;
-use crate::compaction::job::{write_outputs, Outputs};
+use crate::compaction::job::{split_points, write_outputs, JobOutput, Outputs, RangeIter};
 use crate::compaction::{pick_range, Choice, Decision, FileView, LevelView, LsmView};
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, LevelIter, MergingIter};
@@ -155,76 +155,158 @@ pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     r
 }
 
-/// Merges `job.inputs` with `job.overlaps` into `job.output_level`.
+/// Merges `job.inputs` with `job.overlaps` into `job.output_level`. A large L0 → L1 job is cut
+/// into key ranges (`max_subcompactions`) merged by threads of their own into one output run.
 fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
-    // Compaction inputs do not fill the block cache, and their reads are counted apart.
-    let read = crate::sst::IterOptions {
-        fill_cache: false,
-        stats: Some(inner.compaction_io.clone()),
-    };
-    let mut children: Vec<BoxedIter> = Vec::new();
-    if job.level == 0 {
-        for f in &job.inputs {
-            children.push(Box::new(inner.open_table(f)?.iter_with(read.clone())));
-        }
-    } else {
-        children.push(Box::new(LevelIter::with_options(
-            job.inputs.clone(),
-            opener(inner),
-            read.clone(),
-        )));
-    }
-    children.push(Box::new(LevelIter::with_options(
-        job.overlaps.clone(),
-        opener(inner),
-        read,
-    )));
-    let mut merged = MergingIter::new(children);
     let (table, deeper) = {
         let st = inner.state.lock();
         let tv = st.version().trees.get(job.tree).cloned().unwrap_or_default();
-        let deeper: Vec<Arc<FileMeta>> = (job.output_level + 1..tv.levels.len())
-            .flat_map(|l| tv.level(l).to_vec())
+        // Files that may hold older versions of the job's keys: every file at or below the
+        // output level that the job does not rewrite (for an intra-L0 job, the older L0 files).
+        let mine: std::collections::HashSet<u64> = job.inputs.iter().chain(&job.overlaps).map(|f| f.number).collect();
+        let deeper: Vec<Arc<FileMeta>> = (job.output_level..tv.levels.len())
+            .flat_map(|l| tv.level(l).iter().filter(|f| !mine.contains(&f.number)).cloned())
             .collect();
         (inner.job_table_options(&st, job.tree, job.output_level), deeper)
     };
-    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |uk: &[u8]| {
-        !deeper
-            .iter()
-            .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
-    });
-    let mut outputs = Vec::new();
-    let mut alloc = || {
-        let n = inner.allocate_output();
-        outputs.push(n);
-        n
+    let input_bytes: u64 = job.inputs.iter().chain(&job.overlaps).map(|f| f.size).sum();
+    let pieces = if job.level == 0 && job.output_level > 0 && input_bytes >= 2 * inner.opts.target_file_size {
+        inner.opts.max_subcompactions
+    } else {
+        1
     };
-    let result = write_outputs(
-        &mut merged,
-        &mut filter,
-        &mut Outputs {
-            fs: &*inner.fs,
-            dir: &inner.dir,
-            table,
-            target_file_size: inner.opts.target_file_size,
-            stats: inner.io.clone(),
-            new_file_number: &mut alloc,
-        },
-    );
+    let cuts = if pieces > 1 {
+        let tables = job
+            .inputs
+            .iter()
+            .chain(&job.overlaps)
+            .map(|f| inner.open_table(f))
+            .collect::<Result<Vec<_>>>()?;
+        split_points(&tables, pieces)
+    } else {
+        Vec::new()
+    };
+    let mut bounds: Vec<Option<Vec<u8>>> = vec![None];
+    bounds.extend(cuts.into_iter().map(Some));
+    bounds.push(None);
+    let ranges: Vec<_> = bounds.windows(2).map(|w| (w[0].clone(), w[1].clone())).collect();
+    let oldest_snapshot = inner.oldest_snapshot();
+    let merge = |lo, hi, table| merge_range(inner, job, lo, hi, table, &deeper, oldest_snapshot);
+    let pieces: Vec<(Result<JobOutput>, Vec<u64>)> = if ranges.len() == 1 {
+        vec![merge(None, None, table)]
+    } else {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ranges
+                .into_iter()
+                .map(|(lo, hi)| {
+                    let table = table.clone();
+                    s.spawn(move || merge(lo, hi, table))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        (
+                            Err(Error::InvalidArgument("a subcompaction thread panicked".into())),
+                            Vec::new(),
+                        )
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut allocated = Vec::new();
+    let mut out = JobOutput::default();
+    let mut failed = None;
+    for (r, numbers) in pieces {
+        allocated.extend(numbers);
+        match r {
+            Ok(o) => {
+                out.files.extend(o.files);
+                out.bytes_written += o.bytes_written;
+            }
+            Err(e) => failed = failed.or(Some(e)),
+        }
+    }
     let mut st = inner.state.lock();
-    let r = result.and_then(|out| {
-        let read: u64 = job.inputs.iter().chain(&job.overlaps).map(|f| f.size).sum();
-        inner.log_and_apply(&mut st, job.edit(out.files), None)?;
-        inner
-            .counters
-            .tree(job.tree)
-            .record_compaction(job.output_level, read, out.bytes_written);
-        Ok(())
-    });
-    for n in outputs {
+    let r = match failed {
+        Some(e) => Err(e),
+        None => (|| {
+            inner.log_and_apply(&mut st, job.edit(out.files), None)?;
+            inner
+                .counters
+                .tree(job.tree)
+                .record_compaction(job.output_level, input_bytes, out.bytes_written);
+            Ok(())
+        })(),
+    };
+    for n in allocated {
         st.pending_outputs.remove(&n);
     }
     r
+}
+
+/// Merges the job's entries with user keys in `[lo, hi)` into new tables; returns what it
+/// wrote and every file number it allocated (pending until the job ends).
+fn merge_range(
+    inner: &Arc<DbInner>,
+    job: &Job,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
+    table: crate::sst::TableOptions,
+    deeper: &[Arc<FileMeta>],
+    oldest_snapshot: u64,
+) -> (Result<JobOutput>, Vec<u64>) {
+    let mut allocated = Vec::new();
+    let r = (|| {
+        // Compaction inputs do not fill the block cache, and their reads are counted apart.
+        let read = crate::sst::IterOptions {
+            fill_cache: false,
+            stats: Some(inner.compaction_io.clone()),
+        };
+        let mut children: Vec<BoxedIter> = Vec::new();
+        if job.level == 0 {
+            for f in &job.inputs {
+                children.push(Box::new(inner.open_table(f)?.iter_with(read.clone())));
+            }
+        } else {
+            children.push(Box::new(LevelIter::with_options(
+                job.inputs.clone(),
+                opener(inner),
+                read.clone(),
+            )));
+        }
+        children.push(Box::new(LevelIter::with_options(
+            job.overlaps.clone(),
+            opener(inner),
+            read,
+        )));
+        let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
+        let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
+            !deeper
+                .iter()
+                .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
+        });
+        let mut alloc = || {
+            let n = inner.allocate_output();
+            allocated.push(n);
+            n
+        };
+        write_outputs(
+            &mut merged,
+            &mut filter,
+            &mut Outputs {
+                fs: &*inner.fs,
+                dir: &inner.dir,
+                table,
+                target_file_size: inner.opts.target_file_size,
+                stats: inner.io.clone(),
+                new_file_number: &mut alloc,
+            },
+        )
+    })();
+    (r, allocated)
 }
 
 fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {

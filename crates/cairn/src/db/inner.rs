@@ -80,10 +80,11 @@ impl State {
     }
 }
 
-/// The WAL, owned by the write leader.
+/// The WAL and the write controller's delay, owned by the write leader.
 #[derive(Debug)]
 pub(crate) struct WalState {
     pub writer: WalWriter,
+    pub delay: Option<crate::tuning::write_control::DelayState>,
 }
 
 #[derive(Debug)]

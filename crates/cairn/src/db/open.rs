@@ -310,7 +310,10 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             next_ticket: 0,
         }),
         queue_cv: Condvar::new(),
-        wal: Mutex::new(WalState { writer: wal_writer }),
+        wal: Mutex::new(WalState {
+            writer: wal_writer,
+            delay: None,
+        }),
         last_seq: AtomicU64::new(last_seq),
         supers: RwLock::new(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),

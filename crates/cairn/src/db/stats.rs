@@ -52,12 +52,20 @@ pub struct DbStats {
     pub flush_bytes_written: u64,
     /// Bytes written by compactions.
     pub compaction_bytes_written: u64,
-    /// Write slowdowns (1 ms delays) and stops.
+    /// Write groups delayed at the delayed write rate.
     pub stall_slowdowns: u64,
-    /// Writes that waited for compaction or flush.
+    /// Write groups stopped until compaction or flush caught up.
     pub stall_stops: u64,
-    /// Microseconds writers spent stalled.
+    /// Microseconds writers spent stopped.
     pub stall_micros: u64,
+    /// Microseconds writers spent delayed.
+    pub delay_micros: u64,
+    /// The delayed write rate in force (bytes per second), if writes are being delayed.
+    pub delayed_write_rate: Option<u64>,
+    /// Estimated bytes compaction still has to move (over every tree), now.
+    pub pending_compaction_bytes: u64,
+    /// Files in level 0 of the tree that has the most, now.
+    pub l0_files: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
     /// Block cache usage and capacity in bytes.
@@ -149,6 +157,14 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         stall_slowdowns: w.slowdowns,
         stall_stops: w.stops,
         stall_micros: w.stall_micros,
+        delay_micros: w.delay_micros,
+        delayed_write_rate: w.delayed_write_rate,
+        pending_compaction_bytes: version
+            .trees
+            .iter()
+            .map(|t| crate::compaction::pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
+            .sum(),
+        l0_files: version.trees.iter().map(|t| t.level(0).len() as u64).max().unwrap_or(0),
         memtable_bytes,
         cache_usage: inner.cache.usage() as u64,
         cache_capacity: inner.cache.capacity() as u64,
@@ -239,8 +255,14 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
     );
     let _ = writeln!(
         o,
-        "stalls: {} slowdowns, {} stops, {} us",
-        s.stall_slowdowns, s.stall_stops, s.stall_micros
+        "stalls: {} delayed groups ({} us), {} stops ({} us); L0 files {}, pending compaction {} B, delayed write rate {}",
+        s.stall_slowdowns,
+        s.delay_micros,
+        s.stall_stops,
+        s.stall_micros,
+        s.l0_files,
+        s.pending_compaction_bytes,
+        s.delayed_write_rate.map_or("-".into(), |r| format!("{r} B/s"))
     );
     let m = memory(inner);
     let _ = writeln!(

@@ -81,7 +81,8 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
     let no_slowdown = batches.iter().all(|(_, o)| o.no_slowdown);
-    make_room(inner, &mut wal, no_slowdown)?;
+    let bytes: usize = batches.iter().map(|(b, _)| b.size_bytes()).sum();
+    make_room(inner, &mut wal, no_slowdown, bytes)?;
     let sync = batches.iter().any(|(_, o)| o.sync);
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
     let mut seq = first;
@@ -147,12 +148,13 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
         wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.size(),
         current_wal: wal.writer.log_number(),
         slowed,
+        delay: wal.delay,
     }
 }
 
-/// Stalls or switches memtables before a write group, as the write controller decides (called
-/// by the leader, holding `wal`).
-fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Result<()> {
+/// Stalls, delays or switches memtables before a write group of `bytes`, as the write
+/// controller decides (called by the leader, holding `wal`: the whole queue waits with it).
+fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes: usize) -> Result<()> {
     let o = &inner.opts;
     let mut slowed = false;
     let mut stopped = false;
@@ -167,9 +169,15 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
             l0_stop_trigger: o.l0_stop_trigger,
             soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
             hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
+            delayed_write_rate: o.delayed_write_rate,
         };
-        match decide(&limits, &write_view(inner, &st, wal, slowed)) {
-            WriteAction::Stop(_) | WriteAction::SlowDown if no_slowdown => {
+        let decision = decide(&limits, &write_view(inner, &st, wal, slowed));
+        if wal.delay != decision.delay {
+            inner.counters.set_delayed_rate(decision.delay.map(|d| d.rate));
+        }
+        wal.delay = decision.delay;
+        match decision.action {
+            WriteAction::Stop(_) | WriteAction::Delay { .. } if no_slowdown => {
                 return Err(Error::Busy("writes are stalled and no_slowdown is set".into()));
             }
             WriteAction::Stop(_) => {
@@ -182,12 +190,18 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool) -> Res
                 inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
                 inner.counters.record_stall_micros(t0.elapsed().as_micros() as u64);
             }
-            WriteAction::SlowDown => {
+            WriteAction::Delay { rate } => {
                 slowed = true;
                 inner.counters.record_slowdown();
                 let t0 = std::time::Instant::now();
-                inner.done_cv.wait_for(&mut st, Duration::from_millis(1));
-                inner.counters.record_stall_micros(t0.elapsed().as_micros() as u64);
+                let until = t0 + Duration::from_secs_f64(bytes as f64 / rate as f64);
+                // The state lock is released while waiting; wake-ups before the end re-wait.
+                while !inner.poisoned.load(Ordering::Acquire) {
+                    if inner.done_cv.wait_until(&mut st, until).timed_out() {
+                        break;
+                    }
+                }
+                inner.counters.record_delay_micros(t0.elapsed().as_micros() as u64);
             }
             WriteAction::Proceed { switch } => {
                 if !switch.is_empty() {

@@ -142,6 +142,9 @@ struct WriteCounters {
     slowdowns: AtomicU64,
     stops: AtomicU64,
     stall_micros: AtomicU64,
+    delay_micros: AtomicU64,
+    /// The delayed write rate in force; 0 when writes are not delayed.
+    delayed_rate: AtomicU64,
 }
 
 /// Engine-wide counters.
@@ -159,12 +162,16 @@ pub struct WriteStats {
     pub user_bytes: u64,
     /// Bytes appended to WALs.
     pub wal_bytes: u64,
-    /// Write groups slowed down.
+    /// Write groups delayed.
     pub slowdowns: u64,
     /// Write groups stopped.
     pub stops: u64,
-    /// Microseconds writers spent stalled.
+    /// Microseconds writers spent stopped.
     pub stall_micros: u64,
+    /// Microseconds writers spent delayed.
+    pub delay_micros: u64,
+    /// The delayed write rate in force (bytes per second), if writes are being delayed.
+    pub delayed_write_rate: Option<u64>,
 }
 
 impl EngineCounters {
@@ -215,6 +222,16 @@ impl EngineCounters {
         self.writes.stall_micros.fetch_add(us, Relaxed);
     }
 
+    /// Time a writer spent delayed.
+    pub fn record_delay_micros(&self, us: u64) {
+        self.writes.delay_micros.fetch_add(us, Relaxed);
+    }
+
+    /// The delayed write rate now in force (`None`: writes are not delayed).
+    pub fn set_delayed_rate(&self, rate: Option<u64>) {
+        self.writes.delayed_rate.store(rate.unwrap_or(0), Relaxed);
+    }
+
     /// The write counters.
     pub fn writes(&self) -> WriteStats {
         let w = &self.writes;
@@ -224,6 +241,8 @@ impl EngineCounters {
             slowdowns: w.slowdowns.load(Relaxed),
             stops: w.stops.load(Relaxed),
             stall_micros: w.stall_micros.load(Relaxed),
+            delay_micros: w.delay_micros.load(Relaxed),
+            delayed_write_rate: Some(w.delayed_rate.load(Relaxed)).filter(|&r| r > 0),
         }
     }
 }

@@ -5,7 +5,12 @@
 //! Rules (RocksDB's write-buffer manager and write stall conditions):
 //! - **Stop** when L0 reaches `l0_stop_trigger` files, the pending compaction bytes reach the
 //!   hard limit, or the immutable memtables alone fill the write budget (flush is behind).
-//! - **Slow down** (once per group) at `l0_slowdown_trigger` or the soft pending-bytes limit.
+//! - **Delay** (once per group, for the group's bytes at the delayed write rate) at
+//!   `l0_slowdown_trigger` or the soft pending-bytes limit. The rate starts at
+//!   `delayed_write_rate` and adapts each time the debt changes (RocksDB's scheme): × 0.8 when L0
+//!   or the pending bytes grew since the last change, × 1.25 (up to the start rate) when they
+//!   shrank, never below 16 KiB/s. So a load that outruns compaction slows down until it
+//!   matches it, instead of piling up L0 files for the reads after it.
 //! - **Switch** a tree whose active memtable reached `write_buffer_size`; the largest active
 //!   memtable (MaxMemory flush policy) when the mutable memtables reach 7/8 of the budget, or
 //!   everything reaches the budget with at least half of it still mutable (memory held by
@@ -30,7 +35,23 @@ pub struct WriteLimits {
     pub soft_pending_compaction_bytes: u64,
     /// ... and stop.
     pub hard_pending_compaction_bytes: u64,
+    /// The rate delayed writes start at, in bytes per second.
+    pub delayed_write_rate: u64,
 }
+
+/// The adaptive delay: its current rate and the debt it was set for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DelayState {
+    /// Bytes per second.
+    pub rate: u64,
+    /// L0 files when the rate was last set.
+    pub l0_files: usize,
+    /// Pending compaction bytes when the rate was last set.
+    pub pending_compaction_bytes: u64,
+}
+
+/// The slowest delayed write rate (RocksDB's floor is the same 16 KiB/s).
+pub const MIN_DELAYED_WRITE_RATE: u64 = 16 << 10;
 
 /// One tree's write memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,8 +77,10 @@ pub struct WriteView {
     pub wal_bytes: u64,
     /// The WAL being written.
     pub current_wal: u64,
-    /// This group was already slowed down once.
+    /// This group was already delayed once.
     pub slowed: bool,
+    /// The delay in force, if writes were being delayed.
+    pub delay: Option<DelayState>,
 }
 
 /// Why writes stop.
@@ -76,8 +99,11 @@ pub enum StopReason {
 pub enum WriteAction {
     /// Wait for background work, then decide again.
     Stop(StopReason),
-    /// Delay this group once, then decide again.
-    SlowDown,
+    /// Delay this group for its bytes at `rate` bytes per second, then decide again.
+    Delay {
+        /// Bytes per second.
+        rate: u64,
+    },
     /// Write, after switching the active memtables of these trees (sorted, distinct).
     Proceed {
         /// Trees whose active memtable becomes immutable.
@@ -85,8 +111,45 @@ pub enum WriteAction {
     },
 }
 
+/// What the controller decided: the action, and the delay state to keep (`None`: writes are not
+/// being delayed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// What the group does.
+    pub action: WriteAction,
+    /// The delay in force after this decision.
+    pub delay: Option<DelayState>,
+}
+
+/// The delayed write rate for the debt `(l0, pending)`, adapted from `prev`.
+fn delay_rate(limits: &WriteLimits, prev: Option<DelayState>, l0: usize, pending: u64) -> DelayState {
+    let rate = match prev {
+        None => limits.delayed_write_rate,
+        Some(p) if l0 > p.l0_files || (l0 == p.l0_files && pending > p.pending_compaction_bytes) => {
+            p.rate / 5 * 4
+        }
+        Some(p) if l0 < p.l0_files || (l0 == p.l0_files && pending < p.pending_compaction_bytes) => {
+            (p.rate / 4 * 5).min(limits.delayed_write_rate)
+        }
+        Some(p) => p.rate,
+    };
+    DelayState {
+        rate: rate.max(MIN_DELAYED_WRITE_RATE),
+        l0_files: l0,
+        pending_compaction_bytes: pending,
+    }
+}
+
 /// Decides what a write group does.
-pub fn decide(limits: &WriteLimits, view: &WriteView) -> WriteAction {
+pub fn decide(limits: &WriteLimits, view: &WriteView) -> Decision {
+    let delayed = view.l0_files >= limits.l0_slowdown_trigger
+        || view.pending_compaction_bytes >= limits.soft_pending_compaction_bytes;
+    let delay = delayed.then(|| delay_rate(limits, view.delay, view.l0_files, view.pending_compaction_bytes));
+    let action = action(limits, view, delay);
+    Decision { action, delay }
+}
+
+fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> WriteAction {
     let imm: usize = view.trees.iter().map(|t| t.immutable_bytes).sum();
     if view.l0_files >= limits.l0_stop_trigger {
         return WriteAction::Stop(StopReason::L0Files);
@@ -97,11 +160,8 @@ pub fn decide(limits: &WriteLimits, view: &WriteView) -> WriteAction {
     if imm > 0 && imm >= limits.write_memory_budget {
         return WriteAction::Stop(StopReason::FlushBehind);
     }
-    if !view.slowed
-        && (view.l0_files >= limits.l0_slowdown_trigger
-            || view.pending_compaction_bytes >= limits.soft_pending_compaction_bytes)
-    {
-        return WriteAction::SlowDown;
+    if let (false, Some(d)) = (view.slowed, delay) {
+        return WriteAction::Delay { rate: d.rate };
     }
     let mut switch: Vec<usize> = (0..view.trees.len())
         .filter(|&t| view.trees[t].active_bytes >= limits.write_buffer_size)
@@ -149,6 +209,7 @@ mod tests {
             l0_stop_trigger: c.arg("l0_stop", 36),
             soft_pending_compaction_bytes: c.arg("soft", 1_000_000),
             hard_pending_compaction_bytes: c.arg("hard", 4_000_000),
+            delayed_write_rate: c.arg("rate", 1 << 20),
         }
     }
 
@@ -178,18 +239,34 @@ mod tests {
             wal_bytes: c.arg("wal_bytes", 0),
             current_wal: c.arg("wal", 1),
             slowed: c.args.contains_key("slowed"),
+            delay: c.args.get("prev").and_then(|p| {
+                // prev=RATE/L0/PENDING: the delay in force before this decision.
+                let mut it = p.split('/').map(|x| x.parse::<u64>().ok());
+                Some(DelayState {
+                    rate: it.next()??,
+                    l0_files: it.next()?? as usize,
+                    pending_compaction_bytes: it.next()??,
+                })
+            }),
         }
     }
 
     #[test]
     fn write_control_cases() {
         run_file("tuning/write_control.txt", |c| match c.command.as_str() {
-            "decide" => match decide(&limits(c), &view(c)) {
-                WriteAction::Stop(r) => format!("stop {r:?}"),
-                WriteAction::SlowDown => "slow down".into(),
-                WriteAction::Proceed { switch } if switch.is_empty() => "proceed".into(),
-                WriteAction::Proceed { switch } => format!("proceed, switch {switch:?}"),
-            },
+            "decide" => {
+                let d = decide(&limits(c), &view(c));
+                let action = match d.action {
+                    WriteAction::Stop(r) => format!("stop {r:?}"),
+                    WriteAction::Delay { rate } => format!("delay at {rate} B/s"),
+                    WriteAction::Proceed { switch } if switch.is_empty() => "proceed".into(),
+                    WriteAction::Proceed { switch } => format!("proceed, switch {switch:?}"),
+                };
+                match d.delay {
+                    Some(s) => format!("{action}; delay state {}/{}/{}", s.rate, s.l0_files, s.pending_compaction_bytes),
+                    None => action,
+                }
+            }
             other => format!("unknown command {other}"),
         });
     }
