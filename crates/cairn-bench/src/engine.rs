@@ -65,6 +65,21 @@ pub struct EngineArgs {
     /// Bits-per-key allocation across levels: uniform (cairn only).
     #[arg(long, default_value = "uniform")]
     pub bpk_policy: String,
+    /// Background compaction threads (default: each engine's own).
+    #[arg(long)]
+    pub max_background_compactions: Option<usize>,
+    /// Key-range pieces of a large L0 → L1 compaction (default: each engine's own).
+    #[arg(long)]
+    pub subcompactions: Option<usize>,
+    /// L0 files at which writes are delayed (default: each engine's own).
+    #[arg(long)]
+    pub level0_slowdown_writes_trigger: Option<usize>,
+    /// L0 files at which writes stop (default: each engine's own).
+    #[arg(long)]
+    pub level0_stop_writes_trigger: Option<usize>,
+    /// The rate delayed writes start at, bytes per second (cairn only; default: its own).
+    #[arg(long)]
+    pub delayed_write_rate: Option<u64>,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -98,6 +113,10 @@ pub trait Engine: Send + Sync {
     fn wait_for_background(&self) -> EResult<()>;
     /// The engine's statistics text.
     fn stats_text(&self) -> String;
+    /// L0 files and pending compaction bytes now (`None`: the engine does not say).
+    fn debt(&self) -> Option<crate::timeline::Debt> {
+        None
+    }
     /// The cairn database, for cairn's own metrics.
     fn as_cairn(&self) -> Option<&cairn::Db> {
         None
@@ -163,7 +182,13 @@ impl CairnEngine {
         if a.bpk_policy != "uniform" {
             return Err(format!("--bpk_policy={}: only uniform is implemented", a.bpk_policy).into());
         }
+        let d = cairn::Options::default();
         let opts = cairn::Options {
+            compaction_threads: a.max_background_compactions.unwrap_or(d.compaction_threads),
+            max_subcompactions: a.subcompactions.unwrap_or(d.max_subcompactions),
+            l0_slowdown_trigger: a.level0_slowdown_writes_trigger.unwrap_or(d.l0_slowdown_trigger),
+            l0_stop_trigger: a.level0_stop_writes_trigger.unwrap_or(d.l0_stop_trigger),
+            delayed_write_rate: a.delayed_write_rate.unwrap_or(d.delayed_write_rate),
             bloom_bits_per_key: a.bloom_bits.max(0.0),
             block_cache_size: a.cache_size,
             write_buffer_size: a.write_buffer_size,
@@ -250,6 +275,16 @@ impl Engine for CairnEngine {
 
     fn stats_text(&self) -> String {
         self.db.property("cairn.stats").unwrap_or_default()
+    }
+
+    fn debt(&self) -> Option<crate::timeline::Debt> {
+        let s = self.db.stats();
+        Some(crate::timeline::Debt {
+            l0_files: s.l0_files,
+            pending_compaction_bytes: s.pending_compaction_bytes,
+            stall_micros: Some(s.stall_micros),
+            delay_micros: Some(s.delay_micros),
+        })
     }
 
     fn as_cairn(&self) -> Option<&cairn::Db> {

@@ -2,7 +2,9 @@
 
 pub mod engine;
 pub mod keys;
+pub mod plot;
 pub mod report;
+pub mod timeline;
 pub mod ycsb;
 
 /// Peak resident set size of this process in bytes (Linux `VmHWM`), if known.

@@ -198,6 +198,9 @@ pub struct Phase {
     pub found: Option<u64>,
     /// cairn's counters, when the engine is cairn.
     pub cairn: Option<CairnMetrics>,
+    /// The engine's compaction debt when the phase ended (engines that report it).
+    #[serde(default)]
+    pub debt_after: Option<crate::timeline::Debt>,
 }
 
 impl Phase {
@@ -236,6 +239,9 @@ pub struct RunReport {
     pub phases: Vec<Phase>,
     /// Peak resident set size of the process.
     pub peak_rss_bytes: u64,
+    /// Compaction debt sampled over the whole run.
+    #[serde(default)]
+    pub timeline: Vec<crate::timeline::Sample>,
 }
 
 impl RunReport {

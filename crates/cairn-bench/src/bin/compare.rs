@@ -158,10 +158,7 @@ fn chart(
     configs: &[Config],
     ratio: &dyn Fn(&str, &str) -> Option<f64>,
 ) -> Result<(), String> {
-    let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-        .map_err(|e| format!("DejaVuSans.ttf ({e}); apt-get install fonts-dejavu-core"))?;
-    plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()))
-        .map_err(|_| "DejaVuSans.ttf is not a usable font".to_string())?;
+    cairn_bench::plot::register_font()?;
     let width = (220 + 90 * phases.len() as u32 * configs.len().max(1) as u32).clamp(640, 2400);
     let root = BitMapBackend::new(path, (width, 480)).into_drawing_area();
     let err = |e: &dyn std::fmt::Display| e.to_string();
@@ -323,7 +320,7 @@ fn main() {
         md.push('\n');
     }
     // Latency and cairn's I/O figures from each configuration's median-throughput run.
-    md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR | L0 files after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (pi, name) in order.iter().enumerate() {
         for c in &configs {
             let Some(runs) = results.get(&(pi, c.name.clone())) else {
@@ -336,7 +333,7 @@ fn main() {
             let f = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |x| format!("{x:.d$}"));
             let m = p.cairn.as_ref().filter(|_| p.found.is_some());
             md.push_str(&format!(
-                "| {name} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 c.name,
                 f(lat.map(|l| l.p50_us), 1),
                 f(lat.map(|l| l.p99_us), 1),
@@ -344,6 +341,7 @@ fn main() {
                 f(m.map(|m| m.data_reads_per_lookup), 3),
                 f(m.map(|m| m.unnecessary_data_reads_per_lookup), 4),
                 f(m.map(|m| m.filter_fpr), 4),
+                p.debt_after.map_or("–".to_string(), |d| d.l0_files.to_string()),
             ));
         }
     }

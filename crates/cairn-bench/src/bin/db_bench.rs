@@ -12,6 +12,7 @@ use cairn_bench::engine::{self, Engine, EngineArgs};
 use cairn_bench::keys::{absent_key, db_bench_key, KeyDist};
 use cairn_bench::peak_rss_bytes;
 use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
+use cairn_bench::{plot, timeline};
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::StdRng;
@@ -67,6 +68,12 @@ struct Args {
     /// Write every phase's figures as JSON to this file (our flag).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Draw L0 files and pending compaction bytes over the run into this PNG (our flag).
+    #[arg(long)]
+    timeline_png: Option<PathBuf>,
+    /// Seconds between samples of the compaction debt (our flag).
+    #[arg(long, default_value_t = 0.25)]
+    timeline_every: f64,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -358,6 +365,29 @@ impl Bench<'_> {
     }
 }
 
+/// Runs one benchmark by name; `None` for `stats`, which only prints.
+fn run_benchmark(b: &Bench<'_>, name: &str) -> Option<Phase> {
+    let db = b.db;
+    Some(match name {
+        "fillseq" => b.fill(name, true),
+        "fillrandom" | "overwrite" => b.fill(name, false),
+        "readrandom" | "readmissing" => b.read_random(name, false),
+        "readwhilewriting" => b.read_random(name, true),
+        "readseq" => b.read_seq(name, false),
+        "readreverse" => b.read_seq(name, true),
+        "seekrandom" => b.seek_random(),
+        "deleterandom" => b.delete_random(),
+        "compact" => b.once(name, || db.compact()),
+        "flush" => b.once(name, || db.flush()),
+        "waitforcompaction" => b.once(name, || db.wait_for_background()),
+        "stats" => {
+            println!("{}", db.stats_text());
+            return None;
+        }
+        other => fail(format!("unknown benchmark {other}")),
+    })
+}
+
 fn main() {
     let args = Args::parse();
     let dir = args
@@ -394,38 +424,42 @@ fn main() {
         command: std::env::args().collect(),
         ..RunReport::default()
     };
-    for name in args.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let phase = match name {
-            "fillseq" => b.fill(name, true),
-            "fillrandom" | "overwrite" => b.fill(name, false),
-            "readrandom" | "readmissing" => b.read_random(name, false),
-            "readwhilewriting" => b.read_random(name, true),
-            "readseq" => b.read_seq(name, false),
-            "readreverse" => b.read_seq(name, true),
-            "seekrandom" => b.seek_random(),
-            "deleterandom" => b.delete_random(),
-            "compact" => b.once(name, || db.compact()),
-            "flush" => b.once(name, || db.flush()),
-            "waitforcompaction" => b.once(name, || db.wait_for_background()),
-            "stats" => {
-                println!("{}", db.stats_text());
-                continue;
+    let current = std::sync::Mutex::new(String::new());
+    let every = std::time::Duration::from_secs_f64(args.timeline_every.max(0.01));
+    let (phases, timeline) = timeline::sampled(db.as_ref(), every, &current, || {
+        let mut phases = Vec::new();
+        for name in args.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            if let Ok(mut c) = current.lock() {
+                name.clone_into(&mut c);
             }
-            other => fail(format!("unknown benchmark {other}")),
-        };
-        report.phases.push(phase);
-        if args.engine.statistics {
-            println!("{}", db.stats_text());
+            if let Some(mut p) = run_benchmark(&b, name) {
+                p.debt_after = db.debt();
+                phases.push(p);
+            }
+            if args.engine.statistics {
+                println!("{}", db.stats_text());
+            }
         }
+        phases
+    });
+    report.phases = phases;
+    report.timeline = timeline;
+    if let Some(png) = &args.timeline_png {
+        let title = format!("{} db_bench {}: compaction debt", db.name(), args.benchmarks);
+        plot::timeline(png, &title, &[(db.name().to_string(), report.timeline.clone())])
+            .unwrap_or_else(|e| fail(format!("--timeline_png {}: {e}", png.display())));
     }
     report.peak_rss_bytes = peak_rss_bytes().unwrap_or(0);
     if let Some(c) = db.as_cairn() {
         let s = c.stats();
         println!(
-            "cairn: write-amp {:.2}, stalls {} slowdowns {} stops, peak RSS {} MB",
+            "cairn: write-amp {:.2}, {} delayed write groups ({:.1} s), {} stops ({:.1} s), L0 files {}, peak RSS {} MB",
             s.write_amplification(),
             s.stall_slowdowns,
+            s.delay_micros as f64 / 1e6,
             s.stall_stops,
+            s.stall_micros as f64 / 1e6,
+            s.l0_files,
             report.peak_rss_bytes >> 20
         );
     } else {

@@ -21,7 +21,7 @@ use std::time::Instant;
 type Db = dyn Engine;
 
 #[derive(Parser, Debug)]
-#[command(about = "YCSB core workloads on cairn")]
+#[command(rename_all = "snake_case", about = "YCSB core workloads on cairn")]
 struct Args {
     /// Workload property file (YCSB's -P).
     #[arg(short = 'P')]
@@ -41,6 +41,12 @@ struct Args {
     /// Write the phases' figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Draw L0 files and pending compaction bytes over the run into this PNG.
+    #[arg(long)]
+    timeline_png: Option<PathBuf>,
+    /// Seconds between samples of the compaction debt.
+    #[arg(long, default_value_t = 0.25)]
+    timeline_every: f64,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -229,28 +235,52 @@ fn main() {
         ..RunReport::default()
     };
     let threads = args.threads.max(1);
-    for (phase, wanted) in [("load", args.phase != "run"), ("run", args.phase != "load")] {
-        if !wanted {
-            continue;
+    let current = std::sync::Mutex::new(String::new());
+    let every = std::time::Duration::from_secs_f64(args.timeline_every.max(0.01));
+    let (phases, timeline) = cairn_bench::timeline::sampled(db.as_ref(), every, &current, || {
+        let mut phases = Vec::new();
+        for (phase, wanted) in [("load", args.phase != "run"), ("run", args.phase != "load")] {
+            if !wanted {
+                continue;
+            }
+            if let Ok(mut c) = current.lock() {
+                phase.clone_into(&mut c);
+            }
+            let before = db.as_cairn().map(|c| c.stats());
+            let mut p = if phase == "load" {
+                load(db.as_ref(), &w, threads, args.seed)
+            } else {
+                run(db.as_ref(), &w, threads, args.seed)
+            };
+            if let (Some(before), Some(c)) = (before, db.as_cairn()) {
+                let lookups = p
+                    .by_op
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("READ"))
+                    .map(|(_, s)| s.count)
+                    .sum();
+                let m = CairnMetrics::between(&before, &c.stats(), lookups, c);
+                m.print();
+                p.cairn = Some(m);
+            }
+            p.debt_after = db.debt();
+            if let Some(d) = p.debt_after {
+                println!(
+                    "  after {phase}: L0 files {}, pending compaction {} MB",
+                    d.l0_files,
+                    d.pending_compaction_bytes >> 20
+                );
+            }
+            phases.push(p);
         }
-        let before = db.as_cairn().map(|c| c.stats());
-        let mut p = if phase == "load" {
-            load(db.as_ref(), &w, threads, args.seed)
-        } else {
-            run(db.as_ref(), &w, threads, args.seed)
-        };
-        if let (Some(before), Some(c)) = (before, db.as_cairn()) {
-            let lookups = p
-                .by_op
-                .iter()
-                .filter(|(k, _)| k.starts_with("READ"))
-                .map(|(_, s)| s.count)
-                .sum();
-            let m = CairnMetrics::between(&before, &c.stats(), lookups, c);
-            m.print();
-            p.cairn = Some(m);
-        }
-        out.phases.push(p);
+        phases
+    });
+    out.phases = phases;
+    out.timeline = timeline;
+    if let Some(png) = &args.timeline_png {
+        let title = format!("{} ycsb {}: compaction debt", db.name(), args.workload.display());
+        cairn_bench::plot::timeline(png, &title, &[(db.name().to_string(), out.timeline.clone())])
+            .unwrap_or_else(|e| fail(format!("--timeline_png {}: {e}", png.display())));
     }
     out.peak_rss_bytes = cairn_bench::peak_rss_bytes().unwrap_or(0);
     if let Some(path) = &args.json {

@@ -22,6 +22,14 @@ impl FjallEngine {
         if a.use_direct_reads {
             return Err("--use_direct_reads: fjall has no direct I/O".into());
         }
+        if a.max_background_compactions.is_some()
+            || a.subcompactions.is_some()
+            || a.level0_slowdown_writes_trigger.is_some()
+            || a.level0_stop_writes_trigger.is_some()
+            || a.delayed_write_rate.is_some()
+        {
+            return Err("the fjall adapter maps no compaction-thread or write-stall flags".into());
+        }
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());
         }

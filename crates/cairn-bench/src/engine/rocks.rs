@@ -47,6 +47,21 @@ impl RocksEngine {
         o.set_enable_pipelined_write(true);
         o.set_hard_pending_compaction_bytes_limit(128 << 30);
         o.set_table_cache_num_shard_bits(4);
+        if let Some(n) = a.max_background_compactions {
+            o.set_max_background_jobs(n as i32 + 1);
+        }
+        if let Some(n) = a.subcompactions {
+            o.set_max_subcompactions(n as u32);
+        }
+        if let Some(n) = a.level0_slowdown_writes_trigger {
+            o.set_level_zero_slowdown_writes_trigger(n as i32);
+        }
+        if let Some(n) = a.level0_stop_writes_trigger {
+            o.set_level_zero_stop_writes_trigger(n as i32);
+        }
+        if a.delayed_write_rate.is_some() {
+            return Err("--delayed_write_rate: the rocksdb crate 0.20.1 cannot set it".into());
+        }
         if a.statistics {
             o.enable_statistics();
         }
@@ -137,5 +152,14 @@ impl Engine for RocksEngine {
             s.push_str(&st);
         }
         s
+    }
+
+    fn debt(&self) -> Option<crate::timeline::Debt> {
+        Some(crate::timeline::Debt {
+            l0_files: self.int_property("rocksdb.num-files-at-level0").ok()?,
+            pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes").ok()?,
+            stall_micros: None,
+            delay_micros: None,
+        })
     }
 }

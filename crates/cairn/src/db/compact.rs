@@ -14,6 +14,10 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Compaction inputs are read front to back in chunks of this size (RocksDB's
+/// `compaction_readahead_size` with direct I/O).
+const COMPACTION_READAHEAD: usize = 2 << 20;
+
 /// Work on one tree: `inputs` of `level` (with the `overlaps` of `output_level`) become new
 /// files of `output_level`; `deepest` grows the tree's L (Garnering's delay).
 #[derive(Debug)]
@@ -264,6 +268,7 @@ fn merge_range(
         let read = crate::sst::IterOptions {
             fill_cache: false,
             stats: Some(inner.compaction_io.clone()),
+            readahead: COMPACTION_READAHEAD,
         };
         let mut children: Vec<BoxedIter> = Vec::new();
         if job.level == 0 {

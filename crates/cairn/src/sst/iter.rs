@@ -4,6 +4,7 @@
 use super::block::BlockIter;
 use super::footer::BlockHandle;
 use super::reader::{IterOptions, TableReader};
+use super::trailer::Readahead;
 use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
 use crate::format::ikey::KeyOrder;
@@ -21,6 +22,7 @@ pub struct TableIndex {
     index: BlockIter,
     fill_cache: bool,
     stats: Option<Arc<IoStats>>,
+    readahead: Option<Readahead>,
 }
 
 impl TableIter {
@@ -30,6 +32,7 @@ impl TableIter {
             table,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
+            readahead: (opts.readahead > 0).then(|| Readahead::new(opts.readahead)),
         })
     }
 }
@@ -73,7 +76,9 @@ impl TwoLevelIndex for TableIndex {
             )
         })?;
         let stats = self.stats.as_deref().unwrap_or(self.table.stats());
-        let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats)?;
+        let (block, _) = self
+            .table
+            .data_block_with(handle, self.fill_cache, stats, self.readahead.as_mut())?;
         Ok(Some(block.iter(KeyOrder::Internal)))
     }
     fn status(&self) -> Result<()> {

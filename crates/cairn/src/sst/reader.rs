@@ -4,7 +4,7 @@ use super::block::Block;
 use super::footer::{BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
 use super::properties::Properties;
-use super::trailer::{read_block, TRAILER_LEN};
+use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
 use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
 use crate::cache::{BlockCache, BlockKey, CachedBlock, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
@@ -40,6 +40,9 @@ pub struct IterOptions {
     pub fill_cache: bool,
     /// Where reads are counted (`None`: the reader's own counters).
     pub stats: Option<Arc<IoStats>>,
+    /// Read data blocks in chunks of this many bytes (0: one read per block). Compactions
+    /// read their inputs front to back with 2 MiB.
+    pub readahead: usize,
 }
 
 impl Default for IterOptions {
@@ -47,6 +50,7 @@ impl Default for IterOptions {
         IterOptions {
             fill_cache: true,
             stats: None,
+            readahead: 0,
         }
     }
 }
@@ -315,6 +319,7 @@ impl TableReader {
         prio: Priority,
         fill_cache: bool,
         stats: &IoStats,
+        readahead: Option<&mut Readahead>,
         from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
     ) -> Result<(Arc<T>, bool)> {
@@ -328,7 +333,10 @@ impl TableReader {
                 return Ok((v, true));
             }
         }
-        let raw = read_block(&*self.file, &self.path, handle, kind, stats)?;
+        let raw = match readahead {
+            Some(ra) => decode_block(ra.block(&*self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
+            None => read_block(&*self.file, &self.path, handle, kind, stats)?,
+        };
         let (v, entry, charge) = decode(raw)?;
         if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);
@@ -338,7 +346,7 @@ impl TableReader {
 
     /// The data block at `handle`, through the block cache; `true` when it was cached.
     pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<(Arc<Block>, bool)> {
-        self.data_block_with(handle, true, &self.stats)
+        self.data_block_with(handle, true, &self.stats, None)
     }
 
     /// [`data_block`](Self::data_block), choosing whether a miss fills the cache and where the
@@ -348,6 +356,7 @@ impl TableReader {
         handle: BlockHandle,
         fill_cache: bool,
         stats: &IoStats,
+        readahead: Option<&mut Readahead>,
     ) -> Result<(Arc<Block>, bool)> {
         self.cached_or_read(
             handle,
@@ -355,6 +364,7 @@ impl TableReader {
             Priority::Low,
             fill_cache,
             stats,
+            readahead,
             |c| match c {
                 CachedBlock::Block(b) => Some(b),
                 CachedBlock::Filter(_) => None,
@@ -384,6 +394,7 @@ impl TableReader {
             Priority::High,
             true,
             &self.stats,
+            None,
             |c| match c {
                 CachedBlock::Filter(f) => Some(f),
                 CachedBlock::Block(_) => None,

@@ -1,0 +1,109 @@
+//! Charts: the font every chart uses, and the compaction-debt timeline chart.
+
+use crate::timeline::Sample;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// Registers DejaVu Sans as the charts' `sans-serif` (Debian's fonts-dejavu-core).
+///
+/// # Errors
+/// When the font file is missing or unusable.
+pub fn register_font() -> Result<(), String> {
+    let font = std::fs::read("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+        .map_err(|e| format!("DejaVuSans.ttf ({e}); apt-get install fonts-dejavu-core"))?;
+    plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(font.into_boxed_slice()))
+        .map_err(|_| "DejaVuSans.ttf is not a usable font".to_string())
+}
+
+/// Draws L0 files (top) and pending compaction bytes (bottom) over time, one line per named
+/// series, with the phase changes of the first series marked.
+///
+/// # Errors
+/// Drawing errors, as text.
+pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> Result<(), String> {
+    register_font()?;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (top, bottom) = root.split_vertically(360);
+    let t_max = series
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|x| x.t_secs))
+        .fold(1.0f64, f64::max);
+    let l0_max = series
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|x| x.debt.l0_files as f64))
+        .fold(4.0f64, f64::max)
+        * 1.1;
+    let gb = |b: u64| b as f64 / (1u64 << 30) as f64;
+    let pend_max = series
+        .iter()
+        .flat_map(|(_, s)| s.iter().map(|x| gb(x.debt.pending_compaction_bytes)))
+        .fold(0.01f64, f64::max)
+        * 1.1;
+    for (area, y_max, y_desc, is_l0) in [
+        (&top, l0_max, "L0 files", true),
+        (&bottom, pend_max, "pending compaction GiB", false),
+    ] {
+        let mut ch = ChartBuilder::on(area)
+            .caption(
+                if is_l0 { title.to_string() } else { String::new() },
+                ("sans-serif", 20),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+            .map_err(|e| err(&e))?;
+        ch.configure_mesh()
+            .x_desc("seconds")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (name, samples)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let points: Vec<(f64, f64)> = samples
+                .iter()
+                .map(|s| {
+                    let y = if is_l0 {
+                        s.debt.l0_files as f64
+                    } else {
+                        gb(s.debt.pending_compaction_bytes)
+                    };
+                    (s.t_secs, y)
+                })
+                .collect();
+            ch.draw_series(LineSeries::new(points, color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        }
+        if let Some((_, first)) = series.first() {
+            // Phase changes of the first series, as labelled vertical marks.
+            let marks: Vec<(f64, String)> = first
+                .windows(2)
+                .filter(|w| w[0].phase != w[1].phase)
+                .map(|w| (w[1].t_secs, w[1].phase.clone()))
+                .collect();
+            for (t, name) in marks {
+                ch.draw_series(LineSeries::new(vec![(t, 0.0), (t, y_max)], BLACK.mix(0.3)))
+                    .map_err(|e| err(&e))?;
+                if is_l0 {
+                    ch.draw_series(std::iter::once(Text::new(
+                        name,
+                        (t, y_max * 0.95),
+                        ("sans-serif", 13).into_font(),
+                    )))
+                    .map_err(|e| err(&e))?;
+                }
+            }
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))
+}

@@ -1,0 +1,71 @@
+//! Compaction debt over time: a sampler thread reads an engine's L0 file count and pending
+//! compaction bytes (and cairn's stall and delay time) while a benchmark runs, for the
+//! `timeline` of `--json` and the charts of `plot_timeline`.
+
+use crate::engine::Engine;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// An engine's compaction debt at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Debt {
+    /// Files in level 0.
+    pub l0_files: u64,
+    /// The engine's estimate of bytes compaction still has to move.
+    pub pending_compaction_bytes: u64,
+    /// Microseconds writers have spent stopped (since open; cairn only).
+    pub stall_micros: Option<u64>,
+    /// Microseconds writers have spent delayed (since open; cairn only).
+    pub delay_micros: Option<u64>,
+}
+
+/// One sample.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Seconds since the runner started.
+    pub t_secs: f64,
+    /// The phase running.
+    pub phase: String,
+    /// The debt.
+    pub debt: Debt,
+}
+
+/// Runs `f` while a thread samples `engine`'s debt every `every`, labelling each sample with
+/// the phase `phase` names at that moment. Engines that report no debt give no samples.
+pub fn sampled<T>(
+    engine: &dyn Engine,
+    every: Duration,
+    phase: &Mutex<String>,
+    f: impl FnOnce() -> T,
+) -> (T, Vec<Sample>) {
+    let start = Instant::now();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut out = Vec::new();
+            while let Some(debt) = engine.debt() {
+                let name = phase.lock().map(|p| p.clone()).unwrap_or_default();
+                out.push(Sample {
+                    t_secs: start.elapsed().as_secs_f64(),
+                    phase: name,
+                    debt,
+                });
+                // Sleep in short steps so the end of the run is not delayed by a full period.
+                let next = Instant::now() + every;
+                while Instant::now() < next {
+                    if done.load(Ordering::Acquire) {
+                        return out;
+                    }
+                    std::thread::sleep(Duration::from_millis(10).min(every));
+                }
+            }
+            out
+        });
+        let r = f();
+        done.store(true, Ordering::Release);
+        let samples = sampler.join().unwrap_or_default();
+        (r, samples)
+    })
+}
