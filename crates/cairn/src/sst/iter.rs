@@ -22,8 +22,12 @@ pub struct TableIndex {
     index: BlockIter,
     fill_cache: bool,
     stats: Option<Arc<IoStats>>,
-    readahead: Option<Readahead>,
+    readahead: Readahead,
 }
+
+/// The largest chunk a user iterator's auto-readahead reads (RocksDB's
+/// `max_auto_readahead_size`).
+const AUTO_READAHEAD_MAX: usize = 256 << 10;
 
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
@@ -32,7 +36,11 @@ impl TableIter {
             table,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
-            readahead: (opts.readahead > 0).then(|| Readahead::new(opts.readahead)),
+            readahead: if opts.readahead > 0 {
+                Readahead::new(opts.readahead)
+            } else {
+                Readahead::auto(AUTO_READAHEAD_MAX)
+            },
         })
     }
 }
@@ -76,9 +84,11 @@ impl TwoLevelIndex for TableIndex {
             )
         })?;
         let stats = self.stats.as_deref().unwrap_or(self.table.stats());
-        let (block, _) = self
-            .table
-            .data_block_with(handle, self.fill_cache, stats, self.readahead.as_mut())?;
+        let ra = self
+            .readahead
+            .sequential(handle, handle.size + super::trailer::TRAILER_LEN as u64)
+            .then_some(&mut self.readahead);
+        let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats, ra)?;
         Ok(Some(block.iter(KeyOrder::Internal)))
     }
     fn status(&self) -> Result<()> {

@@ -40,8 +40,8 @@ pub struct IterOptions {
     pub fill_cache: bool,
     /// Where reads are counted (`None`: the reader's own counters).
     pub stats: Option<Arc<IoStats>>,
-    /// Read data blocks in chunks of this many bytes (0: one read per block). Compactions
-    /// read their inputs front to back with 2 MiB.
+    /// Read data blocks in fixed chunks of this many bytes (compactions read their inputs
+    /// front to back with 2 MiB); 0: auto-readahead, which starts once reads turn sequential.
     pub readahead: usize,
 }
 

@@ -110,23 +110,72 @@ pub fn stored_len(file_size: u64, path: &Path, handle: BlockHandle, kind: BlockK
         .ok_or_else(|| bad("block too large".into()))
 }
 
-/// Sequential reads of a table's data blocks in large chunks (RocksDB's compaction readahead):
-/// one read of `size` bytes serves every block inside it, instead of one read per block — with
-/// O_DIRECT, a 4 KiB block per system call is what makes a big compaction slow.
+/// Sequential reads of a table's data blocks in large chunks: one read serves every block
+/// inside it, instead of one read per block — with O_DIRECT, a 4 KiB block per system call is
+/// what makes a big compaction or a long scan slow.
+///
+/// Two modes. **Fixed** (compactions, which read their inputs front to back): every chunk is
+/// `size` bytes (RocksDB's `compaction_readahead_size`). **Auto** (user iterators, which may
+/// read one block or thousands): blocks are read alone until the iterator has read two blocks
+/// in a row in file order, then chunks of 8 KiB that double with each further sequential block
+/// up to `size` (RocksDB's iterator auto-readahead); a jump resets it.
 #[derive(Debug, Default)]
 pub struct Readahead {
     size: usize,
+    auto: bool,
+    /// Consecutive sequential blocks read (auto mode).
+    run: u32,
+    /// Where the next sequential block starts.
+    next: u64,
     start: u64,
     buf: Vec<u8>,
 }
 
+/// The first auto-readahead chunk.
+const AUTO_INITIAL: usize = 8 << 10;
+
 impl Readahead {
-    /// Chunks of `size` bytes (0: no readahead).
+    /// Fixed chunks of `size` bytes.
     pub fn new(size: usize) -> Self {
         Readahead {
             size,
-            start: 0,
-            buf: Vec::new(),
+            ..Readahead::default()
+        }
+    }
+
+    /// Chunks that start once reads turn sequential and grow up to `max` bytes.
+    pub fn auto(max: usize) -> Self {
+        Readahead {
+            size: max,
+            auto: true,
+            next: u64::MAX,
+            ..Readahead::default()
+        }
+    }
+
+    /// Notes a read of the block at `handle` (`total` bytes with its trailer); whether it
+    /// should come through the readahead buffer.
+    pub fn sequential(&mut self, handle: BlockHandle, total: u64) -> bool {
+        if !self.auto {
+            return true;
+        }
+        if handle.offset == self.next {
+            self.run = self.run.saturating_add(1);
+        } else {
+            self.run = 0;
+            self.buf.clear();
+        }
+        self.next = handle.offset + total;
+        self.run >= 2
+    }
+
+    /// The chunk size for the next read.
+    fn chunk(&self) -> usize {
+        if self.auto {
+            let doublings = self.run.saturating_sub(2).min(20);
+            (AUTO_INITIAL << doublings).min(self.size)
+        } else {
+            self.size
         }
     }
 
@@ -146,7 +195,7 @@ impl Readahead {
         let total = stored_len(file.size(), path, handle, kind)?;
         let end = handle.offset + total as u64;
         if handle.offset < self.start || end > self.start + self.buf.len() as u64 {
-            let want = (file.size() - handle.offset).min(self.size.max(total) as u64) as usize;
+            let want = (file.size() - handle.offset).min(self.chunk().max(total) as u64) as usize;
             self.buf.resize(want, 0);
             file.read_exact_at(handle.offset, &mut self.buf)?;
             self.start = handle.offset;
@@ -193,5 +242,42 @@ pub fn decode_block(mut buf: Vec<u8>, path: &Path, handle: BlockHandle, kind: Bl
             }
         }
         None => Err(bad(format!("unknown compression type {ctype}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(offset: u64) -> BlockHandle {
+        BlockHandle {
+            offset,
+            size: 4091,
+        }
+    }
+
+    #[test]
+    fn auto_readahead_starts_on_the_third_sequential_block_and_grows() {
+        let mut ra = Readahead::auto(64 << 10);
+        let mut off = 0;
+        let mut sizes = Vec::new();
+        for _ in 0..8 {
+            let on = ra.sequential(h(off), 4096);
+            sizes.push(on.then(|| ra.chunk()));
+            off += 4096;
+        }
+        let k = 1024;
+        assert_eq!(
+            sizes,
+            vec![None, None, Some(8 * k), Some(16 * k), Some(32 * k), Some(64 * k), Some(64 * k), Some(64 * k)]
+        );
+        // A jump starts over.
+        assert!(!ra.sequential(h(1 << 20), 4096));
+        assert!(!ra.sequential(h((1 << 20) + 4096), 4096));
+        assert!(ra.sequential(h((1 << 20) + 8192), 4096));
+        // Fixed readahead always reads chunks of its size.
+        let mut fixed = Readahead::new(2 << 20);
+        assert!(fixed.sequential(h(12345), 4096));
+        assert_eq!(fixed.chunk(), 2 << 20);
     }
 }
