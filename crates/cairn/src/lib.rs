@@ -50,10 +50,10 @@ pub mod testutil;
 
 pub use batch::WriteBatch;
 pub use cache::{BlockCache, BlockKey, CacheCounters, EvictionListener};
-pub use db::{Db, DbStats, FileAccessStats, LevelInfo, Range, Snapshot, Tree, TreeLevels};
+pub use db::{Db, DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, Range, Snapshot, Tree, TreeLevels};
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
-pub use options::{MergePolicyKind, Options, WriteOptions};
+pub use options::{BpkPolicy, MergePolicyKind, Options, WriteOptions};
 pub use sst::Compression;
 pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};
 pub use wal::RecoveryMode;

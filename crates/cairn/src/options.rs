@@ -22,6 +22,44 @@ pub enum MergePolicyKind {
     },
 }
 
+/// How point-filter memory is spread over files (docs/design.md §1 [C]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpkPolicy {
+    /// `bloom_bits_per_key` for every file (RocksDB's way).
+    Uniform,
+    /// Monkey: fewer bits per key in larger levels, optimal for empty lookups spread evenly.
+    Monkey,
+    /// Mnemosyne: per file, from the lookups Merlin estimates each file receives; files whose
+    /// filter no longer pays are not probed.
+    Mnemosyne,
+    /// An oracle for benchmarks: Mnemosyne's optimum for the exact per-file counts.
+    Optimal,
+}
+
+impl BpkPolicy {
+    /// The policy's name (as in OPTIONS and in each table's properties).
+    pub fn name(self) -> &'static str {
+        match self {
+            BpkPolicy::Uniform => "uniform",
+            BpkPolicy::Monkey => "monkey",
+            BpkPolicy::Mnemosyne => "mnemosyne",
+            BpkPolicy::Optimal => "optimal",
+        }
+    }
+
+    /// The policy named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [
+            BpkPolicy::Uniform,
+            BpkPolicy::Monkey,
+            BpkPolicy::Mnemosyne,
+            BpkPolicy::Optimal,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
+}
+
 /// Engine options. Construct with `Options::default()` and set fields.
 #[derive(Clone)]
 pub struct Options {
@@ -50,8 +88,13 @@ pub struct Options {
     pub compression: Compression,
     /// Data bytes per filter segment (default 4 MiB).
     pub segment_size: u64,
-    /// Bloom filter bits per key for every file (default 10; 0 = no filters).
+    /// Bloom filter bits per key on average over a tree's files (default 10; 0 = no filters).
     pub bloom_bits_per_key: f64,
+    /// How those bits are spread over files (default uniform). May change between opens: new
+    /// files follow the new policy.
+    pub bpk_policy: BpkPolicy,
+    /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
+    pub merlin_window: usize,
     /// Block cache capacity in bytes when `block_cache` is not given (default 32 MiB).
     pub block_cache_size: usize,
     /// A block cache to share between databases.
@@ -138,6 +181,8 @@ impl Default for Options {
             compression: Compression::None,
             segment_size: 4 << 20,
             bloom_bits_per_key: 10.0,
+            bpk_policy: BpkPolicy::Uniform,
+            merlin_window: 64,
             block_cache_size: 32 << 20,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
@@ -202,6 +247,9 @@ impl Options {
         }
         if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
             return Err(invalid("bloom_bits_per_key", "must be between 0 and 64"));
+        }
+        if !(2..=64).contains(&self.merlin_window) {
+            return Err(invalid("merlin_window", "must be between 2 and 64"));
         }
         if !(0.0..=1.0).contains(&self.high_pri_pool_ratio) {
             return Err(invalid("high_pri_pool_ratio", "must be between 0 and 1"));
@@ -275,6 +323,8 @@ impl Options {
         m.insert("compression", format!("{:?}", self.compression).to_lowercase());
         m.insert("segment_size", self.segment_size.to_string());
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
+        m.insert("bpk_policy", self.bpk_policy.name().to_string());
+        m.insert("merlin_window", self.merlin_window.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());
@@ -425,6 +475,8 @@ mod tests {
             compression: _,
             segment_size: _,
             bloom_bits_per_key: _,
+            bpk_policy: _,
+            merlin_window: _,
             block_cache_size: _,
             high_pri_pool_ratio: _,
             max_open_files: _,
@@ -459,6 +511,8 @@ mod tests {
             "compression",
             "segment_size",
             "bloom_bits_per_key",
+            "bpk_policy",
+            "merlin_window",
             "block_cache_size",
             "high_pri_pool_ratio",
             "max_open_files",

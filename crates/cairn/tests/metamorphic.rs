@@ -17,7 +17,7 @@
 )]
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
-use cairn::{Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use cairn::{BpkPolicy, Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -168,6 +168,23 @@ fn configs() -> Vec<Config> {
                 blocks[b], caches[c], memtables[m], l0[l], policies[p], compressions[z], bpks[f]
             ),
             opts,
+            direct: false,
+        });
+    }
+    // The workload-aware filter allocations (and Mnemosyne's skip rule) on three of the sets
+    // above that have filters: answers must not change.
+    for (i, policy, window) in [
+        (2usize, BpkPolicy::Monkey, 64usize),
+        (3, BpkPolicy::Mnemosyne, 4),
+        (4, BpkPolicy::Optimal, 64),
+    ] {
+        let mut o = out[i].opts.clone();
+        o.bloom_bits_per_key = 4.0;
+        o.bpk_policy = policy;
+        o.merlin_window = window;
+        out.push(Config {
+            name: format!("{} with {} bits per key, window {window}", out[i].name, policy.name()),
+            opts: o,
             direct: false,
         });
     }

@@ -219,12 +219,7 @@ pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Ve
     }
     let mut keys: Vec<Vec<u8>> = Vec::new();
     for t in tables {
-        let mut it = t.index_block().iter(ikey::KeyOrder::Internal);
-        it.seek_to_first();
-        while it.valid() {
-            keys.push(ikey::user_key(it.key()).to_vec());
-            it.next();
-        }
+        t.for_each_block_key(|k| keys.push(k.to_vec()));
     }
     keys.sort_unstable();
     keys.dedup();

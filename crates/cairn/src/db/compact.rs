@@ -2,6 +2,7 @@
 //! a [`Job`]; moves and level growth are installed at once, merges run outside the state lock;
 //! [`Job::edit`] is the one place a job turns into a version edit.
 
+use super::filters::JobFilter;
 use super::inner::{DbInner, State};
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{split_points, write_outputs, JobOutput, Outputs, RangeIter};
@@ -31,6 +32,27 @@ pub(super) struct Job {
 }
 
 impl Job {
+    /// What the outputs' filter decisions inherit from: the inputs probed first (`upper`) and
+    /// the others. Into a deeper level, the job's level is probed first; an intra-L0 merge's
+    /// oldest input is probed after the newer ones; a level rewritten in place has no upper.
+    fn filter(&self) -> JobFilter<'_> {
+        let (upper, deeper): (&[Arc<FileMeta>], &[Arc<FileMeta>]) = if self.output_level > self.level {
+            (&self.inputs, &self.overlaps)
+        } else if self.level == 0 {
+            // L0 inputs are listed oldest first (by file number).
+            let (oldest, newer) = self.inputs.split_at(self.inputs.len().min(1));
+            (newer, oldest)
+        } else {
+            (&[], &self.inputs)
+        };
+        JobFilter {
+            level: self.output_level,
+            upper,
+            deeper,
+            flush: false,
+        }
+    }
+
     /// The edit that installs this job with `outputs` written to `output_level` (for a trivial
     /// move: the input itself).
     fn edit(&self, outputs: Vec<FileMeta>) -> VersionEdit {
@@ -162,7 +184,8 @@ pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
 /// Merges `job.inputs` with `job.overlaps` into `job.output_level`. A large L0 → L1 job is cut
 /// into key ranges (`max_subcompactions`) merged by threads of their own into one output run.
 fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
-    let (table, deeper) = {
+    let table = inner.job_table_options(job.tree, job.filter())?;
+    let deeper = {
         let st = inner.state.lock();
         let tv = st.version().trees.get(job.tree).cloned().unwrap_or_default();
         // Files that may hold older versions of the job's keys: every file at or below the
@@ -171,7 +194,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         let deeper: Vec<Arc<FileMeta>> = (job.output_level..tv.levels.len())
             .flat_map(|l| tv.level(l).iter().filter(|f| !mine.contains(&f.number)).cloned())
             .collect();
-        (inner.job_table_options(&st, job.tree, job.output_level), deeper)
+        deeper
     };
     let input_bytes: u64 = job.inputs.iter().chain(&job.overlaps).map(|f| f.size).sum();
     let pieces = if job.level == 0 && job.output_level > 0 && input_bytes >= 2 * inner.opts.target_file_size {

@@ -11,7 +11,15 @@ use std::sync::Arc;
 
 /// Flushes `mem`, the oldest immutable memtable of `tree`.
 pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<()> {
-    let table = inner.job_table_options(&inner.state.lock(), tree, 0);
+    let table = inner.job_table_options(
+        tree,
+        super::filters::JobFilter {
+            level: 0,
+            upper: &[],
+            deeper: &[],
+            flush: true,
+        },
+    )?;
     let mut outputs = Vec::new();
     let mut alloc = || {
         let n = inner.allocate_output();

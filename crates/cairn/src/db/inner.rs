@@ -15,9 +15,9 @@ use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{MemComponent, Memtable};
 use crate::options::{Options, WriteOptions};
-use crate::sst::{FilterDecision, TableOptions, TableReader};
+use crate::sst::TableReader;
 use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
-use crate::tuning::bpk::{BpkAllocator, OutputDecider, TreeShape};
+use crate::tuning::bpk::BpkAllocator;
 use crate::tuning::FilterPlan;
 use crate::version::set::VersionSet;
 use crate::version::{FileMeta, Version, VersionEdit};
@@ -144,33 +144,6 @@ impl std::fmt::Debug for DbInner {
     }
 }
 
-/// How a job writes its tables for `tree` at `level`: the options' block layout, and a filter
-/// decided per output by `allocator` from the tree's `shape` and `stats` (also used by
-/// recovery, before `DbInner` exists).
-pub(crate) fn table_options(
-    opts: &Options,
-    allocator: &Arc<dyn BpkAllocator>,
-    tree: usize,
-    level: usize,
-    shape: TreeShape,
-    stats: StatsSnapshot,
-) -> TableOptions {
-    TableOptions {
-        block_size: opts.block_size,
-        restart_interval: opts.block_restart_interval,
-        compression: opts.compression,
-        segment_size: opts.segment_size,
-        filter: FilterDecision::uniform(0.0),
-        filter_decider: Some(Arc::new(OutputDecider {
-            allocator: allocator.clone(),
-            tree: tree as u32,
-            level,
-            shape: Arc::new(shape),
-            stats: Arc::new(stats),
-        })),
-    }
-}
-
 impl DbInner {
     /// Fails with `Poisoned` once a durable write has failed.
     pub fn check_writable(&self) -> Result<()> {
@@ -234,24 +207,22 @@ impl DbInner {
         supers[tree] = sv;
     }
 
-    /// Every live file's counters in `version` (what the deciders read).
-    pub fn stats_snapshot(&self, version: &Version) -> StatsSnapshot {
+    /// The counters of every live file in `version`, or of one tree's (what the deciders
+    /// read).
+    pub fn stats_snapshot(&self, version: &Version, tree: Option<usize>) -> StatsSnapshot {
+        let g = self.files.lookups();
         let mut files = Vec::new();
         for (t, tv) in version.trees.iter().enumerate() {
+            if tree.is_some_and(|only| only != t) {
+                continue;
+            }
             for (level, fs) in tv.levels.iter().enumerate() {
                 for f in fs {
-                    files.push(self.files.register(t as u32, f).snapshot(level));
+                    files.push(self.files.register(t as u32, f).snapshot(level, g));
                 }
             }
         }
-        StatsSnapshot { files }
-    }
-
-    /// Table options for a job writing `tree`'s `level` now.
-    pub fn job_table_options(&self, st: &State, tree: usize, level: usize) -> TableOptions {
-        let version = st.version();
-        let shape = version.trees.get(tree).map(TreeShape::of).unwrap_or_default();
-        table_options(&self.opts, &self.bpk, tree, level, shape, self.stats_snapshot(version))
+        StatsSnapshot { files, lookups: g }
     }
 
     /// Opens (or finds cached) the table `f` describes, and checks that the file is the one the

@@ -7,6 +7,7 @@
 
 mod background;
 mod compact;
+mod filters;
 mod flush;
 mod inner;
 mod iter;
@@ -16,7 +17,7 @@ mod stats;
 mod write;
 
 pub use iter::Range;
-pub use stats::{DbStats, FileAccessStats, LevelInfo, TreeLevels};
+pub use stats::{DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -190,10 +191,12 @@ impl Db {
     }
 
     /// A named property: `cairn.stats` (text dump of [`Db::stats`], [`Db::levels`] and
-    /// [`Db::memory`]).
+    /// [`Db::memory`]), `cairn.filters` (the filter allocation: per file its bits per key,
+    /// whether its filter is probed, and Merlin's estimates beside the exact counts).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "cairn.stats" => Some(stats::text(self.inner())),
+            "cairn.filters" => Some(stats::filters_text(self.inner())),
             _ => None,
         }
     }

@@ -5,7 +5,7 @@
 //! deleting anything: tables and directory synced, a new WAL, manifest and OPTIONS file written,
 //! CURRENT pointed at the manifest, and only then old WALs, manifests and leftovers removed.
 
-use super::inner::{table_options, DbInner, State, WalState, WriteQueue};
+use super::inner::{DbInner, State, WalState, WriteQueue};
 use crate::batch::DecodedBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::iter::CompactionFilter;
@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::MemComponent;
-use crate::options::{check_compatible, parse_options_file, MergePolicyKind, Options};
-use crate::stats::{EngineCounters, FileRegistry, IoStats, StatsSnapshot};
-use crate::tuning::bpk::{BpkAllocator, TreeShape, Uniform};
+use crate::options::{check_compatible, parse_options_file, BpkPolicy, MergePolicyKind, Options};
+use crate::stats::{EngineCounters, FileRegistry, IoStats};
+use crate::tuning::bpk::{BpkAllocator, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
 use crate::version::set::{self, Initial, Recovered, VersionSet};
 use crate::version::{Version, VersionEdit};
@@ -50,9 +50,13 @@ fn policy(o: &Options) -> Box<dyn MergePolicy> {
 }
 
 fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
-    Arc::new(Uniform {
-        bpk: o.bloom_bits_per_key,
-    })
+    let b = o.bloom_bits_per_key;
+    match o.bpk_policy {
+        BpkPolicy::Uniform => Arc::new(Uniform { bpk: b }),
+        BpkPolicy::Monkey => Arc::new(Monkey { bpk: b }),
+        BpkPolicy::Mnemosyne => Arc::new(Mnemosyne { bpk: b }),
+        BpkPolicy::Optimal => Arc::new(Optimal { bpk: b }),
+    }
 }
 
 /// A new database: the default tree and nothing else.
@@ -226,8 +230,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         if m.active().is_empty() {
             continue;
         }
-        let shape = rec.version.trees.get(t).map(TreeShape::of).unwrap_or_default();
-        let table = table_options(&opts, &bpk, t, 0, shape, StatsSnapshot::default());
+        let table = super::filters::recovery_table_options(&opts, &bpk, rec.version.trees.get(t));
         let mut alloc = || {
             let n = next_file;
             next_file += 1;
@@ -287,7 +290,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         io,
         compaction_io: Arc::new(IoStats::new()),
         counters: EngineCounters::new(ntrees, opts.max_levels),
-        files: FileRegistry::new(),
+        files: FileRegistry::new(opts.merlin_window),
         memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
         state: Mutex::new(State {

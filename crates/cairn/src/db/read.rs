@@ -29,7 +29,9 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
         return Ok(None);
     };
     let plan = inner.filter_plan.load();
-    let probe = |level: usize, i: usize| probe(inner, &sv, &plan, &lookup, level, i);
+    // Merlin's lookup number, when this thread is the one recording windows.
+    let g = inner.files.recorder();
+    let probe = |level: usize, i: usize| probe(inner, &sv, &plan, &lookup, g, level, i);
     for (i, f) in tv.level(0).iter().enumerate() {
         if f.smallest_user_key() <= key && f.largest_user_key() >= key {
             if let Some(answer) = probe(0, i)? {
@@ -53,6 +55,7 @@ fn probe(
     sv: &SuperVersion,
     plan: &FilterPlan,
     lookup: &LookupKey,
+    g: Option<u64>,
     level: usize,
     i: usize,
 ) -> Result<Option<Option<Vec<u8>>>> {
@@ -68,6 +71,9 @@ fn probe(
     sv.counters.record_probe(level, &out);
     if let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) {
         state.record_probe(&out);
+        if let Some(g) = g {
+            state.record_merlin(g, &out);
+        }
     }
     Ok(out
         .found

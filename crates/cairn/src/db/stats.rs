@@ -30,6 +30,47 @@ pub struct FileAccessStats {
     pub found: u64,
     /// Probes that read a data block.
     pub data_reads: u64,
+    /// Merlin's estimate of the lookups that probed the file since the common start (in
+    /// recorded lookups), of those that found their key, and of the empty ones (q, x, z).
+    pub estimated_lookups: f64,
+    /// ... found.
+    pub estimated_hits: f64,
+    /// ... empty.
+    pub estimated_empty: f64,
+    /// The exact counts since the file was written plus what it inherited (q, x, z): the
+    /// ground truth for the estimates.
+    pub exact_lookups: f64,
+    /// ... found.
+    pub exact_hits: f64,
+    /// ... empty.
+    pub exact_empty: f64,
+}
+
+/// How close Merlin's estimated empty lookups per file are to the exact ones (the paper's
+/// metrics, over the live files).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MerlinAccuracy {
+    /// Euclidean distance between the two vectors.
+    pub distance: f64,
+    /// Cosine similarity of the two vectors (1: the same direction; what the solver needs).
+    pub cosine: f64,
+}
+
+impl MerlinAccuracy {
+    /// The accuracy of `files`' estimates.
+    pub fn of(files: &[FileAccessStats]) -> Self {
+        let dot: f64 = files.iter().map(|f| f.estimated_empty * f.exact_empty).sum();
+        let ne: f64 = files.iter().map(|f| f.estimated_empty.powi(2)).sum::<f64>().sqrt();
+        let nx: f64 = files.iter().map(|f| f.exact_empty.powi(2)).sum::<f64>().sqrt();
+        MerlinAccuracy {
+            distance: files
+                .iter()
+                .map(|f| (f.estimated_empty - f.exact_empty).powi(2))
+                .sum::<f64>()
+                .sqrt(),
+            cosine: if ne > 0.0 && nx > 0.0 { dot / (ne * nx) } else { 0.0 },
+        }
+    }
 }
 
 /// Everything `Db::stats` reports.
@@ -93,6 +134,11 @@ impl DbStats {
             / self.user_bytes_written as f64
     }
 
+    /// How close Merlin's estimates are to the exact counts over the live files.
+    pub fn merlin_accuracy(&self) -> MerlinAccuracy {
+        MerlinAccuracy::of(&self.files)
+    }
+
     /// Sum of one level counter over every tree and level.
     pub fn total(&self, f: impl Fn(&LevelStats) -> u64) -> u64 {
         self.trees.iter().flat_map(|t| t.levels.iter()).map(f).sum()
@@ -116,7 +162,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         .map(|(i, t)| t.snapshot(names.get(i).map_or("", |n| n.as_str())))
         .collect();
     let files = inner
-        .stats_snapshot(&version)
+        .stats_snapshot(&version, None)
         .files
         .into_iter()
         .map(|s| {
@@ -135,6 +181,12 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
                 filter_negatives: s.filter_negatives,
                 found: s.found,
                 data_reads: s.data_reads,
+                estimated_lookups: s.estimate.q,
+                estimated_hits: s.estimate.x,
+                estimated_empty: s.estimate.z(),
+                exact_lookups: s.exact.q,
+                exact_hits: s.exact.x,
+                exact_empty: s.exact.z(),
             }
         })
         .collect();
@@ -322,6 +374,55 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
                 l.moves
             );
         }
+    }
+    o
+}
+
+/// The `cairn.filters` property: the allocation policy, Merlin's accuracy, and per live file its
+/// filter, its probes, and the estimated and exact lookups (q), hits (x) and empty lookups (z).
+pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
+    let s = snapshot(inner);
+    let plan = inner.filter_plan.load();
+    let acc = s.merlin_accuracy();
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "** cairn filters ** policy {} at {} bits per key; {} lookups recorded; Merlin vs exact z: distance {:.1}, cosine {:.3}",
+        inner.bpk.name(),
+        inner.opts.bloom_bits_per_key,
+        inner.files.lookups(),
+        acc.distance,
+        acc.cosine
+    );
+    let _ = writeln!(
+        o,
+        "tree level file entries bpk policy probed | probes found filt-neg | est q x z | exact q x z"
+    );
+    for f in &s.files {
+        let probed = match plan.units_for(f.file) {
+            crate::tuning::UnitChoice::Skip => "skip",
+            _ => "yes",
+        };
+        let _ = writeln!(
+            o,
+            "{} L{} {} {} {:.2} {} {} | {} {} {} | {:.0} {:.0} {:.0} | {:.0} {:.0} {:.0}",
+            f.tree,
+            f.level,
+            f.file,
+            f.entries,
+            f.filter_bpk,
+            f.filter_policy,
+            probed,
+            f.probes,
+            f.found,
+            f.filter_negatives,
+            f.estimated_lookups,
+            f.estimated_hits,
+            f.estimated_empty,
+            f.exact_lookups,
+            f.exact_hits,
+            f.exact_empty
+        );
     }
     o
 }

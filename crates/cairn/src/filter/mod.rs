@@ -9,11 +9,24 @@ pub use bloom::{key_hash, BloomFilter};
 use crate::sst::FilterDecision;
 use std::sync::Arc;
 
+/// A finished table's data, as a filter decision sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct TableOutput<'a> {
+    /// The table's file number.
+    pub number: u64,
+    /// Distinct user keys.
+    pub keys: u64,
+    /// Smallest user key.
+    pub smallest: &'a [u8],
+    /// Largest user key.
+    pub largest: &'a [u8],
+}
+
 /// Decides a table's filter once its keys are known (a per-output decision: the allocator sees
-/// the table's real size, not an estimate).
+/// the table's real size and key range, not an estimate).
 pub trait DecideFilter: Send + Sync + std::fmt::Debug {
-    /// The decision for a table of `distinct_keys` user keys.
-    fn decide(&self, distinct_keys: u64) -> FilterDecision;
+    /// The decision for a finished table's data.
+    fn decide(&self, table: &TableOutput<'_>) -> FilterDecision;
 }
 
 /// What a [`FilterWriter`] produced for one table.
@@ -35,8 +48,8 @@ pub trait FilterWriter: Send + std::fmt::Debug {
     fn add_key(&mut self, user_key: &[u8], hash: u64);
     /// The current segment ended.
     fn finish_segment(&mut self);
-    /// Every segment ended (`distinct_keys` in the table): the blocks to write.
-    fn finish(self: Box<Self>, distinct_keys: u64) -> FilterOutput;
+    /// Every segment ended: the blocks to write.
+    fn finish(self: Box<Self>, table: &TableOutput<'_>) -> FilterOutput;
 }
 
 /// Bloom filter units per segment: each unit of the decision is an independent filter over the
@@ -71,9 +84,9 @@ impl FilterWriter for BloomUnitsWriter {
         self.segments.push(std::mem::take(&mut self.current));
     }
 
-    fn finish(self: Box<Self>, distinct_keys: u64) -> FilterOutput {
+    fn finish(self: Box<Self>, table: &TableOutput<'_>) -> FilterOutput {
         let decision = match &self.decider {
-            Some(d) => d.decide(distinct_keys),
+            Some(d) => d.decide(table),
             None => self.fixed.clone(),
         };
         let segments = self
@@ -98,8 +111,8 @@ mod tests {
     #[derive(Debug)]
     struct ByCount;
     impl DecideFilter for ByCount {
-        fn decide(&self, distinct_keys: u64) -> FilterDecision {
-            FilterDecision::units("test", distinct_keys as usize, 2.0)
+        fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
+            FilterDecision::units("test", t.keys as usize, 2.0)
         }
     }
 
@@ -113,7 +126,13 @@ mod tests {
             }
         }
         w.finish_segment();
-        let out = w.finish(3);
+        let t = |keys| TableOutput {
+            number: 1,
+            keys,
+            smallest: b"a",
+            largest: b"c",
+        };
+        let out = w.finish(&t(3));
         assert_eq!(out.decision, FilterDecision::uniform(10.0));
         assert_eq!(out.segments.len(), 2);
         let f = BloomFilter::decode(out.segments[1][0].clone()).unwrap();
@@ -125,7 +144,7 @@ mod tests {
         ));
         w.add_key(b"x", key_hash(b"x"));
         w.finish_segment();
-        let out = w.finish(2);
+        let out = w.finish(&t(2));
         assert_eq!(out.decision.units.len(), 2, "decided from the key count at the end");
         assert_eq!(out.segments[0].len(), 2);
     }

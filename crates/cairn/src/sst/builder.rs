@@ -206,7 +206,12 @@ impl TableBuilder {
             &mut self.filter,
             Box::new(BloomUnitsWriter::new(FilterDecision::uniform(0.0), None)),
         );
-        let out = filter.finish(self.distinct_keys);
+        let out = filter.finish(&crate::filter::TableOutput {
+            number: self.props.file_number,
+            keys: self.distinct_keys,
+            smallest: ikey::user_key(&self.props.smallest_key),
+            largest: ikey::user_key(&self.last_key),
+        });
         if out.segments.len() != self.props.segments.len() {
             return Err(Error::InvalidArgument(format!(
                 "filter writer built {} segments for {}",

@@ -311,6 +311,17 @@ impl TableReader {
         &self.index
     }
 
+    /// Calls `f` with the user key of each data block's last entry, in order (the block
+    /// boundaries the index holds, with no I/O).
+    pub(crate) fn for_each_block_key(&self, mut f: impl FnMut(&[u8])) {
+        let mut it = self.index.iter(KeyOrder::Internal);
+        it.seek_to_first();
+        while it.valid() {
+            f(ikey::user_key(it.key()));
+            it.next();
+        }
+    }
+
     #[expect(clippy::too_many_arguments, reason = "one private helper for both block kinds; a struct would only rename the arguments")]
     fn cached_or_read<T>(
         &self,

@@ -1,15 +1,21 @@
 //! Per-file and per-segment runtime state, in one side table keyed by [`FileNumber`] (never in
 //! the immutable [`FileMeta`]): an entry is created when a version first adds the file and
-//! dropped when the file is deleted as obsolete. Today it holds exact access counters; Merlin's
-//! window, elastic-unit state and range-filter statistics join it.
+//! dropped when the file is deleted as obsolete. It holds exact access counters (per file and
+//! per segment) and Merlin's estimator (`stats/merlin.rs`); a compaction output starts from the
+//! statistics it inherits from its inputs (a [`Seed`] left by the job before the file is
+//! installed).
 //!
 //! The read path never touches the registry's map: a super-version carries the entries of its
 //! files ([`FileState`] handles), and recording a probe is a few relaxed atomic adds on the
-//! file's own cache line.
+//! file's own cache line. Merlin's windows are written by one thread at a time, the
+//! *recorder* ([`FileRegistry::recorder`]), which numbers the lookups it records with the
+//! global counter G.
 
+use super::merlin::{Estimate, Merlin};
 use crate::sst::GetOutcome;
 use crate::version::FileMeta;
 use parking_lot::Mutex;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -28,6 +34,16 @@ struct AccessCounters {
     data_reads: AtomicU64,
 }
 
+/// What a new file starts from: the statistics its job's inputs pass on to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Seed {
+    /// Merlin's inherited lookups and hits (its `q'` and `x'`).
+    pub merlin: Estimate,
+    /// The same inheritance applied to the inputs' exact counts (the ground truth the oracle
+    /// and the accuracy metrics use).
+    pub exact: Estimate,
+}
+
 /// The runtime state of one live table.
 #[derive(Debug)]
 pub struct FileState {
@@ -37,17 +53,30 @@ pub struct FileState {
     access: AccessCounters,
     /// Point-lookup probes per segment (the granularity of filter units).
     segment_probes: Box<[AtomicU64]>,
+    merlin: Merlin,
+    inherited_exact: Estimate,
+    /// The file's filter bits per key (from its metadata).
+    bpk: f64,
 }
 
 impl FileState {
-    fn new(tree: u32, f: &FileMeta) -> Self {
+    fn new(tree: u32, f: &FileMeta, window: usize, seed: Seed) -> Self {
         FileState {
             number: FileNumber(f.number),
             tree,
             entries: f.entries,
             access: AccessCounters::default(),
             segment_probes: (0..f.segments.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            merlin: Merlin::new(window, seed.merlin),
+            inherited_exact: seed.exact,
+            bpk: f.filter_bpk,
         }
+    }
+
+    /// Records one probe in Merlin's window (by the recorder thread, with its lookup number).
+    #[inline]
+    pub fn record_merlin(&self, g: u64, out: &GetOutcome) {
+        self.merlin.record(g, out.found.is_some());
     }
 
     /// Records one point-lookup probe of this file.
@@ -69,25 +98,33 @@ impl FileState {
         }
     }
 
-    /// A copy of the counters, at `level`.
-    pub fn snapshot(&self, level: usize) -> FileStatsSnapshot {
+    /// A copy of the counters, at `level`, with Merlin's estimates when `g` recorded lookups
+    /// have reached the tables.
+    pub fn snapshot(&self, level: usize, g: u64) -> FileStatsSnapshot {
         let a = &self.access;
+        let (probes, found) = (a.probes.load(Relaxed), a.found.load(Relaxed));
         FileStatsSnapshot {
             number: self.number,
             tree: self.tree,
             level,
             entries: self.entries,
-            probes: a.probes.load(Relaxed),
+            probes,
             filter_negatives: a.filter_negatives.load(Relaxed),
-            found: a.found.load(Relaxed),
+            found,
             data_reads: a.data_reads.load(Relaxed),
             segment_probes: self.segment_probes.iter().map(|p| p.load(Relaxed)).collect(),
+            bpk: self.bpk,
+            estimate: self.merlin.estimate(g),
+            exact: Estimate {
+                q: self.inherited_exact.q + probes as f64,
+                x: self.inherited_exact.x + found as f64,
+            },
         }
     }
 }
 
 /// Counters of one file at one moment (what pure deciders read).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FileStatsSnapshot {
     /// File number.
     pub number: FileNumber,
@@ -107,50 +144,117 @@ pub struct FileStatsSnapshot {
     pub data_reads: u64,
     /// Probes per segment.
     pub segment_probes: Vec<u64>,
-}
-
-impl FileStatsSnapshot {
-    /// Probes for keys the file does not hold (Mnemosyne's z_i, exact).
-    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "read by the workload-aware allocators (Mnemosyne)"))]
-    pub fn empty_probes(&self) -> u64 {
-        self.probes - self.found.min(self.probes)
-    }
+    /// The file's filter bits per key.
+    pub bpk: f64,
+    /// Merlin's estimate of the file's lookups and hits since the common start (in recorded
+    /// lookups: a constant fraction of all when several threads read).
+    pub estimate: Estimate,
+    /// The exact lookups and hits since the file was written, plus what it inherited (by the
+    /// same rule) from its job's inputs' exact counts: the ground truth Merlin is compared with
+    /// and the oracle allocator uses.
+    pub exact: Estimate,
 }
 
 /// Every live file's counters at one moment, and the lookups that reached the tables.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatsSnapshot {
     /// Per live file, in tree, level, key order.
     pub files: Vec<FileStatsSnapshot>,
-}
-
-impl StatsSnapshot {
-    /// The snapshot of file `n`, if live.
-    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "read by the workload-aware allocators (Mnemosyne)"))]
-    pub fn file(&self, n: FileNumber) -> Option<&FileStatsSnapshot> {
-        self.files.iter().find(|f| f.number == n)
-    }
+    /// Recorded lookups that reached the tables (Merlin's G).
+    pub lookups: u64,
 }
 
 /// The side table of live files' runtime state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct FileRegistry {
     files: Mutex<HashMap<FileNumber, Arc<FileState>>>,
+    /// Statistics waiting for files a running job is writing.
+    seeds: Mutex<HashMap<FileNumber, Seed>>,
+    window: usize,
+    /// Merlin's G: lookups that reached the tables, counted by the recorder thread only (so
+    /// no two readers write it at once).
+    lookups: Padded,
+    /// The thread that records Merlin's windows (a thread number; 0: none yet).
+    recorder: Padded,
+}
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+/// One in this many lookups by a thread that is not the recorder makes it the recorder
+/// (Mnemosyne's implementation switches with about 0.5% probability).
+const HANDOVER: u64 = 200;
+
+thread_local! {
+    static THREAD: u64 = {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Relaxed)
+    };
+    static RNG: Cell<u64> = Cell::new(THREAD.with(|t| t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1));
 }
 
 impl FileRegistry {
-    /// An empty registry.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty registry whose files keep Merlin windows of `window` probes.
+    pub fn new(window: usize) -> Self {
+        FileRegistry {
+            files: Mutex::new(HashMap::new()),
+            seeds: Mutex::new(HashMap::new()),
+            window,
+            lookups: Padded::default(),
+            recorder: Padded::default(),
+        }
     }
 
-    /// The entry of `f` (of `tree`), created on first sight; a file moved to another level
-    /// keeps its entry.
+    /// Called once per lookup that reaches the tables: `Some(g)`, the lookup's number, when this
+    /// thread records Merlin's windows (it then records every file it probes). Other threads
+    /// take over with probability 1/200 per lookup, so one thread records at a time and the
+    /// counters it writes stay on one core's cache.
+    #[inline]
+    pub fn recorder(&self) -> Option<u64> {
+        let me = THREAD.with(|t| *t);
+        let current = self.recorder.0.load(Relaxed);
+        if current != me {
+            let take = current == 0
+                || RNG.with(|r| {
+                    // xorshift64
+                    let mut x = r.get();
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    r.set(x);
+                    x % HANDOVER == 0
+                });
+            if !take {
+                return None;
+            }
+            self.recorder.0.store(me, Relaxed);
+        }
+        Some(self.lookups.0.fetch_add(1, Relaxed) + 1)
+    }
+
+    /// Recorded lookups so far (G).
+    pub fn lookups(&self) -> u64 {
+        self.lookups.0.load(Relaxed)
+    }
+
+    /// Leaves the statistics file `n` starts from when it is registered.
+    pub fn seed(&self, n: FileNumber, seed: Seed) {
+        self.seeds.lock().insert(n, seed);
+    }
+
+    /// The entry of `f` (of `tree`), created on first sight from its seed; a file moved to
+    /// another level keeps its entry.
     pub fn register(&self, tree: u32, f: &FileMeta) -> Arc<FileState> {
+        let n = FileNumber(f.number);
+        if let Some(s) = self.files.lock().get(&n) {
+            return s.clone();
+        }
+        let seed = self.seeds.lock().remove(&n).unwrap_or_default();
         self.files
             .lock()
-            .entry(FileNumber(f.number))
-            .or_insert_with(|| Arc::new(FileState::new(tree, f)))
+            .entry(n)
+            .or_insert_with(|| Arc::new(FileState::new(tree, f, self.window, seed)))
             .clone()
     }
 
@@ -160,9 +264,10 @@ impl FileRegistry {
         self.files.lock().get(&n).cloned()
     }
 
-    /// Drops the entry of a deleted file.
+    /// Drops the entry (and any seed) of a deleted file.
     pub fn remove(&self, n: FileNumber) {
         self.files.lock().remove(&n);
+        self.seeds.lock().remove(&n);
     }
 
     /// Files registered.
@@ -200,7 +305,7 @@ mod tests {
 
     #[test]
     fn probes_are_counted_per_file_and_segment() {
-        let r = FileRegistry::new();
+        let r = FileRegistry::new(64);
         let f = r.register(0, &meta(7, 3));
         assert!(Arc::ptr_eq(&f, &r.register(0, &meta(7, 3))), "one entry per file");
         f.record_probe(&GetOutcome {
@@ -219,12 +324,40 @@ mod tests {
             segment: Some(0),
             ..Default::default()
         });
-        let s = f.snapshot(3);
+        let s = f.snapshot(3, 0);
         assert_eq!((s.probes, s.filter_negatives, s.found, s.data_reads), (2, 1, 1, 1));
         assert_eq!(s.segment_probes, vec![1, 0, 1]);
-        assert_eq!((s.level, s.empty_probes()), (3, 1));
+        assert_eq!(s.level, 3);
+        assert_eq!(s.exact, Estimate { q: 2.0, x: 1.0 });
         r.remove(FileNumber(7));
         assert!(r.get(FileNumber(7)).is_none());
         assert!(r.is_empty());
+    }
+
+    #[test]
+    fn seeds_start_new_files_and_one_thread_records() {
+        let r = FileRegistry::new(8);
+        let seed = Seed {
+            merlin: Estimate { q: 40.0, x: 10.0 },
+            exact: Estimate { q: 50.0, x: 5.0 },
+        };
+        r.seed(FileNumber(9), seed);
+        let f = r.register(0, &meta(9, 1));
+        let s = f.snapshot(1, 0);
+        assert_eq!(s.estimate, seed.merlin);
+        assert_eq!(s.exact, seed.exact);
+        // This thread becomes the recorder at once (nobody was) and numbers its lookups.
+        assert_eq!(r.recorder(), Some(1));
+        assert_eq!(r.recorder(), Some(2));
+        // Another thread does not record until it takes over (now and then), and then keeps
+        // recording while nobody else reads: its answers are None…None Some…Some.
+        let r = std::sync::Arc::new(r);
+        let r2 = r.clone();
+        let seen: Vec<bool> = std::thread::spawn(move || (0..2000).map(|_| r2.recorder().is_some()).collect())
+            .join()
+            .unwrap();
+        let first = seen.iter().position(|&b| b).unwrap_or(seen.len());
+        assert!(seen[first..].iter().all(|&b| b), "recording stopped without a rival");
+        assert_eq!(r.lookups() as usize, 2 + seen.len() - first);
     }
 }

@@ -5,7 +5,9 @@
 pub mod counters;
 pub mod files;
 pub mod io;
+pub mod merlin;
 
 pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot};
-pub use files::{FileNumber, FileRegistry, FileState, StatsSnapshot};
+pub use files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot};
+pub use merlin::Estimate;
 pub use io::{BlockKind, IoSnapshot, IoStats, KindSnapshot};

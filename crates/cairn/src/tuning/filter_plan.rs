@@ -35,6 +35,17 @@ impl FilterPlan {
         FilterPlan { files }
     }
 
+    /// This plan with the choices for one tree's files replaced: every file of `tree_files`
+    /// probes every unit except those in `skip`, which are not probed.
+    pub fn with_tree(&self, tree_files: &[u64], skip: &[u64]) -> FilterPlan {
+        let mut files = self.files.clone();
+        for n in tree_files {
+            files.remove(n);
+        }
+        files.extend(skip.iter().map(|&n| (n, UnitChoice::Skip)));
+        FilterPlan { files }
+    }
+
     /// The choice for file `number`.
     #[inline]
     pub fn units_for(&self, number: u64) -> UnitChoice {
@@ -56,5 +67,10 @@ mod tests {
         assert_eq!(p.units_for(3), UnitChoice::Skip);
         assert_eq!(p.units_for(4), UnitChoice::First(2));
         assert_eq!(p.units_for(5), UnitChoice::All);
+        // Replacing one tree's choices keeps the others'.
+        let q = p.with_tree(&[3, 7], &[7]);
+        assert_eq!(q.units_for(3), UnitChoice::All);
+        assert_eq!(q.units_for(7), UnitChoice::Skip);
+        assert_eq!(q.units_for(4), UnitChoice::First(2));
     }
 }

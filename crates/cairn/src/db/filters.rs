@@ -1,0 +1,239 @@
+//! Filter decisions for a job's outputs (docs/design.md §1 [C]): what each output inherits from
+//! the job's inputs (Merlin's statistics, and the same rule over the exact counts), the
+//! allocator's decision from the tree's statistics, and the skip list it publishes for the read
+//! path. Uniform allocation needs none of it and takes a fixed decision.
+
+use super::inner::DbInner;
+use crate::error::Result;
+use crate::filter::{DecideFilter, TableOutput};
+use crate::options::Options;
+use crate::sst::{FilterDecision, TableOptions, TableReader};
+use crate::stats::merlin::inherit;
+use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
+use crate::tuning::bpk::{filter_decision, BpkAllocator, OutputContext};
+use crate::version::{FileMeta, TreeVersion};
+use std::sync::Arc;
+
+/// An input of a job (or, for a flush, a file a lookup in the output's range probes next).
+#[derive(Debug)]
+pub(super) struct Input {
+    reader: Arc<TableReader>,
+    stats: FileStatsSnapshot,
+}
+
+impl Input {
+    /// The share of this input's data blocks inside `[lo, hi]`: the α of Mnemosyne's
+    /// inheritance, block-exact (an output covers whole blocks of each input but at its edges).
+    fn share(&self, lo: &[u8], hi: &[u8]) -> f64 {
+        let (mut inside, mut total) = (0u64, 0u64);
+        self.reader.for_each_block_key(|uk| {
+            total += 1;
+            inside += u64::from(uk >= lo && uk <= hi);
+        });
+        if total == 0 {
+            0.0
+        } else {
+            inside as f64 / total as f64
+        }
+    }
+}
+
+/// How one job's outputs get their filters.
+#[derive(Debug)]
+pub(super) struct OutputDecider {
+    allocator: Arc<dyn BpkAllocator>,
+    level: usize,
+    /// The tree's live files when the job started.
+    stats: StatsSnapshot,
+    /// Inputs probed before the others (the shallower level), and the others.
+    upper: Vec<Input>,
+    deeper: Vec<Input>,
+    /// A flush: the output holds new data, so it inherits lookups but no hits.
+    flush: bool,
+    /// Where seeds and skip lists go (none during recovery, before the engine exists).
+    inner: Option<Arc<DbInner>>,
+}
+
+impl OutputDecider {
+    fn seed(&self, lo: &[u8], hi: &[u8]) -> Seed {
+        let part = |inputs: &[Input], pick: fn(&FileStatsSnapshot) -> Estimate| -> Vec<(f64, Estimate)> {
+            inputs.iter().map(|i| (i.share(lo, hi), pick(&i.stats))).collect()
+        };
+        let both = |pick: fn(&FileStatsSnapshot) -> Estimate| {
+            let e = inherit(&part(&self.upper, pick), &part(&self.deeper, pick));
+            if self.flush {
+                Estimate { q: e.q, x: 0.0 }
+            } else {
+                e
+            }
+        };
+        Seed {
+            merlin: both(|s| s.estimate),
+            exact: both(|s| s.exact),
+        }
+    }
+}
+
+impl DecideFilter for OutputDecider {
+    fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
+        let seed = self.seed(t.smallest, t.largest);
+        let replaced: Vec<FileNumber> = self.upper.iter().chain(&self.deeper).map(|i| i.stats.number).collect();
+        let replaced = if self.flush { Vec::new() } else { replaced };
+        let d = self.allocator.decide(&OutputContext {
+            level: self.level,
+            keys: t.keys,
+            stats: &self.stats,
+            replaced: &replaced,
+            seed,
+        });
+        if let Some(inner) = &self.inner {
+            inner.files.seed(FileNumber(t.number), seed);
+            let tree_files: Vec<u64> = self.stats.files.iter().map(|f| f.number.0).collect();
+            let skip: Vec<u64> = d.skip.iter().map(|n| n.0).collect();
+            inner
+                .filter_plan
+                .rcu(|plan| Arc::new(plan.with_tree(&tree_files, &skip)));
+        }
+        filter_decision(self.allocator.name(), d.bpk)
+    }
+}
+
+/// Table options with the options' block layout and `filter` deciding the filter.
+fn with_filter(opts: &Options, filter: FilterDecision, decider: Option<Arc<dyn DecideFilter>>) -> TableOptions {
+    TableOptions {
+        block_size: opts.block_size,
+        restart_interval: opts.block_restart_interval,
+        compression: opts.compression,
+        segment_size: opts.segment_size,
+        filter,
+        filter_decider: decider,
+    }
+}
+
+/// What a job that writes `level` of a tree whose version is `tv` needs to decide its outputs'
+/// filters: `upper` and `deeper` are its inputs (empty for a flush, which then inherits from the
+/// files a lookup in its range probes after it).
+pub(super) struct JobFilter<'a> {
+    pub level: usize,
+    pub upper: &'a [Arc<FileMeta>],
+    pub deeper: &'a [Arc<FileMeta>],
+    pub flush: bool,
+}
+
+impl DbInner {
+    /// Table options for a job of `tree` described by `job`: a fixed filter for uniform
+    /// allocation, otherwise a per-output decision. Opens the inputs' readers (for the
+    /// inheritance shares), so call it without the state lock.
+    pub(super) fn job_table_options(self: &Arc<Self>, tree: usize, job: JobFilter<'_>) -> Result<TableOptions> {
+        if self.bpk.name() == "uniform" {
+            let fixed = filter_decision("uniform", self.opts.bloom_bits_per_key);
+            return Ok(with_filter(&self.opts, fixed, None));
+        }
+        let version = self.state.lock().version().clone();
+        let Some(tv) = version.trees.get(tree) else {
+            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None));
+        };
+        let stats = self.stats_snapshot(&version, Some(tree));
+        let input = |f: &Arc<FileMeta>| -> Result<Option<Input>> {
+            let Some(s) = stats.files.iter().find(|s| s.number.0 == f.number) else {
+                return Ok(None);
+            };
+            Ok(Some(Input {
+                reader: self.open_table(f)?,
+                stats: s.clone(),
+            }))
+        };
+        let (upper, deeper) = if job.flush {
+            (Vec::new(), next_probed(tv))
+        } else {
+            (job.upper.to_vec(), job.deeper.to_vec())
+        };
+        let collect = |fs: &[Arc<FileMeta>]| -> Result<Vec<Input>> {
+            Ok(fs
+                .iter()
+                .map(input)
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .flatten()
+                .collect())
+        };
+        let decider = OutputDecider {
+            allocator: self.bpk.clone(),
+            level: job.level,
+            upper: collect(&upper)?,
+            deeper: collect(&deeper)?,
+            stats,
+            flush: job.flush,
+            inner: Some(self.clone()),
+        };
+        Ok(with_filter(
+            &self.opts,
+            FilterDecision::uniform(0.0),
+            Some(Arc::new(decider)),
+        ))
+    }
+}
+
+/// The files a lookup probes right after a new L0 file: the newest L0 file, or the first
+/// non-empty sorted level.
+fn next_probed(tv: &TreeVersion) -> Vec<Arc<FileMeta>> {
+    if let Some(f) = tv.level(0).first() {
+        return vec![f.clone()];
+    }
+    (1..tv.levels.len())
+        .map(|l| tv.level(l))
+        .find(|l| !l.is_empty())
+        .map(<[_]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// Table options for the tables recovery writes from replayed WALs (before the engine exists:
+/// no statistics, no seeds).
+pub(super) fn recovery_table_options(
+    opts: &Options,
+    allocator: &Arc<dyn BpkAllocator>,
+    tv: Option<&TreeVersion>,
+) -> TableOptions {
+    if allocator.name() == "uniform" {
+        return with_filter(opts, filter_decision("uniform", opts.bloom_bits_per_key), None);
+    }
+    let stats = StatsSnapshot {
+        files: tv
+            .map(|tv| {
+                tv.levels
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(level, fs)| fs.iter().map(move |f| blank_stats(level, f)))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        lookups: 0,
+    };
+    let decider = OutputDecider {
+        allocator: allocator.clone(),
+        level: 0,
+        stats,
+        upper: Vec::new(),
+        deeper: Vec::new(),
+        flush: true,
+        inner: None,
+    };
+    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)))
+}
+
+fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {
+    FileStatsSnapshot {
+        number: FileNumber(f.number),
+        tree: 0,
+        level,
+        entries: f.entries,
+        probes: 0,
+        filter_negatives: 0,
+        found: 0,
+        data_reads: 0,
+        segment_probes: Vec::new(),
+        bpk: f.filter_bpk,
+        estimate: Estimate::default(),
+        exact: Estimate::default(),
+    }
+}
