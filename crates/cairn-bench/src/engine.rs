@@ -62,9 +62,18 @@ pub struct EngineArgs {
     /// Garnering's capacity factor c (cairn only).
     #[arg(long, default_value_t = 0.8)]
     pub garnering_c: f64,
-    /// Bits-per-key allocation across levels: uniform (cairn only).
+    /// Bits-per-key allocation across files: uniform | monkey | mnemosyne | optimal (cairn
+    /// only; optimal is an oracle for experiments).
     #[arg(long, default_value = "uniform")]
     pub bpk_policy: String,
+    /// Probes in Merlin's per-file window (cairn only; default its own).
+    #[arg(long)]
+    pub merlin_window: Option<usize>,
+    /// Charge index and filter blocks to the block cache (RocksDB: cache them there with high
+    /// priority and L0's pinned; cairn: its pinned index blocks reserve cache space, filters are
+    /// always cached). So both engines spend the same total memory.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
+    pub cache_index_and_filter_blocks: bool,
     /// Background compaction threads (default: each engine's own).
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
@@ -179,9 +188,12 @@ impl CairnEngine {
             "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
             other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
         };
-        if a.bpk_policy != "uniform" {
-            return Err(format!("--bpk_policy={}: only uniform is implemented", a.bpk_policy).into());
-        }
+        let bpk_policy = cairn::BpkPolicy::parse(&a.bpk_policy).ok_or_else(|| {
+            format!(
+                "--bpk_policy={}: expected uniform, monkey, mnemosyne or optimal",
+                a.bpk_policy
+            )
+        })?;
         let d = cairn::Options::default();
         let opts = cairn::Options {
             compaction_threads: a.max_background_compactions.unwrap_or(d.compaction_threads),
@@ -190,6 +202,9 @@ impl CairnEngine {
             l0_stop_trigger: a.level0_stop_writes_trigger.unwrap_or(d.l0_stop_trigger),
             delayed_write_rate: a.delayed_write_rate.unwrap_or(d.delayed_write_rate),
             bloom_bits_per_key: a.bloom_bits.max(0.0),
+            bpk_policy,
+            merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
+            index_in_block_cache: a.cache_index_and_filter_blocks,
             block_cache_size: a.cache_size,
             write_buffer_size: a.write_buffer_size,
             write_memory_budget: a.memory(),

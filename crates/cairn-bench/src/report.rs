@@ -120,6 +120,33 @@ pub struct CairnMetrics {
     pub write_amp: f64,
     /// Files and bytes per level of the default tree after the phase.
     pub levels: Vec<(usize, u64)>,
+    /// Merlin's estimated empty lookups per file against the exact counts after the phase:
+    /// Euclidean distance and cosine similarity (the paper's metrics).
+    #[serde(default)]
+    pub merlin_distance: f64,
+    /// ... cosine similarity.
+    #[serde(default)]
+    pub merlin_cosine: f64,
+    /// Every live file's filter after the phase, with its lookups.
+    #[serde(default)]
+    pub files: Vec<FileFilter>,
+}
+
+/// One file's filter and the lookups it saw (for the allocation chart).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FileFilter {
+    /// Level.
+    pub level: usize,
+    /// Entries.
+    pub entries: u64,
+    /// Filter bits per key.
+    pub bpk: f64,
+    /// Exact probes since the file was written.
+    pub probes: u64,
+    /// Exact empty lookups (with what the file inherited).
+    pub exact_empty: f64,
+    /// Merlin's estimated empty lookups.
+    pub estimated_empty: f64,
 }
 
 impl CairnMetrics {
@@ -142,7 +169,22 @@ impl CairnMetrics {
                 storage_reads.insert(k.name().to_string(), s.reads);
             }
         }
+        let acc = after.merlin_accuracy();
         CairnMetrics {
+            merlin_distance: acc.distance,
+            merlin_cosine: acc.cosine,
+            files: after
+                .files
+                .iter()
+                .map(|f| FileFilter {
+                    level: f.level,
+                    entries: f.entries,
+                    bpk: f.filter_bpk,
+                    probes: f.probes,
+                    exact_empty: f.exact_empty,
+                    estimated_empty: f.estimated_empty,
+                })
+                .collect(),
             data_reads_per_lookup: per(d.kind(BlockKind::Data).reads),
             unnecessary_data_reads_per_lookup: per(delta(|l| l.unnecessary_data_reads)),
             filter_fpr: fps as f64 / (negatives + fps).max(1) as f64,

@@ -59,6 +59,7 @@ pub fn table(data: &[u8]) {
         cache: None,
         stats: Arc::new(IoStats::new()),
         meta_region: None,
+        reserve_in_cache: false,
     };
     let Ok(t) = TableReader::open(&fs, path, None, opts) else {
         return;

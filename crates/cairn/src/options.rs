@@ -101,6 +101,10 @@ pub struct Options {
     pub block_cache: Option<Arc<BlockCache>>,
     /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
     pub high_pri_pool_ratio: f64,
+    /// Charge the index blocks table readers pin to the block cache (default false): the cache
+    /// then holds data blocks and filter units in what the pinned indexes leave, so the block
+    /// cache size bounds all three (RocksDB's `cache_index_and_filter_blocks`).
+    pub index_in_block_cache: bool,
     /// Table readers kept open (default 1000; RocksDB `max_open_files`).
     pub max_open_files: usize,
     /// Merge policy (default leveling).
@@ -186,6 +190,7 @@ impl Default for Options {
             block_cache_size: 32 << 20,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
+            index_in_block_cache: false,
             max_open_files: 1000,
             merge_policy: MergePolicyKind::Leveling,
             size_ratio: 10.0,
@@ -327,6 +332,7 @@ impl Options {
         m.insert("merlin_window", self.merlin_window.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
+        m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());
         m.insert(
             "merge_policy",
@@ -479,6 +485,7 @@ mod tests {
             merlin_window: _,
             block_cache_size: _,
             high_pri_pool_ratio: _,
+            index_in_block_cache: _,
             max_open_files: _,
             merge_policy: _,
             size_ratio: _,
@@ -515,6 +522,7 @@ mod tests {
             "merlin_window",
             "block_cache_size",
             "high_pri_pool_ratio",
+            "index_in_block_cache",
             "max_open_files",
             "merge_policy",
             "size_ratio",

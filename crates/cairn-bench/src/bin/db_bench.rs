@@ -28,8 +28,8 @@ use std::time::Instant;
 )]
 struct Args {
     /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
-    /// readreverse, seekrandom, readwhilewriting, deleterandom, compact, flush,
-    /// waitforcompaction, stats.
+    /// readreverse, seekrandom, readwhilewriting, readrandomwriterandom, deleterandom, compact,
+    /// flush, waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
@@ -58,6 +58,10 @@ struct Args {
     /// Print latency percentiles after each benchmark.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     histogram: bool,
+    /// Share of operations of readrandomwriterandom that are lookups, in percent (RocksDB's
+    /// flag).
+    #[arg(long, default_value_t = 90)]
+    readwritepercent: u32,
     /// Fraction of readrandom/readwhilewriting lookups for absent keys that sort between
     /// existing keys (our flag).
     #[arg(long, default_value_t = 0.0)]
@@ -85,6 +89,8 @@ type Writer<'a> = dyn Fn(&mut StdRng, &AtomicBool) + Sync + 'a;
 #[derive(Default)]
 struct Tally {
     ops: u64,
+    /// Point lookups among `ops`.
+    lookups: u64,
     bytes: u64,
     found: u64,
     lat: Latencies,
@@ -191,18 +197,22 @@ impl Bench<'_> {
         });
         let secs = t0.elapsed().as_secs_f64();
         pb.finish_and_clear();
-        let (mut ops, mut bytes, mut found, mut lat) = (0, 0, 0, Latencies::default());
+        let (mut ops, mut lookups, mut bytes, mut found, mut lat) = (0, 0, 0, 0, Latencies::default());
         for t in &tallies {
             ops += t.ops;
+            lookups += t.lookups;
             bytes += t.bytes;
             found += t.found;
             lat.merge(&t.lat);
         }
         let mut p = Phase::new(name, ops, secs, threads);
-        let is_lookup = matches!(name, "readrandom" | "readmissing" | "readwhilewriting" | "seekrandom");
+        if name == "seekrandom" {
+            lookups = ops;
+        }
+        let is_lookup = lookups > 0;
         let extra = if is_lookup {
             p.found = Some(found);
-            format!(" ({found} of {ops} found)")
+            format!(" ({found} of {lookups} found)")
         } else {
             String::new()
         };
@@ -212,7 +222,7 @@ impl Bench<'_> {
             lat.summary().print_db_bench("op");
         }
         if let (Some(before), Some(db)) = (before, self.db.as_cairn()) {
-            let m = CairnMetrics::between(&before, &db.stats(), if is_lookup { ops } else { 0 }, db);
+            let m = CairnMetrics::between(&before, &db.stats(), lookups, db);
             m.print();
             p.cairn = Some(m);
         }
@@ -261,6 +271,40 @@ impl Bench<'_> {
             t.bytes += (key.len() + len) as u64;
         }
         t.ops += 1;
+        t.lookups += 1;
+    }
+
+    /// RocksDB's readrandomwriterandom: each operation a lookup with probability
+    /// `--readwritepercent`, otherwise a write of a random key (same key choice, so lookups and
+    /// writes share the skew).
+    fn read_random_write_random(&self, name: &str) -> Phase {
+        let n = self.reads();
+        let ks = self.key_size(name);
+        let a = self.args;
+        let db = self.db;
+        let pct = f64::from(a.readwritepercent.min(100)) / 100.0;
+        self.phase(
+            name,
+            n,
+            |rng, t, pb| {
+                let (mut key, mut values) = (Vec::new(), Values::new(rng));
+                for i in 0..n {
+                    if rng.gen_bool(pct) {
+                        self.lookup(rng, ks, t, &mut key);
+                    } else {
+                        db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
+                        let value = values.next(a.value_size);
+                        t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
+                        t.ops += 1;
+                        t.bytes += (a.key_size + a.value_size) as u64;
+                    }
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
     }
 
     fn read_random(&self, name: &str, while_writing: bool) -> Phase {
@@ -373,6 +417,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Option<Phase> {
         "fillrandom" | "overwrite" => b.fill(name, false),
         "readrandom" | "readmissing" => b.read_random(name, false),
         "readwhilewriting" => b.read_random(name, true),
+        "readrandomwriterandom" => b.read_random_write_random(name),
         "readseq" => b.read_seq(name, false),
         "readreverse" => b.read_seq(name, true),
         "seekrandom" => b.seek_random(),

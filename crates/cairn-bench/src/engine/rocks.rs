@@ -22,6 +22,12 @@ impl RocksEngine {
         if a.bloom_bits > 0.0 {
             table.set_bloom_filter(a.bloom_bits, false);
         }
+        if a.cache_index_and_filter_blocks {
+            // Index and filter blocks in the block cache (with high priority: RocksDB's default
+            // for cache_index_and_filter_blocks_with_high_priority), L0's pinned there.
+            table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        }
         let mut o = Options::default();
         o.create_if_missing(true);
         o.set_block_based_table_factory(&table);
@@ -39,6 +45,9 @@ impl RocksEngine {
             "zstd" => DBCompressionType::Zstd,
             other => return Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
         });
+        if a.bpk_policy != "uniform" || a.merlin_window.is_some() {
+            return Err("--bpk_policy and --merlin_window are cairn's (other engines allocate uniformly)".into());
+        }
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: RocksDB runs leveling only", a.merge_policy).into());
         }

@@ -67,6 +67,8 @@ const MAX_SHARDS: usize = 64;
 pub struct BlockCache {
     shards: Box<[Mutex<LruShard<BlockKey, Entry>>]>,
     capacity: AtomicUsize,
+    /// Part of the capacity reserved for memory held outside the cache.
+    reserved: AtomicUsize,
     high_pri_ratio: f64,
     counters: [AtomicCounters; 6],
     listener: RwLock<Option<EvictionListener>>,
@@ -96,6 +98,7 @@ impl BlockCache {
         BlockCache {
             shards: (0..n).map(|_| Mutex::new(LruShard::new(per, high_pri_ratio))).collect(),
             capacity: AtomicUsize::new(capacity),
+            reserved: AtomicUsize::new(0),
             high_pri_ratio,
             counters: Default::default(),
             listener: RwLock::new(None),
@@ -164,7 +167,34 @@ impl BlockCache {
     /// Resizes the cache; shrinking evicts at once (eviction listeners are called).
     pub fn set_capacity(&self, capacity: usize) {
         self.capacity.store(capacity, Relaxed);
-        let per = capacity / self.shards.len();
+        self.apply_capacity();
+    }
+
+    /// Reserves `bytes` of the capacity for memory held outside the cache (index blocks pinned
+    /// by table readers, when they are charged to the cache): blocks are evicted to make room.
+    /// Undone by [`release`](Self::release).
+    pub fn reserve(&self, bytes: usize) {
+        self.reserved.fetch_add(bytes, Relaxed);
+        self.apply_capacity();
+    }
+
+    /// Gives back a reservation.
+    pub fn release(&self, bytes: usize) {
+        // Saturating: a release never exceeds its reservation, but never wrap if it did.
+        let _ = self
+            .reserved
+            .fetch_update(Relaxed, Relaxed, |r| Some(r.saturating_sub(bytes)));
+        self.apply_capacity();
+    }
+
+    /// Bytes reserved for memory held outside the cache.
+    pub fn reserved(&self) -> usize {
+        self.reserved.load(Relaxed)
+    }
+
+    fn apply_capacity(&self) {
+        let usable = self.capacity().saturating_sub(self.reserved());
+        let per = usable / self.shards.len();
         for s in self.shards.iter() {
             let evicted = s.lock().set_capacity(per, self.high_pri_ratio);
             self.report(evicted, None);
@@ -242,6 +272,14 @@ mod tests {
         cache.set_capacity(3000);
         assert!(cache.usage() <= 3000);
         assert_eq!(seen.lock().len(), 17);
+        // A reservation shrinks the room for blocks; releasing it gives the room back.
+        cache.reserve(2000);
+        assert!(cache.usage() <= 1000, "{}", cache.usage());
+        cache.release(2000);
+        assert_eq!(cache.reserved(), 0);
+        cache.insert(BlockKey { table: 2, offset: 0 }, filter(), BlockKind::FilterUnit, 1000, Priority::Low);
+        cache.insert(BlockKey { table: 2, offset: 1 }, filter(), BlockKind::FilterUnit, 1000, Priority::Low);
+        assert!(cache.usage() >= 2000);
         assert_eq!(cache.counters(BlockKind::Data), CacheCounters::default());
     }
 

@@ -240,6 +240,7 @@ impl DbInner {
                     cache: Some(self.cache.clone()),
                     stats: self.io.clone(),
                     meta_region: Some(self.memory.pinned_meta.clone()),
+                    reserve_in_cache: self.opts.index_in_block_cache,
                 },
             )?;
             let p = t.properties();

@@ -30,6 +30,9 @@ pub struct ReaderOptions {
     pub stats: Arc<IoStats>,
     /// The region charged with what the reader pins (index block, properties) while it is open.
     pub meta_region: Option<Arc<Region>>,
+    /// Also reserve what the reader pins in the block cache (`cache`), so the cache and the
+    /// pinned index blocks together stay within the cache's capacity.
+    pub reserve_in_cache: bool,
 }
 
 /// How an iterator reads data blocks.
@@ -125,6 +128,16 @@ pub struct TableReader {
     file_size: u64,
     /// What this reader pins, charged to the pinned-meta region while it lives.
     _pinned: Option<Charge>,
+    /// Bytes reserved in the block cache for what this reader pins (released on drop).
+    reserved: usize,
+}
+
+impl Drop for TableReader {
+    fn drop(&mut self) {
+        if let (Some(cache), true) = (&self.cache, self.reserved > 0) {
+            cache.release(self.reserved);
+        }
+    }
 }
 
 impl TableReader {
@@ -192,9 +205,14 @@ impl TableReader {
             stats,
             file_size: size,
             _pinned: None,
+            reserved: 0,
         };
         reader.validate(footer)?;
         reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
+        if let (Some(cache), true) = (&reader.cache, opts.reserve_in_cache) {
+            reader.reserved = reader.memory_usage();
+            cache.reserve(reader.reserved);
+        }
         Ok(reader)
     }
 

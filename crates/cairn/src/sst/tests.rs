@@ -37,6 +37,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             cache,
             stats: Arc::new(IoStats::new()),
             meta_region: None,
+            reserve_in_cache: false,
         },
     )
     .map(Arc::new)
@@ -259,6 +260,7 @@ fn io_accounting_is_exact_per_block_kind() {
             cache: Some(cache.clone()),
             stats: stats.clone(),
             meta_region: None,
+            reserve_in_cache: false,
         },
     )
     .unwrap();
@@ -522,6 +524,7 @@ fn tables_read_through_o_direct_on_real_files() {
             cache: None,
             stats: Arc::default(),
             meta_region: None,
+            reserve_in_cache: false,
         },
     )
     .unwrap();
