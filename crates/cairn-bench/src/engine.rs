@@ -122,6 +122,11 @@ pub trait Engine: Send + Sync {
     fn wait_for_background(&self) -> EResult<()>;
     /// The engine's statistics text.
     fn stats_text(&self) -> String;
+    /// Point lookups' filter false positives so far (each reads a data block the table does not
+    /// hold the key in), when the engine counts them (RocksDB with `--statistics=1`).
+    fn filter_false_positives(&self) -> Option<u64> {
+        None
+    }
     /// L0 files and pending compaction bytes now (`None`: the engine does not say).
     fn debt(&self) -> Option<crate::timeline::Debt> {
         None

@@ -130,6 +130,13 @@ pub struct CairnMetrics {
     /// Every live file's filter after the phase, with its lookups.
     #[serde(default)]
     pub files: Vec<FileFilter>,
+    /// Merlin's estimates against every lookup so far replayed on the tree after the phase
+    /// (`--merlin_truth`): Euclidean distance.
+    #[serde(default)]
+    pub replayed_distance: Option<f64>,
+    /// ... cosine similarity.
+    #[serde(default)]
+    pub replayed_cosine: Option<f64>,
 }
 
 /// One file's filter and the lookups it saw (for the allocation chart).
@@ -171,6 +178,8 @@ impl CairnMetrics {
         }
         let acc = after.merlin_accuracy();
         CairnMetrics {
+            replayed_distance: None,
+            replayed_cosine: None,
             merlin_distance: acc.distance,
             merlin_cosine: acc.cosine,
             files: after
@@ -240,6 +249,10 @@ pub struct Phase {
     pub found: Option<u64>,
     /// cairn's counters, when the engine is cairn.
     pub cairn: Option<CairnMetrics>,
+    /// Filter false positives (unnecessary data-block reads) per lookup, for engines other
+    /// than cairn that count them (cairn's are in `cairn`).
+    #[serde(default)]
+    pub false_positives_per_lookup: Option<f64>,
     /// The engine's compaction debt when the phase ended (engines that report it).
     #[serde(default)]
     pub debt_after: Option<crate::timeline::Debt>,

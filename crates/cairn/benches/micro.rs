@@ -1,4 +1,4 @@
-//! Microbenchmarks: block seek, cached table point lookup, Bloom probe.
+//! Microbenchmarks: block seek, cached table point lookup, Bloom probe, bits-per-key solver.
 //! `cargo bench -p cairn --bench micro`
 
 #![allow(
@@ -125,5 +125,22 @@ fn bloom_probe(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, block_seek, table_get, bloom_probe);
+/// The sort-and-search bits-per-key solver over 1,000 and 10,000 files with skewed lookups.
+fn bpk_solver(c: &mut Criterion) {
+    use cairn::tuning::bpk::{sort_and_search, SolverFile};
+    for n in [1_000usize, 10_000] {
+        let files: Vec<SolverFile> = (0..n)
+            .map(|i| SolverFile {
+                entries: 50_000.0 + (i % 7) as f64 * 10_000.0,
+                // Zipf-like: a few files get most empty lookups, a tenth none.
+                empty: if i % 10 == 9 { 0.0 } else { 1e6 / (1 + i) as f64 },
+            })
+            .collect();
+        c.bench_function(&format!("bpk sort-and-search ({n} files)"), |b| {
+            b.iter(|| black_box(sort_and_search(&files, 4.0, 1.0)))
+        });
+    }
+}
+
+criterion_group!(benches, block_seek, table_get, bloom_probe, bpk_solver);
 criterion_main!(benches);

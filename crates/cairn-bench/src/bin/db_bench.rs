@@ -58,6 +58,11 @@ struct Args {
     /// Print latency percentiles after each benchmark.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     histogram: bool,
+    /// Keep every lookup key and, after each phase with lookups, replay them all against the
+    /// current tree with filters off to get each file's exact empty lookups, and compare
+    /// Merlin's estimates with them (cairn; our flag; for Merlin's accuracy experiment).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
+    merlin_truth: bool,
     /// Share of operations of readrandomwriterandom that are lookups, in percent (RocksDB's
     /// flag).
     #[arg(long, default_value_t = 90)]
@@ -128,6 +133,8 @@ struct Bench<'a> {
     db: &'a dyn Engine,
     dist: KeyDist,
     phase_no: std::sync::atomic::AtomicU64,
+    /// Every lookup key so far (`--merlin_truth`).
+    history: std::sync::Mutex<Vec<Vec<u8>>>,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -167,6 +174,7 @@ impl Bench<'_> {
         let seed = self.args.seed.wrapping_mul(1_000_003).wrapping_add(phase_no << 16);
         let pb = progress(name, per_thread * threads as u64);
         let before = self.db.as_cairn().map(|d| d.stats());
+        let fp_before = self.db.filter_false_positives();
         let done = AtomicBool::new(false);
         let t0 = Instant::now();
         let tallies: Vec<Tally> = std::thread::scope(|s| {
@@ -221,9 +229,23 @@ impl Bench<'_> {
         if self.args.histogram {
             lat.summary().print_db_bench("op");
         }
+        if let (Some(b), Some(a), true) = (fp_before, self.db.filter_false_positives(), lookups > 0) {
+            let per = a.saturating_sub(b) as f64 / lookups as f64;
+            println!("  filter false positives per lookup {per:.4}");
+            p.false_positives_per_lookup = Some(per);
+        }
         if let (Some(before), Some(db)) = (before, self.db.as_cairn()) {
-            let m = CairnMetrics::between(&before, &db.stats(), lookups, db);
+            let mut m = CairnMetrics::between(&before, &db.stats(), lookups, db);
             m.print();
+            if self.args.merlin_truth && lookups > 0 {
+                let (d, c) = self.replayed_accuracy(db);
+                println!(
+                    "  merlin vs replayed lookups: distance {d:.1}, cosine {c:.3} ({} lookups replayed)",
+                    self.history.lock().map_or(0, |h| h.len())
+                );
+                m.replayed_distance = Some(d);
+                m.replayed_cosine = Some(c);
+            }
             p.cairn = Some(m);
         }
         p
@@ -272,6 +294,36 @@ impl Bench<'_> {
         }
         t.ops += 1;
         t.lookups += 1;
+        if self.args.merlin_truth {
+            if let Ok(mut h) = self.history.lock() {
+                h.push(key.clone());
+            }
+        }
+    }
+
+    /// Replays every lookup so far (filters off) for each live file's exact empty lookups, and
+    /// compares Merlin's estimates with them: (Euclidean distance, cosine similarity).
+    fn replayed_accuracy(&self, db: &cairn::Db) -> (f64, f64) {
+        let mut empty: std::collections::HashMap<u64, f64> = std::collections::HashMap::new();
+        for key in self.history.lock().map(|h| h.clone()).unwrap_or_default() {
+            for (file, found) in db.trace_lookup(&key).unwrap_or_else(|e| fail(e)) {
+                if !found {
+                    *empty.entry(file).or_default() += 1.0;
+                }
+            }
+        }
+        let files = db.stats().files;
+        let pairs: Vec<(f64, f64)> = files
+            .iter()
+            .map(|f| (f.estimated_empty, empty.get(&f.file).copied().unwrap_or(0.0)))
+            .collect();
+        let dist = pairs.iter().map(|(e, t)| (e - t).powi(2)).sum::<f64>().sqrt();
+        let dot: f64 = pairs.iter().map(|(e, t)| e * t).sum();
+        let (ne, nt) = (
+            pairs.iter().map(|(e, _)| e * e).sum::<f64>().sqrt(),
+            pairs.iter().map(|(_, t)| t * t).sum::<f64>().sqrt(),
+        );
+        (dist, if ne > 0.0 && nt > 0.0 { dot / (ne * nt) } else { 0.0 })
     }
 
     /// RocksDB's readrandomwriterandom: each operation a lookup with probability
@@ -462,6 +514,7 @@ fn main() {
         db: db.as_ref(),
         dist,
         phase_no: std::sync::atomic::AtomicU64::new(0),
+        history: std::sync::Mutex::new(Vec::new()),
     };
     let mut report = RunReport {
         tool: "db_bench".into(),

@@ -163,6 +163,22 @@ impl Engine for RocksEngine {
         s
     }
 
+    fn filter_false_positives(&self) -> Option<u64> {
+        let st = self.opts.get_statistics()?;
+        let ticker = |name: &str| -> Option<u64> {
+            st.lines()
+                .find(|l| l.split_whitespace().next() == Some(name))?
+                .rsplit(':')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        };
+        let positive = ticker("rocksdb.bloom.filter.full.positive")?;
+        let true_positive = ticker("rocksdb.bloom.filter.full.true.positive")?;
+        Some(positive.saturating_sub(true_positive))
+    }
+
     fn debt(&self) -> Option<crate::timeline::Debt> {
         Some(crate::timeline::Debt {
             l0_files: self.int_property("rocksdb.num-files-at-level0").ok()?,

@@ -264,6 +264,17 @@ impl Tree {
         read::get(self.inner(), self.id, key.as_ref(), None)
     }
 
+    /// The tables a lookup of `key` would probe now with every filter off, each with whether
+    /// it holds the key: for experiments that need the exact per-file lookups of a replayed
+    /// workload (Merlin's accuracy). Not part of the API.
+    ///
+    /// # Errors
+    /// Read and corruption errors.
+    #[doc(hidden)]
+    pub fn trace_lookup(&self, key: impl AsRef<[u8]>) -> Result<Vec<(u64, bool)>> {
+        read::trace(self.inner(), self.id, key.as_ref())
+    }
+
     /// Entries with keys in `range`, in key order; reversible with `.rev()`.
     pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Range {
         Range::new(self.inner().clone(), self.id, None, &range)

@@ -79,3 +79,35 @@ fn probe(
         .found
         .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
 }
+
+/// Which tables a lookup of `key` would probe now, with every filter off, and whether each
+/// holds a version of the key (the last one probed does when it is found): the replayed ground
+/// truth of Merlin's accuracy experiment. Records nothing.
+pub(super) fn trace(inner: &Arc<DbInner>, tree: u32, key: &[u8]) -> Result<Vec<(u64, bool)>> {
+    let sv = inner.super_version(tree)?;
+    let lookup = LookupKey::new(key, inner.last_seq.load(Ordering::Acquire));
+    if sv.mems.iter().any(|m| m.lookup(&lookup).is_some()) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let Some(tv) = sv.version.trees.get(tree as usize) else {
+        return Ok(out);
+    };
+    let l0 = tv
+        .level(0)
+        .iter()
+        .filter(|f| f.smallest_user_key() <= key && f.largest_user_key() >= key);
+    let deeper = (1..tv.levels.len()).filter_map(|l| tv.index_for_key(l, key).map(|i| &tv.level(l)[i]));
+    for f in l0.chain(deeper) {
+        let found = inner
+            .open_table(f)?
+            .lookup(&lookup, UnitSelection::None)?
+            .found
+            .is_some();
+        out.push((f.number, found));
+        if found {
+            break;
+        }
+    }
+    Ok(out)
+}
