@@ -12,7 +12,9 @@ parts=${*:-seek ycsb}
 num=${NUM:-10000000}
 rounds=${ROUNDS:-2}
 mkdir -p "$out"
-cargo build --release -q -p cairn-bench
+# Built with the adapters so the binaries other scripts use are not replaced by ones without.
+scripts/setup-rocksdb.sh >/dev/null
+cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
 # T = 4 with a 16 MiB L1 gives Leveling four levels for 10M keys (1.2 GB), so Garnering has
 # levels to save.

@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/cairn-l0-cost}
 mkdir -p "$out"
-cargo build --release -q -p cairn-bench
+scripts/setup-rocksdb.sh >/dev/null
+cargo build --release -q -p cairn-bench --features rocksdb,fjall
 num=1000000
 entry=160   # memtable bytes per entry of 16 B + 100 B (measured: 152.5) with some slack
 for setup in "cached --cache_size=1073741824" "direct --cache_size=8388608 --use_direct_reads=1"; do

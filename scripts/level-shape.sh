@@ -9,7 +9,8 @@ num=${1:-10000000}
 work=${CAIRN_BENCH_DIR:-/tmp/cairn-levels}
 mkdir -p "$work"
 command -v db_bench >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rocksdb-tools; }
-cargo build --release -q -p cairn-bench
+scripts/setup-rocksdb.sh >/dev/null
+cargo build --release -q -p cairn-bench --features rocksdb,fjall
 common="--num=$num --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none --seed=1"
 for policy in "leveling" "garnering --garnering_c=0.8" "garnering --garnering_c=0.4"; do
   rm -rf "$work/cairn"
