@@ -83,8 +83,10 @@ pub trait MergePolicy: Send + Sync + std::fmt::Debug {
     fn pick(&self, view: &LsmView) -> Decision;
 }
 
-/// Score of every level under `capacity` (level 0 by file count): `(level, score)` sorted by
-/// descending score, only levels with score ≥ 1.
+/// Score of every level under `capacity`: `(level, score)` sorted by descending score, only
+/// levels with score ≥ 1. Level 0 scores by file count against `l0_trigger` and, as RocksDB's,
+/// by its bytes against level 1's capacity, whichever is higher: small write buffers under a
+/// small L1 otherwise leave up to `l0_trigger − 1` overlapping tables for every lookup to probe.
 pub(crate) fn scores(
     view: &LsmView,
     l0_trigger: usize,
@@ -92,8 +94,10 @@ pub(crate) fn scores(
     capacity: impl Fn(usize) -> Option<f64>,
 ) -> Vec<(usize, f64)> {
     let mut s = Vec::new();
-    let l0 = view.level(0).iter().filter(|f| !f.busy).count();
-    s.push((0, l0 as f64 / l0_trigger.max(1) as f64));
+    let idle_l0 = view.level(0).iter().filter(|f| !f.busy);
+    let (files, bytes) = idle_l0.fold((0usize, 0u64), |(n, b), f| (n + 1, b + f.size));
+    let by_bytes = capacity(1).map_or(0.0, |cap| bytes as f64 / cap.max(1.0));
+    s.push((0, (files as f64 / l0_trigger.max(1) as f64).max(by_bytes)));
     for level in 1..max_levels.saturating_sub(1) {
         if let Some(cap) = capacity(level) {
             let bytes = view
