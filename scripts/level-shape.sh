@@ -8,7 +8,6 @@ cd "$(dirname "$0")/.."
 num=${1:-10000000}
 work=${CAIRN_BENCH_DIR:-/tmp/cairn-levels}
 mkdir -p "$work"
-command -v db_bench >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rocksdb-tools; }
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 common="--num=$num --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none --seed=1"

@@ -23,3 +23,44 @@ pub fn flag_bool(s: &str) -> Result<bool, String> {
         _ => Err(format!("{s} is not a boolean (1/0, true/false)")),
     }
 }
+
+/// `name` in the directory of the running binary (the experiment binaries drive `db_bench` and
+/// `ycsb` built next to them).
+pub fn sibling_exe(name: &str) -> Option<std::path::PathBuf> {
+    let me = std::env::current_exe().ok()?;
+    Some(me.parent()?.join(name))
+}
+
+/// A tree of several levels of small files at laptop scale (T = 4, 4 MiB buffers, files and
+/// L1), the shape the filter experiments run on.
+pub const SMALL_TREE_FLAGS: [&str; 4] = [
+    "--write_buffer_size=4194304",
+    "--target_file_size_base=4194304",
+    "--max_bytes_for_level_base=4194304",
+    "--max_bytes_for_level_multiplier=4",
+];
+
+/// Runs our `db_bench` with `args` and `--json=json`, and reads the report it wrote.
+///
+/// # Errors
+/// The process could not start or failed (with its stderr), or the report is unreadable.
+pub fn run_db_bench(
+    exe: &std::path::Path,
+    args: &[String],
+    json: &std::path::Path,
+) -> Result<report::RunReport, String> {
+    let out = std::process::Command::new(exe)
+        .args(args)
+        .arg(format!("--json={}", json.display()))
+        .output()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "db_bench {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", json.display()))
+}

@@ -238,10 +238,8 @@ fn say(bar: &indicatif::ProgressBar, line: String) {
 fn main() {
     let args = Args::parse();
     let configs: Vec<Config> = args.configs.iter().map(|s| parse_config(s)).collect();
-    let tool_exe = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join(&args.tool)))
-        .unwrap_or_else(|| fail("cannot locate this binary's directory"));
+    let tool_exe =
+        cairn_bench::sibling_exe(&args.tool).unwrap_or_else(|| fail("cannot locate this binary's directory"));
     if configs.iter().any(|c| c.exe.is_none()) && !tool_exe.exists() {
         fail(format!(
             "{} not found: build it with cargo build --release -p cairn-bench",

@@ -16,7 +16,6 @@ use clap::Parser;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -77,34 +76,19 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 
 fn run(db_bench: &Path, args: &[String]) -> RunReport {
     let json = std::env::temp_dir().join(format!("filter_grid_{}.json", std::process::id()));
-    let out = Command::new(db_bench)
-        .args(args)
-        .arg(format!("--json={}", json.display()))
-        .output()
-        .unwrap_or_else(|e| fail(format!("{}: {e}", db_bench.display())));
-    if !out.status.success() {
-        fail(format!(
-            "db_bench {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| fail(e));
-    serde_json::from_str(&text).unwrap_or_else(|e| fail(e))
+    cairn_bench::run_db_bench(db_bench, args, &json).unwrap_or_else(|e| fail(e))
 }
 
 fn main() {
     let a = Args::parse();
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
-    let db_bench = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("db_bench")))
-        .unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
+    let db_bench =
+        cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
     let db = a.out.join("db");
     let data = a.num * (16 + 100);
     let cache = ((data as f64 * a.cache_share) as u64).max(1 << 20);
     // Four levels of small files under T = 4 (L1 = 4 MiB), as the paper's shape at our scale.
-    let common = vec![
+    let mut common = vec![
         format!("--num={}", a.num),
         "--key_size=16".into(),
         "--value_size=100".into(),
@@ -112,12 +96,9 @@ fn main() {
         "--use_direct_reads=1".into(),
         format!("--cache_size={cache}"),
         "--cache_index_and_filter_blocks=1".into(),
-        "--write_buffer_size=4194304".into(),
-        "--target_file_size_base=4194304".into(),
-        "--max_bytes_for_level_base=4194304".into(),
-        "--max_bytes_for_level_multiplier=4".into(),
         "--seed=7".into(),
     ];
+    common.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
     let mut cells = Vec::new();
     let total = a.dists.len() * a.z.len() * a.bpk.len() * a.configs.len();
     let mut done = 0;

@@ -11,12 +11,10 @@
 //! merlin_accuracy --out results/merlin --windows 16,64
 //! ```
 
-use cairn_bench::report::RunReport;
 use clap::Parser;
 use plotters::prelude::*;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "Merlin's accuracy over time (Mnemosyne Fig. 10)")]
@@ -71,10 +69,8 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 fn main() {
     let a = Args::parse();
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
-    let db_bench = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("db_bench")))
-        .unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
+    let db_bench =
+        cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
     let db = a.out.join("db");
     let mut points = Vec::new();
     for &w in &a.windows {
@@ -83,40 +79,29 @@ fn main() {
         let mut benchmarks = vec!["fillrandom"];
         benchmarks.extend(std::iter::repeat_n("readrandomwriterandom", a.phases));
         // A cache that holds everything: accuracy is about counts, not I/O.
-        let out = Command::new(&db_bench)
-            .args([
-                "--engine=cairn".to_string(),
-                "--bpk_policy=mnemosyne".into(),
-                format!("--merlin_window={w}"),
-                format!("--merlin_truth={}", a.replay),
-                format!("--num={}", a.num),
-                format!("--reads={}", a.ops),
-                "--readwritepercent=75".into(),
-                format!("--key_dist={}", a.dist),
-                format!("--empty_ratio={}", a.z),
-                "--key_size=16".into(),
-                "--value_size=100".into(),
-                "--bloom_bits=4".into(),
-                "--compression_type=none".into(),
-                "--cache_size=1073741824".into(),
-                // Small files and T = 4: several levels, frequent compactions.
-                "--write_buffer_size=4194304".into(),
-                "--target_file_size_base=4194304".into(),
-                "--max_bytes_for_level_base=4194304".into(),
-                "--max_bytes_for_level_multiplier=4".into(),
-                "--seed=7".into(),
-                format!("--benchmarks={}", benchmarks.join(",")),
-                format!("--db={}", db.display()),
-                format!("--json={}", json.display()),
-            ])
-            .args(&a.extra)
-            .output()
-            .unwrap_or_else(|e| fail(format!("{}: {e}", db_bench.display())));
-        if !out.status.success() {
-            fail(format!("db_bench failed: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        let text = std::fs::read_to_string(&json).unwrap_or_else(|e| fail(e));
-        let report: RunReport = serde_json::from_str(&text).unwrap_or_else(|e| fail(e));
+        let mut args = vec![
+            "--engine=cairn".to_string(),
+            "--bpk_policy=mnemosyne".into(),
+            format!("--merlin_window={w}"),
+            format!("--merlin_truth={}", a.replay),
+            format!("--num={}", a.num),
+            format!("--reads={}", a.ops),
+            "--readwritepercent=75".into(),
+            format!("--key_dist={}", a.dist),
+            format!("--empty_ratio={}", a.z),
+            "--key_size=16".into(),
+            "--value_size=100".into(),
+            "--bloom_bits=4".into(),
+            "--compression_type=none".into(),
+            "--cache_size=1073741824".into(),
+            "--seed=7".into(),
+            format!("--benchmarks={}", benchmarks.join(",")),
+            format!("--db={}", db.display()),
+        ];
+        // Several levels of small files: frequent compactions.
+        args.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
+        args.extend(a.extra.iter().cloned());
+        let report = cairn_bench::run_db_bench(&db_bench, &args, &json).unwrap_or_else(|e| fail(e));
         let mut ops = 0;
         for (i, p) in report
             .phases
