@@ -4,13 +4,14 @@
 # (1M records of 1 KB, 16 MiB cache, O_DIRECT for cairn and RocksDB; fjall has no O_DIRECT) and
 # with a cache that holds everything; db_bench fillrandom of 10M keys with L0 files over time;
 # PNGs of L0 files over a YCSB A load + run and over the fill.
-#   scripts/compaction-debt.sh [pressure] [cached] [settled] [fill]   (default: all; ~1.5 h)
+#   scripts/compaction-debt.sh [pressure] [cached] [settled] [settled-cached] [fill]
+#   (default: all; ~2 h)
 # Results go to $OUT (default /tmp/cairn-debt): one directory per part with results.md, JSON
 # and PNGs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/cairn-debt}
-parts=${*:-pressure cached settled fill}
+parts=${*:-pressure cached settled settled-cached fill}
 mkdir -p "$out"
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
@@ -26,7 +27,7 @@ ycsb_part() { # NAME CACHE EXTRA...
   local name=$1 cache=$2
   shift 2
   local engines_used=("${engines[@]}")
-  [ "$name" = cached ] && engines_used=("${cached_engines[@]}")
+  [[ $name == *cached ]] && engines_used=("${cached_engines[@]}")
   $bin/compare --tool ycsb --rounds 2 --out "$out/$name" "${engines_used[@]}" \
     --workload $w/workloada --workload $w/workloadb --workload $w/workloadc --workload $w/workloadd --workload $w/workloadf \
     -- -p recordcount=$records -p operationcount=$ops --cache_size=$cache --bloom_bits=10 "$@"
@@ -40,6 +41,7 @@ for part in $parts; do
     pressure) ycsb_part pressure 16777216 ;;
     cached) ycsb_part cached 2147483648 ;;
     settled) ycsb_part settled 16777216 --wait_after_load=1 ;;
+    settled-cached) ycsb_part settled-cached 2147483648 --wait_after_load=1 ;;
     fill)
       mkdir -p "$out/fill"
       for e in cairn rocksdb; do
@@ -58,7 +60,7 @@ for part in $parts; do
       $bin/plot_timeline --out "$out/fill/ycsb-a-l0.png" --title "YCSB A: load 1M x 1 KB, then run (16 MiB cache, O_DIRECT)" \
         cairn="$out/fill/ycsb-a-cairn.json" rocksdb="$out/fill/ycsb-a-rocksdb.json"
       ;;
-    *) echo "unknown part $part (pressure, cached, settled, fill)" >&2; exit 2 ;;
+    *) echo "unknown part $part (pressure, cached, settled, settled-cached, fill)" >&2; exit 2 ;;
   esac
 done
 echo "results in $out"
