@@ -95,6 +95,20 @@ pub struct Options {
     pub bpk_policy: BpkPolicy,
     /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
     pub merlin_window: usize,
+    /// Range-filter (Rosetta) bits per key in every new table (default 0: no range filter, and
+    /// range reads consult none). Tables written before it was set have none; bounded range
+    /// reads consult the filters of the tables that have one.
+    pub range_filter_bits_per_key: f64,
+    /// User-key bytes the range filter skips before its 8-byte key projection (default 0; set
+    /// it to the length of a prefix all keys share, such as a table tag, so the projection
+    /// covers the bytes that differ). At most 255.
+    pub range_filter_key_offset: usize,
+    /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default 32,
+    /// the Rosetta authors' value).
+    pub range_filter_max_depth: u32,
+    /// Bloom probes one range read may spend on one table's range filter before it answers
+    /// "maybe" (default 100, the Rosetta authors' value).
+    pub range_filter_probe_budget: u32,
     /// Block cache capacity in bytes when `block_cache` is not given (default 32 MiB).
     pub block_cache_size: usize,
     /// A block cache to share between databases.
@@ -185,6 +199,10 @@ impl Default for Options {
             compression: Compression::None,
             segment_size: 4 << 20,
             bloom_bits_per_key: 10.0,
+            range_filter_bits_per_key: 0.0,
+            range_filter_key_offset: 0,
+            range_filter_max_depth: 32,
+            range_filter_probe_budget: 100,
             bpk_policy: BpkPolicy::Uniform,
             merlin_window: 64,
             block_cache_size: 32 << 20,
@@ -252,6 +270,18 @@ impl Options {
         }
         if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
             return Err(invalid("bloom_bits_per_key", "must be between 0 and 64"));
+        }
+        if !(0.0..=64.0).contains(&self.range_filter_bits_per_key) {
+            return Err(invalid("range_filter_bits_per_key", "must be between 0 and 64"));
+        }
+        if self.range_filter_key_offset > 255 {
+            return Err(invalid("range_filter_key_offset", "must be at most 255"));
+        }
+        if !(1..=64).contains(&self.range_filter_max_depth) {
+            return Err(invalid("range_filter_max_depth", "must be between 1 and 64"));
+        }
+        if self.range_filter_probe_budget == 0 {
+            return Err(invalid("range_filter_probe_budget", "must be at least 1"));
         }
         if !(2..=64).contains(&self.merlin_window) {
             return Err(invalid("merlin_window", "must be between 2 and 64"));
@@ -330,6 +360,10 @@ impl Options {
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
         m.insert("bpk_policy", self.bpk_policy.name().to_string());
         m.insert("merlin_window", self.merlin_window.to_string());
+        m.insert("range_filter_bits_per_key", self.range_filter_bits_per_key.to_string());
+        m.insert("range_filter_key_offset", self.range_filter_key_offset.to_string());
+        m.insert("range_filter_max_depth", self.range_filter_max_depth.to_string());
+        m.insert("range_filter_probe_budget", self.range_filter_probe_budget.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
@@ -447,6 +481,15 @@ mod tests {
             ("block_size", Box::new(|o| o.block_size = 10)),
             ("bloom_bits_per_key", Box::new(|o| o.bloom_bits_per_key = -1.0)),
             (
+                "range_filter_bits_per_key",
+                Box::new(|o| o.range_filter_bits_per_key = 65.0),
+            ),
+            ("range_filter_key_offset", Box::new(|o| o.range_filter_key_offset = 256)),
+            (
+                "range_filter_probe_budget",
+                Box::new(|o| o.range_filter_probe_budget = 0),
+            ),
+            (
                 "merge_policy",
                 Box::new(|o| o.merge_policy = MergePolicyKind::Garnering { c: 1.5 }),
             ),
@@ -483,6 +526,10 @@ mod tests {
             bloom_bits_per_key: _,
             bpk_policy: _,
             merlin_window: _,
+            range_filter_bits_per_key: _,
+            range_filter_key_offset: _,
+            range_filter_max_depth: _,
+            range_filter_probe_budget: _,
             block_cache_size: _,
             high_pri_pool_ratio: _,
             index_in_block_cache: _,
@@ -520,6 +567,10 @@ mod tests {
             "bloom_bits_per_key",
             "bpk_policy",
             "merlin_window",
+            "range_filter_bits_per_key",
+            "range_filter_key_offset",
+            "range_filter_max_depth",
+            "range_filter_probe_budget",
             "block_cache_size",
             "high_pri_pool_ratio",
             "index_in_block_cache",

@@ -7,10 +7,11 @@ use super::inner::DbInner;
 use crate::error::Result;
 use crate::filter::{DecideFilter, TableOutput};
 use crate::options::Options;
-use crate::sst::{FilterDecision, TableOptions, TableReader};
+use crate::sst::{FilterDecision, RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
 use crate::tuning::bpk::{filter_decision, BpkAllocator, OutputContext};
+use crate::tuning::rosetta::SIZE_BUCKETS;
 use crate::version::{FileMeta, TreeVersion};
 use std::sync::Arc;
 
@@ -98,8 +99,15 @@ impl DecideFilter for OutputDecider {
     }
 }
 
-/// Table options with the options' block layout and `filter` deciding the filter.
-fn with_filter(opts: &Options, filter: FilterDecision, decider: Option<Arc<dyn DecideFilter>>) -> TableOptions {
+/// Table options with the options' block layout and `filter` deciding the filter; a range
+/// filter laid out for `sizes` (the tree's sampled range-query sizes) when the options ask for
+/// one.
+fn with_filter(
+    opts: &Options,
+    filter: FilterDecision,
+    decider: Option<Arc<dyn DecideFilter>>,
+    sizes: Option<Arc<[u64; SIZE_BUCKETS]>>,
+) -> TableOptions {
     TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
@@ -107,6 +115,11 @@ fn with_filter(opts: &Options, filter: FilterDecision, decider: Option<Arc<dyn D
         segment_size: opts.segment_size,
         filter,
         filter_decider: decider,
+        range_filter: (opts.range_filter_bits_per_key > 0.0).then_some(RangeFilterOptions {
+            bits_per_key: opts.range_filter_bits_per_key,
+            key_offset: opts.range_filter_key_offset,
+            sizes,
+        }),
     }
 }
 
@@ -125,13 +138,14 @@ impl DbInner {
     /// allocation, otherwise a per-output decision. Opens the inputs' readers (for the
     /// inheritance shares), so call it without the state lock.
     pub(super) fn job_table_options(self: &Arc<Self>, tree: usize, job: JobFilter<'_>) -> Result<TableOptions> {
+        let sizes = Some(Arc::new(self.counters.tree(tree).range_sizes()));
         if self.bpk.name() == "uniform" {
             let fixed = filter_decision("uniform", self.opts.bloom_bits_per_key);
-            return Ok(with_filter(&self.opts, fixed, None));
+            return Ok(with_filter(&self.opts, fixed, None, sizes));
         }
         let version = self.state.lock().version().clone();
         let Some(tv) = version.trees.get(tree) else {
-            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None));
+            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None, sizes));
         };
         let stats = self.stats_snapshot(&version, Some(tree));
         let input = |f: &Arc<FileMeta>| -> Result<Option<Input>> {
@@ -170,6 +184,7 @@ impl DbInner {
             &self.opts,
             FilterDecision::uniform(0.0),
             Some(Arc::new(decider)),
+            sizes,
         ))
     }
 }
@@ -195,7 +210,7 @@ pub(super) fn recovery_table_options(
     tv: Option<&TreeVersion>,
 ) -> TableOptions {
     if allocator.name() == "uniform" {
-        return with_filter(opts, filter_decision("uniform", opts.bloom_bits_per_key), None);
+        return with_filter(opts, filter_decision("uniform", opts.bloom_bits_per_key), None, None);
     }
     let stats = StatsSnapshot {
         files: tv
@@ -218,7 +233,7 @@ pub(super) fn recovery_table_options(
         flush: true,
         inner: None,
     };
-    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)))
+    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)), None)
 }
 
 fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {

@@ -3,7 +3,9 @@
 //! bounds. [`Range`] runs a forward and a backward cursor and stops where they meet.
 
 use super::inner::{DbInner, SuperVersion};
+use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
+use crate::filter::rosetta::ProbeLimits;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
 use crate::sst::IterOptions;
@@ -24,32 +26,43 @@ struct Cursor {
     value: Vec<u8>,
 }
 
-fn cursor(inner: &Arc<DbInner>, tree: u32, sv: &Arc<SuperVersion>, seq: u64, bounds: &KeyBounds) -> Cursor {
+fn cursor(
+    inner: &Arc<DbInner>,
+    tree: u32,
+    sv: &Arc<SuperVersion>,
+    seq: u64,
+    bounds: &KeyBounds,
+    log: Option<&Arc<MaybeLog>>,
+) -> Cursor {
     let sv = sv.clone();
     let mut children: Vec<BoxedIter> = sv.mems.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect();
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         let i = inner.clone();
         let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
+        let limits = ProbeLimits {
+            max_depth: inner.opts.range_filter_max_depth,
+            budget: inner.opts.range_filter_probe_budget,
+        };
         // Every table is read through a bounded level iterator: tables whose key range misses
-        // the bounds are never opened, and the table-skip hook (the range filter's place) is
-        // asked before any other. Each L0 table is a level of its own.
-        let bounded = |files: Vec<Arc<crate::version::FileMeta>>| -> BoxedIter {
+        // the bounds are never opened, and the range filter is asked before any other. Each L0
+        // table is a level of its own.
+        let bounded = |files: Vec<Arc<crate::version::FileMeta>>, level: usize| -> BoxedIter {
             Box::new(LevelIter::bounded(
                 files,
                 open.clone(),
                 IterOptions::default(),
                 bounds.clone(),
-                None,
+                log.map(|log| range_filter::table_skip(level, limits, sv.counters.clone(), log.clone())),
             ))
         };
         for f in tv.level(0) {
             if bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
-                children.push(bounded(vec![f.clone()]));
+                children.push(bounded(vec![f.clone()], 0));
             }
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
-                children.push(bounded(tv.level(level).to_vec()));
+                children.push(bounded(tv.level(level).to_vec(), level));
             }
         }
     }
@@ -230,6 +243,10 @@ pub struct Range {
     front_last: Option<Vec<u8>>,
     back_last: Option<Vec<u8>>,
     done: bool,
+    /// For a bounded read with range filters on: the filters that answered "maybe" (false
+    /// positives if the read returns nothing).
+    maybes: Option<Arc<MaybeLog>>,
+    yielded: bool,
 }
 
 impl std::fmt::Debug for Range {
@@ -260,20 +277,31 @@ impl Range {
         // compaction dropped before this super-version is older than `seq` can see.
         let sv = inner.super_version(tree);
         let seq = seq.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
+        let bounds = KeyBounds {
+            lo: owned(r.start_bound()),
+            hi: owned(r.end_bound()),
+        };
+        let bounded = !matches!(bounds.lo, Bound::Unbounded) && !matches!(bounds.hi, Bound::Unbounded);
+        let maybes = match &sv {
+            Ok(sv) if bounded && inner.opts.range_filter_bits_per_key > 0.0 => {
+                range_filter::record_size(&sv.counters, &bounds, inner.opts.range_filter_key_offset);
+                Some(MaybeLog::new(sv.counters.levels()))
+            }
+            _ => None,
+        };
         Range {
             inner,
             tree,
             seq,
             sv,
-            bounds: KeyBounds {
-                lo: owned(r.start_bound()),
-                hi: owned(r.end_bound()),
-            },
+            bounds,
             front: None,
             back: None,
             front_last: None,
             back_last: None,
             done: false,
+            maybes,
+            yielded: false,
         }
     }
 
@@ -285,7 +313,14 @@ impl Range {
         let slot = if forward { &mut self.front } else { &mut self.back };
         if slot.is_none() {
             let made = match &self.sv {
-                Ok(sv) => Ok(cursor(&self.inner, self.tree, sv, self.seq, &self.bounds)),
+                Ok(sv) => Ok(cursor(
+                    &self.inner,
+                    self.tree,
+                    sv,
+                    self.seq,
+                    &self.bounds,
+                    self.maybes.as_ref(),
+                )),
                 Err(e) => Err(crate::sst::clone_error(e)),
             };
             match made {
@@ -318,6 +353,7 @@ impl Range {
                 let last = mine.get_or_insert_with(Vec::new);
                 last.clear();
                 last.extend_from_slice(&k);
+                self.yielded = true;
                 Some(Ok((k, v)))
             }
             Some(Err(e)) => {
@@ -326,6 +362,9 @@ impl Range {
             }
             None => {
                 self.done = true;
+                if let (false, Some(log), Ok(sv)) = (self.yielded, &self.maybes, &self.sv) {
+                    log.record_false_positives(&sv.counters);
+                }
                 None
             }
         }

@@ -12,6 +12,7 @@ mod flush;
 mod inner;
 mod iter;
 mod open;
+mod range_filter;
 mod read;
 mod stats;
 mod write;

@@ -28,7 +28,7 @@ pub fn key_hash(user_key: &[u8]) -> u64 {
 
 /// Murmur3's 64-bit finalizer: a bijective mixer.
 #[inline]
-fn fmix64(mut k: u64) -> u64 {
+pub(super) fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
     k ^= k >> 33;
@@ -37,7 +37,7 @@ fn fmix64(mut k: u64) -> u64 {
 }
 
 /// φ·2⁶⁴ (golden ratio), spreading small consecutive seeds over the whole u64 range.
-const SEED_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+pub(super) const SEED_SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
 
 #[inline]
 fn unit_hash(h: u64, seed: u64) -> u64 {
@@ -71,7 +71,7 @@ pub fn expected_fpr(bpk: f64) -> f64 {
 }
 
 #[inline]
-fn probe_positions(g: u64, num_bits: u64, k: u32) -> impl Iterator<Item = u64> {
+pub(super) fn probe_positions(g: u64, num_bits: u64, k: u32) -> impl Iterator<Item = u64> {
     let delta = g.rotate_left(32) | 1;
     (0..u64::from(k)).map(move |i| {
         let x = g.wrapping_add(i.wrapping_mul(delta));

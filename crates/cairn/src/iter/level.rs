@@ -6,7 +6,7 @@
 use super::{TwoLevelIndex, TwoLevelIter};
 use crate::error::Result;
 use crate::format::ikey;
-use crate::sst::{IterOptions, TableIter, TableReader};
+use crate::sst::{BlockWindow, IterOptions, TableIter, TableReader};
 use crate::version::FileMeta;
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -49,10 +49,19 @@ impl KeyBounds {
     }
 }
 
-/// Asked before a range read reads a table: `Ok(false)` means the table holds no key within the
-/// bounds, and it is skipped without its index or data being read. This is where a range
-/// filter answers.
-pub type TableSkip = Arc<dyn Fn(&FileMeta, &TableReader, &KeyBounds) -> Result<bool> + Send + Sync>;
+/// What a range read does with a table, as its range filter says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableAccess {
+    /// The table holds no key within the bounds: skip it without reading its index or data.
+    Skip,
+    /// Read it, skipping the data blocks the window rules out.
+    Window(BlockWindow),
+    /// Read it.
+    Read,
+}
+
+/// Asked before a range read reads a table. This is where a range filter answers.
+pub type TableSkip = Arc<dyn Fn(&FileMeta, &TableReader, &KeyBounds) -> Result<TableAccess> + Send + Sync>;
 
 /// Iterator over a sorted level.
 pub type LevelIter = TwoLevelIter<LevelFiles>;
@@ -153,12 +162,15 @@ impl TwoLevelIndex for LevelFiles {
             return Ok(None);
         };
         let table = (self.open)(f)?;
-        if let Some(skip) = &self.skip {
-            if !skip(f, &table, &self.bounds)? {
-                return Ok(None);
-            }
-        }
-        Ok(Some(table.iter_with(self.opts.clone())))
+        let access = match &self.skip {
+            Some(skip) => skip(f, &table, &self.bounds)?,
+            None => TableAccess::Read,
+        };
+        Ok(match access {
+            TableAccess::Skip => None,
+            TableAccess::Window(w) => Some(table.iter_with(self.opts.clone()).with_window(w)),
+            TableAccess::Read => Some(table.iter_with(self.opts.clone())),
+        })
     }
     fn status(&self) -> Result<()> {
         Ok(())
@@ -255,7 +267,11 @@ mod tests {
         let seen = opened.clone();
         let skip: TableSkip = Arc::new(move |f: &FileMeta, _: &TableReader, _: &KeyBounds| {
             seen.lock().push(f.number);
-            Ok(f.number != 2 && f.number != 5)
+            Ok(if f.number != 2 && f.number != 5 {
+                TableAccess::Read
+            } else {
+                TableAccess::Skip
+            })
         });
         let kept: Model = models
             .iter()
@@ -282,7 +298,7 @@ mod tests {
         let seen = opened.clone();
         let skip: TableSkip = Arc::new(move |f: &FileMeta, _: &TableReader, _: &KeyBounds| {
             seen.lock().push(f.number);
-            Ok(true)
+            Ok(TableAccess::Read)
         });
         let mut it = LevelIter::bounded(files, opener(&fs), IterOptions::default(), bounds, Some(skip));
         let inside: Model = models[1..3]

@@ -6,9 +6,9 @@ pub mod level;
 pub mod merging;
 pub mod two_level;
 
-pub use level::{KeyBounds, LevelIter, TableOpener};
+pub use level::{KeyBounds, LevelIter, TableAccess, TableOpener, TableSkip};
 #[cfg(feature = "test-util")]
-pub use level::{LevelFiles, TableSkip};
+pub use level::LevelFiles;
 pub use merging::{BoxedIter, MergingIter};
 pub use two_level::{TwoLevelIndex, TwoLevelIter};
 

@@ -58,6 +58,11 @@ impl<I: TwoLevelIndex> TwoLevelIter<I> {
         }
     }
 
+    /// The index.
+    pub(crate) fn index_mut(&mut self) -> &mut I {
+        &mut self.index
+    }
+
     /// Opens the child of the index's current entry; false at the end or on error (an empty
     /// child is returned as `Some` positioned nowhere, for `skip` to move past).
     fn load(&mut self) -> bool {

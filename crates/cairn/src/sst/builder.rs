@@ -5,9 +5,10 @@ use super::block::BlockBuilder;
 use super::footer::{BlockHandle, Footer, FORMAT_VERSION};
 use super::properties::{FilterDecision, Properties, SegmentMeta};
 use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
-use super::{TableOptions, METAINDEX_PROPERTIES};
+use super::{TableOptions, METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
+use crate::filter::rosetta::{self, RosettaBuilder};
 use crate::filter::{key_hash, BloomUnitsWriter, FilterWriter};
 use crate::format::ikey::{self, ValueKind};
 use crate::stats::IoStats;
@@ -41,6 +42,7 @@ pub struct TableBuilder {
     props: Properties,
     seg: SegmentAcc,
     filter: Box<dyn FilterWriter>,
+    range: Option<RosettaBuilder>,
     distinct_keys: u64,
     last_key: Vec<u8>,
 }
@@ -72,7 +74,13 @@ impl TableBuilder {
             segments: Vec::new(),
         };
         let filter = Box::new(BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()));
+        let range = opts
+            .range_filter
+            .as_ref()
+            .filter(|r| r.bits_per_key > 0.0)
+            .map(|r| RosettaBuilder::new(r.key_offset));
         TableBuilder {
+            range,
             data: BlockBuilder::new(opts.restart_interval),
             index: BlockBuilder::new(1),
             file,
@@ -118,6 +126,9 @@ impl TableBuilder {
             // A key whose versions span two segments is in both segments' filters.
             if self.last_key.is_empty() || ikey::user_key(&self.last_key) != user_key {
                 self.distinct_keys += 1;
+                if let Some(r) = &mut self.range {
+                    r.add_key(user_key);
+                }
             }
             if self.seg.last_user_key.is_none() {
                 self.seg.meta.smallest_user_key = user_key.to_vec();
@@ -227,8 +238,17 @@ impl TableBuilder {
             }
         }
         self.props.filter_size = self.offset - filter_start;
-        // The range-filter slot (metaindex entry `cairn.range_filter`) stays empty: this
-        // version builds no range filter.
+        let range_filter = match (self.range.take(), &self.opts.range_filter) {
+            (Some(r), Some(ro)) => {
+                let budget = ro.bits_per_key * self.distinct_keys as f64;
+                let sizes = ro.sizes.clone();
+                let block = r.finish(self.props.file_number, |prefixes| {
+                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref()).levels
+                });
+                Some(self.write_block(&block, Compression::None)?)
+            }
+            _ => None,
+        };
         let index_bytes = self.index.finish().to_vec();
         let index = self.write_block(&index_bytes, Compression::None)?;
         self.props.index_size = index.size + TRAILER_LEN as u64;
@@ -237,6 +257,11 @@ impl TableBuilder {
         let mut h = Vec::new();
         props.encode_to(&mut h);
         meta.add(METAINDEX_PROPERTIES, &h);
+        if let Some(rf) = range_filter {
+            let mut v = vec![rosetta::VERSION];
+            rf.encode_to(&mut v);
+            meta.add(METAINDEX_RANGE_FILTER, &v);
+        }
         let metaindex = self.write_block(meta.finish(), Compression::None)?;
         let footer = Footer {
             metaindex,
@@ -265,6 +290,7 @@ impl Default for TableOptions {
             segment_size: 4 << 20,
             filter: FilterDecision::uniform(10.0),
             filter_decider: None,
+            range_filter: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use super::reader::{IterOptions, TableReader};
 use super::trailer::Readahead;
 use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
-use crate::format::ikey::KeyOrder;
+use crate::format::ikey::{self, KeyOrder};
 use crate::iter::{InternalIterator, TwoLevelIndex, TwoLevelIter};
 use crate::stats::IoStats;
 use std::sync::Arc;
@@ -23,6 +23,23 @@ pub struct TableIndex {
     fill_cache: bool,
     stats: Option<Arc<IoStats>>,
     readahead: Readahead,
+    window: Option<BlockWindow>,
+    /// A user key every entry still to come in the current direction is ≥ (moving forward:
+    /// the target of the last seek, or the last key of the block just left); `None` when
+    /// unknown (moving backward).
+    floor: Option<Vec<u8>>,
+}
+
+/// User keys a range read may skip in a table, from its range filter: the table holds no key in
+/// `[lo_bound, lo)` nor in `[hi_excl, hi_bound]` of the read's bounds. Data blocks that can only
+/// hold keys outside the bounds are then never read: one whose last key is `< lo`, and, moving
+/// forward, one whose keys all come at or after `hi_excl`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockWindow {
+    /// Keys below this (within the read's bounds) are absent.
+    pub lo: Vec<u8>,
+    /// Keys from this on (within the read's bounds) are absent; `None`: no upper tightening.
+    pub hi_excl: Option<Vec<u8>>,
 }
 
 /// The largest chunk a user iterator's auto-readahead reads (RocksDB's
@@ -41,7 +58,40 @@ impl TableIter {
             } else {
                 Readahead::auto(AUTO_READAHEAD_MAX)
             },
+            window: None,
+            floor: None,
         })
+    }
+
+    /// Skips the data blocks `window` rules out.
+    pub(crate) fn with_window(mut self, window: BlockWindow) -> Self {
+        self.index_mut().window = Some(window);
+        self
+    }
+}
+
+impl TableIndex {
+    fn set_floor(&mut self, user_key: Option<&[u8]>) {
+        match user_key {
+            Some(k) => {
+                let f = self.floor.get_or_insert_with(Vec::new);
+                f.clear();
+                f.extend_from_slice(k);
+            }
+            None => self.floor = None,
+        }
+    }
+
+    /// Whether the window rules out the current block.
+    fn outside_window(&self) -> bool {
+        let Some(w) = &self.window else {
+            return false;
+        };
+        let last = ikey::user_key(self.index.key());
+        if last < w.lo.as_slice() {
+            return true;
+        }
+        matches!((&self.floor, &w.hi_excl), (Some(f), Some(h)) if f >= h)
     }
 }
 
@@ -52,16 +102,22 @@ impl TwoLevelIndex for TableIndex {
         self.index.valid()
     }
     fn seek_to_first(&mut self) {
+        self.set_floor(Some(&[]));
         self.index.seek_to_first();
     }
     fn seek_to_last(&mut self) {
+        self.floor = None;
         self.index.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
+        if self.window.is_some() {
+            self.set_floor(Some(ikey::user_key(target)));
+        }
         // The first block whose last key is ≥ target.
         self.index.seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.floor = None;
         // The last key ≤ target is in the first block whose last key is ≥ target, or in an
         // earlier one; past every block's last key it is the table's last key.
         self.index.seek(target);
@@ -70,12 +126,22 @@ impl TwoLevelIndex for TableIndex {
         }
     }
     fn next(&mut self) {
+        if self.window.is_some() && self.index.valid() {
+            // Every key of the next block comes after this block's last key.
+            let f = self.floor.get_or_insert_with(Vec::new);
+            f.clear();
+            f.extend_from_slice(ikey::user_key(self.index.key()));
+        }
         self.index.next();
     }
     fn prev(&mut self) {
+        self.floor = None;
         self.index.prev();
     }
     fn open(&mut self) -> Result<Option<BlockIter>> {
+        if self.outside_window() {
+            return Ok(None);
+        }
         let handle = BlockHandle::decode(&mut Decoder::new(self.index.value())).map_err(|e| {
             Error::corruption(
                 self.table.path(),

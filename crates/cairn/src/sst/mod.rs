@@ -3,7 +3,7 @@
 //! ```text
 //! [data block 0] … [data block n-1]       grouped into segments (default 4 MiB of data)
 //! [filter unit 0 of segment 0] … [unit U-1 of segment S-1]
-//! [range filter]                          reserved metaindex slot; not written yet
+//! [range filter]                          optional (Rosetta, `filter/rosetta.rs`)
 //! [index block]                           one fence pointer per data block: last key → handle
 //! [properties block]
 //! [metaindex block]                       name → handle ("cairn.properties", "cairn.range_filter")
@@ -22,7 +22,7 @@ mod trailer;
 pub(crate) use block::clone_error;
 pub use block::Block;
 pub use builder::{TableBuilder, TableSummary};
-pub use iter::TableIter;
+pub use iter::{BlockWindow, TableIter};
 pub use properties::{FilterDecision, SegmentMeta};
 pub use reader::{GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
@@ -57,6 +57,19 @@ pub struct TableOptions {
     pub filter: FilterDecision,
     /// When set, decides the filter instead of `filter`, once the table's keys are known.
     pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilter>>,
+    /// The range filter to build (none by default).
+    pub range_filter: Option<RangeFilterOptions>,
+}
+
+/// How a table's range filter is built.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeFilterOptions {
+    /// Bits per distinct user key (the table's whole range-filter budget).
+    pub bits_per_key: f64,
+    /// User-key bytes skipped before the 8-byte projection.
+    pub key_offset: usize,
+    /// The sampled range-query sizes its layout is decided from (`None`: the default layout).
+    pub sizes: Option<std::sync::Arc<[u64; crate::tuning::rosetta::SIZE_BUCKETS]>>,
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
 use crate::cache::{BlockCache, BlockKey, CachedBlock, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
+use crate::filter::rosetta::{self, RosettaFilter};
 use crate::filter::BloomFilter;
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
@@ -175,7 +176,12 @@ impl TableReader {
                 props_handle = Some(BlockHandle::decode(&mut d).map_err(mb)?);
             } else if it.key() == METAINDEX_RANGE_FILTER {
                 let version = d.u8("range filter version").map_err(mb)?;
-                range_filter = Some((version, BlockHandle::decode(&mut d).map_err(mb)?));
+                let handle = BlockHandle::decode(&mut d).map_err(mb)?;
+                // A range filter of a later version is left unread: the table is read
+                // without it (a filter only ever lets a read skip work).
+                if version == rosetta::VERSION {
+                    range_filter = Some((version, handle));
+                }
             }
             it.next();
         }
@@ -245,6 +251,12 @@ impl TableReader {
             block += s.block_count;
             offset = offset.saturating_add(s.data_len);
         }
+        if let Some((_, h)) = self.range_filter {
+            let end = h.offset.checked_add(h.size + TRAILER_LEN as u64);
+            if h.offset < p.data_size || end.is_none_or(|e| e > footer.index.offset) {
+                return Err(bad("range filter outside the filter section".into()));
+            }
+        }
         if block != p.data_blocks || offset != p.data_size {
             return Err(bad("segments do not cover the data blocks".into()));
         }
@@ -292,10 +304,42 @@ impl TableReader {
         self.file_size
     }
 
-    /// The reserved range-filter slot: `(version, handle)` if the table has one.
-    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "the range filter reads its slot"))]
+    /// The range-filter slot: `(version, handle)` if the table has a range filter this
+    /// version reads.
+    #[cfg(any(test, feature = "test-util"))]
     pub fn range_filter_slot(&self) -> Option<(u8, BlockHandle)> {
         self.range_filter
+    }
+
+    /// The table's range filter, through the block cache (high priority); `None` if it has
+    /// none.
+    ///
+    /// # Errors
+    /// Read errors; `Corruption` for a damaged filter (never treated as absent).
+    pub fn range_filter(&self) -> Result<Option<Arc<RosettaFilter>>> {
+        let Some((_, handle)) = self.range_filter else {
+            return Ok(None);
+        };
+        self.cached_or_read(
+            handle,
+            BlockKind::RangeFilter,
+            Priority::High,
+            true,
+            &self.stats,
+            None,
+            |c| match c {
+                CachedBlock::RangeFilter(f) => Some(f),
+                _ => None,
+            },
+            |raw| {
+                let f = RosettaFilter::decode(raw)
+                    .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))?;
+                let f = Arc::new(f);
+                let charge = f.memory_usage();
+                Ok((f.clone(), CachedBlock::RangeFilter(f), charge))
+            },
+        )
+        .map(|(f, _)| Some(f))
     }
 
     /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
@@ -396,7 +440,7 @@ impl TableReader {
             readahead,
             |c| match c {
                 CachedBlock::Block(b) => Some(b),
-                CachedBlock::Filter(_) => None,
+                _ => None,
             },
             |raw| {
                 let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
@@ -426,7 +470,7 @@ impl TableReader {
             None,
             |c| match c {
                 CachedBlock::Filter(f) => Some(f),
-                CachedBlock::Block(_) => None,
+                _ => None,
             },
             |raw| {
                 let f = BloomFilter::decode(raw)

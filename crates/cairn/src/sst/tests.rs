@@ -135,6 +135,7 @@ fn round_trip_random_tables() {
                 _ => FilterDecision::uniform(2.5),
             },
             filter_decider: None,
+            range_filter: None,
         };
         let p = PathBuf::from(format!("/t/{round}.sst"));
         let s = build(&fs, &p, &model, opts.clone());

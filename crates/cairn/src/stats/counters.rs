@@ -4,6 +4,7 @@
 //! path records without any lock.
 
 use crate::sst::GetOutcome;
+use crate::tuning::rosetta::{size_bucket, SIZE_BUCKETS};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -21,6 +22,9 @@ struct LevelCounters {
     compaction_read: AtomicU64,
     compaction_written: AtomicU64,
     moves: AtomicU64,
+    range_probes: AtomicU64,
+    range_negatives: AtomicU64,
+    range_false_positives: AtomicU64,
 }
 
 /// Counters of one tree.
@@ -30,6 +34,9 @@ pub struct TreeCounters {
     memtable_hits: AtomicU64,
     flush_bytes: AtomicU64,
     levels: Box<[LevelCounters]>,
+    /// Bounded range reads by size in projection values (`tuning::rosetta::size_bucket`):
+    /// what the range filters of new tables are laid out for.
+    range_sizes: [AtomicU64; SIZE_BUCKETS],
 }
 
 impl TreeCounters {
@@ -39,7 +46,43 @@ impl TreeCounters {
             memtable_hits: AtomicU64::new(0),
             flush_bytes: AtomicU64::new(0),
             levels: (0..levels).map(|_| LevelCounters::default()).collect(),
+            range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+
+    /// Levels counted.
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// A bounded range read over projections `[a, b]`.
+    #[inline]
+    pub fn record_range_size(&self, a: u64, b: u64) {
+        self.range_sizes[size_bucket(a, b)].fetch_add(1, Relaxed);
+    }
+
+    /// The range-read size histogram.
+    pub fn range_sizes(&self) -> [u64; SIZE_BUCKETS] {
+        std::array::from_fn(|i| self.range_sizes[i].load(Relaxed))
+    }
+
+    /// A table's range filter in `level` was consulted by a range read; `negative`: it ruled
+    /// the table out.
+    #[inline]
+    pub fn record_range_probe(&self, level: usize, negative: bool) {
+        self.level(level, |l| {
+            l.range_probes.fetch_add(1, Relaxed);
+            if negative {
+                l.range_negatives.fetch_add(1, Relaxed);
+            }
+        });
+    }
+
+    /// Range filters in `level` that answered "maybe" for a range read that found nothing.
+    pub fn record_range_false_positives(&self, level: usize, n: u64) {
+        self.level(level, |l| {
+            l.range_false_positives.fetch_add(n, Relaxed);
+        });
     }
 
     fn level(&self, level: usize, f: impl FnOnce(&LevelCounters)) {
@@ -128,6 +171,9 @@ impl TreeCounters {
                     compaction_bytes_read: l.compaction_read.load(Relaxed),
                     compaction_bytes_written: l.compaction_written.load(Relaxed),
                     moves: l.moves.load(Relaxed),
+                    range_probes: l.range_probes.load(Relaxed),
+                    range_negatives: l.range_negatives.load(Relaxed),
+                    range_false_positives: l.range_false_positives.load(Relaxed),
                 })
                 .collect(),
         }
@@ -270,6 +316,13 @@ pub struct LevelStats {
     pub compaction_bytes_written: u64,
     /// Trivial moves into this level.
     pub moves: u64,
+    /// Range reads that consulted a table's range filter in this level.
+    pub range_probes: u64,
+    /// ... and that filter ruled the table out.
+    pub range_negatives: u64,
+    /// ... or answered "maybe" for a range read that returned nothing (false positives
+    /// counted on empty results only: a "maybe" next to another table's hit is not counted).
+    pub range_false_positives: u64,
 }
 
 /// Counters of one tree.

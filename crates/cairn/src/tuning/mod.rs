@@ -1,7 +1,9 @@
-//! Pure deciders that tune the engine: point-filter allocation, the write controller.
+//! Pure deciders that tune the engine: point-filter allocation, range-filter layout, the write
+//! controller.
 
 pub mod bpk;
 pub mod filter_plan;
+pub mod rosetta;
 pub mod write_control;
 
 pub use filter_plan::{FilterPlan, UnitChoice};

@@ -1,0 +1,194 @@
+//! The range filter on the read path (docs/design.md §6.5): before a bounded range read opens a
+//! table's index, the table's Rosetta filter is asked whether any key lies within the bounds.
+//! "Empty" skips the table; "maybe" narrows it to the sub-range that may hold keys, so data
+//! blocks outside it are not read (a [`BlockWindow`]).
+//!
+//! The filter is consulted only when both bounds are given and share the filter's key offset
+//! (the projection is monotone only among keys sharing those bytes), and only when the range
+//! is short enough for the probe budget to settle it: at most `budget × 2^top` projection values
+//! where `top` is the filter's highest stored height (the **cost rule**; past it every probe
+//! would end in "maybe" and only cost time).
+
+use crate::error::Result;
+use crate::filter::rosetta::{project, smallest_key_of, ProbeLimits, RosettaFilter};
+use crate::iter::{KeyBounds, TableAccess, TableSkip};
+use crate::sst::{BlockWindow, TableReader};
+use crate::stats::TreeCounters;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// The projection interval `[a, b]` of a range read and the key prefix it shares, or `None`
+/// when a range filter with key offset `offset` cannot answer for these bounds. `Some(None)`:
+/// the bounds hold no key at all.
+fn projected(bounds: &KeyBounds, offset: usize) -> Option<Option<(&[u8], u64, u64)>> {
+    let (Bound::Included(lo) | Bound::Excluded(lo)) = &bounds.lo else {
+        return None;
+    };
+    let (hi, hi_excluded) = match &bounds.hi {
+        Bound::Included(h) => (h, false),
+        Bound::Excluded(h) => (h, true),
+        Bound::Unbounded => return None,
+    };
+    if lo.len() < offset || hi.len() < offset || lo[..offset] != hi[..offset] {
+        return None;
+    }
+    let prefix = &lo[..offset];
+    let a = project(lo, offset);
+    let mut b = project(hi, offset);
+    // An excluded upper bound that is the smallest key of its projection: every key below it
+    // (sharing the prefix) projects lower.
+    if hi_excluded && hi.len() <= offset + 8 && smallest_key_of(prefix, b) == *hi {
+        match b.checked_sub(1) {
+            Some(x) => b = x,
+            None => return Some(None),
+        }
+    }
+    Some((a <= b).then_some((prefix, a, b)))
+}
+
+/// Records the size of a bounded range read in `counters` (what new tables' range filters are
+/// laid out for).
+pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: usize) {
+    if let Some(Some((_, a, b))) = projected(bounds, offset) {
+        counters.record_range_size(a, b);
+    }
+}
+
+/// Range filters of one range read that answered "maybe", per level: if the read returns
+/// nothing, each was a false positive.
+#[derive(Debug)]
+pub(super) struct MaybeLog {
+    per_level: Box<[AtomicU64]>,
+}
+
+impl MaybeLog {
+    pub(super) fn new(levels: usize) -> Arc<Self> {
+        Arc::new(MaybeLog {
+            per_level: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
+    /// The read returned nothing: its "maybe" answers were false positives.
+    pub(super) fn record_false_positives(&self, counters: &TreeCounters) {
+        for (level, n) in self.per_level.iter().enumerate() {
+            let n = n.swap(0, Relaxed);
+            if n > 0 {
+                counters.record_range_false_positives(level, n);
+            }
+        }
+    }
+}
+
+/// Whether `filter` can settle `[a, b]` within the probe budget (the cost rule).
+fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> bool {
+    let Some(top) = filter.levels().last().map(|l| l.height) else {
+        return false;
+    };
+    u128::from(b - a) < u128::from(limits.budget) << top
+}
+
+/// What a range read does with `table` in `level`.
+fn access(
+    table: &TableReader,
+    bounds: &KeyBounds,
+    level: usize,
+    limits: ProbeLimits,
+    counters: &TreeCounters,
+    log: &MaybeLog,
+) -> Result<TableAccess> {
+    let Some(filter) = table.range_filter()? else {
+        return Ok(TableAccess::Read);
+    };
+    let (prefix, a, b) = match projected(bounds, filter.key_offset()) {
+        None => return Ok(TableAccess::Read),
+        Some(None) => return Ok(TableAccess::Skip),
+        Some(Some(p)) => p,
+    };
+    if !within_cost(&filter, a, b, limits) {
+        return Ok(TableAccess::Read);
+    }
+    let first = filter.first_maybe(a, b, limits, None);
+    counters.record_range_probe(level, first.is_none());
+    let Some(t) = first else {
+        return Ok(TableAccess::Skip);
+    };
+    if let Some(n) = log.per_level.get(level) {
+        n.fetch_add(1, Relaxed);
+    }
+    let last = filter.last_maybe(t, b, limits, None).unwrap_or(b);
+    Ok(TableAccess::Window(BlockWindow {
+        lo: smallest_key_of(prefix, t),
+        hi_excl: last.checked_add(1).map(|x| smallest_key_of(prefix, x)),
+    }))
+}
+
+/// The hook a range read's level iterator for `level` asks before each table.
+pub(super) fn table_skip(
+    level: usize,
+    limits: ProbeLimits,
+    counters: Arc<TreeCounters>,
+    log: Arc<MaybeLog>,
+) -> TableSkip {
+    Arc::new(move |_, table, bounds| access(table, bounds, level, limits, &counters, &log))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounds(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> KeyBounds {
+        let own = |b: Bound<&[u8]>| match b {
+            Bound::Included(k) => Bound::Included(k.to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        KeyBounds {
+            lo: own(lo),
+            hi: own(hi),
+        }
+    }
+
+    #[test]
+    fn projection_of_bounds() {
+        use Bound::{Excluded, Included, Unbounded};
+        let p = |lo, hi, o| projected(&bounds(lo, hi), o).map(|x| x.map(|(p, a, b)| (p.to_vec(), a, b)));
+        assert_eq!(p(Unbounded, Included(&b"b"[..]), 0), None, "both bounds are needed");
+        assert_eq!(p(Included(&b"a"[..]), Unbounded, 0), None);
+        let (a, b) = (project(b"a", 0), project(b"b", 0));
+        assert_eq!(
+            p(Included(&b"a"[..]), Included(&b"b"[..]), 0),
+            Some(Some((vec![], a, b)))
+        );
+        // "b" is the smallest key projecting to b: an excluded "b" ends the range at b − 1.
+        assert_eq!(
+            p(Included(&b"a"[..]), Excluded(&b"b"[..]), 0),
+            Some(Some((vec![], a, b - 1)))
+        );
+        // "b\0" projects to b too, but "b" < "b\0": b stays in the range.
+        assert_eq!(
+            p(Included(&b"a"[..]), Excluded(&b"b\0"[..]), 0),
+            Some(Some((vec![], a, b)))
+        );
+        // 16-byte keys: the projection is their first 8 bytes, and no tightening of hi.
+        let k = |x: u64| [x.to_be_bytes(), [0; 8]].concat();
+        let (k5, k9) = (k(5), k(9));
+        assert_eq!(p(Included(&k5[..]), Excluded(&k9[..]), 0), Some(Some((vec![], 5, 9))));
+        // Offsets: the bounds must share the skipped bytes.
+        assert_eq!(p(Included(&b"u1xx"[..]), Included(&b"u2yy"[..]), 2), None);
+        assert_eq!(
+            p(Included(&b"u1xx"[..]), Included(&b"u1yy"[..]), 2),
+            Some(Some((b"u1".to_vec(), project(b"xx", 0), project(b"yy", 0))))
+        );
+        assert_eq!(
+            p(Included(&b"u"[..]), Included(&b"u1yy"[..]), 2),
+            None,
+            "a bound shorter than the offset"
+        );
+        assert_eq!(
+            p(Included(&b""[..]), Excluded(&b""[..]), 0),
+            Some(None),
+            "nothing below the empty key"
+        );
+    }
+}
