@@ -89,6 +89,9 @@ pub struct EngineArgs {
     /// The rate delayed writes start at, bytes per second (cairn only; default: its own).
     #[arg(long)]
     pub delayed_write_rate: Option<u64>,
+    /// Range-filter (Rosetta) bits per key (cairn only; 0: none).
+    #[arg(long, default_value_t = 0.0)]
+    pub range_filter_bits_per_key: f64,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -114,6 +117,8 @@ pub trait Engine: Send + Sync {
     /// Visits up to `limit` entries from `start` (the first key ≥ start; all keys when None)
     /// forward or backward, returning (entries, bytes).
     fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)>;
+    /// Visits every entry with `lo ≤ key < hi`, returning (entries, bytes).
+    fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)>;
     /// Flushes memtables to tables.
     fn flush(&self) -> EResult<()>;
     /// Compacts the whole key space.
@@ -207,6 +212,7 @@ impl CairnEngine {
             l0_stop_trigger: a.level0_stop_writes_trigger.unwrap_or(d.l0_stop_trigger),
             delayed_write_rate: a.delayed_write_rate.unwrap_or(d.delayed_write_rate),
             bloom_bits_per_key: a.bloom_bits.max(0.0),
+            range_filter_bits_per_key: a.range_filter_bits_per_key,
             bpk_policy,
             merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
             index_in_block_cache: a.cache_index_and_filter_blocks,
@@ -279,6 +285,14 @@ impl Engine for CairnEngine {
         };
         let sizes = range.map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
         count_entries_dir(sizes, limit, reverse)
+    }
+
+    fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)> {
+        let sizes = self
+            .db
+            .range(lo.to_vec()..hi.to_vec())
+            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
+        count_entries(sizes, u64::MAX)
     }
 
     fn flush(&self) -> EResult<()> {

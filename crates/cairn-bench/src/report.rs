@@ -137,6 +137,15 @@ pub struct CairnMetrics {
     /// ... cosine similarity.
     #[serde(default)]
     pub replayed_cosine: Option<f64>,
+    /// Range-filter probes (tables whose range filter a range read consulted).
+    #[serde(default)]
+    pub range_filter_probes: u64,
+    /// ... that ruled their table out.
+    #[serde(default)]
+    pub range_filter_negatives: u64,
+    /// ... that answered "maybe" for a range read that returned nothing.
+    #[serde(default)]
+    pub range_filter_false_positives: u64,
 }
 
 /// One file's filter and the lookups it saw (for the allocation chart).
@@ -178,6 +187,9 @@ impl CairnMetrics {
         }
         let acc = after.merlin_accuracy();
         CairnMetrics {
+            range_filter_probes: delta(|l| l.range_probes),
+            range_filter_negatives: delta(|l| l.range_negatives),
+            range_filter_false_positives: delta(|l| l.range_false_positives),
             replayed_distance: None,
             replayed_cosine: None,
             merlin_distance: acc.distance,
@@ -224,6 +236,12 @@ impl CairnMetrics {
             self.write_amp,
             self.levels.iter().map(|(f, b)| format!("{f}/{}MB", b >> 20)).collect::<Vec<_>>()
         );
+        if self.range_filter_probes > 0 {
+            println!(
+                "  cairn: range filter probes {}, negatives {}, false positives on empty ranges {}",
+                self.range_filter_probes, self.range_filter_negatives, self.range_filter_false_positives
+            );
+        }
     }
 }
 

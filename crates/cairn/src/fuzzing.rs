@@ -3,6 +3,7 @@
 //! panic, hang or allocate from an unchecked length; errors are the expected outcome.
 
 use crate::env::{write_all_synced, FileSystem, MemFs};
+use crate::filter::rosetta::{ProbeLimits, RosettaFilter};
 use crate::format::ikey::{split, KeyOrder, LookupKey, MAX_SEQNO};
 use crate::iter::InternalIterator;
 use crate::sst::{Block, ReaderOptions, TableReader, UnitSelection};
@@ -76,6 +77,45 @@ pub fn table(data: &[u8]) {
     for k in probes {
         let _ = t.lookup(&LookupKey::new(&k, MAX_SEQNO), UnitSelection::All);
     }
+    if let Ok(Some(f)) = t.range_filter() {
+        query_range_filter(&f, data);
+    }
+}
+
+/// A range-filter block: decode, then query ranges taken from the input and fixed ones.
+pub fn range_filter(data: &[u8]) {
+    if let Ok(f) = RosettaFilter::decode(data.to_vec()) {
+        query_range_filter(&f, data);
+    }
+}
+
+fn query_range_filter(f: &RosettaFilter, data: &[u8]) {
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        for (j, x) in data.iter().skip(i).take(8).enumerate() {
+            b[j] = *x;
+        }
+        u64::from_le_bytes(b)
+    };
+    let (x, w) = (word(0), word(8) >> (word(16) % 64));
+    let limits = ProbeLimits::default();
+    for (a, b) in [
+        (x, x.saturating_add(w)),
+        (0, u64::MAX),
+        (x, x),
+        (u64::MAX - 3, u64::MAX),
+        (5, 4),
+    ] {
+        let lo = f.first_maybe(a, b, limits, None);
+        let hi = f.last_maybe(a, b, limits, None);
+        // Both directions agree on emptiness, and their bounds lie in the range.
+        assert_eq!(lo.is_some(), hi.is_some(), "range filter directions disagree");
+        if let (Some(l), Some(h)) = (lo, hi) {
+            assert!(a <= l && l <= h && h <= b, "tightened bounds outside the range");
+        }
+        let _ = f.may_contain_projection(a);
+    }
+    let _ = (f.levels(), f.num_bits(), f.keys(), f.key_offset());
 }
 
 /// A WAL file under every recovery mode.

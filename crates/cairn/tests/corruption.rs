@@ -3,7 +3,8 @@
 //! database, then opened under each WAL recovery mode. Opening either fails with a typed
 //! `Corruption` naming the damaged file, or succeeds; then every read returns the right value
 //! or a `Corruption` error (tables are read lazily) — never a wrong value, never a false "not
-//! found" — and WAL-only writes survive as a prefix of their history.
+//! found" — and WAL-only writes survive as a prefix of their history. Tables carry range
+//! filters, and short bounded range reads (which consult them) follow the same rule.
 //! `CAIRN_CORRUPTION_POSITIONS` (default 24) sets flips and zeroings per file.
 
 #![allow(
@@ -37,6 +38,7 @@ fn options(fs: &MemFs, mode: RecoveryMode) -> Options {
         // Nothing is pending at reopen, so no background job touches a damaged table.
         l0_compaction_trigger: 8,
         bloom_bits_per_key: 10.0,
+        range_filter_bits_per_key: 16.0,
         wal_recovery_mode: mode,
         ..common::small(Arc::new(fs.clone()), 32 << 10)
     }
@@ -275,6 +277,22 @@ fn check(
     if !failed && n != expect.len() {
         t.violations
             .push(format!("{case}: scan ended early at {n} of {}", expect.len()));
+    }
+    // Short bounded ranges (the range filters' reads): the model's entries or corruption.
+    for i in 0..60u32 {
+        let (lo, hi) = (
+            format!("k{:05}", i * 33).into_bytes(),
+            format!("k{:05}", i * 33 + 4).into_bytes(),
+        );
+        let want: Vec<_> = expect.iter().filter(|(k, _)| *k >= lo && *k < hi).cloned().collect();
+        match db.range(lo.clone()..hi).collect::<Result<Vec<_>, _>>() {
+            Ok(got) if got == want => {}
+            Ok(_) => t
+                .violations
+                .push(format!("{case}: range from {} differs", String::from_utf8_lossy(&lo))),
+            Err(e) if e.is_corruption() && kind == Kind::Table => failed = true,
+            Err(e) => t.violations.push(format!("{case}: range: {e}")),
+        }
     }
     if failed {
         t.reads_failed += 1;

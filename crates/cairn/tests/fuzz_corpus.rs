@@ -11,6 +11,7 @@
 )]
 
 use cairn::env::{read_all, FileSystem, MemFs};
+use cairn::filter::rosetta::RosettaBuilder;
 use cairn::format::ikey::{InternalKey, ValueKind};
 use cairn::fuzzing;
 use cairn::sst::BlockBuilder;
@@ -21,9 +22,10 @@ use std::sync::Arc;
 
 type Target = fn(&[u8]);
 
-fn targets() -> [(&'static str, Target); 5] {
+fn targets() -> [(&'static str, Target); 6] {
     [
         ("block", fuzzing::block),
+        ("range_filter", fuzzing::range_filter),
         ("table", fuzzing::table),
         ("wal", fuzzing::wal),
         ("manifest", fuzzing::manifest),
@@ -40,6 +42,7 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         write_buffer_size: 8 << 10,
         write_memory_budget: 32 << 10,
         bloom_bits_per_key: 10.0,
+        range_filter_bits_per_key: 12.0,
         ..Options::default()
     };
     let db = Db::open("/s", opts).unwrap();
@@ -80,6 +83,14 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         );
     }
     out.entry("block").or_default().push(b.finish().to_vec());
+    // A range filter of two levels and one of a single level.
+    for plan in [vec![(0, 600.0), (3, 300.0)], vec![(0, 900.0)]] {
+        let mut r = RosettaBuilder::new(0);
+        for i in 0..60u64 {
+            r.add_key(&(i * 37).to_be_bytes());
+        }
+        out.entry("range_filter").or_default().push(r.finish(3, |_| plan));
+    }
     out
 }
 

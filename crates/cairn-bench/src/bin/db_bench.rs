@@ -28,8 +28,8 @@ use std::time::Instant;
 )]
 struct Args {
     /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
-    /// readreverse, seekrandom, readwhilewriting, readrandomwriterandom, deleterandom, compact,
-    /// flush, waitforcompaction, stats.
+    /// readreverse, seekrandom, rangerandom, readwhilewriting, readrandomwriterandom,
+    /// deleterandom, compact, flush, waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
@@ -53,6 +53,14 @@ struct Args {
     /// Entries each seekrandom visits after its seek.
     #[arg(long, default_value_t = 0)]
     seek_nexts: usize,
+    /// Key values each rangerandom query spans (our flag): `[lo, lo + R)`.
+    #[arg(long, default_value_t = 16)]
+    range_size: u64,
+    /// Key numbers are written as `k × stride` (our flag; default 1): strides above 1 leave gaps
+    /// of `stride − 1` absent values between keys, inside every table's key range, where
+    /// rangerandom's empty ranges (`--empty_ratio`) and readmissing-style absent keys lie.
+    #[arg(long, default_value_t = 1)]
+    key_stride: u64,
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     sync: bool,
     /// Print latency percentiles after each benchmark.
@@ -68,7 +76,7 @@ struct Args {
     #[arg(long, default_value_t = 90)]
     readwritepercent: u32,
     /// Fraction of readrandom/readwhilewriting lookups for absent keys that sort between
-    /// existing keys (our flag).
+    /// existing keys, and of rangerandom queries that lie in a gap between keys (our flag).
     #[arg(long, default_value_t = 0.0)]
     empty_ratio: f64,
     /// uniform | zipf:θ | normal:σ | latest (our flag).
@@ -152,6 +160,11 @@ fn progress(name: &str, total: u64) -> ProgressBar {
 }
 
 impl Bench<'_> {
+    /// The key value written for key number `k`.
+    fn stride(&self, k: u64) -> u64 {
+        k.wrapping_mul(self.args.key_stride)
+    }
+
     fn reads(&self) -> u64 {
         u64::try_from(self.args.reads).unwrap_or(self.args.num)
     }
@@ -214,7 +227,7 @@ impl Bench<'_> {
             lat.merge(&t.lat);
         }
         let mut p = Phase::new(name, ops, secs, threads);
-        if name == "seekrandom" {
+        if name == "seekrandom" || name == "rangerandom" {
             lookups = ops;
         }
         let is_lookup = lookups > 0;
@@ -267,7 +280,7 @@ impl Bench<'_> {
                     } else {
                         self.dist.next(a.num, rng)
                     };
-                    db_bench_key(k, a.key_size, &mut key);
+                    db_bench_key(self.stride(k), a.key_size, &mut key);
                     let value = values.next(a.value_size);
                     t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
                     t.ops += 1;
@@ -282,7 +295,7 @@ impl Bench<'_> {
     }
 
     fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
-        let k = self.dist.next(self.args.num, rng);
+        let k = self.stride(self.dist.next(self.args.num, rng));
         if self.args.empty_ratio > 0.0 && rng.gen_bool(self.args.empty_ratio.min(1.0)) {
             absent_key(k, key_size, key);
         } else {
@@ -344,7 +357,7 @@ impl Bench<'_> {
                     if rng.gen_bool(pct) {
                         self.lookup(rng, ks, t, &mut key);
                     } else {
-                        db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
+                        db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, &mut key);
                         let value = values.next(a.value_size);
                         t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
                         t.ops += 1;
@@ -367,7 +380,7 @@ impl Bench<'_> {
         let writer = |rng: &mut StdRng, done: &AtomicBool| {
             let (mut key, mut values) = (Vec::new(), Values::new(rng));
             while !done.load(Ordering::Relaxed) {
-                db_bench_key(self.dist.next(a.num, rng), a.key_size, &mut key);
+                db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, &mut key);
                 db.put(&key, values.next(a.value_size), a.sync)
                     .unwrap_or_else(|e| fail(e));
             }
@@ -415,11 +428,48 @@ impl Bench<'_> {
             |rng, t, pb| {
                 let mut key = Vec::new();
                 for i in 0..n {
-                    db_bench_key(dist.next(a.num, rng), a.key_size, &mut key);
+                    db_bench_key(self.stride(dist.next(a.num, rng)), a.key_size, &mut key);
                     let (count, bytes) = t
                         .lat
                         .time(|| db.scan(Some(&key), 1 + a.seek_nexts as u64, false))
                         .unwrap_or_else(|e| fail(e));
+                    t.found += u64::from(count > 0);
+                    t.bytes += bytes;
+                    t.ops += 1;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
+    }
+
+    /// Range queries `[lo, lo + R)` over key values. With probability `--empty_ratio` the
+    /// range lies strictly inside the gap after a key (`--key_stride` must exceed R + 1), so it
+    /// is empty yet inside the tables' key ranges: fence pointers cannot rule it out. Otherwise
+    /// it starts at a key. Counts the entries of each.
+    fn range_random(&self) -> Phase {
+        let n = self.reads();
+        let a = self.args;
+        let db = self.db;
+        let r = a.range_size.max(1);
+        self.phase(
+            "rangerandom",
+            n,
+            |rng, t, pb| {
+                let (mut lo, mut hi) = (Vec::new(), Vec::new());
+                for i in 0..n {
+                    let k = self.stride(self.dist.next(a.num, rng));
+                    let start = if a.empty_ratio > 0.0 && rng.gen_bool(a.empty_ratio.min(1.0)) {
+                        // Inside (k, k + stride): both ends strictly between two keys.
+                        k + 1 + rng.gen_range(0..a.key_stride - r - 1)
+                    } else {
+                        k
+                    };
+                    db_bench_key(start, a.key_size, &mut lo);
+                    db_bench_key(start + r, a.key_size, &mut hi);
+                    let (count, bytes) = t.lat.time(|| db.range(&lo, &hi)).unwrap_or_else(|e| fail(e));
                     t.found += u64::from(count > 0);
                     t.bytes += bytes;
                     t.ops += 1;
@@ -442,7 +492,7 @@ impl Bench<'_> {
             |rng, t, _| {
                 let mut key = Vec::new();
                 for _ in 0..a.num {
-                    db_bench_key(dist.next(a.num, rng), a.key_size, &mut key);
+                    db_bench_key(self.stride(dist.next(a.num, rng)), a.key_size, &mut key);
                     t.lat.time(|| db.delete(&key, a.sync)).unwrap_or_else(|e| fail(e));
                     t.ops += 1;
                 }
@@ -473,6 +523,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Option<Phase> {
         "readseq" => b.read_seq(name, false),
         "readreverse" => b.read_seq(name, true),
         "seekrandom" => b.seek_random(),
+        "rangerandom" => b.range_random(),
         "deleterandom" => b.delete_random(),
         "compact" => b.once(name, || db.compact()),
         "flush" => b.once(name, || db.flush()),
@@ -496,6 +547,23 @@ fn main() {
     }
     if !(0.0..=1.0).contains(&args.empty_ratio) {
         fail(format!("--empty_ratio={}: must be in [0, 1]", args.empty_ratio));
+    }
+    if args.key_stride == 0 || args.num.checked_mul(args.key_stride).is_none() {
+        fail(format!(
+            "--key_stride={}: must be at least 1, and num × stride must fit in 64 bits",
+            args.key_stride
+        ));
+    }
+    if args.benchmarks.contains("rangerandom")
+        && args.empty_ratio > 0.0
+        && args.key_stride < args.range_size.saturating_add(2)
+    {
+        fail(format!(
+            "--key_stride={}: empty ranges of --range_size={} need a stride of at least {}",
+            args.key_stride,
+            args.range_size,
+            args.range_size.saturating_add(2)
+        ));
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
     let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));

@@ -4,7 +4,7 @@
 //! chosen to give RocksDB's `max_bytes_for_level_base`). fjall has no direct reads, and its
 //! total write-buffer cap is an undocumented, deprecated option, so only the per-memtable size maps.
 
-use super::{count_entries_dir, EResult, Engine, EngineArgs, EngineError};
+use super::{count_entries, count_entries_dir, EResult, Engine, EngineArgs, EngineError};
 use fjall::compaction::Leveled;
 use fjall::config::{BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -111,6 +111,15 @@ impl Engine for FjallEngine {
                 .map_err(EngineError::from)
         });
         count_entries_dir(sizes, limit, reverse)
+    }
+
+    fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)> {
+        let sizes = self.ks.range(lo..hi).map(|g| {
+            g.into_inner()
+                .map(|(k, v)| (k.len(), v.len()))
+                .map_err(EngineError::from)
+        });
+        count_entries(sizes, u64::MAX)
     }
 
     fn flush(&self) -> EResult<()> {

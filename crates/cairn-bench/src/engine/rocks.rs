@@ -3,7 +3,9 @@
 //! against that binary (calibration in the README).
 
 use super::{count_entries, EResult, Engine, EngineArgs, EngineError};
-use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Direction, IteratorMode, Options, WriteOptions, DB};
+use rocksdb::{
+    BlockBasedOptions, Cache, DBCompressionType, Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB,
+};
 use std::path::Path;
 
 pub struct RocksEngine {
@@ -126,6 +128,18 @@ impl Engine for RocksEngine {
             .iterator(mode)
             .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
         count_entries(sizes, limit)
+    }
+
+    fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)> {
+        // RocksDB's way to bound a range read: the iterator stops at `iterate_upper_bound`
+        // without reading past it.
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(hi.to_vec());
+        let sizes = self
+            .db
+            .iterator_opt(IteratorMode::From(lo, Direction::Forward), ro)
+            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
+        count_entries(sizes, u64::MAX)
     }
 
     fn flush(&self) -> EResult<()> {

@@ -529,6 +529,16 @@ impl TableReader {
                     return Ok(out);
                 }
             }
+        } else if available == 0 && !matches!(units, UnitSelection::None) {
+            // No point filter: the range filter's height-0 level (Rosetta's B_L) answers for
+            // the key's projection instead, when the table has one.
+            if let Some(f) = self.range_filter()? {
+                out.units_probed += 1;
+                if !f.may_contain_projection(rosetta::project(user_key, f.key_offset())) {
+                    out.filter_negative = true;
+                    return Ok(out);
+                }
+            }
         }
         let mut idx = self.index.iter(KeyOrder::Internal);
         idx.seek(seek.encoded());

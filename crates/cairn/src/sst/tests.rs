@@ -326,6 +326,9 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
             out.push((BlockKind::FilterUnit, u.offset, u.size));
         }
     }
+    if let Some((_, h)) = t.range_filter_slot() {
+        out.push((BlockKind::RangeFilter, h.offset, h.size));
+    }
     out.push((BlockKind::Index, footer.index.offset, footer.index.size));
     let props_off = footer.index.offset + footer.index.size + TRAILER_LEN as u64;
     out.push((
@@ -360,6 +363,11 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
             segment_size: 2048,
             compression: Compression::Lz4,
             filter: FilterDecision::units("elastic", 2, 5.0),
+            range_filter: Some(super::RangeFilterOptions {
+                bits_per_key: 12.0,
+                key_offset: 0,
+                sizes: None,
+            }),
             ..TableOptions::default()
         },
     );
@@ -423,6 +431,12 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
                     assert!(scan.unwrap_err().is_corruption());
                     assert!(lookup_err);
                 }
+                BlockKind::RangeFilter => {
+                    assert!(scan.is_ok(), "scans do not read the range filter");
+                    assert!(!lookup_err, "point lookups with units do not read it");
+                    let e = t.range_filter().unwrap_err();
+                    assert!(e.is_corruption(), "{e}");
+                }
                 _ => {
                     assert!(scan.is_ok(), "scans do not read filter units");
                     assert!(
@@ -434,7 +448,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
         }
     }
     eprintln!("bit flips tried: {tried} {per_kind:?}");
-    assert!(per_kind.len() == 5 && tried > 300);
+    assert!(per_kind.len() == 6 && tried > 300);
 }
 
 #[test]
@@ -506,6 +520,30 @@ fn golden_table_bytes() {
     assert_eq!(&bytes[bytes.len() - 8..], b"cairnSST");
     assert_eq!(&bytes[..3], &[0, 13, 3]);
     assert_eq!(&bytes[3..8], b"apple");
+
+    // The same table with a range filter (its block, and the metaindex entry naming it).
+    let p = Path::new("/t/golden-range.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            block_size: 32,
+            filter: FilterDecision::units("uniform", 1, 4.0),
+            range_filter: Some(super::RangeFilterOptions {
+                bits_per_key: 10.0,
+                key_offset: 0,
+                sizes: None,
+            }),
+            ..TableOptions::default()
+        },
+    );
+    let bytes = read_all(&fs, p).unwrap();
+    crate::testutil::check_golden("golden/tiny-range.sst.hex", &crate::testutil::hex_lines(&bytes));
+    let t = open(&fs, p, None).unwrap();
+    let f = t.range_filter().unwrap().expect("a range filter");
+    assert_eq!(f.keys(), 2);
+    assert!(f.may_contain_projection(crate::filter::rosetta::project(b"pear", 0)));
 }
 
 #[test]
@@ -598,4 +636,43 @@ fn table_cache_keeps_at_most_max_open_readers() {
             ReaderOptions::default()
         ))
         .is_err());
+}
+
+/// A table without point-filter units answers point lookups from its range filter's height-0
+/// level: absent keys are ruled out, present ones never are.
+#[test]
+fn the_range_filter_answers_point_lookups_when_there_are_no_units() {
+    let mut model = Model::new();
+    for i in 0..2000u64 {
+        model.insert(InternalKey::new(&(i * 10).to_be_bytes(), 1, ValueKind::Put), b"v".to_vec());
+    }
+    let fs = fs();
+    let p = Path::new("/t/bl.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            filter: FilterDecision::uniform(0.0),
+            range_filter: Some(super::RangeFilterOptions {
+                bits_per_key: 16.0,
+                key_offset: 0,
+                sizes: None,
+            }),
+            ..TableOptions::default()
+        },
+    );
+    let t = open(&fs, p, None).unwrap();
+    let (mut negatives, mut reads) = (0, 0);
+    for i in 0..2000u64 {
+        let present = t.get(&(i * 10).to_be_bytes(), 5, UnitSelection::All).unwrap();
+        assert!(present.found.is_some() && !present.filter_negative);
+        let absent = t.get(&(i * 10 + 3).to_be_bytes(), 5, UnitSelection::All).unwrap();
+        assert!(absent.found.is_none());
+        negatives += u32::from(absent.filter_negative);
+        reads += u32::from(absent.data_block_read);
+        // The skip list's "no filter" choice skips it too.
+        assert!(!t.get(&(i * 10 + 3).to_be_bytes(), 5, UnitSelection::None).unwrap().filter_negative);
+    }
+    assert!(negatives >= 1990 && reads <= 10, "{negatives} negatives, {reads} data reads");
 }
