@@ -137,6 +137,11 @@ fn an_empty_range_between_keys_reads_no_data_block() {
         assert_eq!(db.range(lo..hi).count(), 0);
     }
     let after = db.stats();
+    // What `cairn.filters` shows: the sampled sizes (16 values plus the excluded upper bound's
+    // projection: 17, bucket ≤ 32) and each table's single 22-bit level.
+    let text = db.property("cairn.filters").unwrap();
+    assert!(text.contains(&format!("range sizes [≤32:{n}]")), "{text}");
+    assert!(text.contains("range filter h0:22.0"), "{text}");
     let data = after.io.kind(BlockKind::Data).reads - before.io.kind(BlockKind::Data).reads;
     let l = |s: &cairn::DbStats, f: fn(&cairn::LevelStats) -> u64| s.trees[0].levels.iter().map(f).sum::<u64>();
     let probes = l(&after, |l| l.range_probes) - l(&before, |l| l.range_probes);

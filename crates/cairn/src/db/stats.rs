@@ -424,5 +424,42 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
             f.exact_empty
         );
     }
+    range_filters_text(inner, &mut o);
     o
+}
+
+/// The range-filter part of `cairn.filters`: per tree the sampled range sizes the layouts are
+/// decided from, per file its levels (height: bits per prefix).
+fn range_filters_text(inner: &Arc<DbInner>, o: &mut String) {
+    let version = inner.state.lock().version().clone();
+    let _ = writeln!(
+        o,
+        "** range filters ** {} bits per key, key offset {}",
+        inner.opts.range_filter_bits_per_key, inner.opts.range_filter_key_offset
+    );
+    for (t, tv) in version.trees.iter().enumerate() {
+        let sizes = inner.counters.tree(t).range_sizes();
+        let sampled: Vec<String> = sizes
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(b, n)| format!("≤{}:{n}", 1u128 << b))
+            .collect();
+        let _ = writeln!(o, "tree {t} range sizes [{}]", sampled.join(" "));
+        for (level, files) in tv.levels.iter().enumerate() {
+            for f in files {
+                let levels = match inner.open_table(f).and_then(|r| r.range_filter()) {
+                    Ok(Some(rf)) => rf
+                        .levels()
+                        .iter()
+                        .map(|l| format!("h{}:{:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    Ok(None) => "none".into(),
+                    Err(e) => format!("error: {e}"),
+                };
+                let _ = writeln!(o, "{t} L{level} {} range filter {levels}", f.number);
+            }
+        }
+    }
 }
