@@ -318,7 +318,7 @@ fn main() {
         md.push('\n');
     }
     // Latency and cairn's I/O figures from each configuration's median-throughput run.
-    md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR | L0 files after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    md.push_str("\n| benchmark | configuration | p50 µs | p99 µs | p99.9 µs | data blocks from storage / lookup | unnecessary / lookup | filter FPR | range-filter FPR | L0 files after |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (pi, name) in order.iter().enumerate() {
         for c in &configs {
             let Some(runs) = results.get(&(pi, c.name.clone())) else {
@@ -330,8 +330,12 @@ fn main() {
             let lat = p.latency.as_ref();
             let f = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |x| format!("{x:.d$}"));
             let m = p.cairn.as_ref().filter(|_| p.found.is_some());
+            // Range reads that returned nothing count each "maybe" as a false positive.
+            let range_fpr = m
+                .filter(|m| m.range_filter_probes > 0)
+                .map(|m| m.range_filter_false_positives as f64 / m.range_filter_probes as f64);
             md.push_str(&format!(
-                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 c.name,
                 f(lat.map(|l| l.p50_us), 1),
                 f(lat.map(|l| l.p99_us), 1),
@@ -339,6 +343,7 @@ fn main() {
                 f(m.map(|m| m.data_reads_per_lookup), 3),
                 f(m.map(|m| m.unnecessary_data_reads_per_lookup), 4),
                 f(m.map(|m| m.filter_fpr), 4),
+                range_fpr.map_or("–".to_string(), |x| format!("{x:.2e}")),
                 p.debt_after.map_or("–".to_string(), |d| d.l0_files.to_string()),
             ));
         }

@@ -28,8 +28,10 @@ use std::time::Instant;
 )]
 struct Args {
     /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
-    /// readreverse, seekrandom, rangerandom, readwhilewriting, readrandomwriterandom,
-    /// deleterandom, compact, flush, waitforcompaction, stats.
+    /// readreverse, seekrandom, rangerandom (our benchmark: range queries, `--empty_ratio` of
+    /// them empty), rangenonempty (ours: range queries that each start at a key),
+    /// readwhilewriting, readrandomwriterandom, deleterandom, compact, flush,
+    /// waitforcompaction, stats.
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
@@ -53,9 +55,10 @@ struct Args {
     /// Entries each seekrandom visits after its seek.
     #[arg(long, default_value_t = 0)]
     seek_nexts: usize,
-    /// Key values each rangerandom query spans (our flag): `[lo, lo + R)`.
-    #[arg(long, default_value_t = 16)]
-    range_size: u64,
+    /// Key values each rangerandom query spans (our flag): `[lo, lo + R)`. A comma-separated
+    /// list runs one phase per size (`rangerandom-R`).
+    #[arg(long, default_value = "16", value_delimiter = ',')]
+    range_size: Vec<u64>,
     /// Key numbers are written as `k × stride` (our flag; default 1): strides above 1 leave gaps
     /// of `stride − 1` absent values between keys, inside every table's key range, where
     /// rangerandom's empty ranges (`--empty_ratio`) and readmissing-style absent keys lie.
@@ -227,7 +230,7 @@ impl Bench<'_> {
             lat.merge(&t.lat);
         }
         let mut p = Phase::new(name, ops, secs, threads);
-        if name == "seekrandom" || name == "rangerandom" {
+        if name == "seekrandom" || name.starts_with("rangerandom") || name.starts_with("rangenonempty") {
             lookups = ops;
         }
         let is_lookup = lookups > 0;
@@ -445,25 +448,39 @@ impl Bench<'_> {
         )
     }
 
-    /// Range queries `[lo, lo + R)` over key values. With probability `--empty_ratio` the
-    /// range lies strictly inside the gap after a key (`--key_stride` must exceed R + 1), so it
-    /// is empty yet inside the tables' key ranges: fence pointers cannot rule it out. Otherwise
-    /// it starts at a key. Counts the entries of each.
-    fn range_random(&self) -> Phase {
+    /// Range queries `[lo, lo + R)` over key values, one phase per `--range_size`. With
+    /// probability `empty` the range lies strictly inside the gap after a key (`--key_stride`
+    /// must exceed R + 1), so it is empty yet inside the tables' key ranges: fence pointers
+    /// cannot rule it out. Otherwise it starts at a key. Counts the entries of each.
+    fn range_random(&self, name: &str, empty: f64) -> Vec<Phase> {
+        let sizes = &self.args.range_size;
+        sizes
+            .iter()
+            .map(|&r| {
+                let phase = if sizes.len() > 1 {
+                    format!("{name}-{r}")
+                } else {
+                    name.to_string()
+                };
+                self.range_phase(&phase, r.max(1), empty)
+            })
+            .collect()
+    }
+
+    fn range_phase(&self, name: &str, r: u64, empty: f64) -> Phase {
         let n = self.reads();
         let a = self.args;
         let db = self.db;
-        let r = a.range_size.max(1);
         self.phase(
-            "rangerandom",
+            name,
             n,
             |rng, t, pb| {
                 let (mut lo, mut hi) = (Vec::new(), Vec::new());
                 for i in 0..n {
                     let k = self.stride(self.dist.next(a.num, rng));
-                    let start = if a.empty_ratio > 0.0 && rng.gen_bool(a.empty_ratio.min(1.0)) {
+                    let start = if empty > 0.0 && rng.gen_bool(empty.min(1.0)) {
                         // Inside (k, k + stride): both ends strictly between two keys.
-                        k + 1 + rng.gen_range(0..a.key_stride - r - 1)
+                        k + 1 + rng.gen_range(0..a.key_stride.saturating_sub(r + 1).max(1))
                     } else {
                         k
                     };
@@ -511,10 +528,13 @@ impl Bench<'_> {
     }
 }
 
-/// Runs one benchmark by name; `None` for `stats`, which only prints.
-fn run_benchmark(b: &Bench<'_>, name: &str) -> Option<Phase> {
+/// Runs one benchmark by name (one phase, or one per range size); none for `stats`, which only
+/// prints.
+fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
     let db = b.db;
-    Some(match name {
+    vec![match name {
+        "rangerandom" => return b.range_random(name, b.args.empty_ratio),
+        "rangenonempty" => return b.range_random(name, 0.0),
         "fillseq" => b.fill(name, true),
         "fillrandom" | "overwrite" => b.fill(name, false),
         "readrandom" | "readmissing" => b.read_random(name, false),
@@ -523,17 +543,16 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Option<Phase> {
         "readseq" => b.read_seq(name, false),
         "readreverse" => b.read_seq(name, true),
         "seekrandom" => b.seek_random(),
-        "rangerandom" => b.range_random(),
         "deleterandom" => b.delete_random(),
         "compact" => b.once(name, || db.compact()),
         "flush" => b.once(name, || db.flush()),
         "waitforcompaction" => b.once(name, || db.wait_for_background()),
         "stats" => {
             println!("{}", db.stats_text());
-            return None;
+            return Vec::new();
         }
         other => fail(format!("unknown benchmark {other}")),
-    })
+    }]
 }
 
 fn main() {
@@ -554,15 +573,12 @@ fn main() {
             args.key_stride
         ));
     }
-    if args.benchmarks.contains("rangerandom")
-        && args.empty_ratio > 0.0
-        && args.key_stride < args.range_size.saturating_add(2)
-    {
+    let widest = args.range_size.iter().copied().max().unwrap_or(1);
+    if args.benchmarks.contains("rangerandom") && args.empty_ratio > 0.0 && args.key_stride < widest.saturating_add(2) {
         fail(format!(
-            "--key_stride={}: empty ranges of --range_size={} need a stride of at least {}",
+            "--key_stride={}: empty ranges of --range_size={widest} need a stride of at least {}",
             args.key_stride,
-            args.range_size,
-            args.range_size.saturating_add(2)
+            widest.saturating_add(2)
         ));
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
@@ -598,7 +614,7 @@ fn main() {
             if let Ok(mut c) = current.lock() {
                 name.clone_into(&mut c);
             }
-            if let Some(mut p) = run_benchmark(&b, name) {
+            for mut p in run_benchmark(&b, name) {
                 p.debt_after = db.debt();
                 phases.push(p);
             }

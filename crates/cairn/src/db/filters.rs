@@ -119,6 +119,7 @@ fn with_filter(
             bits_per_key: opts.range_filter_bits_per_key,
             key_offset: opts.range_filter_key_offset,
             sizes,
+            probe_budget: opts.range_filter_probe_budget,
         }),
     }
 }

@@ -241,9 +241,9 @@ impl TableBuilder {
         let range_filter = match (self.range.take(), &self.opts.range_filter) {
             (Some(r), Some(ro)) => {
                 let budget = ro.bits_per_key * self.distinct_keys as f64;
-                let sizes = ro.sizes.clone();
+                let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
                 let block = r.finish(self.props.file_number, |prefixes| {
-                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref()).levels
+                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
                 });
                 Some(self.write_block(&block, Compression::None)?)
             }

@@ -70,6 +70,9 @@ pub struct RangeFilterOptions {
     pub key_offset: usize,
     /// The sampled range-query sizes its layout is decided from (`None`: the default layout).
     pub sizes: Option<std::sync::Arc<[u64; crate::tuning::rosetta::SIZE_BUCKETS]>>,
+    /// Bloom probes a query may spend on the filter (decides whether one level can serve the
+    /// sampled sizes).
+    pub probe_budget: u32,
 }
 
 #[cfg(test)]

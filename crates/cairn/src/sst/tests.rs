@@ -367,6 +367,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
                 bits_per_key: 12.0,
                 key_offset: 0,
                 sizes: None,
+                probe_budget: 100,
             }),
             ..TableOptions::default()
         },
@@ -534,6 +535,7 @@ fn golden_table_bytes() {
                 bits_per_key: 10.0,
                 key_offset: 0,
                 sizes: None,
+                probe_budget: 100,
             }),
             ..TableOptions::default()
         },
@@ -658,6 +660,7 @@ fn the_range_filter_answers_point_lookups_when_there_are_no_units() {
                 bits_per_key: 16.0,
                 key_offset: 0,
                 sizes: None,
+                probe_budget: 100,
             }),
             ..TableOptions::default()
         },

@@ -1,0 +1,244 @@
+//! Rosetta's Fig. 8 at laptop scale: the range filter's measured false-positive rate on empty
+//! ranges against its memory (bits per key), for ranges of 16 and 64 values, in the engine
+//! (cairn on an in-memory file system: FPR does not depend on the storage). Per bits-per-key
+//! value: load keys on a stride (gaps where the empty ranges go), compact, measure empty ranges
+//! with the default layout (no statistics yet: a single level); then compact again, so the
+//! tables are rewritten with the layout the sampled range sizes call for, and measure again.
+//! Grafite's bound `R / 2^(B−2)` is drawn for reference. Writes results.md, results.json and
+//! chart.png under `--out`.
+//!
+//! ```sh
+//! range_filter_fpr --out results/rosetta/fpr
+//! ```
+
+use cairn::env::MemFs;
+use cairn::{Db, Options};
+use clap::Parser;
+use plotters::prelude::*;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Parser, Debug)]
+#[command(
+    rename_all = "snake_case",
+    about = "Range-filter FPR against memory (Rosetta Fig. 8)"
+)]
+struct Args {
+    #[arg(long)]
+    out: PathBuf,
+    /// Keys loaded.
+    #[arg(long, default_value_t = 1_000_000)]
+    num: u64,
+    /// Key values between consecutive keys.
+    #[arg(long, default_value_t = 1024)]
+    key_stride: u64,
+    /// Empty range queries per measurement.
+    #[arg(long, default_value_t = 100_000)]
+    queries: u64,
+    /// Range sizes in key values.
+    #[arg(long, value_delimiter = ',', default_value = "16,64")]
+    range_sizes: Vec<u64>,
+    /// Bits per key.
+    #[arg(long, value_delimiter = ',', default_value = "4,6,8,10,12,16,22,28")]
+    bpk: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    range: u64,
+    bpk: f64,
+    layout: String,
+    probes: u64,
+    false_positives: u64,
+    /// `None`: the filter was not consulted (the cost rule: one level cannot settle the range
+    /// within the probe budget), so every query read the tables.
+    fpr: Option<f64>,
+    levels: String,
+    micros_per_query: f64,
+}
+
+fn key(v: u64) -> Vec<u8> {
+    let mut k = v.to_be_bytes().to_vec();
+    k.extend_from_slice(b"00000000");
+    k
+}
+
+fn fmt_fpr(f: Option<f64>) -> String {
+    f.map_or("not consulted (cost rule)".into(), |x| format!("{x:.2e}"))
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("range_filter_fpr: {msg}");
+    std::process::exit(2)
+}
+
+/// Empty queries `[lo, lo + r)` strictly inside gaps: (probes, false positives, µs per query).
+fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
+    let total = |db: &Db, f: fn(&cairn::LevelStats) -> u64| -> u64 { db.stats().trees[0].levels.iter().map(f).sum() };
+    let (p0, f0) = (total(db, |l| l.range_probes), total(db, |l| l.range_false_positives));
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let t0 = std::time::Instant::now();
+    for _ in 0..a.queries {
+        let k = rng.gen_range(0..a.num) * a.key_stride;
+        let lo = k + 1 + rng.gen_range(0..a.key_stride - r - 1);
+        if db.range(key(lo)..key(lo + r)).next().is_some() {
+            fail(format!("range [{lo}, {}) is not empty", lo + r));
+        }
+    }
+    let us = t0.elapsed().as_secs_f64() * 1e6 / a.queries as f64;
+    (
+        total(db, |l| l.range_probes) - p0,
+        total(db, |l| l.range_false_positives) - f0,
+        us,
+    )
+}
+
+/// The range-filter levels of the first table, from `cairn.filters`.
+fn levels(db: &Db) -> String {
+    db.property("cairn.filters")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.split_once("range filter ").map(|(_, v)| v.to_string()))
+        .unwrap_or_default()
+}
+
+fn main() {
+    let a = Args::parse();
+    if a.range_sizes.iter().any(|&r| a.key_stride < r + 2) {
+        fail("--key_stride must exceed every range size by 2");
+    }
+    std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
+    let mut rows = Vec::new();
+    for &r in &a.range_sizes {
+        for &bpk in &a.bpk {
+            let fs = MemFs::new();
+            let opts = Options {
+                fs: Arc::new(fs),
+                range_filter_bits_per_key: bpk,
+                bloom_bits_per_key: 10.0,
+                block_cache_size: 256 << 20,
+                ..Options::default()
+            };
+            let db = Db::open("/fpr", opts).unwrap_or_else(|e| fail(e));
+            for i in 0..a.num {
+                db.put(key(i * a.key_stride), b"v").unwrap_or_else(|e| fail(e));
+            }
+            db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
+            for (layout, seed) in [("default (single level)", 1), ("from sampled sizes", 2)] {
+                if seed == 2 {
+                    // The first measurement sampled the sizes: rewrite every table with them.
+                    db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
+                }
+                let (probes, fps, us) = measure(&db, &a, r, seed);
+                let row = Row {
+                    range: r,
+                    bpk,
+                    layout: layout.to_string(),
+                    probes,
+                    false_positives: fps,
+                    fpr: (probes > 0).then(|| fps as f64 / probes as f64),
+                    levels: levels(&db),
+                    micros_per_query: us,
+                };
+                println!(
+                    "R={r} bpk={bpk} {layout}: FPR {} ({fps}/{probes}), {us:.2} µs/query, levels {}",
+                    fmt_fpr(row.fpr),
+                    row.levels
+                );
+                rows.push(row);
+            }
+        }
+    }
+    let mut md = format!(
+        "{} keys on a stride of {}, {} empty range queries per cell, 10-bit point filters besides\n\n\
+         | R | bits/key | layout | range-filter levels (height: bits/prefix) | FPR | Grafite bound R/2^(B−2) | µs/query |\n|---:|---:|---|---|---:|---:|---:|\n",
+        a.num, a.key_stride, a.queries
+    );
+    for row in &rows {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {:.2e} | {:.2} |\n",
+            row.range,
+            row.bpk,
+            row.layout,
+            row.levels,
+            fmt_fpr(row.fpr),
+            (row.range as f64 / 2f64.powf(row.bpk - 2.0)).min(1.0),
+            row.micros_per_query
+        ));
+    }
+    std::fs::write(a.out.join("results.md"), &md).unwrap_or_else(|e| fail(e));
+    std::fs::write(
+        a.out.join("results.json"),
+        serde_json::to_string_pretty(&rows).unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| fail(e));
+    if let Err(e) = chart(&a, &rows) {
+        eprintln!("range_filter_fpr: chart not drawn: {e}");
+    }
+    print!("\n{md}");
+}
+
+fn chart(a: &Args, rows: &[Row]) -> Result<(), String> {
+    cairn_bench::plot::register_font()?;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let path = a.out.join("chart.png");
+    let root = BitMapBackend::new(&path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let bmax = a.bpk.iter().copied().fold(1.0, f64::max) + 1.0;
+    let floor = 1e-6;
+    let mut ch = ChartBuilder::on(&root)
+        .caption("range-filter FPR on empty ranges vs bits per key", ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..bmax, (floor..1.0).log_scale())
+        .map_err(|e| err(&e))?;
+    ch.configure_mesh()
+        .x_desc("bits per key")
+        .y_desc("false-positive rate (0 drawn at 1e-6)")
+        .draw()
+        .map_err(|e| err(&e))?;
+    type Series = (String, Vec<(f64, f64)>, bool);
+    let mut series: Vec<Series> = Vec::new();
+    for &r in &a.range_sizes {
+        for layout in ["default (single level)", "from sampled sizes"] {
+            let pts = rows
+                .iter()
+                .filter(|x| x.range == r && x.layout == layout)
+                .filter_map(|x| Some((x.bpk, x.fpr?.max(floor))))
+                .collect();
+            series.push((format!("R = {r}, {layout}"), pts, false));
+        }
+        let bound = a
+            .bpk
+            .iter()
+            .map(|&b| (b, (r as f64 / 2f64.powf(b - 2.0)).clamp(floor, 1.0)))
+            .collect();
+        series.push((format!("R = {r}, Grafite bound"), bound, true));
+    }
+    for (i, (name, pts, dashed)) in series.into_iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let style = if dashed {
+            color.stroke_width(1)
+        } else {
+            color.stroke_width(2)
+        };
+        ch.draw_series(LineSeries::new(pts.clone(), style))
+            .map_err(|e| err(&e))?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+        if !dashed {
+            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+    }
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
+}
