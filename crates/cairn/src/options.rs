@@ -99,6 +99,10 @@ pub struct Options {
     /// range reads consult none). Tables written before it was set have none; bounded range
     /// reads consult the filters of the tables that have one.
     pub range_filter_bits_per_key: f64,
+    /// Give tables that more empty range reads reach a larger share of the range-filter bits
+    /// (default true; the same solver as Mnemosyne's point filters, over per-file counts of
+    /// empty range reads); false: every table gets `range_filter_bits_per_key`.
+    pub range_filter_by_workload: bool,
     /// User-key bytes the range filter skips before its 8-byte key projection (default 0; set
     /// it to the length of a prefix all keys share, such as a table tag, so the projection
     /// covers the bytes that differ). At most 255.
@@ -200,6 +204,7 @@ impl Default for Options {
             segment_size: 4 << 20,
             bloom_bits_per_key: 10.0,
             range_filter_bits_per_key: 0.0,
+            range_filter_by_workload: true,
             range_filter_key_offset: 0,
             range_filter_max_depth: 32,
             range_filter_probe_budget: 100,
@@ -361,6 +366,7 @@ impl Options {
         m.insert("bpk_policy", self.bpk_policy.name().to_string());
         m.insert("merlin_window", self.merlin_window.to_string());
         m.insert("range_filter_bits_per_key", self.range_filter_bits_per_key.to_string());
+        m.insert("range_filter_by_workload", self.range_filter_by_workload.to_string());
         m.insert("range_filter_key_offset", self.range_filter_key_offset.to_string());
         m.insert("range_filter_max_depth", self.range_filter_max_depth.to_string());
         m.insert("range_filter_probe_budget", self.range_filter_probe_budget.to_string());
@@ -527,6 +533,7 @@ mod tests {
             bpk_policy: _,
             merlin_window: _,
             range_filter_bits_per_key: _,
+            range_filter_by_workload: _,
             range_filter_key_offset: _,
             range_filter_max_depth: _,
             range_filter_probe_budget: _,
@@ -568,6 +575,7 @@ mod tests {
             "bpk_policy",
             "merlin_window",
             "range_filter_bits_per_key",
+            "range_filter_by_workload",
             "range_filter_key_offset",
             "range_filter_max_depth",
             "range_filter_probe_budget",

@@ -216,3 +216,51 @@ fn a_damaged_range_filter_is_corruption_not_a_skipped_table() {
     // Point lookups do not read the range filter.
     assert_eq!(db.get(k16(5 * 16, 0)).unwrap().as_deref(), Some(&b"v"[..]));
 }
+
+/// Per-file range-filter bits by workload: when empty range reads reach only the first half of
+/// the key space, the tables there get more than the average bits per key and the others less,
+/// and the average over all tables stays the budget.
+#[test]
+fn tables_that_empty_ranges_reach_get_more_range_filter_bits() {
+    let fs = MemFs::new();
+    let opts = Options {
+        range_filter_bits_per_key: 12.0,
+        target_file_size: 64 << 10,
+        ..options(&fs)
+    };
+    let db = Db::open("/w", opts).unwrap();
+    let n = 20_000u64;
+    for i in 0..n {
+        db.put(k16(i * 1024, 0), "v").unwrap();
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    for _ in 0..5000 {
+        let x = rng.gen_range(0..n / 2) * 1024 + 1 + rng.gen_range(0..900);
+        assert_eq!(db.range(k16(x, 0)..k16(x + 8, 0)).count(), 0);
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    // Per table of the bottom level, in key order: (entries, height-0 bits per prefix).
+    let text = db.property("cairn.filters").unwrap();
+    let bits: Vec<f64> = text
+        .lines()
+        .filter_map(|l| l.split_once("range filter ").map(|(_, v)| v))
+        .map(|v| {
+            v.split_whitespace()
+                .find_map(|h| h.strip_prefix("h0:"))
+                .map_or(0.0, |b| b.parse().unwrap())
+        })
+        .collect();
+    assert!(bits.len() >= 6, "{text}");
+    let half = bits.len() / 2;
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let (reached, unreached) = (mean(&bits[..half - 1]), mean(&bits[half + 1..]));
+    assert!(
+        reached > 16.0 && unreached < 8.0,
+        "reached {reached:.1}, unreached {unreached:.1}: {bits:?}"
+    );
+    assert!(
+        (mean(&bits) - 12.0).abs() < 2.0,
+        "the budget holds on average: {bits:?}"
+    );
+}

@@ -1,16 +1,17 @@
 //! Filter decisions for a job's outputs (docs/design.md §1 [C]): what each output inherits from
-//! the job's inputs (Merlin's statistics, and the same rule over the exact counts), the
-//! allocator's decision from the tree's statistics, and the skip list it publishes for the read
-//! path. Uniform allocation needs none of it and takes a fixed decision.
+//! the job's inputs (Merlin's statistics, the same rule over the exact counts, and empty range
+//! reads), the allocator's decision from the tree's statistics, the skip list it publishes for
+//! the read path, and the output's share of the range-filter budget. Uniform allocation needs
+//! none of it and takes a fixed decision.
 
 use super::inner::DbInner;
 use crate::error::Result;
-use crate::filter::{DecideFilter, TableOutput};
+use crate::filter::{DecideFilter, DecideRange, TableOutput};
 use crate::options::Options;
 use crate::sst::{FilterDecision, RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
-use crate::tuning::bpk::{filter_decision, BpkAllocator, OutputContext};
+use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile, LN2_SQ};
 use crate::tuning::rosetta::SIZE_BUCKETS;
 use crate::version::{FileMeta, TreeVersion};
 use std::sync::Arc;
@@ -53,6 +54,8 @@ pub(super) struct OutputDecider {
     flush: bool,
     /// Where seeds and skip lists go (none during recovery, before the engine exists).
     inner: Option<Arc<DbInner>>,
+    /// The average range-filter bits per key, when outputs get their share by workload.
+    range_bpk: Option<f64>,
 }
 
 impl OutputDecider {
@@ -68,9 +71,68 @@ impl OutputDecider {
                 e
             }
         };
+        // A range read over the output's keys asked the inputs of both levels: it counts once,
+        // so the output inherits the larger of the two levels' shares.
+        let range = |inputs: &[Input]| -> f64 { inputs.iter().map(|i| i.share(lo, hi) * i.stats.range_empty).sum() };
         Seed {
             merlin: both(|s| s.estimate),
             exact: both(|s| s.exact),
+            range_empty: range(&self.upper).max(range(&self.deeper)),
+        }
+    }
+
+    fn replaced(&self) -> Vec<FileNumber> {
+        if self.flush {
+            return Vec::new();
+        }
+        self.upper.iter().chain(&self.deeper).map(|i| i.stats.number).collect()
+    }
+}
+
+impl DecideRange for OutputDecider {
+    /// The output's bits per key from the same solver as point filters (Mnemosyne's
+    /// sort-and-search): files weighted by their empty range reads, the output by what it
+    /// inherits. The solver runs over the tree as the job will leave it — the kept files, and
+    /// the job's inputs standing in for its outputs (a job that rewrites a whole level writes
+    /// outputs none of which exists yet) — and the output takes its bits from the optimum's
+    /// multiplier C: `bpk = −(ln(n/z) + C)/(ln 2)²`. Before any empty range read has been
+    /// counted, every file gets the average.
+    fn range_bits_per_key(&self, t: &TableOutput<'_>) -> f64 {
+        let avg = self.range_bpk.unwrap_or(0.0);
+        let seed = self.seed(t.smallest, t.largest);
+        if let Some(inner) = &self.inner {
+            inner.files.seed(FileNumber(t.number), seed);
+        }
+        let replaced = self.replaced();
+        let population: Vec<SolverFile> = self
+            .stats
+            .files
+            .iter()
+            .filter(|f| !replaced.contains(&f.number))
+            .chain(
+                self.upper
+                    .iter()
+                    .chain(&self.deeper)
+                    .filter(|_| !self.flush)
+                    .map(|i| &i.stats),
+            )
+            .map(|f| SolverFile {
+                entries: f.entries as f64,
+                empty: f.range_empty,
+            })
+            .collect();
+        let Some(c) = sort_and_search(&population, avg, 1.0).c else {
+            return avg; // no empty range read counted yet
+        };
+        if seed.range_empty <= 0.0 || t.keys == 0 {
+            return 0.0;
+        }
+        let bpk = -((t.keys as f64 / seed.range_empty).ln() + c) / LN2_SQ;
+        // The solver's rounding: under half a bit is no filter, under one bit is one.
+        if bpk < 0.5 {
+            0.0
+        } else {
+            bpk.max(1.0)
         }
     }
 }
@@ -78,8 +140,7 @@ impl OutputDecider {
 impl DecideFilter for OutputDecider {
     fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
         let seed = self.seed(t.smallest, t.largest);
-        let replaced: Vec<FileNumber> = self.upper.iter().chain(&self.deeper).map(|i| i.stats.number).collect();
-        let replaced = if self.flush { Vec::new() } else { replaced };
+        let replaced = self.replaced();
         let d = self.allocator.decide(&OutputContext {
             level: self.level,
             keys: t.keys,
@@ -100,12 +161,13 @@ impl DecideFilter for OutputDecider {
 }
 
 /// Table options with the options' block layout and `filter` deciding the filter; a range
-/// filter laid out for `sizes` (the tree's sampled range-query sizes) when the options ask for
-/// one.
+/// filter laid out for `sizes` (the tree's sampled range-query sizes), its bits decided by
+/// `range` when given, when the options ask for one.
 fn with_filter(
     opts: &Options,
     filter: FilterDecision,
     decider: Option<Arc<dyn DecideFilter>>,
+    range: Option<Arc<dyn DecideRange>>,
     sizes: Option<Arc<[u64; SIZE_BUCKETS]>>,
 ) -> TableOptions {
     TableOptions {
@@ -117,6 +179,7 @@ fn with_filter(
         filter_decider: decider,
         range_filter: (opts.range_filter_bits_per_key > 0.0).then_some(RangeFilterOptions {
             bits_per_key: opts.range_filter_bits_per_key,
+            decider: range,
             key_offset: opts.range_filter_key_offset,
             sizes,
             probe_budget: opts.range_filter_probe_budget,
@@ -140,13 +203,15 @@ impl DbInner {
     /// inheritance shares), so call it without the state lock.
     pub(super) fn job_table_options(self: &Arc<Self>, tree: usize, job: JobFilter<'_>) -> Result<TableOptions> {
         let sizes = Some(Arc::new(self.counters.tree(tree).range_sizes()));
-        if self.bpk.name() == "uniform" {
-            let fixed = filter_decision("uniform", self.opts.bloom_bits_per_key);
-            return Ok(with_filter(&self.opts, fixed, None, sizes));
+        let point_fixed = self.bpk.name() == "uniform";
+        let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
+        let fixed = filter_decision("uniform", self.opts.bloom_bits_per_key);
+        if point_fixed && range_fixed {
+            return Ok(with_filter(&self.opts, fixed, None, None, sizes));
         }
         let version = self.state.lock().version().clone();
         let Some(tv) = version.trees.get(tree) else {
-            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None, sizes));
+            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None, None, sizes));
         };
         let stats = self.stats_snapshot(&version, Some(tree));
         let input = |f: &Arc<FileMeta>| -> Result<Option<Input>> {
@@ -172,7 +237,7 @@ impl DbInner {
                 .flatten()
                 .collect())
         };
-        let decider = OutputDecider {
+        let decider = Arc::new(OutputDecider {
             allocator: self.bpk.clone(),
             level: job.level,
             upper: collect(&upper)?,
@@ -180,13 +245,15 @@ impl DbInner {
             stats,
             flush: job.flush,
             inner: Some(self.clone()),
+            range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
+        });
+        let (filter, point): (_, Option<Arc<dyn DecideFilter>>) = if point_fixed {
+            (fixed, None)
+        } else {
+            (FilterDecision::uniform(0.0), Some(decider.clone()))
         };
-        Ok(with_filter(
-            &self.opts,
-            FilterDecision::uniform(0.0),
-            Some(Arc::new(decider)),
-            sizes,
-        ))
+        let range: Option<Arc<dyn DecideRange>> = if range_fixed { None } else { Some(decider) };
+        Ok(with_filter(&self.opts, filter, point, range, sizes))
     }
 }
 
@@ -211,7 +278,13 @@ pub(super) fn recovery_table_options(
     tv: Option<&TreeVersion>,
 ) -> TableOptions {
     if allocator.name() == "uniform" {
-        return with_filter(opts, filter_decision("uniform", opts.bloom_bits_per_key), None, None);
+        return with_filter(
+            opts,
+            filter_decision("uniform", opts.bloom_bits_per_key),
+            None,
+            None,
+            None,
+        );
     }
     let stats = StatsSnapshot {
         files: tv
@@ -233,8 +306,9 @@ pub(super) fn recovery_table_options(
         deeper: Vec::new(),
         flush: true,
         inner: None,
+        range_bpk: None,
     };
-    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)), None)
+    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)), None, None)
 }
 
 fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {
@@ -251,5 +325,7 @@ fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {
         bpk: f.filter_bpk,
         estimate: Estimate::default(),
         exact: Estimate::default(),
+        range_probes: 0,
+        range_empty: 0.0,
     }
 }

@@ -52,7 +52,7 @@ fn cursor(
                 open.clone(),
                 IterOptions::default(),
                 bounds.clone(),
-                log.map(|log| range_filter::table_skip(level, limits, sv.counters.clone(), log.clone())),
+                log.map(|log| range_filter::table_skip(sv.clone(), tree as usize, level, limits, log.clone())),
             ))
         };
         for f in tv.level(0) {
@@ -363,7 +363,7 @@ impl Range {
             None => {
                 self.done = true;
                 if let (false, Some(log), Ok(sv)) = (self.yielded, &self.maybes, &self.sv) {
-                    log.record_false_positives(&sv.counters);
+                    log.record_empty_result(&sv.counters);
                 }
                 None
             }

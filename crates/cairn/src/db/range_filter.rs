@@ -1,7 +1,9 @@
 //! The range filter on the read path (docs/design.md §6.5): before a bounded range read opens a
 //! table's index, the table's Rosetta filter is asked whether any key lies within the bounds.
 //! "Empty" skips the table; "maybe" narrows it to the sub-range that may hold keys, so data
-//! blocks outside it are not read (a [`BlockWindow`]).
+//! blocks outside it are not read (a [`BlockWindow`]). Each file counts the range reads that
+//! asked it and those it held no key for (its filter said so, or the read returned nothing):
+//! what its share of the range-filter budget is sized by when it is rewritten.
 //!
 //! The filter is consulted only when both bounds are given and share the filter's key offset
 //! (the projection is monotone only among keys sharing those bytes), and only when the range
@@ -9,11 +11,16 @@
 //! where `top` is the filter's highest stored height (the **cost rule**; past it every probe
 //! would end in "maybe" and only cost time).
 
+use super::inner::SuperVersion;
 use crate::error::Result;
 use crate::filter::rosetta::{project, smallest_key_of, ProbeLimits, RosettaFilter};
+use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
 use crate::sst::{BlockWindow, TableReader};
-use crate::stats::TreeCounters;
+use crate::stats::{FileState, TreeCounters};
+use crate::version::FileMeta;
+use parking_lot::Mutex;
+use std::cmp::Ordering;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -55,27 +62,33 @@ pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: u
     }
 }
 
-/// Range filters of one range read that answered "maybe", per level: if the read returns
-/// nothing, each was a false positive.
+/// What one range read's filters said, for what it learns once it ends: the filters that
+/// answered "maybe", per level, and the files not ruled out. If the read returns nothing, each
+/// "maybe" was a false positive and each of those files held no key in the range.
 #[derive(Debug)]
 pub(super) struct MaybeLog {
     per_level: Box<[AtomicU64]>,
+    files: Mutex<Vec<Arc<FileState>>>,
 }
 
 impl MaybeLog {
     pub(super) fn new(levels: usize) -> Arc<Self> {
         Arc::new(MaybeLog {
             per_level: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+            files: Mutex::new(Vec::new()),
         })
     }
 
-    /// The read returned nothing: its "maybe" answers were false positives.
-    pub(super) fn record_false_positives(&self, counters: &TreeCounters) {
+    /// The read returned nothing.
+    pub(super) fn record_empty_result(&self, counters: &TreeCounters) {
         for (level, n) in self.per_level.iter().enumerate() {
             let n = n.swap(0, Relaxed);
             if n > 0 {
                 counters.record_range_false_positives(level, n);
             }
+        }
+        for f in self.files.lock().drain(..) {
+            f.record_range_empty();
         }
     }
 }
@@ -88,49 +101,79 @@ fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> b
     u128::from(b - a) < u128::from(limits.budget) << top
 }
 
-/// What a range read does with `table` in `level`.
+/// What a range read does with `table` (runtime state `file`) in `level`.
 fn access(
     table: &TableReader,
+    file: Option<&Arc<FileState>>,
     bounds: &KeyBounds,
     level: usize,
     limits: ProbeLimits,
     counters: &TreeCounters,
     log: &MaybeLog,
 ) -> Result<TableAccess> {
+    // Not ruled out: whether the file held a key is known once the read ends.
+    let unknown = |access: TableAccess| {
+        if let Some(f) = file {
+            f.record_range_probe(false);
+            log.files.lock().push(f.clone());
+        }
+        Ok(access)
+    };
     let Some(filter) = table.range_filter()? else {
-        return Ok(TableAccess::Read);
+        return unknown(TableAccess::Read);
     };
     let (prefix, a, b) = match projected(bounds, filter.key_offset()) {
-        None => return Ok(TableAccess::Read),
+        None => return unknown(TableAccess::Read),
         Some(None) => return Ok(TableAccess::Skip),
         Some(Some(p)) => p,
     };
     if !within_cost(&filter, a, b, limits) {
-        return Ok(TableAccess::Read);
+        return unknown(TableAccess::Read);
     }
     let first = filter.first_maybe(a, b, limits, None);
     counters.record_range_probe(level, first.is_none());
     let Some(t) = first else {
+        if let Some(f) = file {
+            f.record_range_probe(true);
+        }
         return Ok(TableAccess::Skip);
     };
     if let Some(n) = log.per_level.get(level) {
         n.fetch_add(1, Relaxed);
     }
     let last = filter.last_maybe(t, b, limits, None).unwrap_or(b);
-    Ok(TableAccess::Window(BlockWindow {
+    unknown(TableAccess::Window(BlockWindow {
         lo: smallest_key_of(prefix, t),
         hi_excl: last.checked_add(1).map(|x| smallest_key_of(prefix, x)),
     }))
 }
 
-/// The hook a range read's level iterator for `level` asks before each table.
+/// The hook a range read's level iterator for `level` of tree `tree` in `sv` asks before each
+/// table.
 pub(super) fn table_skip(
+    sv: Arc<SuperVersion>,
+    tree: usize,
     level: usize,
     limits: ProbeLimits,
-    counters: Arc<TreeCounters>,
     log: Arc<MaybeLog>,
 ) -> TableSkip {
-    Arc::new(move |_, table, bounds| access(table, bounds, level, limits, &counters, &log))
+    Arc::new(move |meta, table, bounds| {
+        let file = file_state(&sv, tree, level, meta);
+        access(table, file, bounds, level, limits, &sv.counters, &log)
+    })
+}
+
+/// The side-table entry of `meta` in `level` (the super-version's files are parallel to its
+/// version's levels; a sorted level is ordered by key, L0 is short).
+fn file_state<'a>(sv: &'a SuperVersion, tree: usize, level: usize, meta: &FileMeta) -> Option<&'a Arc<FileState>> {
+    let metas = sv.version.trees.get(tree)?.levels.get(level)?;
+    let states = sv.files.get(level)?;
+    let i = if level == 0 {
+        metas.iter().position(|m| m.number == meta.number)?
+    } else {
+        metas.partition_point(|m| ikey::compare(&m.smallest, &meta.smallest) == Ordering::Less)
+    };
+    states.get(i).filter(|s| s.number().0 == meta.number)
 }
 
 #[cfg(test)]

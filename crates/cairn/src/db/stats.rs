@@ -44,6 +44,11 @@ pub struct FileAccessStats {
     pub exact_hits: f64,
     /// ... empty.
     pub exact_empty: f64,
+    /// Bounded range reads that asked the file.
+    pub range_probes: u64,
+    /// Range reads it held no key for (and what it inherited): what sizes its share of the
+    /// range-filter bits.
+    pub range_empty: f64,
 }
 
 /// How close Merlin's estimated empty lookups per file are to the exact ones (the paper's
@@ -181,6 +186,8 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
                 filter_negatives: s.filter_negatives,
                 found: s.found,
                 data_reads: s.data_reads,
+                range_probes: s.range_probes,
+                range_empty: s.range_empty,
                 estimated_lookups: s.estimate.q,
                 estimated_hits: s.estimate.x,
                 estimated_empty: s.estimate.z(),
@@ -424,13 +431,13 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
             f.exact_empty
         );
     }
-    range_filters_text(inner, &mut o);
+    range_filters_text(inner, &s, &mut o);
     o
 }
 
 /// The range-filter part of `cairn.filters`: per tree the sampled range sizes the layouts are
-/// decided from, per file its levels (height: bits per prefix).
-fn range_filters_text(inner: &Arc<DbInner>, o: &mut String) {
+/// decided from, per file its range reads, empty ones, and levels (height: bits per prefix).
+fn range_filters_text(inner: &Arc<DbInner>, stats: &DbStats, o: &mut String) {
     let version = inner.state.lock().version().clone();
     let _ = writeln!(
         o,
@@ -458,7 +465,16 @@ fn range_filters_text(inner: &Arc<DbInner>, o: &mut String) {
                     Ok(None) => "none".into(),
                     Err(e) => format!("error: {e}"),
                 };
-                let _ = writeln!(o, "{t} L{level} {} range filter {levels}", f.number);
+                let (probes, empty) = stats
+                    .files
+                    .iter()
+                    .find(|s| s.file == f.number)
+                    .map_or((0, 0.0), |s| (s.range_probes, s.range_empty));
+                let _ = writeln!(
+                    o,
+                    "{t} L{level} {} range reads {probes} empty {empty:.0} range filter {levels}",
+                    f.number
+                );
             }
         }
     }

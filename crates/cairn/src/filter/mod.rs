@@ -30,6 +30,13 @@ pub trait DecideFilter: Send + Sync + std::fmt::Debug {
     fn decide(&self, table: &TableOutput<'_>) -> FilterDecision;
 }
 
+/// Decides a table's range-filter bits per key once its keys are known (the per-file,
+/// workload-driven share of the range-filter budget).
+pub trait DecideRange: Send + Sync + std::fmt::Debug {
+    /// Bits per distinct key of a finished table's range filter (0: none).
+    fn range_bits_per_key(&self, table: &TableOutput<'_>) -> f64;
+}
+
 /// What a [`FilterWriter`] produced for one table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterOutput {

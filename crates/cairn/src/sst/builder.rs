@@ -240,7 +240,14 @@ impl TableBuilder {
         self.props.filter_size = self.offset - filter_start;
         let range_filter = match (self.range.take(), &self.opts.range_filter) {
             (Some(r), Some(ro)) => {
-                let budget = ro.bits_per_key * self.distinct_keys as f64;
+                let table = crate::filter::TableOutput {
+                    number: self.props.file_number,
+                    keys: self.distinct_keys,
+                    smallest: ikey::user_key(&self.props.smallest_key),
+                    largest: ikey::user_key(&self.last_key),
+                };
+                let bpk = ro.decider.as_ref().map_or(ro.bits_per_key, |d| d.range_bits_per_key(&table));
+                let budget = bpk * self.distinct_keys as f64;
                 let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
                 let block = r.finish(self.props.file_number, |prefixes| {
                     crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels

@@ -62,10 +62,13 @@ pub struct TableOptions {
 }
 
 /// How a table's range filter is built.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct RangeFilterOptions {
-    /// Bits per distinct user key (the table's whole range-filter budget).
+    /// Bits per distinct user key (the table's whole range-filter budget), unless `decider`
+    /// decides.
     pub bits_per_key: f64,
+    /// Decides the bits per key once the table's keys are known.
+    pub decider: Option<std::sync::Arc<dyn crate::filter::DecideRange>>,
     /// User-key bytes skipped before the 8-byte projection.
     pub key_offset: usize,
     /// The sampled range-query sizes its layout is decided from (`None`: the default layout).

@@ -364,6 +364,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
             compression: Compression::Lz4,
             filter: FilterDecision::units("elastic", 2, 5.0),
             range_filter: Some(super::RangeFilterOptions {
+                decider: None,
                 bits_per_key: 12.0,
                 key_offset: 0,
                 sizes: None,
@@ -532,6 +533,7 @@ fn golden_table_bytes() {
             block_size: 32,
             filter: FilterDecision::units("uniform", 1, 4.0),
             range_filter: Some(super::RangeFilterOptions {
+                decider: None,
                 bits_per_key: 10.0,
                 key_offset: 0,
                 sizes: None,
@@ -657,6 +659,7 @@ fn the_range_filter_answers_point_lookups_when_there_are_no_units() {
         TableOptions {
             filter: FilterDecision::uniform(0.0),
             range_filter: Some(super::RangeFilterOptions {
+                decider: None,
                 bits_per_key: 16.0,
                 key_offset: 0,
                 sizes: None,

@@ -42,6 +42,18 @@ pub struct Seed {
     /// The same inheritance applied to the inputs' exact counts (the ground truth the oracle
     /// and the accuracy metrics use).
     pub exact: Estimate,
+    /// Empty range reads inherited from the inputs (the same rule over their key ranges).
+    pub range_empty: f64,
+}
+
+/// Range-read counters of one file, on their own cache line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct RangeCounters {
+    /// Bounded range reads that asked this file (its range filter, or whether it has one).
+    probes: AtomicU64,
+    /// ... for which it held no key: its filter said so, or the read returned nothing.
+    empty: AtomicU64,
 }
 
 /// The runtime state of one live table.
@@ -55,6 +67,8 @@ pub struct FileState {
     segment_probes: Box<[AtomicU64]>,
     merlin: Merlin,
     inherited_exact: Estimate,
+    range: RangeCounters,
+    inherited_range_empty: f64,
     /// The file's filter bits per key (from its metadata).
     bpk: f64,
 }
@@ -69,6 +83,8 @@ impl FileState {
             segment_probes: (0..f.segments.max(1)).map(|_| AtomicU64::new(0)).collect(),
             merlin: Merlin::new(window, seed.merlin),
             inherited_exact: seed.exact,
+            range: RangeCounters::default(),
+            inherited_range_empty: seed.range_empty,
             bpk: f.filter_bpk,
         }
     }
@@ -98,6 +114,26 @@ impl FileState {
         }
     }
 
+    /// A bounded range read asked this file; `empty`: it is known to hold no key in the range.
+    #[inline]
+    pub fn record_range_probe(&self, empty: bool) {
+        self.range.probes.fetch_add(1, Relaxed);
+        if empty {
+            self.range.empty.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A range read that asked this file (and was not told "empty") returned nothing.
+    #[inline]
+    pub fn record_range_empty(&self) {
+        self.range.empty.fetch_add(1, Relaxed);
+    }
+
+    /// The file's number.
+    pub fn number(&self) -> FileNumber {
+        self.number
+    }
+
     /// A copy of the counters, at `level`, with Merlin's estimates when `g` recorded lookups
     /// have reached the tables.
     pub fn snapshot(&self, level: usize, g: u64) -> FileStatsSnapshot {
@@ -119,6 +155,8 @@ impl FileState {
                 q: self.inherited_exact.q + probes as f64,
                 x: self.inherited_exact.x + found as f64,
             },
+            range_probes: self.range.probes.load(Relaxed),
+            range_empty: self.inherited_range_empty + self.range.empty.load(Relaxed) as f64,
         }
     }
 }
@@ -153,6 +191,11 @@ pub struct FileStatsSnapshot {
     /// same rule) from its job's inputs' exact counts: the ground truth Merlin is compared with
     /// and the oracle allocator uses.
     pub exact: Estimate,
+    /// Bounded range reads that asked this file since it was written.
+    pub range_probes: u64,
+    /// Range reads for which it held no key (counted when its filter said so or the read
+    /// returned nothing), plus what it inherited: what its range-filter bits are sized by.
+    pub range_empty: f64,
 }
 
 /// Every live file's counters at one moment, and the lookups that reached the tables.
@@ -340,11 +383,16 @@ mod tests {
         let seed = Seed {
             merlin: Estimate { q: 40.0, x: 10.0 },
             exact: Estimate { q: 50.0, x: 5.0 },
+            range_empty: 7.0,
         };
         r.seed(FileNumber(9), seed);
         let f = r.register(0, &meta(9, 1));
+        f.record_range_probe(true);
+        f.record_range_probe(false);
+        f.record_range_empty();
         let s = f.snapshot(1, 0);
         assert_eq!(s.estimate, seed.merlin);
+        assert_eq!((s.range_probes, s.range_empty), (2, 9.0), "inherited plus its own");
         assert_eq!(s.exact, seed.exact);
         // This thread becomes the recorder at once (nobody was) and numbers its lookups.
         assert_eq!(r.recorder(), Some(1));

@@ -413,6 +413,8 @@ mod allocator_tests {
                     bpk: v[3],
                     estimate: e,
                     exact: if v.len() >= 8 { Estimate { q: v[6], x: v[7] } } else { e },
+                    range_probes: 0,
+                    range_empty: 0.0,
                 }
             })
             .collect();
@@ -430,6 +432,7 @@ mod allocator_tests {
         let seed = Seed {
             merlin: pair("seed"),
             exact: c.args.get("exact_seed").map_or(pair("seed"), |_| pair("exact_seed")),
+            range_empty: 0.0,
         };
         (StatsSnapshot { files, lookups: c.arg("lookups", 1000) }, replaced, seed)
     }
