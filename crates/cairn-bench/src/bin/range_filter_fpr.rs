@@ -43,6 +43,10 @@ struct Args {
     /// Bits per key.
     #[arg(long, value_delimiter = ',', default_value = "4,6,8,10,12,16,22,28")]
     bpk: Vec<f64>,
+    /// Probes a query may spend per table: below a range's size, the layout from the sampled
+    /// sizes has several levels.
+    #[arg(long, default_value_t = 100)]
+    probe_budget: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +121,7 @@ fn main() {
             let opts = Options {
                 fs: Arc::new(fs),
                 range_filter_bits_per_key: bpk,
+                range_filter_probe_budget: a.probe_budget,
                 bloom_bits_per_key: 10.0,
                 block_cache_size: 256 << 20,
                 ..Options::default()
@@ -152,9 +157,9 @@ fn main() {
         }
     }
     let mut md = format!(
-        "{} keys on a stride of {}, {} empty range queries per cell, 10-bit point filters besides\n\n\
+        "{} keys on a stride of {}, {} empty range queries per cell, probe budget {}, 10-bit point filters besides\n\n\
          | R | bits/key | layout | range-filter levels (height: bits/prefix) | FPR | Grafite bound R/2^(B−2) | µs/query |\n|---:|---:|---|---|---:|---:|---:|\n",
-        a.num, a.key_stride, a.queries
+        a.num, a.key_stride, a.queries, a.probe_budget
     );
     for row in &rows {
         md.push_str(&format!(
