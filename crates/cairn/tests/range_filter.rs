@@ -142,6 +142,7 @@ fn an_empty_range_between_keys_reads_no_data_block() {
     let text = db.property("cairn.filters").unwrap();
     assert!(text.contains(&format!("range sizes [≤32:{n}]")), "{text}");
     assert!(text.contains("range filter h0:22.0"), "{text}");
+    assert!(text.contains("probes per height (1 in 64 reads) [h0:"), "{text}");
     let data = after.io.kind(BlockKind::Data).reads - before.io.kind(BlockKind::Data).reads;
     let l = |s: &cairn::DbStats, f: fn(&cairn::LevelStats) -> u64| s.trees[0].levels.iter().map(f).sum::<u64>();
     let probes = l(&after, |l| l.range_probes) - l(&before, |l| l.range_probes);

@@ -13,7 +13,7 @@
 
 use super::inner::SuperVersion;
 use crate::error::Result;
-use crate::filter::rosetta::{project, smallest_key_of, ProbeLimits, RosettaFilter};
+use crate::filter::rosetta::{project, smallest_key_of, ProbeCounts, ProbeLimits, RosettaFilter};
 use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
 use crate::sst::{BlockWindow, TableReader};
@@ -69,13 +69,28 @@ pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: u
 pub(super) struct MaybeLog {
     per_level: Box<[AtomicU64]>,
     files: Mutex<Vec<Arc<FileState>>>,
+    /// One read in [`SAMPLE_EVERY`] also counts its filter probes per height.
+    sampled: bool,
+}
+
+/// Range reads per sampled one (per thread).
+const SAMPLE_EVERY: u32 = 64;
+
+thread_local! {
+    static READS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
 impl MaybeLog {
     pub(super) fn new(levels: usize) -> Arc<Self> {
+        let sampled = READS.with(|r| {
+            let n = r.get().wrapping_add(1);
+            r.set(n);
+            n % SAMPLE_EVERY == 0
+        });
         Arc::new(MaybeLog {
             per_level: (0..levels).map(|_| AtomicU64::new(0)).collect(),
             files: Mutex::new(Vec::new()),
+            sampled,
         })
     }
 
@@ -130,18 +145,25 @@ fn access(
     if !within_cost(&filter, a, b, limits) {
         return unknown(TableAccess::Read);
     }
-    let first = filter.first_maybe(a, b, limits, None);
+    let mut sample = log.sampled.then(ProbeCounts::default);
+    let first = filter.first_maybe(a, b, limits, sample.as_mut());
     counters.record_range_probe(level, first.is_none());
     let Some(t) = first else {
         if let Some(f) = file {
             f.record_range_probe(true);
+        }
+        if let Some(c) = &sample {
+            counters.record_height_probes(c);
         }
         return Ok(TableAccess::Skip);
     };
     if let Some(n) = log.per_level.get(level) {
         n.fetch_add(1, Relaxed);
     }
-    let last = filter.last_maybe(t, b, limits, None).unwrap_or(b);
+    let last = filter.last_maybe(t, b, limits, sample.as_mut()).unwrap_or(b);
+    if let Some(c) = &sample {
+        counters.record_height_probes(c);
+    }
     unknown(TableAccess::Window(BlockWindow {
         lo: smallest_key_of(prefix, t),
         hi_excl: last.checked_add(1).map(|x| smallest_key_of(prefix, x)),

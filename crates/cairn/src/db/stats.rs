@@ -453,6 +453,18 @@ fn range_filters_text(inner: &Arc<DbInner>, stats: &DbStats, o: &mut String) {
             .map(|(b, n)| format!("≤{}:{n}", 1u128 << b))
             .collect();
         let _ = writeln!(o, "tree {t} range sizes [{}]", sampled.join(" "));
+        let heights = inner.counters.tree(t).range_height_probes();
+        let probed: Vec<String> = heights
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(h, n)| format!("h{h}:{n}"))
+            .collect();
+        let _ = writeln!(
+            o,
+            "tree {t} range-filter probes per height (1 in 64 reads) [{}]",
+            probed.join(" ")
+        );
         for (level, files) in tv.levels.iter().enumerate() {
             for f in files {
                 let levels = match inner.open_table(f).and_then(|r| r.range_filter()) {

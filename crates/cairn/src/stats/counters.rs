@@ -4,6 +4,7 @@
 //! path records without any lock.
 
 use crate::sst::GetOutcome;
+use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
 use crate::tuning::rosetta::{size_bucket, SIZE_BUCKETS};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -37,6 +38,8 @@ pub struct TreeCounters {
     /// Bounded range reads by size in projection values (`tuning::rosetta::size_bucket`):
     /// what the range filters of new tables are laid out for.
     range_sizes: [AtomicU64; SIZE_BUCKETS],
+    /// Range-filter probes per height, from sampled range reads.
+    range_height_probes: [AtomicU64; HEIGHTS],
 }
 
 impl TreeCounters {
@@ -47,6 +50,7 @@ impl TreeCounters {
             flush_bytes: AtomicU64::new(0),
             levels: (0..levels).map(|_| LevelCounters::default()).collect(),
             range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+            range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
 
@@ -59,6 +63,20 @@ impl TreeCounters {
     #[inline]
     pub fn record_range_size(&self, a: u64, b: u64) {
         self.range_sizes[size_bucket(a, b)].fetch_add(1, Relaxed);
+    }
+
+    /// Range-filter probes per height of one sampled range read.
+    pub fn record_height_probes(&self, c: &ProbeCounts) {
+        for (a, &n) in self.range_height_probes.iter().zip(&c.per_height) {
+            if n > 0 {
+                a.fetch_add(u64::from(n), Relaxed);
+            }
+        }
+    }
+
+    /// Range-filter probes per height from the sampled range reads.
+    pub fn range_height_probes(&self) -> [u64; HEIGHTS] {
+        std::array::from_fn(|i| self.range_height_probes[i].load(Relaxed))
     }
 
     /// The range-read size histogram.
