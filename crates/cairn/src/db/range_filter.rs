@@ -1,4 +1,4 @@
-//! The range filter on the read path (docs/design.md §6.5): before a bounded range read opens a
+//! The range filter on the read path (docs/design.md §2, range filter): before a bounded range read opens a
 //! table's index, the table's Rosetta filter is asked whether any key lies within the bounds.
 //! "Empty" skips the table; "maybe" narrows it to the sub-range that may hold keys, so data
 //! blocks outside it are not read (a [`BlockWindow`]). Each file counts the range reads that
@@ -110,7 +110,7 @@ impl MaybeLog {
 
 /// Whether `filter` can settle `[a, b]` within the probe budget (the cost rule).
 fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> bool {
-    let Some(top) = filter.levels().last().map(|l| l.height) else {
+    let Some(top) = filter.top_height() else {
         return false;
     };
     u128::from(b - a) < u128::from(limits.budget) << top

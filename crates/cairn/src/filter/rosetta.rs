@@ -404,6 +404,11 @@ impl RosettaFilter {
             .collect()
     }
 
+    /// The highest stored height (`None`: no level is stored).
+    pub fn top_height(&self) -> Option<usize> {
+        self.below[HEIGHTS].map(usize::from)
+    }
+
     /// Bits in all levels.
     pub fn num_bits(&self) -> u64 {
         self.levels.iter().flatten().map(|l| l.num_bits).sum()
