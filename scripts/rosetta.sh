@@ -9,7 +9,8 @@
 #          give the costs (Fig. 6 and 7): fillrandom with and without the filter, readrandom,
 #          and non-empty ranges (rangenonempty: each starts at a key).
 #   fpr    FPR against bits per key for R = 16 and 64 (Fig. 8), in memory: the default layout,
-#          the layout from the sampled sizes, and (probe budget 30) the multi-level layout.
+#          the layout from the sampled sizes, and (probe budget 30) the multi-level layout; and
+#          with queries over 10% of the keys, per-file bits by workload against uniform bits.
 #   ycsb   YCSB E with and without the range filter (its scans have no upper bound, so the
 #          filter cannot help them; this measures what it costs).
 # Each part writes results.md, results.json and chart.png under $OUT/<part>.
@@ -44,6 +45,9 @@ for part in $parts; do
     fpr)
       $bin/range_filter_fpr --out "$out/fpr"
       $bin/range_filter_fpr --out "$out/fpr-budget30" --probe_budget 30
+      # Per-file bits: queries over the first 10% of the keys, bits by workload and uniform.
+      $bin/range_filter_fpr --out "$out/fpr-hot" --hot_share 0.1 --bpk 4,6,8,10,12
+      $bin/range_filter_fpr --out "$out/fpr-hot-uniform" --hot_share 0.1 --bpk 4,6,8,10,12 --by_workload false
       ;;
     ycsb)
       $bin/compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" \

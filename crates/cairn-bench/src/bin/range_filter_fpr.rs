@@ -47,6 +47,13 @@ struct Args {
     /// sizes has several levels.
     #[arg(long, default_value_t = 100)]
     probe_budget: u32,
+    /// Share of the key space (its start) the queries go to: below 1, the tables the queries
+    /// never reach hold bits that per-file allocation moves to the ones they do.
+    #[arg(long, default_value_t = 1.0)]
+    hot_share: f64,
+    /// Per-file range-filter bits by empty range reads (`range_filter_by_workload`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    by_workload: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,8 +91,9 @@ fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
     let (p0, f0) = (total(db, |l| l.range_probes), total(db, |l| l.range_false_positives));
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let t0 = std::time::Instant::now();
+    let hot = ((a.num as f64 * a.hot_share) as u64).clamp(1, a.num);
     for _ in 0..a.queries {
-        let k = rng.gen_range(0..a.num) * a.key_stride;
+        let k = rng.gen_range(0..hot) * a.key_stride;
         let lo = k + 1 + rng.gen_range(0..a.key_stride - r - 1);
         if db.range(key(lo)..key(lo + r)).next().is_some() {
             fail(format!("range [{lo}, {}) is not empty", lo + r));
@@ -99,13 +107,21 @@ fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
     )
 }
 
-/// The range-filter levels of the first table, from `cairn.filters`.
+/// The range-filter levels of the first table, from `cairn.filters` (and, when they differ, of
+/// the last).
 fn levels(db: &Db) -> String {
-    db.property("cairn.filters")
-        .unwrap_or_default()
+    let text = db.property("cairn.filters").unwrap_or_default();
+    let all: Vec<&str> = text
         .lines()
-        .find_map(|l| l.split_once("range filter ").map(|(_, v)| v.to_string()))
-        .unwrap_or_default()
+        .filter_map(|l| l.split_once("range filter ").map(|(_, v)| v))
+        .collect();
+    match (all.first(), all.last()) {
+        (Some(f), Some(l)) if f != l => {
+            format!("first table {f}; last table {}", if l.is_empty() { "none" } else { l })
+        }
+        (Some(f), _) => (*f).to_string(),
+        _ => String::new(),
+    }
 }
 
 fn main() {
@@ -122,8 +138,11 @@ fn main() {
                 fs: Arc::new(fs),
                 range_filter_bits_per_key: bpk,
                 range_filter_probe_budget: a.probe_budget,
+                range_filter_by_workload: a.by_workload,
                 bloom_bits_per_key: 10.0,
                 block_cache_size: 256 << 20,
+                // Tables of ~2 MiB (≈ 70K keys): per-file allocation has files to choose between.
+                target_file_size: 2 << 20,
                 ..Options::default()
             };
             let db = Db::open("/fpr", opts).unwrap_or_else(|e| fail(e));
@@ -157,9 +176,9 @@ fn main() {
         }
     }
     let mut md = format!(
-        "{} keys on a stride of {}, {} empty range queries per cell, probe budget {}, 10-bit point filters besides\n\n\
+        "{} keys on a stride of {}, {} empty range queries per cell over the first {} of the keys, probe budget {}, range-filter bits per file by workload: {}, 10-bit point filters besides\n\n\
          | R | bits/key | layout | range-filter levels (height: bits/prefix) | FPR | Grafite bound R/2^(B−2) | µs/query |\n|---:|---:|---|---|---:|---:|---:|\n",
-        a.num, a.key_stride, a.queries, a.probe_budget
+        a.num, a.key_stride, a.queries, a.hot_share, a.probe_budget, a.by_workload
     );
     for row in &rows {
         md.push_str(&format!(
