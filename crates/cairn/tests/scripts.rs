@@ -3,8 +3,9 @@
 //! rewrites the expected outputs (review the diff).
 //!
 //! Commands:
-//! - `open [buffer=BYTES] [bpk=BITS] [l0=FILES]` — a new database on a fresh `MemFs` (small
-//!   memtables; no background compaction unless `l0` is given).
+//! - `open [buffer=BYTES] [bpk=BITS] [l0=FILES] [rbpk=BITS]` — a new database on a fresh
+//!   `MemFs` (small memtables; no background compaction unless `l0` is given; `rbpk`: range
+//!   filter bits per key, default none).
 //! - `write` with input lines `put KEY VALUE` / `delete KEY` — one atomic batch.
 //! - `get KEY...` — `KEY=VALUE` or `KEY: absent` per key.
 //! - `scan [from=K] [to=K] [rev]` — every entry in `[from, to)`.
@@ -12,6 +13,8 @@
 //! - `levels` — files and entries per non-empty level (after background work settles).
 //! - `probes KEY...` — for each lookup, the tables it probed, the filter negatives, and the
 //!   data blocks it read (from the per-level counters).
+//! - `rangeprobes from=K to=K` — the entries of `[from, to)`, then the range filters asked, the
+//!   tables they ruled out and the data blocks read (storage or cache).
 
 #![allow(
     clippy::unwrap_used,
@@ -47,6 +50,7 @@ impl Script {
                 let l0 = c.arg("l0", 64usize);
                 let opts = Options {
                     bloom_bits_per_key: c.arg("bpk", 10.0),
+                    range_filter_bits_per_key: c.arg("rbpk", 0.0),
                     l0_compaction_trigger: l0,
                     l0_slowdown_trigger: l0.max(20),
                     l0_stop_trigger: l0.max(36),
@@ -163,6 +167,29 @@ impl Script {
                 }
                 o
             }
+            "rangeprobes" => {
+                let (from, to) = (c.args["from"].as_bytes().to_vec(), c.args["to"].as_bytes().to_vec());
+                let before = self.db().stats();
+                let items: Vec<String> = self
+                    .db()
+                    .range(from..to)
+                    .map(|r| r.unwrap())
+                    .map(|(k, v)| format!("{}={}", String::from_utf8_lossy(&k), String::from_utf8_lossy(&v)))
+                    .collect();
+                let after = self.db().stats();
+                let d = |f: fn(&cairn::LevelStats) -> u64| after.total(f) - before.total(f);
+                let blocks = |s: &cairn::DbStats| {
+                    let k = s.io.kind(cairn::BlockKind::Data);
+                    k.reads + k.cache_hits
+                };
+                format!(
+                    "[{}]: {} range filters asked, {} ruled out, {} data blocks",
+                    items.join(" "),
+                    d(|l| l.range_probes),
+                    d(|l| l.range_negatives),
+                    blocks(&after) - blocks(&before)
+                )
+            }
             other => format!("unknown command {other}"),
         }
     }
@@ -170,7 +197,7 @@ impl Script {
 
 #[test]
 fn scripts() {
-    for file in ["db/basics.txt", "db/filters.txt"] {
+    for file in ["db/basics.txt", "db/filters.txt", "db/range_filter.txt"] {
         let mut s = Script {
             fs: MemFs::new(),
             opts: None,
