@@ -5,11 +5,8 @@
 #          range filter; iterate_upper_bound), NUM keys of 16 B / 100 B on a stride of 1024 (the
 #          empty ranges lie in the gaps, inside every table's key range), O_DIRECT, a block
 #          cache of 2% of the data plus what the largest configuration's filters and index
-#          take, the same for every engine (filters and index charged to it; cairn keeps 75% of
-#          it for them, where its 22 bits/key of range filter fit — at the default 50% they
-#          overflow into the data pool and each range filter, one block per table, is read
-#          from storage again and again; RocksDB keeps its default 50%, which holds its
-#          point filters and index). The same runs
+#          take, the same for every engine (filters and index charged to it: cairn reserves
+#          its pinned index blocks and range filters in it). The same runs
 #          give the costs (Fig. 6 and 7): fillrandom with and without the filter, readrandom,
 #          and non-empty ranges (rangenonempty: each starts at a key).
 #   fpr    FPR against bits per key for R = 16 and 64 (Fig. 8), in memory: the default layout,
@@ -37,10 +34,10 @@ for part in $parts; do
     fig5)
       $bin/compare --rounds "$rounds" --out "$out/fig5" \
         --config rocksdb=--engine=rocksdb \
-        --config cairn-no-rf="--engine=cairn --cache_high_pri_pool_ratio=0.75" \
-        --config cairn-rf10="--engine=cairn --range_filter_bits_per_key=10 --cache_high_pri_pool_ratio=0.75" \
-        --config cairn-rf16="--engine=cairn --range_filter_bits_per_key=16 --cache_high_pri_pool_ratio=0.75" \
-        --config cairn-rf22="--engine=cairn --range_filter_bits_per_key=22 --cache_high_pri_pool_ratio=0.75" -- \
+        --config cairn-no-rf=--engine=cairn \
+        --config cairn-rf10="--engine=cairn --range_filter_bits_per_key=10" \
+        --config cairn-rf16="--engine=cairn --range_filter_bits_per_key=16" \
+        --config cairn-rf22="--engine=cairn --range_filter_bits_per_key=22" -- \
         --benchmarks=fillrandom,waitforcompaction,readrandom,rangenonempty,rangerandom \
         --num="$num" --reads="$reads" --key_stride=1024 --range_size=1,2,4,8,16,32,64 --empty_ratio=1 \
         --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none --use_direct_reads=1 \

@@ -25,8 +25,6 @@ pub enum CachedBlock {
     Block(Arc<Block>),
     /// A decoded filter unit.
     Filter(Arc<BloomFilter>),
-    /// A decoded range filter.
-    RangeFilter(Arc<crate::filter::rosetta::RosettaFilter>),
 }
 
 /// Called (outside any cache lock) for each entry evicted for lack of space, with its key,

@@ -467,7 +467,12 @@ fn range_filters_text(inner: &Arc<DbInner>, stats: &DbStats, o: &mut String) {
         );
         for (level, files) in tv.levels.iter().enumerate() {
             for f in files {
-                let levels = match inner.open_table(f).and_then(|r| r.range_filter()) {
+                let reader = inner.open_table(f);
+                let levels = match reader
+                    .as_ref()
+                    .map_err(crate::sst::clone_error)
+                    .and_then(|r| r.range_filter())
+                {
                     Ok(Some(rf)) => rf
                         .levels()
                         .iter()

@@ -17,8 +17,8 @@ use crate::iter::InternalIterator;
 use crate::memory::{Charge, Region};
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 /// How a table is read.
 #[derive(Debug, Clone, Default)]
@@ -131,12 +131,22 @@ pub struct TableReader {
     _pinned: Option<Charge>,
     /// Bytes reserved in the block cache for what this reader pins (released on drop).
     reserved: usize,
+    /// The range filter, read on first use and then pinned like the index (with its charge):
+    /// one block per table, needed by every bounded read of the table, and costly to read
+    /// again (a 64 MiB table's filter is ~1 MB at 16 bits per key) — evicted from a cache it
+    /// would be read from storage by every range read.
+    range_pinned: OnceLock<(RosettaFilter, Option<Charge>)>,
+    /// Bytes of the pinned range filter reserved in the block cache (released on drop).
+    range_reserved: AtomicUsize,
+    meta_region: Option<Arc<Region>>,
+    reserve_in_cache: bool,
 }
 
 impl Drop for TableReader {
     fn drop(&mut self) {
-        if let (Some(cache), true) = (&self.cache, self.reserved > 0) {
-            cache.release(self.reserved);
+        let reserved = self.reserved + self.range_reserved.load(Ordering::Relaxed);
+        if let (Some(cache), true) = (&self.cache, reserved > 0) {
+            cache.release(reserved);
         }
     }
 }
@@ -212,6 +222,10 @@ impl TableReader {
             file_size: size,
             _pinned: None,
             reserved: 0,
+            range_pinned: OnceLock::new(),
+            range_reserved: AtomicUsize::new(0),
+            meta_region: opts.meta_region.clone(),
+            reserve_in_cache: opts.reserve_in_cache,
         };
         reader.validate(footer)?;
         reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
@@ -311,39 +325,37 @@ impl TableReader {
         self.range_filter
     }
 
-    /// The table's range filter, through the block cache (high priority); `None` if it has
-    /// none.
+    /// The table's range filter (`None` if it has none): read on first use, then pinned in the
+    /// reader and charged like the index block.
     ///
     /// # Errors
-    /// Read errors; `Corruption` for a damaged filter (never treated as absent).
-    pub fn range_filter(&self) -> Result<Option<Arc<RosettaFilter>>> {
+    /// Read errors; `Corruption` for a damaged filter (never treated as absent). Neither is
+    /// remembered: the next call reads again.
+    pub fn range_filter(&self) -> Result<Option<&RosettaFilter>> {
         let Some((_, handle)) = self.range_filter else {
             return Ok(None);
         };
-        self.cached_or_read(
-            handle,
-            BlockKind::RangeFilter,
-            Priority::High,
-            true,
-            &self.stats,
-            None,
-            |c| match c {
-                CachedBlock::RangeFilter(f) => Some(f),
-                _ => None,
-            },
-            |raw| {
-                let f = RosettaFilter::decode(raw)
-                    .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))?;
-                let f = Arc::new(f);
-                let charge = f.memory_usage();
-                Ok((f.clone(), CachedBlock::RangeFilter(f), charge))
-            },
-        )
-        .map(|(f, _)| Some(f))
+        if let Some((f, _)) = self.range_pinned.get() {
+            return Ok(Some(f));
+        }
+        let raw = read_block(&*self.file, &self.path, handle, BlockKind::RangeFilter, &self.stats)?;
+        let f = RosettaFilter::decode(raw)
+            .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))?;
+        let size = f.memory_usage();
+        let charge = self.meta_region.as_ref().map(|r| r.charge(size));
+        // Two first readers may race: the loser's copy (and its charge) is dropped.
+        if self.range_pinned.set((f, charge)).is_ok() {
+            if let (Some(cache), true) = (&self.cache, self.reserve_in_cache) {
+                cache.reserve(size);
+                self.range_reserved.store(size, Ordering::Relaxed);
+            }
+        }
+        Ok(self.range_pinned.get().map(|(f, _)| f))
     }
 
     /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
-    /// properties (segment metadata with its key ranges and unit handles).
+    /// properties (segment metadata with its key ranges and unit handles); the range filter,
+    /// once read, is charged on its own.
     pub fn memory_usage(&self) -> usize {
         let p = &self.props;
         let segments: usize = p
@@ -440,7 +452,7 @@ impl TableReader {
             readahead,
             |c| match c {
                 CachedBlock::Block(b) => Some(b),
-                _ => None,
+                CachedBlock::Filter(_) => None,
             },
             |raw| {
                 let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
@@ -470,7 +482,7 @@ impl TableReader {
             None,
             |c| match c {
                 CachedBlock::Filter(f) => Some(f),
-                _ => None,
+                CachedBlock::Block(_) => None,
             },
             |raw| {
                 let f = BloomFilter::decode(raw)
