@@ -142,7 +142,7 @@ fn access(
         Some(None) => return Ok(TableAccess::Skip),
         Some(Some(p)) => p,
     };
-    if !within_cost(&filter, a, b, limits) {
+    if !within_cost(filter, a, b, limits) {
         return unknown(TableAccess::Read);
     }
     let mut sample = log.sampled.then(ProbeCounts::default);
