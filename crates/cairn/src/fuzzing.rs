@@ -78,14 +78,14 @@ pub fn table(data: &[u8]) {
         let _ = t.lookup(&LookupKey::new(&k, MAX_SEQNO), UnitSelection::All);
     }
     if let Ok(Some(f)) = t.range_filter() {
-        query_range_filter(&f, data);
+        query_range_filter(f, data);
     }
 }
 
 /// A range-filter block: decode, then query ranges taken from the input and fixed ones.
 pub fn range_filter(data: &[u8]) {
     if let Ok(f) = RosettaFilter::decode(data.to_vec()) {
-        query_range_filter(&f, data);
+        query_range_filter(f, data);
     }
 }
 
