@@ -85,7 +85,7 @@ pub fn table(data: &[u8]) {
 /// A range-filter block: decode, then query ranges taken from the input and fixed ones.
 pub fn range_filter(data: &[u8]) {
     if let Ok(f) = RosettaFilter::decode(data.to_vec()) {
-        query_range_filter(f, data);
+        query_range_filter(&f, data);
     }
 }
 
