@@ -188,6 +188,22 @@ fn configs() -> Vec<Config> {
             direct: false,
         });
     }
+    // Range filters (Rosetta) written by every flush and compaction, asked by bounded scans,
+    // with per-file bits by workload on one set and a key offset on the other.
+    for (i, offset, by_workload) in [(1usize, 0usize, true), (3, 1, false)] {
+        let mut o = out[i].opts.clone();
+        o.range_filter_bits_per_key = 16.0;
+        o.range_filter_key_offset = offset;
+        o.range_filter_by_workload = by_workload;
+        out.push(Config {
+            name: format!(
+                "{} with range filters (offset {offset}, by workload {by_workload})",
+                out[i].name
+            ),
+            opts: o,
+            direct: false,
+        });
+    }
     for (i, block) in [(0usize, 4096usize), (1, 512)] {
         let mut o = out[i].opts.clone();
         o.block_size = block;
