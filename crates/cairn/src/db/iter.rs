@@ -33,6 +33,7 @@ fn cursor(
     seq: u64,
     bounds: &KeyBounds,
     log: Option<&Arc<MaybeLog>>,
+    forward: bool,
 ) -> Cursor {
     let sv = sv.clone();
     let mut children: Vec<BoxedIter> = sv.mems.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect();
@@ -52,7 +53,7 @@ fn cursor(
                 open.clone(),
                 IterOptions::default(),
                 bounds.clone(),
-                log.map(|log| range_filter::table_skip(sv.clone(), tree as usize, level, limits, log.clone())),
+                log.map(|log| range_filter::table_skip(sv.clone(), tree as usize, level, forward, limits, log.clone())),
             ))
         };
         for f in tv.level(0) {
@@ -320,6 +321,7 @@ impl Range {
                     self.seq,
                     &self.bounds,
                     self.maybes.as_ref(),
+                    forward,
                 )),
                 Err(e) => Err(crate::sst::clone_error(e)),
             };

@@ -1,7 +1,7 @@
 //! The range filter on the read path (docs/design.md §2, range filter): before a bounded range read opens a
 //! table's index, the table's Rosetta filter is asked whether any key lies within the bounds.
-//! "Empty" skips the table; "maybe" narrows it to the sub-range that may hold keys, so data
-//! blocks outside it are not read (a [`BlockWindow`]). Each file counts the range reads that
+//! "Empty" skips the table; "maybe" narrows it at the end the read moves toward, so the data
+//! block past its last possible key is not read (a [`BlockWindow`]). Each file counts the range reads that
 //! asked it and those it held no key for (its filter said so, or the read returned nothing):
 //! what its share of the range-filter budget is sized by when it is rewritten.
 //!
@@ -13,7 +13,9 @@
 
 use super::inner::SuperVersion;
 use crate::error::Result;
-use crate::filter::rosetta::{project, smallest_key_of, ProbeCounts, ProbeLimits, RosettaFilter};
+use crate::filter::rosetta::{
+    is_smallest_of_projection, project, smallest_key_of, ProbeCounts, ProbeLimits, RosettaFilter,
+};
 use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
 use crate::sst::{BlockWindow, TableReader};
@@ -45,7 +47,7 @@ fn projected(bounds: &KeyBounds, offset: usize) -> Option<Option<(&[u8], u64, u6
     let mut b = project(hi, offset);
     // An excluded upper bound that is the smallest key of its projection: every key below it
     // (sharing the prefix) projects lower.
-    if hi_excluded && hi.len() <= offset + 8 && smallest_key_of(prefix, b) == *hi {
+    if hi_excluded && is_smallest_of_projection(&hi[offset..]) {
         match b.checked_sub(1) {
             Some(x) => b = x,
             None => return Some(None),
@@ -116,8 +118,14 @@ fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> b
     u128::from(b - a) < u128::from(limits.budget) << top
 }
 
-/// What a range read does with `table` (runtime state `file`) in `level`.
+/// What a range read moving `forward` (or backward) does with `table` (runtime state `file`)
+/// in `level`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one private helper of the hook; a struct would only rename them"
+)]
 fn access(
+    forward: bool,
     table: &TableReader,
     file: Option<&Arc<FileState>>,
     bounds: &KeyBounds,
@@ -145,43 +153,54 @@ fn access(
     if !within_cost(filter, a, b, limits) {
         return unknown(TableAccess::Read);
     }
+    // One search, from the end the read moves away from: it says whether the table is empty,
+    // and where its keys in the range end (forward) or start (backward) — the bound that
+    // saves a data block. (The other bound never does: a seek already lands past it.)
     let mut sample = log.sampled.then(ProbeCounts::default);
-    let first = filter.first_maybe(a, b, limits, sample.as_mut());
-    counters.record_range_probe(level, first.is_none());
-    let Some(t) = first else {
+    let edge = if forward {
+        filter.last_maybe(a, b, limits, sample.as_mut())
+    } else {
+        filter.first_maybe(a, b, limits, sample.as_mut())
+    };
+    if let Some(c) = &sample {
+        counters.record_height_probes(c);
+    }
+    counters.record_range_probe(level, edge.is_none());
+    let Some(t) = edge else {
         if let Some(f) = file {
             f.record_range_probe(true);
-        }
-        if let Some(c) = &sample {
-            counters.record_height_probes(c);
         }
         return Ok(TableAccess::Skip);
     };
     if let Some(n) = log.per_level.get(level) {
         n.fetch_add(1, Relaxed);
     }
-    let last = filter.last_maybe(t, b, limits, sample.as_mut()).unwrap_or(b);
-    if let Some(c) = &sample {
-        counters.record_height_probes(c);
-    }
-    unknown(TableAccess::Window(BlockWindow {
-        lo: smallest_key_of(prefix, t),
-        hi_excl: last.checked_add(1).map(|x| smallest_key_of(prefix, x)),
+    unknown(TableAccess::Window(if forward {
+        BlockWindow {
+            lo: None,
+            hi_excl: t.checked_add(1).map(|x| smallest_key_of(prefix, x)),
+        }
+    } else {
+        BlockWindow {
+            lo: Some(smallest_key_of(prefix, t)),
+            hi_excl: None,
+        }
     }))
 }
 
-/// The hook a range read's level iterator for `level` of tree `tree` in `sv` asks before each
-/// table.
+/// The hook the level iterator for `level` of tree `tree` in `sv` asks before each table, for
+/// a range read moving `forward` (or backward).
 pub(super) fn table_skip(
     sv: Arc<SuperVersion>,
     tree: usize,
     level: usize,
+    forward: bool,
     limits: ProbeLimits,
     log: Arc<MaybeLog>,
 ) -> TableSkip {
     Arc::new(move |meta, table, bounds| {
         let file = file_state(&sv, tree, level, meta);
-        access(table, file, bounds, level, limits, &sv.counters, &log)
+        access(forward, table, file, bounds, level, limits, &sv.counters, &log)
     })
 }
 

@@ -79,6 +79,13 @@ fn prefix_hash(seed: u64, height: usize, prefix: u64) -> u64 {
     fmix64(prefix ^ seed.wrapping_add(height as u64 + 1).wrapping_mul(SEED_SPREAD))
 }
 
+/// Whether a key whose bytes after the skipped prefix are `rest` is the smallest key of its
+/// projection ([`smallest_key_of`] would give it back): every key below it projects lower.
+#[inline]
+pub fn is_smallest_of_projection(rest: &[u8]) -> bool {
+    rest.len() <= 8 && rest.last() != Some(&0)
+}
+
 /// Collects a table's projections (keys arrive in order) and writes the filter.
 #[derive(Debug)]
 pub struct RosettaBuilder {
@@ -549,9 +556,10 @@ mod tests {
         assert_eq!(smallest_key_of(b"p", 0), b"p");
         assert_eq!(smallest_key_of(b"", u64::MAX), [0xff; 8]);
         // The smallest key of a projection is ≤ every key with that projection.
-        for k in [&b"ab"[..], b"ab\0", b"ab\0\0\0\0\0\0\x01", b"abcdefgh", b"abcdefghij"] {
+        for k in [&b""[..], b"ab", b"ab\0", b"ab\0\0\0\0\0\0\x01", b"abcdefgh", b"abcdefghij"] {
             assert!(smallest_key_of(b"", project(k, 0)).as_slice() <= k);
             assert_eq!(project(&smallest_key_of(b"", project(k, 0)), 0), project(k, 0));
+            assert_eq!(is_smallest_of_projection(k), smallest_key_of(b"", project(k, 0)) == k, "{k:?}");
         }
     }
 

@@ -30,14 +30,14 @@ pub struct TableIndex {
     floor: Option<Vec<u8>>,
 }
 
-/// User keys a range read may skip in a table, from its range filter: the table holds no key in
-/// `[lo_bound, lo)` nor in `[hi_excl, hi_bound]` of the read's bounds. Data blocks that can only
-/// hold keys outside the bounds are then never read: one whose last key is `< lo`, and, moving
-/// forward, one whose keys all come at or after `hi_excl`.
+/// User keys a range read may skip in a table, from its range filter: within the read's bounds
+/// the table holds no key below `lo` nor from `hi_excl` on. Data blocks that can only hold keys
+/// outside the bounds are then never read: one whose last key is `< lo`, and, moving forward,
+/// one whose keys all come at or after `hi_excl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockWindow {
-    /// Keys below this (within the read's bounds) are absent.
-    pub lo: Vec<u8>,
+    /// Keys below this (within the read's bounds) are absent; `None`: no lower tightening.
+    pub lo: Option<Vec<u8>>,
     /// Keys from this on (within the read's bounds) are absent; `None`: no upper tightening.
     pub hi_excl: Option<Vec<u8>>,
 }
@@ -88,7 +88,7 @@ impl TableIndex {
             return false;
         };
         let last = ikey::user_key(self.index.key());
-        if last < w.lo.as_slice() {
+        if w.lo.as_deref().is_some_and(|lo| last < lo) {
             return true;
         }
         matches!((&self.floor, &w.hi_excl), (Some(f), Some(h)) if f >= h)
