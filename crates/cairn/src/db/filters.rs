@@ -14,6 +14,7 @@ use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot}
 use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile, LN2_SQ};
 use crate::tuning::rosetta::SIZE_BUCKETS;
 use crate::version::{FileMeta, TreeVersion};
+use parking_lot::Mutex;
 use std::sync::Arc;
 
 /// An input of a job (or, for a flush, a file a lookup in the output's range probes next).
@@ -56,15 +57,27 @@ pub(super) struct OutputDecider {
     inner: Option<Arc<DbInner>>,
     /// The average range-filter bits per key, when outputs get their share by workload.
     range_bpk: Option<f64>,
+    /// The seed of the output decided last (by number), for its second decision.
+    last_seed: Mutex<Option<(u64, Seed)>>,
 }
 
 impl OutputDecider {
-    fn seed(&self, lo: &[u8], hi: &[u8]) -> Seed {
-        let part = |inputs: &[Input], pick: fn(&FileStatsSnapshot) -> Estimate| -> Vec<(f64, Estimate)> {
-            inputs.iter().map(|i| (i.share(lo, hi), pick(&i.stats))).collect()
+    /// What output `t` inherits, computed once per output: its point and range decisions both
+    /// ask, and each share walks an input's whole index.
+    fn seed(&self, t: &TableOutput<'_>) -> Seed {
+        // Subcompactions decide their outputs in parallel: the lock is not held while computing.
+        if let Some((n, seed)) = *self.last_seed.lock() {
+            if n == t.number {
+                return seed;
+            }
+        }
+        let shares = |inputs: &[Input]| -> Vec<f64> { inputs.iter().map(|i| i.share(t.smallest, t.largest)).collect() };
+        let (up, deep) = (shares(&self.upper), shares(&self.deeper));
+        let part = |inputs: &[Input], a: &[f64], pick: fn(&FileStatsSnapshot) -> Estimate| -> Vec<(f64, Estimate)> {
+            a.iter().zip(inputs).map(|(&a, i)| (a, pick(&i.stats))).collect()
         };
         let both = |pick: fn(&FileStatsSnapshot) -> Estimate| {
-            let e = inherit(&part(&self.upper, pick), &part(&self.deeper, pick));
+            let e = inherit(&part(&self.upper, &up, pick), &part(&self.deeper, &deep, pick));
             if self.flush {
                 Estimate { q: e.q, x: 0.0 }
             } else {
@@ -73,12 +86,18 @@ impl OutputDecider {
         };
         // A range read over the output's keys asked the inputs of both levels: it counts once,
         // so the output inherits the larger of the two levels' shares.
-        let range = |inputs: &[Input]| -> f64 { inputs.iter().map(|i| i.share(lo, hi) * i.stats.range_empty).sum() };
-        Seed {
+        let range =
+            |inputs: &[Input], a: &[f64]| -> f64 { a.iter().zip(inputs).map(|(a, i)| a * i.stats.range_empty).sum() };
+        let seed = Seed {
             merlin: both(|s| s.estimate),
             exact: both(|s| s.exact),
-            range_empty: range(&self.upper).max(range(&self.deeper)),
+            range_empty: range(&self.upper, &up).max(range(&self.deeper, &deep)),
+        };
+        if let Some(inner) = &self.inner {
+            inner.files.seed(FileNumber(t.number), seed);
         }
+        *self.last_seed.lock() = Some((t.number, seed));
+        seed
     }
 
     fn replaced(&self) -> Vec<FileNumber> {
@@ -99,10 +118,7 @@ impl DecideRange for OutputDecider {
     /// counted, every file gets the average.
     fn range_bits_per_key(&self, t: &TableOutput<'_>) -> f64 {
         let avg = self.range_bpk.unwrap_or(0.0);
-        let seed = self.seed(t.smallest, t.largest);
-        if let Some(inner) = &self.inner {
-            inner.files.seed(FileNumber(t.number), seed);
-        }
+        let seed = self.seed(t);
         let replaced = self.replaced();
         let population: Vec<SolverFile> = self
             .stats
@@ -139,7 +155,7 @@ impl DecideRange for OutputDecider {
 
 impl DecideFilter for OutputDecider {
     fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
-        let seed = self.seed(t.smallest, t.largest);
+        let seed = self.seed(t);
         let replaced = self.replaced();
         let d = self.allocator.decide(&OutputContext {
             level: self.level,
@@ -149,7 +165,6 @@ impl DecideFilter for OutputDecider {
             seed,
         });
         if let Some(inner) = &self.inner {
-            inner.files.seed(FileNumber(t.number), seed);
             let tree_files: Vec<u64> = self.stats.files.iter().map(|f| f.number.0).collect();
             let skip: Vec<u64> = d.skip.iter().map(|n| n.0).collect();
             inner
@@ -246,6 +261,7 @@ impl DbInner {
             flush: job.flush,
             inner: Some(self.clone()),
             range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
+            last_seed: Mutex::new(None),
         });
         let (filter, point): (_, Option<Arc<dyn DecideFilter>>) = if point_fixed {
             (fixed, None)
@@ -307,6 +323,7 @@ pub(super) fn recovery_table_options(
         flush: true,
         inner: None,
         range_bpk: None,
+        last_seed: Mutex::new(None),
     };
     with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)), None, None)
 }

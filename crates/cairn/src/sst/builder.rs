@@ -200,6 +200,16 @@ impl TableBuilder {
         self.seg.meta.data_offset = self.offset;
     }
 
+    /// The finished table's data, as filter decisions see it.
+    fn output(&self) -> crate::filter::TableOutput<'_> {
+        crate::filter::TableOutput {
+            number: self.props.file_number,
+            keys: self.distinct_keys,
+            smallest: ikey::user_key(&self.props.smallest_key),
+            largest: ikey::user_key(&self.last_key),
+        }
+    }
+
     /// Writes the meta blocks and footer, then syncs the file's data.
     ///
     /// # Errors
@@ -217,12 +227,7 @@ impl TableBuilder {
             &mut self.filter,
             Box::new(BloomUnitsWriter::new(FilterDecision::uniform(0.0), None)),
         );
-        let out = filter.finish(&crate::filter::TableOutput {
-            number: self.props.file_number,
-            keys: self.distinct_keys,
-            smallest: ikey::user_key(&self.props.smallest_key),
-            largest: ikey::user_key(&self.last_key),
-        });
+        let out = filter.finish(&self.output());
         if out.segments.len() != self.props.segments.len() {
             return Err(Error::InvalidArgument(format!(
                 "filter writer built {} segments for {}",
@@ -240,13 +245,10 @@ impl TableBuilder {
         self.props.filter_size = self.offset - filter_start;
         let range_filter = match (self.range.take(), &self.opts.range_filter) {
             (Some(r), Some(ro)) => {
-                let table = crate::filter::TableOutput {
-                    number: self.props.file_number,
-                    keys: self.distinct_keys,
-                    smallest: ikey::user_key(&self.props.smallest_key),
-                    largest: ikey::user_key(&self.last_key),
-                };
-                let bpk = ro.decider.as_ref().map_or(ro.bits_per_key, |d| d.range_bits_per_key(&table));
+                let bpk = ro
+                    .decider
+                    .as_ref()
+                    .map_or(ro.bits_per_key, |d| d.range_bits_per_key(&self.output()));
                 let budget = bpk * self.distinct_keys as f64;
                 let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
                 let block = r.finish(self.props.file_number, |prefixes| {
