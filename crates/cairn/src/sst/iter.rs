@@ -24,10 +24,11 @@ pub struct TableIndex {
     stats: Option<Arc<IoStats>>,
     readahead: Readahead,
     window: Option<BlockWindow>,
-    /// A user key every entry still to come in the current direction is ≥ (moving forward:
-    /// the target of the last seek, or the last key of the block just left); `None` when
-    /// unknown (moving backward).
-    floor: Option<Vec<u8>>,
+    /// With a window: a user key every entry still to come is ≥ (moving forward: the target of
+    /// the last seek, or the last key of the block just left), when `floor_known` (not moving
+    /// backward). The buffer is reused.
+    floor: Vec<u8>,
+    floor_known: bool,
 }
 
 /// User keys a range read may skip in a table, from its range filter: within the read's bounds
@@ -59,7 +60,8 @@ impl TableIter {
                 Readahead::auto(AUTO_READAHEAD_MAX)
             },
             window: None,
-            floor: None,
+            floor: Vec::new(),
+            floor_known: false,
         })
     }
 
@@ -71,14 +73,12 @@ impl TableIter {
 }
 
 impl TableIndex {
-    fn set_floor(&mut self, user_key: Option<&[u8]>) {
-        match user_key {
-            Some(k) => {
-                let f = self.floor.get_or_insert_with(Vec::new);
-                f.clear();
-                f.extend_from_slice(k);
-            }
-            None => self.floor = None,
+    /// Moving forward from `user_key` on (only tracked with a window).
+    fn set_floor(&mut self, user_key: &[u8]) {
+        if self.window.is_some() {
+            self.floor.clear();
+            self.floor.extend_from_slice(user_key);
+            self.floor_known = true;
         }
     }
 
@@ -91,7 +91,7 @@ impl TableIndex {
         if w.lo.as_deref().is_some_and(|lo| last < lo) {
             return true;
         }
-        matches!((&self.floor, &w.hi_excl), (Some(f), Some(h)) if f >= h)
+        self.floor_known && w.hi_excl.as_ref().is_some_and(|h| self.floor >= *h)
     }
 }
 
@@ -102,22 +102,20 @@ impl TwoLevelIndex for TableIndex {
         self.index.valid()
     }
     fn seek_to_first(&mut self) {
-        self.set_floor(Some(&[]));
+        self.set_floor(&[]);
         self.index.seek_to_first();
     }
     fn seek_to_last(&mut self) {
-        self.floor = None;
+        self.floor_known = false;
         self.index.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
-        if self.window.is_some() {
-            self.set_floor(Some(ikey::user_key(target)));
-        }
+        self.set_floor(ikey::user_key(target));
         // The first block whose last key is ≥ target.
         self.index.seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.floor = None;
+        self.floor_known = false;
         // The last key ≤ target is in the first block whose last key is ≥ target, or in an
         // earlier one; past every block's last key it is the table's last key.
         self.index.seek(target);
@@ -128,14 +126,14 @@ impl TwoLevelIndex for TableIndex {
     fn next(&mut self) {
         if self.window.is_some() && self.index.valid() {
             // Every key of the next block comes after this block's last key.
-            let f = self.floor.get_or_insert_with(Vec::new);
-            f.clear();
-            f.extend_from_slice(ikey::user_key(self.index.key()));
+            self.floor.clear();
+            self.floor.extend_from_slice(ikey::user_key(self.index.key()));
+            self.floor_known = true;
         }
         self.index.next();
     }
     fn prev(&mut self) {
-        self.floor = None;
+        self.floor_known = false;
         self.index.prev();
     }
     fn open(&mut self) -> Result<Option<BlockIter>> {
