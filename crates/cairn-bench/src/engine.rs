@@ -74,11 +74,6 @@ pub struct EngineArgs {
     /// always cached). So both engines spend the same total memory.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub cache_index_and_filter_blocks: bool,
-    /// Share of the block cache kept for filter and index blocks (cairn's
-    /// `high_pri_pool_ratio`; default its 0.5). RocksDB keeps its LRU cache's default (0.5):
-    /// the rocksdb crate 0.20.1 cannot set it, so the flag is refused there.
-    #[arg(long)]
-    pub cache_high_pri_pool_ratio: Option<f64>,
     /// Background compaction threads (default: each engine's own).
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
@@ -221,7 +216,6 @@ impl CairnEngine {
             bpk_policy,
             merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
             index_in_block_cache: a.cache_index_and_filter_blocks,
-            high_pri_pool_ratio: a.cache_high_pri_pool_ratio.unwrap_or(d.high_pri_pool_ratio),
             block_cache_size: a.cache_size,
             write_buffer_size: a.write_buffer_size,
             write_memory_budget: a.memory(),

@@ -15,6 +15,42 @@ pub fn register_font() -> Result<(), String> {
         .map_err(|_| "DejaVuSans.ttf is not a usable font".to_string())
 }
 
+/// The legend box every chart draws, at `position`.
+///
+/// # Errors
+/// Drawing errors, as text.
+pub fn legend<'a, CT: CoordTranslate>(
+    ch: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    ch.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(position)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// A line through `pts` with a dot on each point, named `label` in the legend.
+///
+/// # Errors
+/// Drawing errors, as text.
+pub fn marked_line<'a, CT: CoordTranslate<From = (f64, f64)>>(
+    ch: &mut ChartContext<'a, BitMapBackend<'a>, CT>,
+    pts: Vec<(f64, f64)>,
+    style: ShapeStyle,
+    label: String,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    ch.draw_series(LineSeries::new(pts.clone(), style))
+        .map_err(|e| err(&e))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
+    ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, style.color.filled())))
+        .map_err(|e| err(&e))?;
+    Ok(())
+}
+
 /// Draws L0 files (top) and pending compaction bytes (bottom) over time, one line per named
 /// series, with the phase changes of the first series marked.
 ///
@@ -98,12 +134,7 @@ pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> R
                 }
             }
         }
-        ch.configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| err(&e))?;
+        legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     }
     root.present().map_err(|e| err(&e))
 }

@@ -217,12 +217,7 @@ fn chart(
         )
         .map_err(|e| err(&e))?;
     }
-    ch.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
+    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(|e| err(&e))
 }
 

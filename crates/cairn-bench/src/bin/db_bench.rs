@@ -421,21 +421,32 @@ impl Bench<'_> {
     }
 
     fn seek_random(&self) -> Phase {
-        let n = self.reads();
         let a = self.args;
-        let db = self.db;
-        let dist = &self.dist;
-        self.phase(
+        self.scan_phase(
             "seekrandom",
+            |rng, key, _| db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, key),
+            |key, _| self.db.scan(Some(key), 1 + a.seek_nexts as u64, false),
+        )
+    }
+
+    /// A phase of `--reads` scans per thread: `draw` picks one into two reused key buffers,
+    /// `run` (the timed part) returns its (entries, bytes); a scan that returns an entry counts
+    /// as found.
+    fn scan_phase(
+        &self,
+        name: &str,
+        draw: impl Fn(&mut StdRng, &mut Vec<u8>, &mut Vec<u8>) + Sync,
+        run: impl Fn(&[u8], &[u8]) -> engine::EResult<(u64, u64)> + Sync,
+    ) -> Phase {
+        let n = self.reads();
+        self.phase(
+            name,
             n,
             |rng, t, pb| {
-                let mut key = Vec::new();
+                let (mut lo, mut hi) = (Vec::new(), Vec::new());
                 for i in 0..n {
-                    db_bench_key(self.stride(dist.next(a.num, rng)), a.key_size, &mut key);
-                    let (count, bytes) = t
-                        .lat
-                        .time(|| db.scan(Some(&key), 1 + a.seek_nexts as u64, false))
-                        .unwrap_or_else(|e| fail(e));
+                    draw(rng, &mut lo, &mut hi);
+                    let (count, bytes) = t.lat.time(|| run(&lo, &hi)).unwrap_or_else(|e| fail(e));
                     t.found += u64::from(count > 0);
                     t.bytes += bytes;
                     t.ops += 1;
@@ -468,34 +479,21 @@ impl Bench<'_> {
     }
 
     fn range_phase(&self, name: &str, r: u64, empty: f64) -> Phase {
-        let n = self.reads();
         let a = self.args;
-        let db = self.db;
-        self.phase(
+        self.scan_phase(
             name,
-            n,
-            |rng, t, pb| {
-                let (mut lo, mut hi) = (Vec::new(), Vec::new());
-                for i in 0..n {
-                    let k = self.stride(self.dist.next(a.num, rng));
-                    let start = if empty > 0.0 && rng.gen_bool(empty.min(1.0)) {
-                        // Inside (k, k + stride): both ends strictly between two keys.
-                        k + 1 + rng.gen_range(0..a.key_stride.saturating_sub(r + 1).max(1))
-                    } else {
-                        k
-                    };
-                    db_bench_key(start, a.key_size, &mut lo);
-                    db_bench_key(start + r, a.key_size, &mut hi);
-                    let (count, bytes) = t.lat.time(|| db.range(&lo, &hi)).unwrap_or_else(|e| fail(e));
-                    t.found += u64::from(count > 0);
-                    t.bytes += bytes;
-                    t.ops += 1;
-                    if i % 1024 == 1023 {
-                        pb.inc(1024);
-                    }
-                }
+            |rng, lo, hi| {
+                let k = self.stride(self.dist.next(a.num, rng));
+                let start = if empty > 0.0 && rng.gen_bool(empty.min(1.0)) {
+                    // Inside (k, k + stride): both ends strictly between two keys.
+                    k + 1 + rng.gen_range(0..a.key_stride.saturating_sub(r + 1).max(1))
+                } else {
+                    k
+                };
+                db_bench_key(start, a.key_size, lo);
+                db_bench_key(start + r, a.key_size, hi);
             },
-            None,
+            |lo, hi| self.db.range(lo, hi),
         )
     }
 

@@ -277,20 +277,10 @@ fn chart(a: &Args, cells: &[Cell]) -> Result<(), String> {
                         .map(|u| (b, u))
                 })
                 .collect();
-            ch.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(c.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
-            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(|e| err(&e))?;
+            cairn_bench::plot::marked_line(&mut ch, pts, color.stroke_width(2), c.clone())?;
         }
         if pi == 0 {
-            ch.configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(|e| err(&e))?;
+            cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::UpperRight)?;
         }
     }
     root.present().map_err(|e| err(&e))
@@ -348,12 +338,7 @@ fn allocation_chart(a: &Args, cells: &[Cell]) -> Result<(), String> {
                 .label(format!("L{level}"))
                 .legend(move |(x, y)| Circle::new((x + 6, y), 4, color.filled()));
         }
-        ch.configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| err(&e))?;
+        cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::UpperLeft)?;
     }
     root.present().map_err(|e| err(&e))
 }

@@ -228,12 +228,7 @@ fn chart(path: &Path, windows: &[usize], points: &[Point]) -> Result<(), String>
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2)));
             }
         }
-        ch.configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()
-            .map_err(|e| err(&e))?;
+        cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::LowerRight)?;
     }
     root.present().map_err(|e| err(&e))
 }

@@ -244,25 +244,16 @@ fn chart(a: &Args, rows: &[Row]) -> Result<(), String> {
     }
     for (i, (name, pts, dashed)) in series.into_iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
-        let style = if dashed {
-            color.stroke_width(1)
+        if dashed {
+            let style = color.stroke_width(1);
+            ch.draw_series(LineSeries::new(pts, style))
+                .map_err(|e| err(&e))?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
         } else {
-            color.stroke_width(2)
-        };
-        ch.draw_series(LineSeries::new(pts.clone(), style))
-            .map_err(|e| err(&e))?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], style));
-        if !dashed {
-            ch.draw_series(pts.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-                .map_err(|e| err(&e))?;
+            cairn_bench::plot::marked_line(&mut ch, pts, color.stroke_width(2), name)?;
         }
     }
-    ch.configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(|e| err(&e))?;
+    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(|e| err(&e))
 }

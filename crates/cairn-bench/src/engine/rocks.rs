@@ -17,9 +17,6 @@ pub struct RocksEngine {
 
 impl RocksEngine {
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
-        if a.cache_high_pri_pool_ratio.is_some() {
-            return Err("--cache_high_pri_pool_ratio: the rocksdb crate 0.20.1 cannot set it".into());
-        }
         let mut table = BlockBasedOptions::default();
         table.set_block_size(a.block_size);
         let cache = Cache::new_lru_cache(a.cache_size)?;
