@@ -27,6 +27,17 @@ fn build(fs: &dyn FileSystem, path: &Path, model: &Model, opts: TableOptions) ->
     b.finish().unwrap()
 }
 
+/// A range filter of `bits_per_key` with the default layout.
+fn range_filter(bits_per_key: f64) -> Option<super::RangeFilterOptions> {
+    Some(super::RangeFilterOptions {
+        decider: None,
+        bits_per_key,
+        key_offset: 0,
+        sizes: None,
+        probe_budget: 100,
+    })
+}
+
 fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> crate::Result<Arc<TableReader>> {
     TableReader::open(
         fs,
@@ -363,13 +374,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
             segment_size: 2048,
             compression: Compression::Lz4,
             filter: FilterDecision::units("elastic", 2, 5.0),
-            range_filter: Some(super::RangeFilterOptions {
-                decider: None,
-                bits_per_key: 12.0,
-                key_offset: 0,
-                sizes: None,
-                probe_budget: 100,
-            }),
+            range_filter: range_filter(12.0),
             ..TableOptions::default()
         },
     );
@@ -532,13 +537,7 @@ fn golden_table_bytes() {
         TableOptions {
             block_size: 32,
             filter: FilterDecision::units("uniform", 1, 4.0),
-            range_filter: Some(super::RangeFilterOptions {
-                decider: None,
-                bits_per_key: 10.0,
-                key_offset: 0,
-                sizes: None,
-                probe_budget: 100,
-            }),
+            range_filter: range_filter(10.0),
             ..TableOptions::default()
         },
     );
@@ -658,13 +657,7 @@ fn the_range_filter_answers_point_lookups_when_there_are_no_units() {
         &model,
         TableOptions {
             filter: FilterDecision::uniform(0.0),
-            range_filter: Some(super::RangeFilterOptions {
-                decider: None,
-                bits_per_key: 16.0,
-                key_offset: 0,
-                sizes: None,
-                probe_budget: 100,
-            }),
+            range_filter: range_filter(16.0),
             ..TableOptions::default()
         },
     );
