@@ -3,6 +3,7 @@
 use super::lru::{Evicted, LruShard, Priority};
 use crate::filter::BloomFilter;
 use crate::sst::Block;
+use crate::stats::stripe::{Stripe, Striped};
 use crate::stats::BlockKind;
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -70,7 +71,8 @@ pub struct BlockCache {
     /// Part of the capacity reserved for memory held outside the cache.
     reserved: AtomicUsize,
     high_pri_ratio: f64,
-    counters: [AtomicCounters; 6],
+    /// Striped per CPU: a hit writes only its core's line.
+    counters: Striped<[AtomicCounters; 6]>,
     listener: RwLock<Option<EvictionListener>>,
 }
 
@@ -118,7 +120,7 @@ impl BlockCache {
     /// Looks a block up, counting a hit or a miss for `kind`.
     pub fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
         let found = self.shard(key).lock().get(key);
-        let c = &self.counters[kind as usize];
+        let c = &self.counters.at(Stripe::current())[kind as usize];
         match found {
             Some(e) => {
                 c.hits.fetch_add(1, Relaxed);
@@ -133,7 +135,7 @@ impl BlockCache {
 
     /// Inserts a block charged `charge` bytes.
     pub fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
-        self.counters[kind as usize].inserts.fetch_add(1, Relaxed);
+        self.counters.at(Stripe::current())[kind as usize].inserts.fetch_add(1, Relaxed);
         let evicted = self.shard(&key).lock().insert(key, Entry { value, kind }, charge, prio);
         self.report(evicted, Some(key));
     }
@@ -152,7 +154,7 @@ impl BlockCache {
             if Some(e.key) == replaced {
                 continue; // a replacement is not an eviction for space
             }
-            self.counters[e.value.kind as usize].evictions.fetch_add(1, Relaxed);
+            self.counters.at(Stripe::current())[e.value.kind as usize].evictions.fetch_add(1, Relaxed);
             if let Some(l) = &listener {
                 l(e.key, e.value.kind, e.charge);
             }
@@ -228,12 +230,12 @@ impl BlockCache {
 
     /// Counters of one block kind.
     pub fn counters(&self, kind: BlockKind) -> CacheCounters {
-        let c = &self.counters[kind as usize];
+        let k = kind as usize;
         CacheCounters {
-            hits: c.hits.load(Relaxed),
-            misses: c.misses.load(Relaxed),
-            inserts: c.inserts.load(Relaxed),
-            evictions: c.evictions.load(Relaxed),
+            hits: self.counters.sum(|c| c[k].hits.load(Relaxed)),
+            misses: self.counters.sum(|c| c[k].misses.load(Relaxed)),
+            inserts: self.counters.sum(|c| c[k].inserts.load(Relaxed)),
+            evictions: self.counters.sum(|c| c[k].evictions.load(Relaxed)),
         }
     }
 }

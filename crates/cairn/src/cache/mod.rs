@@ -7,4 +7,4 @@ mod table_cache;
 
 pub use block_cache::{BlockCache, BlockKey, CacheCounters, CachedBlock, EvictionListener};
 pub use lru::Priority;
-pub use table_cache::TableCache;
+pub use table_cache::{ReaderSlot, TableCache};

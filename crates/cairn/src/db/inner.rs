@@ -23,7 +23,7 @@ use crate::version::set::VersionSet;
 use crate::version::{FileMeta, Version, VersionEdit};
 use crate::wal::WalWriter;
 use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -125,7 +125,9 @@ pub(crate) struct DbInner {
     pub wal: Mutex<WalState>,
     /// Largest sequence number visible to readers.
     pub last_seq: AtomicU64,
-    pub supers: RwLock<Vec<Arc<SuperVersion>>>,
+    /// Every tree's current super-version. Readers load it without a lock or a reference-count
+    /// write (an `arc_swap` guard); installs replace the whole list (a handful of pointers).
+    pub supers: ArcSwap<Vec<Arc<SuperVersion>>>,
     /// Live snapshots: seqno → count.
     pub snapshots: Mutex<BTreeMap<u64, usize>>,
     /// Set once a durable write failed; the database is read-only from then on.
@@ -175,12 +177,18 @@ impl DbInner {
         self.snapshots.lock().keys().next().copied().unwrap_or(last).min(last)
     }
 
+    /// `tree`'s current super-version, owned (for iterators, which outlive one call).
     pub fn super_version(&self, tree: u32) -> Result<Arc<SuperVersion>> {
         self.supers
-            .read()
+            .load()
             .get(tree as usize)
             .cloned()
-            .ok_or_else(|| Error::InvalidArgument(format!("unknown tree id {tree}")))
+            .ok_or_else(|| unknown_tree(tree))
+    }
+
+    /// Every tree's super-version, borrowed for one operation (a point read): no shared write.
+    pub fn super_versions(&self) -> arc_swap::Guard<Arc<Vec<Arc<SuperVersion>>>> {
+        self.supers.load()
     }
 
     /// Publishes a new super-version for `tree` from the current state. The files' registry
@@ -200,11 +208,13 @@ impl DbInner {
             files,
             counters: self.counters.tree(tree),
         });
-        let mut supers = self.supers.write();
+        // Installs happen under the state lock, so read-modify-store loses no update.
+        let mut supers = Vec::clone(&self.supers.load());
         if supers.len() <= tree {
             supers.resize_with(tree + 1, || sv.clone());
         }
         supers[tree] = sv;
+        self.supers.store(Arc::new(supers));
     }
 
     /// The counters of every live file in `version`, or of one tree's (what the deciders
@@ -229,7 +239,13 @@ impl DbInner {
     /// manifest recorded: size, key range, sequence-number range and entry count must match, so
     /// a table substituted from another database (same number, other contents) is corruption.
     pub fn open_table(&self, f: &FileMeta) -> Result<Arc<TableReader>> {
-        self.tables.get_or_open(f.number, || {
+        self.open_table_for(f, None)
+    }
+
+    /// [`open_table`](Self::open_table), also publishing the reader in the slot of the file's
+    /// runtime state `state` (where point reads find it without the table cache's lock).
+    pub fn open_table_for(&self, f: &FileMeta, state: Option<&Arc<FileState>>) -> Result<Arc<TableReader>> {
+        self.tables.get_or_open(f.number, state, || {
             let path = filename::table(&self.dir, f.number);
             let t = TableReader::open(
                 &*self.fs,
@@ -241,6 +257,7 @@ impl DbInner {
                     stats: self.io.clone(),
                     meta_region: Some(self.memory.pinned_meta.clone()),
                     reserve_in_cache: self.opts.index_in_block_cache,
+                    filter_region: (!self.opts.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
                 },
             )?;
             let p = t.properties();
@@ -367,4 +384,9 @@ impl DbInner {
             let _ = t.join();
         }
     }
+}
+
+/// The error for a tree id no tree has.
+pub fn unknown_tree(tree: u32) -> Error {
+    Error::InvalidArgument(format!("unknown tree id {tree}"))
 }

@@ -25,7 +25,7 @@ use crate::version::set::{self, Initial, Recovered, VersionSet};
 use crate::version::{Version, VersionEdit};
 use crate::wal::{WalEnd, WalReader, WalWriter};
 use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -318,7 +318,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             delay: None,
         }),
         last_seq: AtomicU64::new(last_seq),
-        supers: RwLock::new(Vec::new()),
+        supers: ArcSwap::from_pointee(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),
         poison: Mutex::new(None),
         poisoned: AtomicBool::new(false),

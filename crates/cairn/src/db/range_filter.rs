@@ -19,6 +19,7 @@ use crate::filter::rosetta::{
 use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
 use crate::sst::{BlockWindow, TableReader};
+use crate::stats::stripe::Stripe;
 use crate::stats::{FileState, TreeCounters};
 use crate::version::FileMeta;
 use parking_lot::Mutex;
@@ -60,7 +61,7 @@ fn projected(bounds: &KeyBounds, offset: usize) -> Option<Option<(&[u8], u64, u6
 /// laid out for).
 pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: usize) {
     if let Some(Some((_, a, b))) = projected(bounds, offset) {
-        counters.record_range_size(a, b);
+        counters.record_range_size(Stripe::current(), a, b);
     }
 }
 
@@ -98,14 +99,15 @@ impl MaybeLog {
 
     /// The read returned nothing.
     pub(super) fn record_empty_result(&self, counters: &TreeCounters) {
+        let s = Stripe::current();
         for (level, n) in self.per_level.iter().enumerate() {
             let n = n.swap(0, Relaxed);
             if n > 0 {
-                counters.record_range_false_positives(level, n);
+                counters.record_range_false_positives(s, level, n);
             }
         }
         for f in self.files.lock().drain(..) {
-            f.record_range_empty();
+            f.record_range_empty(s);
         }
     }
 }
@@ -134,10 +136,11 @@ fn access(
     counters: &TreeCounters,
     log: &MaybeLog,
 ) -> Result<TableAccess> {
+    let s = Stripe::current();
     // Not ruled out: whether the file held a key is known once the read ends.
     let unknown = |access: TableAccess| {
         if let Some(f) = file {
-            f.record_range_probe(false);
+            f.record_range_probe(s, false);
             log.files.lock().push(f.clone());
         }
         Ok(access)
@@ -165,10 +168,10 @@ fn access(
     if let Some(c) = &sample {
         counters.record_height_probes(c);
     }
-    counters.record_range_probe(level, edge.is_none());
+    counters.record_range_probe(s, level, edge.is_none());
     let Some(t) = edge else {
         if let Some(f) = file {
-            f.record_range_probe(true);
+            f.record_range_probe(s, true);
         }
         return Ok(TableAccess::Skip);
     };

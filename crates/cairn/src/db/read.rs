@@ -2,11 +2,12 @@
 //! the published filter plan which units to consult and is recorded per level and per file
 //! (through handles the super-version carries: no lock, no map lookup).
 
-use super::inner::{DbInner, SuperVersion};
+use super::inner::{unknown_tree, DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::ikey::ValueKind;
 use crate::format::LookupKey;
 use crate::sst::UnitSelection;
+use crate::stats::stripe::Stripe;
 use crate::tuning::{FilterPlan, UnitChoice};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -15,13 +16,16 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     if inner.shutdown.load(Ordering::Acquire) {
         return Err(crate::Error::InvalidArgument("the database is closed".into()));
     }
-    let sv = inner.super_version(tree)?;
+    // Borrowed for this call: no lock and no reference-count write on the read path.
+    let supers = inner.super_versions();
+    let sv = supers.get(tree as usize).ok_or_else(|| unknown_tree(tree))?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
-    sv.counters.record_get();
+    let s = Stripe::current();
+    sv.counters.record_get(s);
     let lookup = LookupKey::new(key, seq);
     for m in &sv.mems {
         if let Some((kind, v)) = m.lookup(&lookup) {
-            sv.counters.record_memtable_hit();
+            sv.counters.record_memtable_hit(s);
             return Ok((kind == ValueKind::Put).then_some(v));
         }
     }
@@ -29,19 +33,25 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
         return Ok(None);
     };
     let plan = inner.filter_plan.load();
-    // Merlin's lookup number, when this thread is the one recording windows.
-    let g = inner.files.recorder();
-    let probe = |level: usize, i: usize| probe(inner, &sv, &plan, &lookup, g, level, i);
+    let read = Read {
+        inner,
+        sv,
+        plan: &plan,
+        lookup: &lookup,
+        // Merlin's lookup number, when this thread is the one recording windows.
+        g: inner.files.recorder(),
+        s,
+    };
     for (i, f) in tv.level(0).iter().enumerate() {
         if f.smallest_user_key() <= key && f.largest_user_key() >= key {
-            if let Some(answer) = probe(0, i)? {
+            if let Some(answer) = read.probe(0, i)? {
                 return Ok(answer);
             }
         }
     }
     for level in 1..tv.levels.len() {
         if let Some(i) = tv.index_for_key(level, key) {
-            if let Some(answer) = probe(level, i)? {
+            if let Some(answer) = read.probe(level, i)? {
                 return Ok(answer);
             }
         }
@@ -49,35 +59,57 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     Ok(None)
 }
 
-/// Probes file `i` of `level`; `Some(answer)` once the table holds a version of the key.
-fn probe(
-    inner: &DbInner,
-    sv: &SuperVersion,
-    plan: &FilterPlan,
-    lookup: &LookupKey,
+/// One point read's context, shared by the tables it probes.
+struct Read<'a> {
+    inner: &'a DbInner,
+    sv: &'a SuperVersion,
+    plan: &'a FilterPlan,
+    lookup: &'a LookupKey,
     g: Option<u64>,
-    level: usize,
-    i: usize,
-) -> Result<Option<Option<Vec<u8>>>> {
-    let Some(f) = sv.version.trees.get(sv.tree).and_then(|t| t.level(level).get(i)) else {
-        return Ok(None);
-    };
-    let units = match plan.units_for(f.number) {
-        UnitChoice::All => UnitSelection::All,
-        UnitChoice::First(n) => UnitSelection::First(n),
-        UnitChoice::Skip => UnitSelection::None,
-    };
-    let out = inner.open_table(f)?.lookup(lookup, units)?;
-    sv.counters.record_probe(level, &out);
-    if let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) {
-        state.record_probe(&out);
-        if let Some(g) = g {
-            state.record_merlin(g, &out);
+    s: Stripe,
+}
+
+impl Read<'_> {
+    /// Probes file `i` of `level`; `Some(answer)` once the table holds a version of the key.
+    fn probe(&self, level: usize, i: usize) -> Result<Option<Option<Vec<u8>>>> {
+        let Some(f) = self
+            .sv
+            .version
+            .trees
+            .get(self.sv.tree)
+            .and_then(|t| t.level(level).get(i))
+        else {
+            return Ok(None);
+        };
+        let units = match self.plan.units_for(f.number) {
+            UnitChoice::All => UnitSelection::All,
+            UnitChoice::First(n) => UnitSelection::First(n),
+            UnitChoice::Skip => UnitSelection::None,
+        };
+        let state = self.sv.files.get(level).and_then(|l| l.get(i));
+        // The reader the table cache published in the file's slot, else through the cache
+        // (which publishes it for the next read).
+        let slot = state.map(|st| st.reader_slot().load());
+        let opened;
+        let table = match slot.as_ref().and_then(|g| g.as_ref()) {
+            Some(t) => t,
+            None => {
+                opened = self.inner.open_table_for(f, state)?;
+                &opened
+            }
+        };
+        let out = table.lookup(self.lookup, units)?;
+        self.sv.counters.record_probe(self.s, level, &out);
+        if let Some(state) = state {
+            state.record_probe(self.s, &out);
+            if let Some(g) = self.g {
+                state.record_merlin(g, &out);
+            }
         }
+        Ok(out
+            .found
+            .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
     }
-    Ok(out
-        .found
-        .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
 }
 
 /// Which tables a lookup of `key` would probe now, with every filter off, and whether each

@@ -239,8 +239,9 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         write_buffer_size: inner.memory.write_buffer_size(),
         cache_capacity: inner.cache.capacity(),
         cache_usage: inner.cache.usage(),
-        filter_usage: inner.cache.high_pri_usage(),
+        filter_usage: inner.cache.high_pri_usage() + inner.memory.pinned_filters.usage(),
         pinned_meta_usage: inner.memory.pinned_meta.usage(),
+        pinned_filter_usage: inner.memory.pinned_filters.usage(),
     }
 }
 
@@ -326,13 +327,14 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
     let m = memory(inner);
     let _ = writeln!(
         o,
-        "memory: write {}/{} B (memtable size {}), block cache {}/{} B (filter units {} B), pinned index {} B",
+        "memory: write {}/{} B (memtable size {}), block cache {}/{} B, filter units {} B ({} B pinned), pinned index {} B",
         m.write_usage,
         m.write_capacity,
         m.write_buffer_size,
         m.cache_usage,
         m.cache_capacity,
         m.filter_usage,
+        m.pinned_filter_usage,
         m.pinned_meta_usage
     );
     let _ = writeln!(o, "block I/O (storage reads / bytes / cache hits):");

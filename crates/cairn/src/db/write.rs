@@ -19,7 +19,7 @@ use std::time::Duration;
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-    let trees = inner.supers.read().len() as u32;
+    let trees = inner.supers.load().len() as u32;
     batch.validate(
         inner.opts.max_key_size,
         inner.opts.max_value_size,

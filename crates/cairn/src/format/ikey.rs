@@ -71,6 +71,7 @@ impl InternalKey {
         &self.0
     }
     /// The user-key part.
+    #[cfg(test)]
     pub fn user_key(&self) -> &[u8] {
         user_key(&self.0)
     }
@@ -89,27 +90,49 @@ impl PartialOrd for InternalKey {
 
 /// Everything a point lookup needs, computed once per lookup and shared by every memtable and
 /// table it probes: the seek key (newest version at or below `seqno`) and the filter hash.
+/// Keys up to [`LookupKey::INLINE`] bytes are built on the stack (no allocation per lookup).
 #[derive(Debug, Clone)]
 pub struct LookupKey {
-    key: InternalKey,
+    inline: [u8; LookupKey::INLINE + TRAILER_LEN],
+    /// The encoded key when it does not fit `inline` (empty otherwise).
+    heap: Vec<u8>,
+    len: usize,
     hash: u64,
 }
 
 impl LookupKey {
+    /// Longest user key built without allocating.
+    pub const INLINE: usize = 64;
+
     /// The lookup of `user_key` as of `seqno`.
     pub fn new(user_key: &[u8], seqno: u64) -> Self {
-        LookupKey {
-            key: InternalKey::for_seek(user_key, seqno),
+        let len = user_key.len() + TRAILER_LEN;
+        let mut k = LookupKey {
+            inline: [0; Self::INLINE + TRAILER_LEN],
+            heap: Vec::new(),
+            len,
             hash: crate::filter::key_hash(user_key),
+        };
+        // Put has the highest kind value, so it sorts first among equal seqnos.
+        let trailer = pack_trailer(seqno, ValueKind::Put).to_le_bytes();
+        match k.inline.get_mut(..len) {
+            Some(buf) => {
+                buf[..user_key.len()].copy_from_slice(user_key);
+                buf[user_key.len()..].copy_from_slice(&trailer);
+            }
+            None => k.heap = InternalKey::for_seek(user_key, seqno).0,
         }
+        k
     }
-    /// The internal seek key.
-    pub fn internal_key(&self) -> &InternalKey {
-        &self.key
+    /// The encoded internal seek key.
+    #[inline]
+    pub fn encoded(&self) -> &[u8] {
+        self.inline.get(..self.len).unwrap_or(&self.heap)
     }
     /// The user key.
+    #[inline]
     pub fn user_key(&self) -> &[u8] {
-        self.key.user_key()
+        user_key(self.encoded())
     }
     /// `filter::key_hash(user_key)`.
     pub fn hash(&self) -> u64 {

@@ -5,8 +5,9 @@
 //! Regions today: **write memory** (all trees' memtables; `make_room` reads the budget and the
 //! per-memtable size on every write group), the **block cache** (its capacity is the cache's
 //! own, resizable), **pinned meta** (index blocks and properties held by open table readers:
-//! counted exactly, not yet bounded), and **filter memory** (filter units: charged to the block
-//! cache's high-priority pool until elastic filter units give them a region of their own).
+//! counted exactly, not yet bounded), and **filter memory** (filter units: pinned in their
+//! table readers and charged to the pinned-filter region, or — with `index_in_block_cache` —
+//! charged to the block cache's high-priority pool).
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
@@ -83,6 +84,9 @@ pub struct MemoryRegions {
     pub write_buffer_size: AtomicUsize,
     /// Index blocks and properties pinned by open table readers.
     pub pinned_meta: Arc<Region>,
+    /// Filter units pinned by open table readers (unbounded unless a tuner bounds it: units
+    /// read while it is full go through the block cache).
+    pub pinned_filters: Arc<Region>,
 }
 
 impl MemoryRegions {
@@ -92,6 +96,7 @@ impl MemoryRegions {
             write: Region::new(write_memory_budget),
             write_buffer_size: AtomicUsize::new(write_buffer_size),
             pinned_meta: Arc::new(Region::new(usize::MAX)),
+            pinned_filters: Arc::new(Region::new(usize::MAX)),
         }
     }
 
@@ -130,16 +135,18 @@ pub struct MemoryUsage {
     pub cache_capacity: usize,
     /// Bytes the block cache holds (data blocks and filter units).
     pub cache_usage: usize,
-    /// ... of which high priority (filter units: the filter region until it has its own).
+    /// Filter units: pinned in table readers, plus the block cache's high-priority part.
     pub filter_usage: usize,
     /// Index blocks and properties pinned by open table readers.
     pub pinned_meta_usage: usize,
+    /// Filter units pinned by open table readers (part of `filter_usage`, not of the cache's).
+    pub pinned_filter_usage: usize,
 }
 
 impl MemoryUsage {
     /// Every byte the engine accounts for.
     pub fn total_usage(&self) -> usize {
-        self.write_usage + self.cache_usage + self.pinned_meta_usage
+        self.write_usage + self.cache_usage + self.pinned_meta_usage + self.pinned_filter_usage
     }
 }
 

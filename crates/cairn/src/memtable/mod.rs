@@ -51,7 +51,7 @@ impl Memtable {
 
     /// [`get`](Self::get) with a prepared lookup key.
     pub fn lookup(&self, key: &ikey::LookupKey) -> Option<(ValueKind, Vec<u8>)> {
-        let off = self.list.seek(key.internal_key().encoded());
+        let off = self.list.seek(key.encoded());
         if off == 0 {
             return None;
         }

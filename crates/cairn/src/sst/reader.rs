@@ -18,6 +18,7 @@ use crate::memory::{Charge, Region};
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use arc_swap::ArcSwapOption;
 use std::sync::{Arc, OnceLock};
 
 /// How a table is read.
@@ -34,6 +35,10 @@ pub struct ReaderOptions {
     /// Also reserve what the reader pins in the block cache (`cache`), so the cache and the
     /// pinned index blocks together stay within the cache's capacity.
     pub reserve_in_cache: bool,
+    /// Pin filter units in the reader once read, charged to this region while it has room
+    /// (RocksDB's filters held by the table reader); `None`: units go through the block cache
+    /// at high priority (`cache_index_and_filter_blocks`).
+    pub filter_region: Option<Arc<Region>>,
 }
 
 /// How an iterator reads data blocks.
@@ -140,6 +145,17 @@ pub struct TableReader {
     range_reserved: AtomicUsize,
     meta_region: Option<Arc<Region>>,
     reserve_in_cache: bool,
+    /// Pinned filter units, per segment then unit (`unit_base[segment] + unit`): filled on first
+    /// use when `filter_region` has room, read on every probe with one atomic load and no lock.
+    units: Box<[ArcSwapOption<PinnedUnit>]>,
+    filter_region: Option<Arc<Region>>,
+}
+
+/// A filter unit pinned in its reader, with its charge.
+#[derive(Debug)]
+struct PinnedUnit {
+    filter: BloomFilter,
+    _charge: Charge,
 }
 
 impl Drop for TableReader {
@@ -226,8 +242,15 @@ impl TableReader {
             range_reserved: AtomicUsize::new(0),
             meta_region: opts.meta_region.clone(),
             reserve_in_cache: opts.reserve_in_cache,
+            units: Box::default(),
+            filter_region: opts.filter_region,
         };
         reader.validate(footer)?;
+        if reader.filter_region.is_some() {
+            // One slot per unit handle the (already decoded) properties hold.
+            let n = reader.props.segments.len() * reader.props.filter.units.len();
+            reader.units = (0..n).map(|_| ArcSwapOption::empty()).collect();
+        }
         reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
         if let (Some(cache), true) = (&reader.cache, opts.reserve_in_cache) {
             reader.reserved = reader.memory_usage();
@@ -467,14 +490,8 @@ impl TableReader {
     /// # Errors
     /// `InvalidArgument` for an out-of-range segment or unit; read and corruption errors.
     pub fn filter_unit(&self, segment: usize, unit: usize) -> Result<Arc<BloomFilter>> {
-        let handle = *self
-            .props
-            .segments
-            .get(segment)
-            .and_then(|s| s.units.get(unit))
-            .ok_or_else(|| Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}")))?;
         self.cached_or_read(
-            handle,
+            self.unit_handle(segment, unit)?,
             BlockKind::FilterUnit,
             Priority::High,
             true,
@@ -485,14 +502,55 @@ impl TableReader {
                 CachedBlock::Block(_) => None,
             },
             |raw| {
-                let f = BloomFilter::decode(raw)
-                    .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("filter unit: {e}")))?;
-                let f = Arc::new(f);
+                let f = Arc::new(self.decode_unit(raw, segment, unit)?);
                 let charge = f.memory_usage();
                 Ok((f.clone(), CachedBlock::Filter(f), charge))
             },
         )
         .map(|(f, _)| f)
+    }
+
+    fn unit_handle(&self, segment: usize, unit: usize) -> Result<BlockHandle> {
+        self.props
+            .segments
+            .get(segment)
+            .and_then(|s| s.units.get(unit))
+            .copied()
+            .ok_or_else(|| Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}")))
+    }
+
+    fn decode_unit(&self, raw: Vec<u8>, segment: usize, unit: usize) -> Result<BloomFilter> {
+        BloomFilter::decode(raw).map_err(|e| {
+            let offset = self.unit_handle(segment, unit).map_or(0, |h| h.offset);
+            Error::corruption(&*self.path, offset, format!("filter unit: {e}"))
+        })
+    }
+
+    /// Whether unit `unit` of `segment` may hold the key hashed `h`: from the unit pinned in
+    /// this reader (no lock, no shared write), else read and pinned while the filter region has
+    /// room, else through the block cache.
+    fn unit_may_contain(&self, segment: usize, unit: usize, h: u64) -> Result<bool> {
+        let Some(region) = &self.filter_region else {
+            return Ok(self.filter_unit(segment, unit)?.may_contain_hash(h));
+        };
+        let units = self.props.filter.units.len();
+        let Some(slot) = self.units.get(segment * units + unit) else {
+            return Err(Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}")));
+        };
+        if let Some(p) = slot.load().as_ref() {
+            return Ok(p.filter.may_contain_hash(h));
+        }
+        let handle = self.unit_handle(segment, unit)?;
+        if region.usage().saturating_add(handle.size as usize) > region.capacity() {
+            return Ok(self.filter_unit(segment, unit)?.may_contain_hash(h));
+        }
+        let raw = read_block(&*self.file, &self.path, handle, BlockKind::FilterUnit, &self.stats)?;
+        let filter = self.decode_unit(raw, segment, unit)?;
+        let answer = filter.may_contain_hash(h);
+        let charge = region.charge(filter.memory_usage());
+        // Two first readers may race: the later copy replaces the earlier (both correct).
+        slot.store(Some(Arc::new(PinnedUnit { filter, _charge: charge })));
+        Ok(answer)
     }
 
     /// Point lookup of the newest version of `user_key` with seqno ≤ `seqno`, consulting the
@@ -511,7 +569,7 @@ impl TableReader {
     /// Read and corruption errors (never a wrong answer).
     pub fn lookup(&self, key: &LookupKey, units: UnitSelection<'_>) -> Result<GetOutcome> {
         let mut out = GetOutcome::default();
-        let seek = key.internal_key();
+        let seek = key.encoded();
         let user_key = key.user_key();
         // The filter goes first, so a key it rules out costs no index search: the segment is
         // the first whose largest user key is ≥ the key (a key whose versions span segments is
@@ -534,9 +592,8 @@ impl TableReader {
         if k > 0 {
             let h = key.hash();
             for u in 0..k as usize {
-                let f = self.filter_unit(segment, u)?;
                 out.units_probed += 1;
-                if !f.may_contain_hash(h) {
+                if !self.unit_may_contain(segment, u, h)? {
                     out.filter_negative = true;
                     return Ok(out);
                 }
@@ -553,7 +610,7 @@ impl TableReader {
             }
         }
         let mut idx = self.index.iter(KeyOrder::Internal);
-        idx.seek(seek.encoded());
+        idx.seek(seek);
         if !idx.valid() {
             idx.status()?;
             return Ok(out); // past the table's last key (all its versions are newer than the read)
@@ -564,7 +621,7 @@ impl TableReader {
         out.data_block_read = true;
         out.data_block_cached = cached;
         let mut it = block.iter(KeyOrder::Internal);
-        it.seek(seek.encoded());
+        it.seek(seek);
         if it.valid() {
             let (uk, s, kind) = ikey::split(it.key()).ok_or_else(|| {
                 Error::corruption(&*self.path, handle.offset, "data block holds a malformed internal key")

@@ -49,6 +49,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             stats: Arc::new(IoStats::new()),
             meta_region: None,
             reserve_in_cache: false,
+            filter_region: None,
         },
     )
     .map(Arc::new)
@@ -273,6 +274,7 @@ fn io_accounting_is_exact_per_block_kind() {
             stats: stats.clone(),
             meta_region: None,
             reserve_in_cache: false,
+            filter_region: None,
         },
     )
     .unwrap();
@@ -567,6 +569,7 @@ fn tables_read_through_o_direct_on_real_files() {
             stats: Arc::default(),
             meta_region: None,
             reserve_in_cache: false,
+            filter_region: None,
         },
     )
     .unwrap();
@@ -610,7 +613,7 @@ fn table_cache_keeps_at_most_max_open_readers() {
     let tc = crate::cache::TableCache::new(3);
     let opens = std::cell::Cell::new(0);
     let get = |n: u64| {
-        tc.get_or_open(n, || {
+        tc.get_or_open(n, None, || {
             opens.set(opens.get() + 1);
             TableReader::open(
                 &fs,
@@ -632,13 +635,140 @@ fn table_cache_keeps_at_most_max_open_readers() {
     tc.evict(1);
     assert_eq!(tc.len(), 2);
     assert!(tc
-        .get_or_open(9, || TableReader::open(
+        .get_or_open(9, None, || TableReader::open(
             &fs,
             Path::new("/t/9.sst"),
             Some(9),
             ReaderOptions::default()
         ))
         .is_err());
+}
+
+/// A point read finds a file's reader in the file's slot exactly while the table cache holds
+/// it: published on open (or on the first point read of a reader an iterator opened), cleared
+/// when the cache evicts it for room or because the file is deleted.
+#[test]
+fn reader_slots_follow_the_table_cache() {
+    let fs = fs();
+    let mut model = Model::new();
+    model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
+    for n in 1..=3u64 {
+        let mut b = TableBuilder::new(
+            fs.create(Path::new(&format!("/t/{n}.sst"))).unwrap(),
+            n,
+            TableOptions::default(),
+            Arc::default(),
+        );
+        for (k, v) in &model {
+            b.add(k.encoded(), v).unwrap();
+        }
+        b.finish().unwrap();
+    }
+    let registry = crate::stats::FileRegistry::new(16);
+    let state = |n: u64| {
+        registry.register(
+            0,
+            &crate::version::FileMeta {
+                number: n,
+                size: 0,
+                smallest: Vec::new(),
+                largest: Vec::new(),
+                smallest_seqno: 0,
+                largest_seqno: 0,
+                entries: 1,
+                tombstones: 0,
+                filter_policy: String::new(),
+                filter_bpk: 0.0,
+                segments: 1,
+            },
+        )
+    };
+    let (s1, s2, s3) = (state(1), state(2), state(3));
+    let tc = crate::cache::TableCache::new(2);
+    let open = |n: u64| TableReader::open(&fs, Path::new(&format!("/t/{n}.sst")), Some(n), ReaderOptions::default());
+    let shown = |s: &Arc<crate::stats::FileState>| s.reader_slot().load().as_ref().map(|r| r.properties().file_number);
+    // Opened by an iterator (no state): not published; the first point read publishes it.
+    let r1 = tc.get_or_open(1, None, || open(1)).unwrap();
+    assert_eq!(shown(&s1), None);
+    let again = tc.get_or_open(1, Some(&s1), || panic!("cached")).unwrap();
+    assert!(Arc::ptr_eq(&r1, &again));
+    assert_eq!(shown(&s1), Some(1));
+    tc.get_or_open(2, Some(&s2), || open(2)).unwrap();
+    assert_eq!(shown(&s2), Some(2));
+    // A third reader evicts the least recently used (1): its slot empties with it.
+    tc.get_or_open(3, Some(&s3), || open(3)).unwrap();
+    assert_eq!((shown(&s1), shown(&s2), shown(&s3)), (None, Some(2), Some(3)));
+    // A racing open without state replaces the entry but keeps the slot in step.
+    tc.get_or_open(3, None, || open(3)).unwrap();
+    let fresh = open(3).map(Arc::new).unwrap();
+    assert!(!Arc::ptr_eq(&fresh, &tc.get_or_open(3, None, || panic!("cached")).unwrap()));
+    assert_eq!(shown(&s3), Some(3));
+    tc.evict(3);
+    assert_eq!((shown(&s2), shown(&s3)), (Some(2), None));
+}
+
+/// Filter units pinned in the reader answer exactly as units read through the block cache,
+/// are read once, charged to the filter region while it has room, released with the reader,
+/// and go through the block cache once the region is full.
+#[test]
+fn pinned_filter_units_answer_as_cached_ones_within_their_region() {
+    let mut model = Model::new();
+    for i in 0..3000u64 {
+        model.insert(InternalKey::new(&(i * 2).to_be_bytes(), 1, ValueKind::Put), b"v".to_vec());
+    }
+    let fs = fs();
+    let p = Path::new("/t/pin.sst");
+    let segments = TableOptions {
+        segment_size: 16 << 10,
+        ..TableOptions::default()
+    };
+    build(&fs, p, &model, segments);
+    let with = |cache: Option<Arc<BlockCache>>, region: Option<Arc<crate::memory::Region>>| {
+        let stats = Arc::new(IoStats::new());
+        let t = TableReader::open(
+            &fs,
+            p,
+            Some(7),
+            ReaderOptions {
+                cache,
+                stats: stats.clone(),
+                filter_region: region,
+                ..ReaderOptions::default()
+            },
+        )
+        .unwrap();
+        (t, stats)
+    };
+    let region = Arc::new(crate::memory::Region::new(usize::MAX));
+    let (pinned, pin_io) = with(Some(Arc::new(BlockCache::new(1 << 20, 0.5))), Some(region.clone()));
+    let (cached, _) = with(Some(Arc::new(BlockCache::new(1 << 20, 0.5))), None);
+    let units = pinned.properties().segments.len() * pinned.properties().filter.units.len();
+    assert!(units > 1, "the table has several units");
+    for round in 0..2 {
+        for i in 0..6000u64 {
+            let k = i.to_be_bytes();
+            let (a, b) = (
+                pinned.get(&k, 5, UnitSelection::All).unwrap(),
+                cached.get(&k, 5, UnitSelection::All).unwrap(),
+            );
+            assert_eq!(a, b, "key {i}");
+        }
+        // Every unit read from storage once, on the first round only.
+        assert_eq!(pin_io.snapshot().kind(BlockKind::FilterUnit).reads, units as u64, "round {round}");
+    }
+    assert!(region.usage() > 0);
+    drop(pinned);
+    assert_eq!(region.usage(), 0, "the charge goes with the reader");
+    // A full region: units go through the block cache instead (and are cached there).
+    let full = Arc::new(crate::memory::Region::new(1));
+    let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
+    let (t, io) = with(Some(cache.clone()), Some(full.clone()));
+    for i in 0..100u64 {
+        t.get(&i.to_be_bytes(), 5, UnitSelection::All).unwrap();
+    }
+    assert_eq!(full.usage(), 0);
+    assert!(cache.counters(BlockKind::FilterUnit).inserts > 0);
+    assert!(io.snapshot().kind(BlockKind::FilterUnit).cache_hits > 0);
 }
 
 /// A table without point-filter units answers point lookups from its range filter's height-0

@@ -1,8 +1,10 @@
 //! Engine counters (docs/design.md §5): per tree and level, and engine-wide write and stall counters.
-//! Relaxed atomics, each level's group on its own cache line. A tree's counters are created
-//! with the tree and never dropped, so a super-version carries an `Arc` to them and the read
-//! path records without any lock.
+//! Relaxed atomics, each level's group on its own cache line and striped per CPU
+//! (`stats/stripe.rs`), so concurrent readers never write a shared line. A tree's counters are
+//! created with the tree and never dropped, so a super-version carries an `Arc` to them and the
+//! read path records without any lock.
 
+use super::stripe::{Stripe, Striped};
 use crate::sst::GetOutcome;
 use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
 use crate::tuning::rosetta::{size_bucket, SIZE_BUCKETS};
@@ -14,6 +16,7 @@ use std::sync::Arc;
 #[repr(align(64))]
 struct LevelCounters {
     probes: AtomicU64,
+    filter_units_probed: AtomicU64,
     filter_negatives: AtomicU64,
     filter_false_positives: AtomicU64,
     found: AtomicU64,
@@ -28,16 +31,32 @@ struct LevelCounters {
     range_false_positives: AtomicU64,
 }
 
-/// Counters of one tree.
 #[derive(Debug)]
-pub struct TreeCounters {
+#[repr(align(64))]
+struct ReadCounters {
     gets: AtomicU64,
     memtable_hits: AtomicU64,
-    flush_bytes: AtomicU64,
-    levels: Box<[LevelCounters]>,
     /// Bounded range reads by size in projection values (`tuning::rosetta::size_bucket`):
     /// what the range filters of new tables are laid out for.
     range_sizes: [AtomicU64; SIZE_BUCKETS],
+}
+
+impl Default for ReadCounters {
+    fn default() -> Self {
+        ReadCounters {
+            gets: AtomicU64::new(0),
+            memtable_hits: AtomicU64::new(0),
+            range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// Counters of one tree.
+#[derive(Debug)]
+pub struct TreeCounters {
+    reads: Striped<ReadCounters>,
+    flush_bytes: AtomicU64,
+    levels: Box<[Striped<LevelCounters>]>,
     /// Range-filter probes per height, from sampled range reads.
     range_height_probes: [AtomicU64; HEIGHTS],
 }
@@ -45,11 +64,9 @@ pub struct TreeCounters {
 impl TreeCounters {
     fn new(levels: usize) -> Self {
         TreeCounters {
-            gets: AtomicU64::new(0),
-            memtable_hits: AtomicU64::new(0),
+            reads: Striped::default(),
             flush_bytes: AtomicU64::new(0),
-            levels: (0..levels).map(|_| LevelCounters::default()).collect(),
-            range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+            levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
     }
@@ -61,8 +78,8 @@ impl TreeCounters {
 
     /// A bounded range read over projections `[a, b]`.
     #[inline]
-    pub fn record_range_size(&self, a: u64, b: u64) {
-        self.range_sizes[size_bucket(a, b)].fetch_add(1, Relaxed);
+    pub fn record_range_size(&self, s: Stripe, a: u64, b: u64) {
+        self.reads.at(s).range_sizes[size_bucket(a, b)].fetch_add(1, Relaxed);
     }
 
     /// Range-filter probes per height of one sampled range read.
@@ -81,14 +98,14 @@ impl TreeCounters {
 
     /// The range-read size histogram.
     pub fn range_sizes(&self) -> [u64; SIZE_BUCKETS] {
-        std::array::from_fn(|i| self.range_sizes[i].load(Relaxed))
+        std::array::from_fn(|i| self.reads.sum(|r| r.range_sizes[i].load(Relaxed)))
     }
 
     /// A table's range filter in `level` was consulted by a range read; `negative`: it ruled
     /// the table out.
     #[inline]
-    pub fn record_range_probe(&self, level: usize, negative: bool) {
-        self.level(level, |l| {
+    pub fn record_range_probe(&self, s: Stripe, level: usize, negative: bool) {
+        self.level(s, level, |l| {
             l.range_probes.fetch_add(1, Relaxed);
             if negative {
                 l.range_negatives.fetch_add(1, Relaxed);
@@ -97,35 +114,40 @@ impl TreeCounters {
     }
 
     /// Range filters in `level` that answered "maybe" for a range read that found nothing.
-    pub fn record_range_false_positives(&self, level: usize, n: u64) {
-        self.level(level, |l| {
+    pub fn record_range_false_positives(&self, s: Stripe, level: usize, n: u64) {
+        self.level(s, level, |l| {
             l.range_false_positives.fetch_add(n, Relaxed);
         });
     }
 
-    fn level(&self, level: usize, f: impl FnOnce(&LevelCounters)) {
+    #[inline]
+    fn level(&self, s: Stripe, level: usize, f: impl FnOnce(&LevelCounters)) {
         if let Some(l) = self.levels.get(level) {
-            f(l);
+            f(l.at(s));
         }
     }
 
     /// One point lookup of the tree.
     #[inline]
-    pub fn record_get(&self) {
-        self.gets.fetch_add(1, Relaxed);
+    pub fn record_get(&self, s: Stripe) {
+        self.reads.at(s).gets.fetch_add(1, Relaxed);
     }
 
     /// A lookup answered by a memtable.
     #[inline]
-    pub fn record_memtable_hit(&self) {
-        self.memtable_hits.fetch_add(1, Relaxed);
+    pub fn record_memtable_hit(&self, s: Stripe) {
+        self.reads.at(s).memtable_hits.fetch_add(1, Relaxed);
     }
 
     /// One point-lookup probe of one table in `level`.
-    pub fn record_probe(&self, level: usize, out: &GetOutcome) {
+    #[inline]
+    pub fn record_probe(&self, s: Stripe, level: usize, out: &GetOutcome) {
         let found = out.found.is_some();
-        self.level(level, |l| {
+        self.level(s, level, |l| {
             l.probes.fetch_add(1, Relaxed);
+            if out.units_probed > 0 {
+                l.filter_units_probed.fetch_add(u64::from(out.units_probed), Relaxed);
+            }
             if out.filter_negative {
                 l.filter_negatives.fetch_add(1, Relaxed);
             }
@@ -155,7 +177,7 @@ impl TreeCounters {
 
     /// Bytes read and written by one compaction into `output_level`.
     pub fn record_compaction(&self, output_level: usize, read: u64, written: u64) {
-        self.level(output_level, |l| {
+        self.level(Stripe::FIRST, output_level, |l| {
             l.compaction_read.fetch_add(read, Relaxed);
             l.compaction_written.fetch_add(written, Relaxed);
         });
@@ -163,7 +185,7 @@ impl TreeCounters {
 
     /// A trivial move out of `from`.
     pub fn record_move(&self, from: usize) {
-        self.level(from + 1, |l| {
+        self.level(Stripe::FIRST, from + 1, |l| {
             l.moves.fetch_add(1, Relaxed);
         });
     }
@@ -172,26 +194,27 @@ impl TreeCounters {
     pub fn snapshot(&self, name: &str) -> TreeStatsSnapshot {
         TreeStatsSnapshot {
             name: name.to_string(),
-            gets: self.gets.load(Relaxed),
-            memtable_hits: self.memtable_hits.load(Relaxed),
+            gets: self.reads.sum(|r| r.gets.load(Relaxed)),
+            memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
             flush_bytes: self.flush_bytes.load(Relaxed),
             levels: self
                 .levels
                 .iter()
                 .map(|l| LevelStats {
-                    probes: l.probes.load(Relaxed),
-                    filter_negatives: l.filter_negatives.load(Relaxed),
-                    filter_false_positives: l.filter_false_positives.load(Relaxed),
-                    found: l.found.load(Relaxed),
-                    data_reads: l.data_reads.load(Relaxed),
-                    data_cache_hits: l.data_cache_hits.load(Relaxed),
-                    unnecessary_data_reads: l.unnecessary_data_reads.load(Relaxed),
-                    compaction_bytes_read: l.compaction_read.load(Relaxed),
-                    compaction_bytes_written: l.compaction_written.load(Relaxed),
-                    moves: l.moves.load(Relaxed),
-                    range_probes: l.range_probes.load(Relaxed),
-                    range_negatives: l.range_negatives.load(Relaxed),
-                    range_false_positives: l.range_false_positives.load(Relaxed),
+                    probes: l.sum(|c| c.probes.load(Relaxed)),
+                    filter_units_probed: l.sum(|c| c.filter_units_probed.load(Relaxed)),
+                    filter_negatives: l.sum(|c| c.filter_negatives.load(Relaxed)),
+                    filter_false_positives: l.sum(|c| c.filter_false_positives.load(Relaxed)),
+                    found: l.sum(|c| c.found.load(Relaxed)),
+                    data_reads: l.sum(|c| c.data_reads.load(Relaxed)),
+                    data_cache_hits: l.sum(|c| c.data_cache_hits.load(Relaxed)),
+                    unnecessary_data_reads: l.sum(|c| c.unnecessary_data_reads.load(Relaxed)),
+                    compaction_bytes_read: l.sum(|c| c.compaction_read.load(Relaxed)),
+                    compaction_bytes_written: l.sum(|c| c.compaction_written.load(Relaxed)),
+                    moves: l.sum(|c| c.moves.load(Relaxed)),
+                    range_probes: l.sum(|c| c.range_probes.load(Relaxed)),
+                    range_negatives: l.sum(|c| c.range_negatives.load(Relaxed)),
+                    range_false_positives: l.sum(|c| c.range_false_positives.load(Relaxed)),
                 })
                 .collect(),
         }
@@ -316,6 +339,8 @@ impl EngineCounters {
 pub struct LevelStats {
     /// Point-lookup probes of tables in this level.
     pub probes: u64,
+    /// Filter units consulted by those probes (pinned, cached or read).
+    pub filter_units_probed: u64,
     /// Probes a filter unit answered "absent".
     pub filter_negatives: u64,
     /// Probes the filter passed but the table did not hold the key.

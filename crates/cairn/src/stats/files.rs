@@ -7,11 +7,13 @@
 //!
 //! The read path never touches the registry's map: a super-version carries the entries of its
 //! files ([`FileState`] handles), and recording a probe is a few relaxed atomic adds on the
-//! file's own cache line. Merlin's windows are written by one thread at a time, the
+//! file's own cache line for the reader's CPU (the counters are striped, `stats/stripe.rs`). Merlin's windows are written by one thread at a time, the
 //! *recorder* ([`FileRegistry::recorder`]), which numbers the lookups it records with the
 //! global counter G.
 
 use super::merlin::{Estimate, Merlin};
+use super::stripe::{Stripe, Striped, StripedArray};
+use crate::cache::ReaderSlot;
 use crate::sst::GetOutcome;
 use crate::version::FileMeta;
 use parking_lot::Mutex;
@@ -62,15 +64,17 @@ pub struct FileState {
     number: FileNumber,
     tree: u32,
     entries: u64,
-    access: AccessCounters,
+    access: Striped<AccessCounters>,
     /// Point-lookup probes per segment (the granularity of filter units).
-    segment_probes: Box<[AtomicU64]>,
+    segment_probes: StripedArray,
     merlin: Merlin,
     inherited_exact: Estimate,
-    range: RangeCounters,
+    range: Striped<RangeCounters>,
     inherited_range_empty: f64,
     /// The file's filter bits per key (from its metadata).
     bpk: f64,
+    /// The open reader, while the table cache holds it (`cache::ReaderSlot`).
+    reader: ReaderSlot,
 }
 
 impl FileState {
@@ -79,13 +83,14 @@ impl FileState {
             number: FileNumber(f.number),
             tree,
             entries: f.entries,
-            access: AccessCounters::default(),
-            segment_probes: (0..f.segments.max(1)).map(|_| AtomicU64::new(0)).collect(),
+            access: Striped::default(),
+            segment_probes: StripedArray::new(f.segments.max(1) as usize),
             merlin: Merlin::new(window, seed.merlin),
             inherited_exact: seed.exact,
-            range: RangeCounters::default(),
+            range: Striped::default(),
             inherited_range_empty: seed.range_empty,
             bpk: f.filter_bpk,
+            reader: ReaderSlot::empty(),
         }
     }
 
@@ -97,8 +102,8 @@ impl FileState {
 
     /// Records one point-lookup probe of this file.
     #[inline]
-    pub fn record_probe(&self, out: &GetOutcome) {
-        let a = &self.access;
+    pub fn record_probe(&self, s: Stripe, out: &GetOutcome) {
+        let a = self.access.at(s);
         a.probes.fetch_add(1, Relaxed);
         if out.filter_negative {
             a.filter_negatives.fetch_add(1, Relaxed);
@@ -109,24 +114,31 @@ impl FileState {
         if out.data_block_read {
             a.data_reads.fetch_add(1, Relaxed);
         }
-        if let Some(s) = out.segment.and_then(|s| self.segment_probes.get(s)) {
-            s.fetch_add(1, Relaxed);
+        if let Some(i) = out.segment {
+            self.segment_probes.incr(s, i);
         }
     }
 
     /// A bounded range read asked this file; `empty`: it is known to hold no key in the range.
     #[inline]
-    pub fn record_range_probe(&self, empty: bool) {
-        self.range.probes.fetch_add(1, Relaxed);
+    pub fn record_range_probe(&self, s: Stripe, empty: bool) {
+        let r = self.range.at(s);
+        r.probes.fetch_add(1, Relaxed);
         if empty {
-            self.range.empty.fetch_add(1, Relaxed);
+            r.empty.fetch_add(1, Relaxed);
         }
     }
 
     /// A range read that asked this file (and was not told "empty") returned nothing.
     #[inline]
-    pub fn record_range_empty(&self) {
-        self.range.empty.fetch_add(1, Relaxed);
+    pub fn record_range_empty(&self, s: Stripe) {
+        self.range.at(s).empty.fetch_add(1, Relaxed);
+    }
+
+    /// Where the table cache publishes the file's open reader for point reads.
+    #[inline]
+    pub fn reader_slot(&self) -> &ReaderSlot {
+        &self.reader
     }
 
     /// The file's number.
@@ -138,25 +150,25 @@ impl FileState {
     /// have reached the tables.
     pub fn snapshot(&self, level: usize, g: u64) -> FileStatsSnapshot {
         let a = &self.access;
-        let (probes, found) = (a.probes.load(Relaxed), a.found.load(Relaxed));
+        let (probes, found) = (a.sum(|c| c.probes.load(Relaxed)), a.sum(|c| c.found.load(Relaxed)));
         FileStatsSnapshot {
             number: self.number,
             tree: self.tree,
             level,
             entries: self.entries,
             probes,
-            filter_negatives: a.filter_negatives.load(Relaxed),
+            filter_negatives: a.sum(|c| c.filter_negatives.load(Relaxed)),
             found,
-            data_reads: a.data_reads.load(Relaxed),
-            segment_probes: self.segment_probes.iter().map(|p| p.load(Relaxed)).collect(),
+            data_reads: a.sum(|c| c.data_reads.load(Relaxed)),
+            segment_probes: (0..self.segment_probes.len()).map(|i| self.segment_probes.get(i)).collect(),
             bpk: self.bpk,
             estimate: self.merlin.estimate(g),
             exact: Estimate {
                 q: self.inherited_exact.q + probes as f64,
                 x: self.inherited_exact.x + found as f64,
             },
-            range_probes: self.range.probes.load(Relaxed),
-            range_empty: self.inherited_range_empty + self.range.empty.load(Relaxed) as f64,
+            range_probes: self.range.sum(|r| r.probes.load(Relaxed)),
+            range_empty: self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64,
         }
     }
 }
@@ -351,13 +363,13 @@ mod tests {
         let r = FileRegistry::new(64);
         let f = r.register(0, &meta(7, 3));
         assert!(Arc::ptr_eq(&f, &r.register(0, &meta(7, 3))), "one entry per file");
-        f.record_probe(&GetOutcome {
+        f.record_probe(Stripe::current(), &GetOutcome {
             filter_negative: true,
             units_probed: 1,
             segment: Some(2),
             ..Default::default()
         });
-        f.record_probe(&GetOutcome {
+        f.record_probe(Stripe::current(), &GetOutcome {
             found: Some(crate::sst::Found {
                 kind: crate::format::ikey::ValueKind::Put,
                 seqno: 1,
@@ -387,9 +399,9 @@ mod tests {
         };
         r.seed(FileNumber(9), seed);
         let f = r.register(0, &meta(9, 1));
-        f.record_range_probe(true);
-        f.record_range_probe(false);
-        f.record_range_empty();
+        f.record_range_probe(Stripe::FIRST, true);
+        f.record_range_probe(Stripe::current(), false);
+        f.record_range_empty(Stripe::current());
         let s = f.snapshot(1, 0);
         assert_eq!(s.estimate, seed.merlin);
         assert_eq!((s.range_probes, s.range_empty), (2, 9.0), "inherited plus its own");

@@ -1,7 +1,8 @@
 //! I/O accounting: per block kind, reads from storage (count and bytes) and cache hits; bytes
-//! written; syncs. Relaxed atomics, each group on its own cache line, so readers on different
-//! cores never wait on each other (they may still share a line's traffic).
+//! written; syncs. Relaxed atomics, each group on its own cache line; the read counters are
+//! striped per CPU (`stats/stripe.rs`), so readers on different cores never write one line.
 
+use super::stripe::{Stripe, Striped};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// What a read block holds.
@@ -62,7 +63,7 @@ struct WriteCounters {
 /// Shared I/O counters; cheap enough to stay on in production.
 #[derive(Debug, Default)]
 pub struct IoStats {
-    kinds: [KindCounters; 6],
+    kinds: Striped<[KindCounters; 6]>,
     writes: WriteCounters,
 }
 
@@ -122,14 +123,14 @@ impl IoStats {
     /// Records a block read from storage.
     #[inline]
     pub fn record_read(&self, kind: BlockKind, bytes: u64) {
-        let k = &self.kinds[kind as usize];
+        let k = &self.kinds.at(Stripe::current())[kind as usize];
         k.reads.fetch_add(1, Relaxed);
         k.bytes.fetch_add(bytes, Relaxed);
     }
     /// Records a block served by the cache.
     #[inline]
     pub fn record_cache_hit(&self, kind: BlockKind) {
-        self.kinds[kind as usize].cache_hits.fetch_add(1, Relaxed);
+        self.kinds.at(Stripe::current())[kind as usize].cache_hits.fetch_add(1, Relaxed);
     }
     /// Records bytes appended to a file.
     #[inline]
@@ -144,10 +145,10 @@ impl IoStats {
     /// Copies every counter.
     pub fn snapshot(&self) -> IoSnapshot {
         let mut s = IoSnapshot::default();
-        for (out, k) in s.kinds.iter_mut().zip(self.kinds.iter()) {
-            out.reads = k.reads.load(Relaxed);
-            out.bytes = k.bytes.load(Relaxed);
-            out.cache_hits = k.cache_hits.load(Relaxed);
+        for (i, out) in s.kinds.iter_mut().enumerate() {
+            out.reads = self.kinds.sum(|k| k[i].reads.load(Relaxed));
+            out.bytes = self.kinds.sum(|k| k[i].bytes.load(Relaxed));
+            out.cache_hits = self.kinds.sum(|k| k[i].cache_hits.load(Relaxed));
         }
         s.bytes_written = self.writes.bytes_written.load(Relaxed);
         s.syncs = self.writes.syncs.load(Relaxed);

@@ -6,6 +6,7 @@ pub mod counters;
 pub mod files;
 pub mod io;
 pub mod merlin;
+pub mod stripe;
 
 pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot};
 pub use files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot};

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Reads at memory speed on 1 and 2 threads (issue 17): cairn's db_bench against Debian's RocksDB
+# db_bench on the same data (1M random keys of 16 B / 100 B, Bloom 10, no compression), each
+# database filled once and compacted, then read with --use_existing_db: a warm-up readrandom,
+# then readrandom, readmissing and seekrandom (10 nexts), at 1 and 2 threads, engines
+# interleaved in every round. Writes $OUT/results.md (medians of the rounds) and raw.txt.
+#   scripts/scaling.sh                  (1 GiB cache; ROUNDS=3 NUM=1000000 READS=1000000)
+#   CACHE=8388608 DIRECT=1 scripts/scaling.sh   (the I/O-bound parity run: 8 MB cache, O_DIRECT)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-rocksdb.sh >/dev/null
+cargo build --release -q -p cairn-bench --features rocksdb,fjall
+out=${OUT:-bench-results/scaling}
+work=${WORK:-/tmp/cairn-scaling}
+rounds=${ROUNDS:-3}
+num=${NUM:-1000000}
+reads=${READS:-1000000}
+cache=${CACHE:-1073741824}
+direct=${DIRECT:-0}
+mkdir -p "$out"
+rm -rf "$work" && mkdir -p "$work"
+common=(--num="$num" --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none
+  --cache_size="$cache" --use_direct_reads="$direct" --seek_nexts=10)
+declare -A exe=([cairn]=./target/release/db_bench [db_bench]=$(command -v db_bench))
+raw="$out/raw.txt"
+: >"$raw"
+for e in cairn db_bench; do
+  "${exe[$e]}" "${common[@]}" --db="$work/$e" --benchmarks=fillrandom,waitforcompaction >/dev/null 2>&1
+done
+for r in $(seq "$rounds"); do
+  for t in 1 2; do
+    for e in cairn db_bench; do
+      "${exe[$e]}" "${common[@]}" --db="$work/$e" --use_existing_db=1 --threads="$t" --reads="$reads" \
+        --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
+        awk -v e="$e" -v t="$t" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
+            n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, t, r, $1, $5 }' >>"$raw"
+    done
+  done
+done
+# Medians per (engine, threads, benchmark), then one row per benchmark and thread count.
+sort -k1,1 -k2,2n -k4,4 -k5,5n "$raw" | awk '
+  { k = $1 " " $2 " " $4; v[k, ++c[k]] = $5 }
+  END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
+  awk '{ med[$1, $2, $3] = $4; b[$3] = 1 }
+  END {
+    printf "| benchmark | threads | cairn ops/s | Debian db_bench ops/s | cairn / db_bench | cairn 2t / 1t |\n"
+    printf "|---|---:|---:|---:|---:|---:|\n"
+    n = split("readrandom readmissing seekrandom", names, " ")
+    for (i = 1; i <= n; i++) for (t = 1; t <= 2; t++) {
+      x = names[i]; c = med["cairn", t, x]; d = med["db_bench", t, x]
+      s = (t == 2 && med["cairn", 1, x] > 0) ? sprintf("%.2f", c / med["cairn", 1, x]) : ""
+      printf "| %s | %d | %d | %d | %.2f | %s |\n", x, t, c, d, (d > 0 ? c / d : 0), s
+    }
+  }' >"$out/results.md"
+echo "rounds=$rounds num=$num reads=$reads cache=$cache direct=$direct (medians)" >>"$out/results.md"
+cat "$out/results.md"
