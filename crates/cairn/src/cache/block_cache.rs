@@ -1,13 +1,25 @@
-//! The shared block cache.
+//! The shared block cache: a CLOCK cache whose hit path takes no lock.
+//!
+//! Lookups go through a concurrent hash map (`papaya`: lock-free reads, epoch-based
+//! reclamation), so a hit is a map probe, a clone of the block's `Arc` and, at most, one store
+//! to the entry's clock counter — never a mutex, and never a write to a line other readers of
+//! other blocks touch. Inserts, erases and evictions take the mutex of one shard (by key hash),
+//! which keeps the shard's entries in a ring swept by a CLOCK hand (RocksDB's HyperClockCache
+//! makes the same trade): an entry's counter is set on insert and on every hit — 3 for
+//! high-priority (meta) entries while they fit the high-priority share, 1 otherwise — and the
+//! hand decrements counters until it finds one at 0 to evict, so meta blocks survive three
+//! sweeps and data blocks one. Charges are exact bytes; capacity changes and reservations
+//! evict at once; evictions for space are reported to the listener outside any lock.
 
-use super::lru::{Evicted, LruShard, Priority};
+use super::lru::FxBuild;
 use crate::filter::BloomFilter;
 use crate::sst::Block;
 use crate::stats::stripe::{Stripe, Striped};
 use crate::stats::BlockKind;
 use parking_lot::{Mutex, RwLock};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
 
 /// Identifies a cached block: a per-open-table id (unique within the process, so several
 /// databases can share one cache) and the block's file offset.
@@ -32,11 +44,32 @@ pub enum CachedBlock {
 /// kind and charge. The memory tuner's ghost cache subscribes here.
 pub type EvictionListener = Arc<dyn Fn(BlockKey, BlockKind, usize) + Send + Sync>;
 
-#[derive(Debug, Clone)]
-struct Entry {
+/// Cache priority of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Priority {
+    /// Meta blocks (index, filter units): evicted last.
+    High,
+    /// Data blocks.
+    Low,
+}
+
+/// One cached block.
+#[derive(Debug)]
+struct Slot {
+    key: BlockKey,
     value: CachedBlock,
     kind: BlockKind,
+    charge: usize,
+    high: bool,
+    /// CLOCK counter: sweeps left before eviction.
+    clock: AtomicU8,
+    /// Erased, replaced or evicted (its charge is gone; set under the shard's lock).
+    dead: AtomicBool,
 }
+
+/// Sweeps a high-priority entry survives (RocksDB's HyperClockCache gives high priority 3).
+const HIGH_CLOCK: u8 = 3;
+const LOW_CLOCK: u8 = 1;
 
 /// Hit, miss, insert and eviction counts for one block kind.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +97,65 @@ struct AtomicCounters {
 const MIN_SHARD_BYTES: usize = 512 * 1024;
 const MAX_SHARDS: usize = 64;
 
-/// A sharded LRU block cache charged in bytes.
+/// One shard's eviction state: its entries in CLOCK order (a FIFO queue where a swept entry
+/// with sweeps left goes to the back: the CLOCK hand is the queue's front) and their charges.
+/// Erased entries leave the queue lazily, when the hand reaches them (or when they are over
+/// half of it).
+#[derive(Debug, Default)]
+struct Shard {
+    queue: VecDeque<Weak<Slot>>,
+    /// Entries in `queue` that are dead.
+    dead: usize,
+    usage: usize,
+    high_usage: usize,
+    capacity: usize,
+    high_capacity: usize,
+}
+
+impl Shard {
+    /// Takes `slot`'s charge out (it stays in the queue, dead, until the hand reaches it).
+    fn unlink(&mut self, slot: &Slot) {
+        if slot.dead.swap(true, Relaxed) {
+            return;
+        }
+        self.dead += 1;
+        self.usage -= slot.charge;
+        if slot.high {
+            self.high_usage -= slot.charge;
+        }
+        if self.dead > 64 && self.dead > self.queue.len() / 2 {
+            self.queue.retain(|w| w.upgrade().is_some_and(|s| !s.dead.load(Relaxed)));
+            self.dead = 0;
+        }
+    }
+
+    /// Evicts the next entry whose counter is 0, decrementing the others on the way; `None`
+    /// when the queue holds no live entry.
+    fn evict(&mut self) -> Option<Arc<Slot>> {
+        while let Some(w) = self.queue.pop_front() {
+            let Some(s) = w.upgrade().filter(|s| !s.dead.load(Relaxed)) else {
+                self.dead = self.dead.saturating_sub(1);
+                continue;
+            };
+            let c = s.clock.load(Relaxed);
+            if c > 0 {
+                s.clock.store(c - 1, Relaxed);
+                self.queue.push_back(w);
+                continue;
+            }
+            self.unlink(&s);
+            // Its queue entry is gone already: it no longer counts as a dead one.
+            self.dead = self.dead.saturating_sub(1);
+            return Some(s);
+        }
+        None
+    }
+}
+
+/// A sharded CLOCK block cache charged in bytes, with lock-free hits.
 pub struct BlockCache {
-    shards: Box<[Mutex<LruShard<BlockKey, Entry>>]>,
+    map: papaya::HashMap<BlockKey, Arc<Slot>, FxBuild>,
+    shards: Box<[Mutex<Shard>]>,
     capacity: AtomicUsize,
     /// Part of the capacity reserved for memory held outside the cache.
     reserved: AtomicUsize,
@@ -96,19 +185,21 @@ impl BlockCache {
         } else {
             n.next_power_of_two() / 2
         };
-        let per = capacity / n;
-        BlockCache {
-            shards: (0..n).map(|_| Mutex::new(LruShard::new(per, high_pri_ratio))).collect(),
+        let cache = BlockCache {
+            map: papaya::HashMap::builder().hasher(FxBuild::default()).build(),
+            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
             capacity: AtomicUsize::new(capacity),
             reserved: AtomicUsize::new(0),
-            high_pri_ratio,
-            counters: Default::default(),
+            high_pri_ratio: high_pri_ratio.clamp(0.0, 1.0),
+            counters: Striped::default(),
             listener: RwLock::new(None),
-        }
+        };
+        cache.apply_capacity();
+        cache
     }
 
     #[inline]
-    fn shard(&self, key: &BlockKey) -> &Mutex<LruShard<BlockKey, Entry>> {
+    fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
         let h = key
             .table
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -117,46 +208,95 @@ impl BlockCache {
         &self.shards[(h >> 40) as usize % self.shards.len()]
     }
 
-    /// Looks a block up, counting a hit or a miss for `kind`.
+    /// Looks a block up, counting a hit or a miss for `kind`. Takes no lock.
+    #[inline]
     pub fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
-        let found = self.shard(key).lock().get(key);
+        let found = {
+            let map = self.map.pin();
+            map.get(key).map(|s| {
+                let want = if s.high { HIGH_CLOCK } else { LOW_CLOCK };
+                // Store only when it changes: a hot block's line stays shared, not bounced.
+                if s.clock.load(Relaxed) < want {
+                    s.clock.store(want, Relaxed);
+                }
+                s.value.clone()
+            })
+        };
         let c = &self.counters.at(Stripe::current())[kind as usize];
-        match found {
-            Some(e) => {
-                c.hits.fetch_add(1, Relaxed);
-                Some(e.value)
-            }
-            None => {
-                c.misses.fetch_add(1, Relaxed);
-                None
-            }
-        }
+        match &found {
+            Some(_) => c.hits.fetch_add(1, Relaxed),
+            None => c.misses.fetch_add(1, Relaxed),
+        };
+        found
     }
 
-    /// Inserts a block charged `charge` bytes.
+    /// Inserts a block charged `charge` bytes (replacing any block under `key`). A block
+    /// larger than its shard's whole capacity is not cached.
     pub fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
         self.counters.at(Stripe::current())[kind as usize].inserts.fetch_add(1, Relaxed);
-        let evicted = self.shard(&key).lock().insert(key, Entry { value, kind }, charge, prio);
-        self.report(evicted, Some(key));
+        let mut evicted = Vec::new();
+        {
+            let mut sh = self.shard(&key).lock();
+            let map = self.map.pin();
+            if let Some(old) = map.remove(&key) {
+                sh.unlink(old);
+            }
+            if charge > sh.capacity {
+                return;
+            }
+            let high = prio == Priority::High && sh.high_usage + charge <= sh.high_capacity;
+            let slot = Arc::new(Slot {
+                key,
+                value,
+                kind,
+                charge,
+                high,
+                clock: AtomicU8::new(if high { HIGH_CLOCK } else { LOW_CLOCK }),
+                dead: AtomicBool::new(false),
+            });
+            sh.usage += charge;
+            if high {
+                sh.high_usage += charge;
+            }
+            sh.queue.push_back(Arc::downgrade(&slot));
+            map.insert(key, slot);
+            self.enforce(&mut sh, &map, &mut evicted);
+        }
+        self.report(evicted);
+    }
+
+    /// Evicts from `sh` down to its capacity.
+    fn enforce(
+        &self,
+        sh: &mut Shard,
+        map: &papaya::HashMapRef<'_, BlockKey, Arc<Slot>, FxBuild, impl papaya::Guard>,
+        out: &mut Vec<Arc<Slot>>,
+    ) {
+        while sh.usage > sh.capacity {
+            let Some(v) = sh.evict() else { break };
+            map.remove(&v.key);
+            out.push(v);
+        }
     }
 
     /// Drops a block (e.g. its file was deleted).
     pub fn erase(&self, key: &BlockKey) {
-        self.shard(key).lock().remove(key);
+        let mut sh = self.shard(key).lock();
+        if let Some(old) = self.map.pin().remove(key) {
+            sh.unlink(old);
+        }
     }
 
-    fn report(&self, evicted: Vec<Evicted<BlockKey, Entry>>, replaced: Option<BlockKey>) {
+    fn report(&self, evicted: Vec<Arc<Slot>>) {
         if evicted.is_empty() {
             return;
         }
         let listener = self.listener.read().clone();
+        let c = self.counters.at(Stripe::current());
         for e in evicted {
-            if Some(e.key) == replaced {
-                continue; // a replacement is not an eviction for space
-            }
-            self.counters.at(Stripe::current())[e.value.kind as usize].evictions.fetch_add(1, Relaxed);
+            c[e.kind as usize].evictions.fetch_add(1, Relaxed);
             if let Some(l) = &listener {
-                l(e.key, e.value.kind, e.charge);
+                l(e.key, e.kind, e.charge);
             }
         }
     }
@@ -198,24 +338,33 @@ impl BlockCache {
         let usable = self.capacity().saturating_sub(self.reserved());
         let per = usable / self.shards.len();
         for s in self.shards.iter() {
-            let evicted = s.lock().set_capacity(per, self.high_pri_ratio);
-            self.report(evicted, None);
+            let mut evicted = Vec::new();
+            {
+                let mut sh = s.lock();
+                sh.capacity = per;
+                sh.high_capacity = (per as f64 * self.high_pri_ratio) as usize;
+                self.enforce(&mut sh, &self.map.pin(), &mut evicted);
+            }
+            self.report(evicted);
         }
     }
 
     /// Bytes currently charged.
     pub fn usage(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().usage()).sum()
+        self.shards.iter().map(|s| s.lock().usage).sum()
     }
 
     /// Bytes charged to high-priority entries.
     pub fn high_pri_usage(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().high_pri_usage()).sum()
+        self.shards.iter().map(|s| s.lock().high_usage).sum()
     }
 
     /// Entries cached.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.lock().len()).sum()
+        self.shards.iter().map(|s| {
+            let sh = s.lock();
+            sh.queue.len() - sh.dead
+        }).sum()
     }
 
     /// True when nothing is cached.
@@ -226,6 +375,32 @@ impl BlockCache {
     /// Subscribes to evictions (replaces any earlier listener).
     pub fn set_eviction_listener(&self, l: Option<EvictionListener>) {
         *self.listener.write() = l;
+    }
+
+    /// Checks the shards against the map: every ring entry is the map's entry for its key at
+    /// its recorded position, charges add up, and nothing else is in the map.
+    #[cfg(test)]
+    fn check(&self) {
+        let map = self.map.pin();
+        let mut entries = 0;
+        for s in self.shards.iter() {
+            let sh = s.lock();
+            let (mut usage, mut high, mut dead) = (0, 0, 0);
+            for e in &sh.queue {
+                match e.upgrade().filter(|e| !e.dead.load(Relaxed)) {
+                    Some(e) => {
+                        assert!(map.get(&e.key).is_some_and(|m| Arc::ptr_eq(m, &e)));
+                        usage += e.charge;
+                        high += if e.high { e.charge } else { 0 };
+                        entries += 1;
+                    }
+                    None => dead += 1,
+                }
+            }
+            assert_eq!((sh.usage, sh.high_usage, sh.dead), (usage, high, dead));
+            assert!(sh.usage <= sh.capacity);
+        }
+        assert_eq!(map.len(), entries);
     }
 
     /// Counters of one block kind.
@@ -283,6 +458,83 @@ mod tests {
         cache.insert(BlockKey { table: 2, offset: 1 }, filter(), BlockKind::FilterUnit, 1000, Priority::Low);
         assert!(cache.usage() >= 2000);
         assert_eq!(cache.counters(BlockKind::Data), CacheCounters::default());
+    }
+
+    fn key(i: u64) -> BlockKey {
+        BlockKey { table: 1, offset: i }
+    }
+
+    #[test]
+    fn hits_and_priority_buy_sweeps() {
+        let cache = BlockCache::new(10_000, 0.5);
+        let put = |i: u64, prio| cache.insert(key(i), filter(), BlockKind::Data, 1000, prio);
+        // A high-priority entry outlives low-priority entries inserted after it, not hit since.
+        put(100, Priority::High);
+        for i in 0..15 {
+            put(i, Priority::Low);
+        }
+        assert!(cache.get(&key(0), BlockKind::Data).is_none());
+        assert!(cache.get(&key(100), BlockKind::Data).is_some());
+        assert_eq!(cache.high_pri_usage(), 1000);
+        cache.check();
+        // A hit gives a low entry a second chance over entries not hit since the last sweep.
+        let c = BlockCache::new(5000, 0.0);
+        for i in 0..5 {
+            c.insert(key(i), filter(), BlockKind::Data, 1000, Priority::Low);
+        }
+        c.insert(key(5), filter(), BlockKind::Data, 1000, Priority::Low); // sweeps all, evicts 0
+        assert!(c.get(&key(0), BlockKind::Data).is_none());
+        assert!(c.get(&key(1), BlockKind::Data).is_some());
+        c.insert(key(6), filter(), BlockKind::Data, 1000, Priority::Low);
+        assert!(c.get(&key(1), BlockKind::Data).is_some(), "the hit entry survives");
+        assert!(c.get(&key(2), BlockKind::Data).is_none(), "the next unhit one goes");
+        c.check();
+        // With no high-priority share, high entries are cached as low ones.
+        c.insert(key(7), filter(), BlockKind::FilterUnit, 1000, Priority::High);
+        assert_eq!(c.high_pri_usage(), 0);
+    }
+
+    #[test]
+    fn concurrent_use_keeps_charges_exact() {
+        let cache = Arc::new(BlockCache::new(2 << 20, 0.25));
+        let evicted = Arc::new(AtomicU64::new(0));
+        let e2 = evicted.clone();
+        cache.set_eviction_listener(Some(Arc::new(move |_, _, _| {
+            e2.fetch_add(1, Relaxed);
+        })));
+        let threads: Vec<_> = (0..4u64)
+            .map(|t| {
+                let cache = cache.clone();
+                std::thread::spawn(move || {
+                    let mut x = t.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+                    for n in 0..20_000u64 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let k = key(x % 3000);
+                        match n % 8 {
+                            0 => cache.erase(&k),
+                            1..=3 => {
+                                let prio = if x % 5 == 0 { Priority::High } else { Priority::Low };
+                                cache.insert(k, filter(), BlockKind::Data, 512 + (x % 4096) as usize, prio);
+                            }
+                            4 if t == 0 => cache.set_capacity(if n % 16 == 4 { 1 << 20 } else { 2 << 20 }),
+                            _ => {
+                                cache.get(&k, BlockKind::Data);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        cache.check();
+        assert!(cache.usage() <= cache.capacity());
+        let c = cache.counters(BlockKind::Data);
+        assert_eq!(c.evictions, evicted.load(Relaxed));
+        assert_eq!(c.hits + c.misses, (0..4).map(|t| 20_000 / 8 * (4 - u64::from(t == 0))).sum::<u64>());
     }
 
     #[test]

@@ -1,10 +1,5 @@
-//! One LRU shard: a slab of entries threaded on two intrusive lists (high and low priority),
-//! charged in caller-defined units (bytes for blocks, 1 for tables).
-//!
-//! Eviction follows RocksDB's LRU cache with a high-priority pool: high-priority entries stay
-//! in their own list while that list's charge is within `high_pri_capacity`; the excess is
-//! demoted (oldest first) to the low-priority list; eviction takes the least recently used
-//! low-priority entry first, then high-priority ones.
+//! A least-recently-used map bounded by a count of entries (the table cache's open readers):
+//! a slab of entries threaded on one intrusive list.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -34,16 +29,8 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxBuild = BuildHasherDefault<FxHasher>;
-
-/// Cache priority of an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Priority {
-    /// Meta blocks (index, filter units): evicted last.
-    High,
-    /// Data blocks.
-    Low,
-}
+/// Builds [`FxHasher`]s.
+pub type FxBuild = BuildHasherDefault<FxHasher>;
 
 const NIL: u32 = u32::MAX;
 
@@ -51,25 +38,8 @@ const NIL: u32 = u32::MAX;
 struct Node<K, V> {
     key: K,
     value: V,
-    charge: usize,
-    high: bool, // currently on the high-priority list
     prev: u32,
     next: u32,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct List {
-    head: u32, // most recently used
-    tail: u32, // least recently used
-    charge: usize,
-}
-
-impl List {
-    const EMPTY: List = List {
-        head: NIL,
-        tail: NIL,
-        charge: 0,
-    };
 }
 
 /// An evicted or replaced entry.
@@ -77,7 +47,6 @@ impl List {
 pub struct Evicted<K, V> {
     pub key: K,
     pub value: V,
-    pub charge: usize,
 }
 
 #[derive(Debug)]
@@ -85,38 +54,25 @@ pub struct LruShard<K, V> {
     slab: Vec<Option<Node<K, V>>>,
     free: Vec<u32>,
     map: HashMap<K, u32, FxBuild>,
-    lists: [List; 2], // [high, low]
+    head: u32, // most recently used
+    tail: u32, // least recently used
     capacity: usize,
-    high_pri_capacity: usize,
 }
 
 impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
-    pub fn new(capacity: usize, high_pri_ratio: f64) -> Self {
-        let mut s = LruShard {
+    /// Holds at most `capacity` entries.
+    pub fn new(capacity: usize) -> Self {
+        LruShard {
             slab: Vec::new(),
             free: Vec::new(),
             map: HashMap::default(),
-            lists: [List::EMPTY; 2],
-            capacity: 0,
-            high_pri_capacity: 0,
-        };
-        s.set_capacity_no_evict(capacity, high_pri_ratio);
-        s
+            head: NIL,
+            tail: NIL,
+            capacity,
+        }
     }
 
-    fn set_capacity_no_evict(&mut self, capacity: usize, high_pri_ratio: f64) {
-        self.capacity = capacity;
-        self.high_pri_capacity = (capacity as f64 * high_pri_ratio.clamp(0.0, 1.0)) as usize;
-    }
-
-    pub fn usage(&self) -> usize {
-        self.lists[0].charge + self.lists[1].charge
-    }
-
-    pub fn high_pri_usage(&self) -> usize {
-        self.lists[0].charge
-    }
-
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.map.len()
     }
@@ -131,43 +87,34 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
 
     fn unlink(&mut self, i: u32) {
         let Some(n) = self.node(i) else { return };
-        let (prev, next, charge, li) = (n.prev, n.next, n.charge, usize::from(!n.high));
-        if let Some(p) = self.node_mut(prev) {
-            p.next = next;
-        } else {
-            self.lists[li].head = next;
+        let (prev, next) = (n.prev, n.next);
+        match self.node_mut(prev) {
+            Some(p) => p.next = next,
+            None => self.head = next,
         }
-        if let Some(nx) = self.node_mut(next) {
-            nx.prev = prev;
-        } else {
-            self.lists[li].tail = prev;
+        match self.node_mut(next) {
+            Some(nx) => nx.prev = prev,
+            None => self.tail = prev,
         }
-        self.lists[li].charge -= charge;
     }
 
-    fn push_front(&mut self, i: u32, high: bool) {
-        let li = usize::from(!high);
-        let head = self.lists[li].head;
+    fn push_front(&mut self, i: u32) {
+        let head = self.head;
         let Some(n) = self.node_mut(i) else { return };
-        n.high = high;
         n.prev = NIL;
         n.next = head;
-        let charge = n.charge;
-        if let Some(h) = self.node_mut(head) {
-            h.prev = i;
-        } else {
-            self.lists[li].tail = i;
+        match self.node_mut(head) {
+            Some(h) => h.prev = i,
+            None => self.tail = i,
         }
-        self.lists[li].head = i;
-        self.lists[li].charge += charge;
+        self.head = i;
     }
 
     /// Looks up `key`, making it the most recently used.
     pub fn get(&mut self, key: &K) -> Option<V> {
         let i = *self.map.get(key)?;
-        let high = self.node(i)?.high;
         self.unlink(i);
-        self.push_front(i, high);
+        self.push_front(i);
         self.node(i).map(|n| n.value.clone())
     }
 
@@ -176,11 +123,7 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         let n = self.slab.get_mut(i as usize)?.take()?;
         self.map.remove(&n.key);
         self.free.push(i);
-        Some(Evicted {
-            key: n.key,
-            value: n.value,
-            charge: n.charge,
-        })
+        Some(Evicted { key: n.key, value: n.value })
     }
 
     /// Removes `key`.
@@ -189,21 +132,16 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
         self.take(i)
     }
 
-    /// Inserts (or replaces) an entry, then evicts down to capacity. An entry whose charge
-    /// exceeds the whole capacity is not cached. Returns what was evicted or replaced.
-    pub fn insert(&mut self, key: K, value: V, charge: usize, prio: Priority) -> Vec<Evicted<K, V>> {
-        let mut out = Vec::new();
-        if let Some(old) = self.remove(&key) {
-            out.push(old);
-        }
-        if charge > self.capacity {
+    /// Inserts (or replaces) an entry as the most recently used, then evicts the least
+    /// recently used beyond capacity. Returns what was evicted or replaced.
+    pub fn insert(&mut self, key: K, value: V) -> Vec<Evicted<K, V>> {
+        let mut out: Vec<_> = self.remove(&key).into_iter().collect();
+        if self.capacity == 0 {
             return out;
         }
         let node = Node {
             key: key.clone(),
             value,
-            charge,
-            high: false,
             prev: NIL,
             next: NIL,
         };
@@ -218,39 +156,13 @@ impl<K: Hash + Eq + Clone, V: Clone> LruShard<K, V> {
             }
         };
         self.map.insert(key, i);
-        self.push_front(i, prio == Priority::High);
-        self.enforce(&mut out);
-        out
-    }
-
-    fn enforce(&mut self, out: &mut Vec<Evicted<K, V>>) {
-        // Demote the oldest high-priority entries beyond the pool's share.
-        while self.lists[0].charge > self.high_pri_capacity {
-            let t = self.lists[0].tail;
-            if t == NIL {
-                break;
-            }
-            self.unlink(t);
-            self.push_front(t, false);
-        }
-        while self.usage() > self.capacity {
-            let t = if self.lists[1].tail != NIL {
-                self.lists[1].tail
-            } else {
-                self.lists[0].tail
-            };
-            match self.take(t) {
+        self.push_front(i);
+        while self.map.len() > self.capacity {
+            match self.take(self.tail) {
                 Some(e) => out.push(e),
                 None => break,
             }
         }
-    }
-
-    /// Changes the capacity; shrinking evicts at once.
-    pub fn set_capacity(&mut self, capacity: usize, high_pri_ratio: f64) -> Vec<Evicted<K, V>> {
-        self.set_capacity_no_evict(capacity, high_pri_ratio);
-        let mut out = Vec::new();
-        self.enforce(&mut out);
         out
     }
 }
@@ -260,40 +172,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lru_order_priority_and_resize() {
-        let mut s: LruShard<u32, u32> = LruShard::new(100, 0.5);
+    fn lru_order_capacity_and_replacement() {
+        let mut s: LruShard<u32, u32> = LruShard::new(5);
         for k in 0..5 {
-            assert!(s.insert(k, k, 20, Priority::Low).is_empty());
+            assert!(s.insert(k, k).is_empty());
         }
-        assert_eq!(s.usage(), 100);
         s.get(&0); // 0 becomes MRU: 1 is now the LRU
-        let ev = s.insert(9, 9, 20, Priority::High);
+        let ev = s.insert(9, 9);
         assert_eq!(ev.iter().map(|e| e.key).collect::<Vec<_>>(), vec![1]);
-        // High-priority entries survive low-priority pressure.
-        for k in 10..20 {
-            s.insert(k, k, 20, Priority::Low);
-        }
-        assert!(s.get(&9).is_some());
-        assert_eq!(s.high_pri_usage(), 20);
-        // Over the high pool's share, the oldest high entry is demoted then evicted first.
-        s.insert(30, 30, 20, Priority::High);
-        s.insert(31, 31, 20, Priority::High);
-        s.insert(32, 32, 20, Priority::High);
-        assert!(s.high_pri_usage() <= 50);
-        // Shrinking evicts immediately.
-        let ev = s.set_capacity(40, 0.5);
-        assert!(!ev.is_empty());
-        assert!(s.usage() <= 40);
-        // Too large for the cache: not inserted.
-        assert!(s.insert(99, 99, 41, Priority::Low).is_empty());
-        assert!(s.get(&99).is_none());
-        // Replacement reports the old value.
-        s.insert(32, 320, 10, Priority::Low);
-        let ev = s.insert(32, 321, 10, Priority::Low);
-        assert_eq!(ev.len(), 1);
-        assert_eq!(ev[0].value, 320);
-        assert_eq!(s.get(&32), Some(321));
-        assert!(s.remove(&32).is_some());
+        assert_eq!(s.len(), 5);
+        // Replacement reports the old value and evicts nothing else.
+        let ev = s.insert(9, 90);
+        assert_eq!((ev.len(), ev[0].value), (1, 9));
+        assert_eq!(s.get(&9), Some(90));
+        assert!(s.remove(&9).is_some());
+        assert!(s.get(&9).is_none());
         assert_eq!(s.len(), s.map.len());
+        assert!(LruShard::new(0).insert(1, 1).is_empty(), "a zero-capacity map holds nothing");
     }
 }

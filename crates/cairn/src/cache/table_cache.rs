@@ -1,6 +1,6 @@
 //! Open table readers, kept in an LRU bounded by a count of files.
 
-use super::lru::{LruShard, Priority};
+use super::lru::LruShard;
 use crate::error::Result;
 use crate::sst::TableReader;
 use crate::stats::FileState;
@@ -30,7 +30,7 @@ impl TableCache {
     /// Keeps at most `max_open` readers open.
     pub fn new(max_open: usize) -> Self {
         TableCache {
-            lru: Mutex::new(LruShard::new(max_open.max(1), 0.0)),
+            lru: Mutex::new(LruShard::new(max_open.max(1))),
         }
     }
 
@@ -63,12 +63,12 @@ impl TableCache {
     fn put(lru: &mut LruShard<u64, Entry>, file_number: u64, reader: Arc<TableReader>, state: Option<&Arc<FileState>>) {
         let mut entry = Entry { reader, state: state.cloned() };
         let mut evicted = Vec::new();
-        for e in lru.insert(file_number, entry.clone(), 1, Priority::Low) {
+        for e in lru.insert(file_number, entry.clone()) {
             if e.key == file_number {
                 // A racing open's entry was replaced: its slot now shows this reader.
                 if entry.state.is_none() && e.value.state.is_some() {
                     entry.state = e.value.state;
-                    lru.insert(file_number, entry.clone(), 1, Priority::Low);
+                    lru.insert(file_number, entry.clone());
                 }
             } else if let Some(s) = e.value.state {
                 evicted.push(s);

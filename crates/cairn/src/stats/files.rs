@@ -160,7 +160,7 @@ impl FileState {
             filter_negatives: a.sum(|c| c.filter_negatives.load(Relaxed)),
             found,
             data_reads: a.sum(|c| c.data_reads.load(Relaxed)),
-            segment_probes: (0..self.segment_probes.len()).map(|i| self.segment_probes.get(i)).collect(),
+            segment_probes: (0..self.segment_probes.counters()).map(|i| self.segment_probes.get(i)).collect(),
             bpk: self.bpk,
             estimate: self.merlin.estimate(g),
             exact: Estimate {

@@ -109,14 +109,9 @@ impl StripedArray {
             .sum()
     }
 
-    /// Counters.
-    pub fn len(&self) -> usize {
+    /// How many counters it holds.
+    pub fn counters(&self) -> usize {
         self.n
-    }
-
-    /// True when it holds no counter.
-    pub fn is_empty(&self) -> bool {
-        self.n == 0
     }
 }
 
@@ -148,7 +143,7 @@ mod tests {
         a.incr(Stripe::current(), 11);
         let n = stripes() as u64;
         assert_eq!((a.get(0), a.get(8), a.get(10), a.get(1), a.get(11)), (n, n, n + 1, 0, 0));
-        assert_eq!(a.len(), 11);
+        assert_eq!(a.counters(), 11);
     }
 
     #[test]
