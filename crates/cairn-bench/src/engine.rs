@@ -274,7 +274,15 @@ impl Engine for CairnEngine {
     }
 
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {
-        Ok(self.db.get(key)?.map(|v| v.len()))
+        thread_local! {
+            // One value buffer per reader thread: lookups allocate nothing (RocksDB's adapter
+            // reads pinned values, with no copy).
+            static VALUE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        VALUE.with(|v| {
+            let mut v = v.borrow_mut();
+            Ok(self.db.get_into(key, &mut v)?.then_some(v.len()))
+        })
     }
 
     fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {

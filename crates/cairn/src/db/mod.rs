@@ -265,6 +265,16 @@ impl Tree {
         read::get(self.inner(), self.id, key.as_ref(), None)
     }
 
+    /// [`get`](Self::get) into a caller's buffer: `value` is replaced by the value and `true`
+    /// returned when `key` is present (`value` is left unspecified otherwise). Reusing one
+    /// buffer, a lookup allocates nothing.
+    ///
+    /// # Errors
+    /// Read and corruption errors (never a wrong answer).
+    pub fn get_into(&self, key: impl AsRef<[u8]>, value: &mut Vec<u8>) -> Result<bool> {
+        read::get_into(self.inner(), self.id, key.as_ref(), None, value)
+    }
+
     /// The tables a lookup of `key` would probe now with every filter off, each with whether
     /// it holds the key: for experiments that need the exact per-file lookups of a replayed
     /// workload (Merlin's accuracy). Not part of the API.

@@ -13,6 +13,19 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<u64>) -> Result<Option<Vec<u8>>> {
+    let mut value = Vec::new();
+    Ok(get_into(inner, tree, key, snapshot, &mut value)?.then_some(value))
+}
+
+/// [`get`] writing the value into `value` (replacing its contents); `true` when found. Takes
+/// no lock, writes no shared line and allocates nothing (when `value` has room).
+pub(super) fn get_into(
+    inner: &Arc<DbInner>,
+    tree: u32,
+    key: &[u8],
+    snapshot: Option<u64>,
+    value: &mut Vec<u8>,
+) -> Result<bool> {
     if inner.shutdown.load(Ordering::Acquire) {
         return Err(crate::Error::InvalidArgument("the database is closed".into()));
     }
@@ -24,13 +37,13 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     sv.counters.record_get(s);
     let lookup = LookupKey::new(key, seq);
     for m in &sv.mems {
-        if let Some((kind, v)) = m.lookup(&lookup) {
+        if let Some(kind) = m.lookup_into(&lookup, value) {
             sv.counters.record_memtable_hit(s);
-            return Ok((kind == ValueKind::Put).then_some(v));
+            return Ok(kind == ValueKind::Put);
         }
     }
     let Some(tv) = sv.version.trees.get(tree as usize) else {
-        return Ok(None);
+        return Ok(false);
     };
     let plan = inner.filter_plan.load();
     let read = Read {
@@ -44,19 +57,19 @@ pub(super) fn get(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<
     };
     for (i, f) in tv.level(0).iter().enumerate() {
         if f.smallest_user_key() <= key && f.largest_user_key() >= key {
-            if let Some(answer) = read.probe(0, i)? {
-                return Ok(answer);
+            if let Some(found) = read.probe(0, i, value)? {
+                return Ok(found);
             }
         }
     }
     for level in 1..tv.levels.len() {
         if let Some(i) = tv.index_for_key(level, key) {
-            if let Some(answer) = read.probe(level, i)? {
-                return Ok(answer);
+            if let Some(found) = read.probe(level, i, value)? {
+                return Ok(found);
             }
         }
     }
-    Ok(None)
+    Ok(false)
 }
 
 /// One point read's context, shared by the tables it probes.
@@ -70,8 +83,9 @@ struct Read<'a> {
 }
 
 impl Read<'_> {
-    /// Probes file `i` of `level`; `Some(answer)` once the table holds a version of the key.
-    fn probe(&self, level: usize, i: usize) -> Result<Option<Option<Vec<u8>>>> {
+    /// Probes file `i` of `level`; `Some(is_put)` once the table holds a version of the key
+    /// (its value then in `value`).
+    fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<bool>> {
         let Some(f) = self
             .sv
             .version
@@ -98,7 +112,7 @@ impl Read<'_> {
                 &opened
             }
         };
-        let out = table.lookup(self.lookup, units)?;
+        let out = table.lookup_into(self.lookup, units, value)?;
         self.sv.counters.record_probe(self.s, level, &out);
         if let Some(state) = state {
             state.record_probe(self.s, &out);
@@ -106,9 +120,7 @@ impl Read<'_> {
                 state.record_merlin(g, &out);
             }
         }
-        Ok(out
-            .found
-            .map(|found| (found.kind == ValueKind::Put).then_some(found.value)))
+        Ok(out.found.map(|found| found.kind == ValueKind::Put))
     }
 }
 

@@ -51,13 +51,24 @@ impl Memtable {
 
     /// [`get`](Self::get) with a prepared lookup key.
     pub fn lookup(&self, key: &ikey::LookupKey) -> Option<(ValueKind, Vec<u8>)> {
+        let mut v = Vec::new();
+        self.lookup_into(key, &mut v).map(|kind| (kind, v))
+    }
+
+    /// [`lookup`](Self::lookup) writing the value into `value` (replacing its contents).
+    pub fn lookup_into(&self, key: &ikey::LookupKey, value: &mut Vec<u8>) -> Option<ValueKind> {
         let off = self.list.seek(key.encoded());
         if off == 0 {
             return None;
         }
         let (k, v) = self.list.entry(off);
         let (uk, _, kind) = ikey::split(k)?;
-        (uk == key.user_key()).then(|| (kind, v.to_vec()))
+        if uk != key.user_key() {
+            return None;
+        }
+        value.clear();
+        value.extend_from_slice(v);
+        Some(kind)
     }
 
     /// Bytes charged: exactly what the entries' nodes occupy in the arena.

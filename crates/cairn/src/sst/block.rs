@@ -13,6 +13,7 @@ use crate::format::coding::{get_varint32, put_varint32, read_u32};
 use crate::format::ikey::KeyOrder;
 use crate::iter::InternalIterator;
 use std::cmp::Ordering;
+use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -140,6 +141,25 @@ impl Block {
         Ok(block)
     }
 
+    /// Key at restart point `i` (restart entries share nothing); `None` if it is damaged.
+    pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
+        let r = self.restart_point(i)?;
+        let data = &self.data[..self.restarts_offset];
+        let (shared, n1) = get_varint32(data.get(r..)?)?;
+        let (unshared, n2) = get_varint32(data.get(r + n1..)?)?;
+        let (_, n3) = get_varint32(data.get(r + n1 + n2..)?)?;
+        let start = r + n1 + n2 + n3;
+        if shared != 0 {
+            return None;
+        }
+        data.get(start..start.checked_add(unshared as usize)?)
+    }
+
+    /// Restart points (entries, in a block written with restart interval 1).
+    pub(crate) fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
     fn restart_point(&self, i: usize) -> Option<usize> {
         let r = read_u32(&self.data, self.restarts_offset + 4 * i)? as usize;
         (r < self.restarts_offset).then_some(r)
@@ -157,16 +177,14 @@ impl Block {
 
     /// An iterator over the block in `order`.
     pub fn iter(self: &Arc<Self>, order: KeyOrder) -> BlockIter {
-        BlockIter {
-            current: self.restarts_offset,
-            next: self.restarts_offset,
-            block: self.clone(),
-            order,
-            restart_idx: 0,
-            key: Vec::new(),
-            value: (0, 0),
-            err: None,
-        }
+        BlockIter::new(self.clone(), order, Vec::new())
+    }
+
+    /// A cursor borrowing the block (no reference-count write) and building keys in `key`
+    /// (its allocation reused; give it back with [`BlockIter::into_key_buffer`]): what a point
+    /// lookup uses.
+    pub fn iter_ref(&self, order: KeyOrder, key: Vec<u8>) -> BlockIter<&Block> {
+        BlockIter::new(self, order, key)
     }
 
     fn corruption(&self, entry_offset: usize, what: &str) -> Error {
@@ -178,10 +196,10 @@ impl Block {
     }
 }
 
-/// Cursor over one [`Block`].
+/// Cursor over one [`Block`], owning it (`Arc`) or borrowing it (`&Block`).
 #[derive(Debug)]
-pub struct BlockIter {
-    block: Arc<Block>,
+pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
+    block: B,
     order: KeyOrder,
     /// Offset of the current entry; `restarts_offset` when invalid.
     current: usize,
@@ -193,7 +211,33 @@ pub struct BlockIter {
     err: Option<Error>,
 }
 
-impl BlockIter {
+impl<B: Deref<Target = Block>> BlockIter<B> {
+    fn new(block: B, order: KeyOrder, mut key: Vec<u8>) -> Self {
+        key.clear();
+        let end = block.restarts_offset;
+        BlockIter {
+            current: end,
+            next: end,
+            block,
+            order,
+            restart_idx: 0,
+            key,
+            value: (0, 0),
+            err: None,
+        }
+    }
+
+    /// The cursor's key buffer, for the next cursor to reuse.
+    pub fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
+    /// The key buffer, to lend (the cursor's key is garbage until its next positioning call).
+    pub fn key_buffer_mut(&mut self) -> &mut Vec<u8> {
+        self.invalidate();
+        &mut self.key
+    }
+
     fn invalidate(&mut self) {
         self.current = self.block.restarts_offset;
         self.next = self.block.restarts_offset;
@@ -257,22 +301,18 @@ impl BlockIter {
         }
     }
 
-    /// Key at restart point `i` (restart entries share nothing).
-    fn restart_key(&self, i: usize) -> Option<&[u8]> {
-        let r = self.block.restart_point(i)?;
-        let data = &self.block.data[..self.block.restarts_offset];
-        let (shared, n1) = get_varint32(data.get(r..)?)?;
-        let (unshared, n2) = get_varint32(data.get(r + n1..)?)?;
-        let (_, n3) = get_varint32(data.get(r + n1 + n2..)?)?;
-        let start = r + n1 + n2 + n3;
-        if shared != 0 {
-            return None;
+    /// Positions the cursor on the entry at restart point `i` (invalid past the last).
+    pub(crate) fn seek_to_restart_entry(&mut self, i: usize) {
+        if i >= self.block.num_restarts {
+            self.invalidate();
+            return;
         }
-        data.get(start..start.checked_add(unshared as usize)?)
+        self.seek_to_restart(i);
+        self.parse_next();
     }
 }
 
-impl InternalIterator for BlockIter {
+impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
     fn valid(&self) -> bool {
         self.current < self.block.restarts_offset
     }
@@ -304,7 +344,7 @@ impl InternalIterator for BlockIter {
         let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            match self.restart_key(mid) {
+            match self.block.restart_key(mid) {
                 Some(k) if self.order.compare(k, target) == Ordering::Less => lo = mid,
                 Some(_) => hi = mid - 1,
                 None => {

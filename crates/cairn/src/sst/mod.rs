@@ -13,6 +13,7 @@
 
 mod block;
 mod builder;
+mod fences;
 mod footer;
 mod iter;
 mod properties;

@@ -1,6 +1,7 @@
 //! Opens a table and answers point lookups.
 
-use super::block::Block;
+use super::block::{Block, BlockIter};
+use super::fences::{self, Fences};
 use super::footer::{BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
 use super::properties::Properties;
@@ -120,6 +121,11 @@ pub struct GetOutcome {
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);
 
+thread_local! {
+    /// Point lookups' key buffer, reused by every lookup of the thread.
+    static KEY_BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// An open table.
 #[derive(Debug)]
 pub struct TableReader {
@@ -149,6 +155,10 @@ pub struct TableReader {
     /// use when `filter_region` has room, read on every probe with one atomic load and no lock.
     units: Box<[ArcSwapOption<PinnedUnit>]>,
     filter_region: Option<Arc<Region>>,
+    /// Prefixes of the index's keys and of the segments' last keys (`sst/fences.rs`): point
+    /// lookups search these instead of the blocks (`None` for a table they cannot describe).
+    index_fences: Option<Fences>,
+    segment_fences: Option<Fences>,
 }
 
 /// A filter unit pinned in its reader, with its charge.
@@ -244,8 +254,11 @@ impl TableReader {
             reserve_in_cache: opts.reserve_in_cache,
             units: Box::default(),
             filter_region: opts.filter_region,
+            index_fences: None,
+            segment_fences: None,
         };
         reader.validate(footer)?;
+        reader.build_fences();
         if reader.filter_region.is_some() {
             // One slot per unit handle the (already decoded) properties hold.
             let n = reader.props.segments.len() * reader.props.filter.units.len();
@@ -326,6 +339,30 @@ impl TableReader {
         Ok(())
     }
 
+    /// Builds the fences of a validated table (none for an index not written one entry per
+    /// restart point, or keys that do not share the table's common prefix).
+    fn build_fences(&mut self) {
+        let p = &self.props;
+        let common = fences::common_prefix(ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
+        let mut keys = Vec::new();
+        self.for_each_block_key(|k| keys.push(k.to_vec()));
+        if self.index.num_restarts() == keys.len() {
+            self.index_fences = Fences::new(common, &keys);
+        }
+        self.segment_fences = Fences::new(common, p.segments.iter().map(|s| &s.largest_user_key));
+    }
+
+    /// The first segment whose last key is ≥ `user_key` (`segments.len()` past the last).
+    #[inline]
+    fn segment_for(&self, user_key: &[u8]) -> usize {
+        let segs = &self.props.segments;
+        let (lo, hi) = match &self.segment_fences {
+            Some(f) => f.candidates(user_key),
+            None => (0, segs.len()),
+        };
+        lo + segs[lo..hi].partition_point(|s| s.largest_user_key.as_slice() < user_key)
+    }
+
     /// The table's properties.
     pub fn properties(&self) -> &Properties {
         &self.props
@@ -392,6 +429,8 @@ impl TableReader {
             })
             .sum();
         self.index.size()
+            + self.index_fences.as_ref().map_or(0, Fences::memory_usage)
+            + self.segment_fences.as_ref().map_or(0, Fences::memory_usage)
             + std::mem::size_of::<Self>()
             + std::mem::size_of::<Properties>()
             + p.smallest_key.len()
@@ -568,16 +607,27 @@ impl TableReader {
     /// # Errors
     /// Read and corruption errors (never a wrong answer).
     pub fn lookup(&self, key: &LookupKey, units: UnitSelection<'_>) -> Result<GetOutcome> {
+        let mut value = Vec::new();
+        let mut out = self.lookup_into(key, units, &mut value)?;
+        if let Some(f) = &mut out.found {
+            f.value = value;
+        }
+        Ok(out)
+    }
+
+    /// [`lookup`](Self::lookup) writing the value into `value` (replacing its contents) rather
+    /// than into [`Found::value`], which stays empty: no allocation when `value` has room.
+    ///
+    /// # Errors
+    /// Read and corruption errors (never a wrong answer).
+    pub fn lookup_into(&self, key: &LookupKey, units: UnitSelection<'_>, value: &mut Vec<u8>) -> Result<GetOutcome> {
         let mut out = GetOutcome::default();
         let seek = key.encoded();
         let user_key = key.user_key();
         // The filter goes first, so a key it rules out costs no index search: the segment is
         // the first whose largest user key is ≥ the key (a key whose versions span segments is
         // in the filters of both, and a key in no segment's range is in none).
-        let segment = self
-            .props
-            .segments
-            .partition_point(|s| s.largest_user_key.as_slice() < user_key);
+        let segment = self.segment_for(user_key);
         if segment == self.props.segments.len() {
             return Ok(out); // past the table's last key
         }
@@ -609,33 +659,74 @@ impl TableReader {
                 }
             }
         }
-        let mut idx = self.index.iter(KeyOrder::Internal);
-        idx.seek(seek);
+        // Both searches borrow their blocks and build keys in this thread's buffer: no
+        // reference-count write on a shared block and no allocation.
+        KEY_BUFFER.with(|buf| {
+            let mut idx = self.index.iter_ref(KeyOrder::Internal, buf.take());
+            let r = self.search(&mut idx, seek, user_key, &mut out, value);
+            buf.set(idx.into_key_buffer());
+            r
+        })?;
+        Ok(out)
+    }
+
+    /// The index search and the data-block search of a point lookup.
+    fn search(
+        &self,
+        idx: &mut BlockIter<&Block>,
+        seek: &[u8],
+        user_key: &[u8],
+        out: &mut GetOutcome,
+        value: &mut Vec<u8>,
+    ) -> Result<()> {
+        match &self.index_fences {
+            Some(f) => {
+                // Only the entries whose prefix equals the key's are compared in full.
+                let (lo, hi) = f.candidates(user_key);
+                let (mut a, mut b) = (lo, hi);
+                while a < b {
+                    let mid = a + (b - a) / 2;
+                    let k = self.index.restart_key(mid).ok_or_else(|| {
+                        Error::corruption(&*self.path, self.index.file_offset(), format!("index entry {mid}"))
+                    })?;
+                    if ikey::compare(k, seek) == std::cmp::Ordering::Less {
+                        a = mid + 1;
+                    } else {
+                        b = mid;
+                    }
+                }
+                idx.seek_to_restart_entry(a);
+            }
+            None => idx.seek(seek),
+        }
         if !idx.valid() {
-            idx.status()?;
-            return Ok(out); // past the table's last key (all its versions are newer than the read)
+            return idx.status(); // past the table's last key (all its versions are newer than the read)
         }
         let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
             .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
         let (block, cached) = self.data_block(handle)?;
         out.data_block_read = true;
         out.data_block_cached = cached;
-        let mut it = block.iter(KeyOrder::Internal);
+        // The index cursor is done: its key buffer serves the data block.
+        let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(idx.key_buffer_mut()));
         it.seek(seek);
         if it.valid() {
             let (uk, s, kind) = ikey::split(it.key()).ok_or_else(|| {
                 Error::corruption(&*self.path, handle.offset, "data block holds a malformed internal key")
             })?;
             if uk == user_key {
+                value.clear();
+                value.extend_from_slice(it.value());
                 out.found = Some(Found {
                     kind,
                     seqno: s,
-                    value: it.value().to_vec(),
+                    value: Vec::new(),
                 });
             }
         }
-        it.status()?;
-        Ok(out)
+        let r = it.status();
+        *idx.key_buffer_mut() = it.into_key_buffer();
+        r
     }
 
     /// An iterator over every entry (fills the cache, counts in the reader's stats).

@@ -1,0 +1,132 @@
+//! Fixed-width key prefixes of a table's fence pointers (and of its segments' last keys), built
+//! in memory when the table is opened; not an on-disk structure.
+//!
+//! A point lookup's binary search over the index block touches one index entry per step, each
+//! a likely cache miss. The prefixes are 8 bytes of each key taken after the prefix every key
+//! of the table shares (the longest common prefix of its smallest and largest keys), packed
+//! big-endian into one `u64` array: the search runs over that compact array and ends, almost
+//! always, on a single candidate, which alone is compared in full. Prefixes preserve order
+//! (a key shorter than 8 bytes past the shared part is zero-padded), so entries whose prefix
+//! is below the target's hold smaller keys and entries whose prefix is above hold larger ones;
+//! only equal prefixes need the full comparison.
+
+use std::cmp::Ordering;
+
+/// The prefixes of one sorted list of user keys.
+#[derive(Debug)]
+pub(crate) struct Fences {
+    /// What every key of the table starts with.
+    common: Box<[u8]>,
+    prefixes: Box<[u64]>,
+}
+
+impl Fences {
+    /// Prefixes of `keys` (ascending user keys) past `common`; `None` if a key does not start
+    /// with `common` or the keys are not in order (a damaged table: lookups then fall back to
+    /// the plain search).
+    pub(crate) fn new(common: &[u8], keys: impl IntoIterator<Item = impl AsRef<[u8]>>) -> Option<Fences> {
+        let mut prefixes = Vec::new();
+        for k in keys {
+            let p = prefix(common, k.as_ref()).ok()?;
+            if prefixes.last().is_some_and(|&last| last > p) {
+                return None;
+            }
+            prefixes.push(p);
+        }
+        Some(Fences {
+            common: common.into(),
+            prefixes: prefixes.into(),
+        })
+    }
+
+    /// `(lo, hi)`: every key before `lo` is smaller than `user_key` and every key from `hi` on
+    /// is larger; only `lo..hi` need comparing in full.
+    #[inline]
+    pub(crate) fn candidates(&self, user_key: &[u8]) -> (usize, usize) {
+        match prefix(&self.common, user_key) {
+            Ok(p) => {
+                let lo = self.prefixes.partition_point(|&x| x < p);
+                let hi = lo + self.prefixes[lo..].partition_point(|&x| x == p);
+                (lo, hi)
+            }
+            Err(Ordering::Less) => (0, 0),
+            Err(_) => (self.prefixes.len(), self.prefixes.len()),
+        }
+    }
+
+    /// Bytes held.
+    pub(crate) fn memory_usage(&self) -> usize {
+        std::mem::size_of::<Self>() + self.common.len() + self.prefixes.len() * 8
+    }
+}
+
+/// The 8 bytes of `key` after `common`, big-endian, zero-padded; `Err` with how `key` orders
+/// against every key starting with `common` when it does not start with it.
+#[inline]
+fn prefix(common: &[u8], key: &[u8]) -> Result<u64, Ordering> {
+    let n = common.len().min(key.len());
+    match key[..n].cmp(&common[..n]) {
+        Ordering::Equal if key.len() < common.len() => Err(Ordering::Less),
+        Ordering::Equal => {
+            let rest = &key[common.len()..];
+            let mut b = [0u8; 8];
+            let m = rest.len().min(8);
+            b[..m].copy_from_slice(&rest[..m]);
+            Ok(u64::from_be_bytes(b))
+        }
+        o => Err(o),
+    }
+}
+
+/// The longest common prefix of `a` and `b`.
+pub(crate) fn common_prefix<'a>(a: &'a [u8], b: &[u8]) -> &'a [u8] {
+    let n = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    &a[..n]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Candidates bracket exactly the keys a full comparison would have to look at: all
+        /// before are smaller, all after are larger, for keys inside and outside the range.
+        #[test]
+        fn candidates_bracket_the_target(
+            mut keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 1..60),
+            probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..12), 1..30),
+            shared in proptest::collection::vec(0u8..4, 0..4),
+        ) {
+            for k in &mut keys {
+                let mut s = shared.clone();
+                s.extend_from_slice(k);
+                *k = s;
+            }
+            keys.sort();
+            let common = common_prefix(&keys[0], &keys[keys.len() - 1]).to_vec();
+            let f = Fences::new(&common, keys.iter().map(|k| k.as_slice())).unwrap();
+            for t in probes.iter().chain(&keys) {
+                let (lo, hi) = f.candidates(t);
+                prop_assert!(lo <= hi && hi <= keys.len());
+                prop_assert!(keys[..lo].iter().all(|k| k < t));
+                prop_assert!(keys[hi..].iter().all(|k| k > t));
+            }
+        }
+    }
+
+    #[test]
+    fn keys_not_sharing_the_prefix_or_out_of_order_give_no_fences() {
+        let keys: [&[u8]; 2] = [b"ab1", b"ac2"];
+        assert!(Fences::new(b"ab", keys.into_iter()).is_none());
+        let keys: [&[u8]; 2] = [b"ab2", b"ab1"];
+        assert!(Fences::new(b"ab", keys.into_iter()).is_none());
+        let keys: [&[u8]; 3] = [b"ab", b"ab\x00", b"ab\x00\x01"];
+        let f = Fences::new(b"ab", keys.into_iter()).unwrap();
+        // "ab" and "ab\0" have equal zero-padded prefixes: both compared in full.
+        assert_eq!(f.candidates(b"ab\x00"), (0, 2));
+        assert_eq!(f.candidates(b"a"), (0, 0));
+        assert_eq!(f.candidates(b"b"), (3, 3));
+        assert!(f.memory_usage() >= 24);
+    }
+}
