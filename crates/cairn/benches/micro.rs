@@ -1,4 +1,6 @@
-//! Microbenchmarks: block seek, cached table point lookup, Bloom probe, bits-per-key solver.
+//! Microbenchmarks: block seek, cached table point lookup, Bloom probe, bits-per-key solver,
+//! and the read path's concurrency pieces (striped counters, the lock-free cache hit against
+//! `quick_cache`), on 1 and 2 threads.
 //! `cargo bench -p cairn --bench micro`
 
 #![allow(
@@ -54,6 +56,143 @@ fn block_seek(c: &mut Criterion) {
             black_box(it.valid())
         })
     });
+}
+
+/// A point lookup's cursor: a new owning cursor per seek (an `Arc` clone and a key allocation)
+/// against a borrowing one reusing its key buffer.
+fn block_point_cursor(c: &mut Criterion) {
+    let mut b = BlockBuilder::new(16);
+    let mut n = 0u64;
+    while b.size_estimate() < 4096 {
+        b.add(InternalKey::new(&key(n * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
+        n += 1;
+    }
+    let block = Arc::new(Block::new(b.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
+    let targets: Vec<InternalKey> = (0..1024)
+        .map(|i| InternalKey::for_seek(&key((i * 7919) % (2 * n)), 1))
+        .collect();
+    let mut i = 0usize;
+    c.bench_function("block point seek, owning cursor per lookup", |bch| {
+        bch.iter(|| {
+            let mut it = block.iter(KeyOrder::Internal);
+            it.seek(targets[i % targets.len()].encoded());
+            i += 1;
+            black_box(it.valid())
+        })
+    });
+    let mut buf = Vec::new();
+    c.bench_function("block point seek, borrowing cursor, reused key buffer", |bch| {
+        bch.iter(|| {
+            let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(&mut buf));
+            it.seek(targets[i % targets.len()].encoded());
+            i += 1;
+            let v = it.valid();
+            buf = it.into_key_buffer();
+            black_box(v)
+        })
+    });
+}
+
+/// Runs `op(thread, i)` `iters` times on each of `threads` threads at once; the time per
+/// iteration is the wall time of all threads doing one operation each.
+fn on_threads(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> std::time::Duration {
+    let start = std::sync::Barrier::new(threads);
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    let t0 = std::time::Instant::now();
+                    for i in 0..iters {
+                        op(t, i);
+                    }
+                    t0.elapsed()
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).max().unwrap_or_default()
+    })
+}
+
+/// A counter every lookup adds to: one shared atomic against the per-CPU striped copies.
+fn counters(c: &mut Criterion) {
+    use cairn::stats::stripe::{Stripe, Striped};
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    #[repr(align(64))]
+    #[derive(Default)]
+    struct Line(AtomicU64);
+    let shared = Line::default();
+    let striped: Striped<Line> = Striped::default();
+    for threads in [1, 2] {
+        c.bench_function(&format!("counter add, one shared atomic, {threads} thread(s)"), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, &|_, _| {
+                    shared.0.fetch_add(1, Relaxed);
+                })
+            })
+        });
+        c.bench_function(&format!("counter add, striped per CPU, {threads} thread(s)"), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, &|_, _| {
+                    striped.at(Stripe::current()).0.fetch_add(1, Relaxed);
+                })
+            })
+        });
+    }
+}
+
+/// Cache hits on 1 and 2 threads: our CLOCK cache (lock-free hit) against `quick_cache`
+/// (sharded, a read lock per hit), both holding the same 64K entries, room for all.
+fn cache_hit(c: &mut Criterion) {
+    use cairn::cache::{BlockKey, CachedBlock, Priority};
+    use cairn::stats::BlockKind;
+    #[derive(Clone)]
+    struct ByCharge;
+    impl quick_cache::Weighter<BlockKey, Arc<Block>> for ByCharge {
+        fn weight(&self, _: &BlockKey, v: &Arc<Block>) -> u64 {
+            v.size() as u64
+        }
+    }
+    let n = 65_536u64;
+    let block = || Arc::new(Block::new(BlockBuilder::new(16).finish().to_vec(), Arc::from(Path::new("b")), 0).unwrap());
+    let charge = 4096;
+    let ours = BlockCache::new((n as usize + 1024) * charge, 0.5);
+    let theirs = quick_cache::sync::Cache::with_weighter(n as usize, (n + 1024) * charge as u64, ByCharge);
+    for i in 0..n {
+        let k = BlockKey {
+            table: 1,
+            offset: i * 4096,
+        };
+        // Each entry its own block, as in a real cache (one shared `Arc` would contend).
+        ours.insert(k, CachedBlock::Block(block()), BlockKind::Data, charge, Priority::Low);
+        theirs.insert(k, block());
+    }
+    let keys: Vec<BlockKey> = (0..4096u64)
+        .map(|i| BlockKey {
+            table: 1,
+            offset: (i.wrapping_mul(0x9e37_79b9) % n) * 4096,
+        })
+        .collect();
+    for threads in [1, 2] {
+        c.bench_function(
+            &format!("cache hit, cairn CLOCK (lock-free), {threads} thread(s)"),
+            |b| {
+                b.iter_custom(|iters| {
+                    on_threads(threads, iters, &|t, i| {
+                        black_box(ours.get(&keys[(i as usize + t * 997) & 4095], BlockKind::Data));
+                    })
+                })
+            },
+        );
+        c.bench_function(&format!("cache hit, quick_cache, {threads} thread(s)"), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, &|t, i| {
+                    black_box(theirs.get(&keys[(i as usize + t * 997) & 4095]));
+                })
+            })
+        });
+    }
 }
 
 fn table_get(c: &mut Criterion) {
@@ -142,5 +281,14 @@ fn bpk_solver(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, block_seek, table_get, bloom_probe, bpk_solver);
+criterion_group!(
+    benches,
+    block_seek,
+    block_point_cursor,
+    counters,
+    cache_hit,
+    table_get,
+    bloom_probe,
+    bpk_solver
+);
 criterion_main!(benches);

@@ -18,8 +18,8 @@ use crate::stats::stripe::{Stripe, Striped};
 use crate::stats::BlockKind;
 use parking_lot::{Mutex, RwLock};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Identifies a cached block: a per-open-table id (unique within the process, so several
 /// databases can share one cache) and the block's file offset.
@@ -53,18 +53,17 @@ pub enum Priority {
     Low,
 }
 
-/// One cached block.
+/// One cached block (held in the map itself: a hit follows no further pointer).
 #[derive(Debug)]
 struct Slot {
-    key: BlockKey,
     value: CachedBlock,
     kind: BlockKind,
     charge: usize,
     high: bool,
     /// CLOCK counter: sweeps left before eviction.
     clock: AtomicU8,
-    /// Erased, replaced or evicted (its charge is gone; set under the shard's lock).
-    dead: AtomicBool,
+    /// Which insert of its key this is: tells the key's live queue entry from stale ones.
+    generation: u64,
 }
 
 /// Sweeps a high-priority entry survives (RocksDB's HyperClockCache gives high priority 3).
@@ -97,64 +96,77 @@ struct AtomicCounters {
 const MIN_SHARD_BYTES: usize = 512 * 1024;
 const MAX_SHARDS: usize = 64;
 
-/// One shard's eviction state: its entries in CLOCK order (a FIFO queue where a swept entry
+/// One shard's eviction state: its keys in CLOCK order (a FIFO queue where a swept entry
 /// with sweeps left goes to the back: the CLOCK hand is the queue's front) and their charges.
-/// Erased entries leave the queue lazily, when the hand reaches them (or when they are over
-/// half of it).
+/// A key erased or replaced leaves a stale queue entry (its generation no longer matches the
+/// map's), dropped when the hand reaches it or when stale entries are over half the queue.
 #[derive(Debug, Default)]
 struct Shard {
-    queue: VecDeque<Weak<Slot>>,
-    /// Entries in `queue` that are dead.
-    dead: usize,
+    queue: VecDeque<(BlockKey, u64)>,
+    /// Stale entries in `queue`.
+    stale: usize,
+    generation: u64,
     usage: usize,
     high_usage: usize,
     capacity: usize,
     high_capacity: usize,
 }
 
+/// An entry evicted for space: key, kind, charge.
+type Evicted = (BlockKey, BlockKind, usize);
+
 impl Shard {
-    /// Takes `slot`'s charge out (it stays in the queue, dead, until the hand reaches it).
+    /// Takes out the charge of `slot`, removed from the map (its queue entry is now stale).
     fn unlink(&mut self, slot: &Slot) {
-        if slot.dead.swap(true, Relaxed) {
-            return;
-        }
-        self.dead += 1;
         self.usage -= slot.charge;
         if slot.high {
             self.high_usage -= slot.charge;
         }
-        if self.dead > 64 && self.dead > self.queue.len() / 2 {
-            self.queue.retain(|w| w.upgrade().is_some_and(|s| !s.dead.load(Relaxed)));
-            self.dead = 0;
+        self.stale += 1;
+    }
+
+    fn is_live(map: &Map<'_>, key: &BlockKey, generation: u64) -> bool {
+        map.get(key).is_some_and(|s| s.generation == generation)
+    }
+
+    /// Drops stale queue entries once they are over half the queue.
+    fn compact(&mut self, map: &Map<'_>) {
+        if self.stale > 64 && self.stale > self.queue.len() / 2 {
+            self.queue.retain(|(k, g)| Self::is_live(map, k, *g));
+            self.stale = 0;
         }
     }
 
     /// Evicts the next entry whose counter is 0, decrementing the others on the way; `None`
-    /// when the queue holds no live entry.
-    fn evict(&mut self) -> Option<Arc<Slot>> {
-        while let Some(w) = self.queue.pop_front() {
-            let Some(s) = w.upgrade().filter(|s| !s.dead.load(Relaxed)) else {
-                self.dead = self.dead.saturating_sub(1);
+    /// when the shard holds no entry.
+    fn evict(&mut self, map: &Map<'_>) -> Option<Evicted> {
+        while let Some((k, g)) = self.queue.pop_front() {
+            let Some(s) = map.get(&k).filter(|s| s.generation == g) else {
+                self.stale = self.stale.saturating_sub(1);
                 continue;
             };
             let c = s.clock.load(Relaxed);
             if c > 0 {
                 s.clock.store(c - 1, Relaxed);
-                self.queue.push_back(w);
+                self.queue.push_back((k, g));
                 continue;
             }
-            self.unlink(&s);
-            // Its queue entry is gone already: it no longer counts as a dead one.
-            self.dead = self.dead.saturating_sub(1);
-            return Some(s);
+            let out = (k, s.kind, s.charge);
+            if let Some(s) = map.remove(&k) {
+                self.unlink(s);
+                self.stale -= 1; // its queue entry is already gone
+            }
+            return Some(out);
         }
         None
     }
 }
 
+type Map<'a> = papaya::HashMapRef<'a, BlockKey, Slot, FxBuild, papaya::LocalGuard<'a>>;
+
 /// A sharded CLOCK block cache charged in bytes, with lock-free hits.
 pub struct BlockCache {
-    map: papaya::HashMap<BlockKey, Arc<Slot>, FxBuild>,
+    map: papaya::HashMap<BlockKey, Slot, FxBuild>,
     shards: Box<[Mutex<Shard>]>,
     capacity: AtomicUsize,
     /// Part of the capacity reserved for memory held outside the cache.
@@ -238,65 +250,67 @@ impl BlockCache {
         {
             let mut sh = self.shard(&key).lock();
             let map = self.map.pin();
-            if let Some(old) = map.remove(&key) {
-                sh.unlink(old);
-            }
             if charge > sh.capacity {
+                if let Some(old) = map.remove(&key) {
+                    sh.unlink(old);
+                }
                 return;
             }
             let high = prio == Priority::High && sh.high_usage + charge <= sh.high_capacity;
-            let slot = Arc::new(Slot {
-                key,
+            sh.generation += 1;
+            let generation = sh.generation;
+            let slot = Slot {
                 value,
                 kind,
                 charge,
                 high,
                 clock: AtomicU8::new(if high { HIGH_CLOCK } else { LOW_CLOCK }),
-                dead: AtomicBool::new(false),
-            });
+                generation,
+            };
+            if let Some(old) = map.insert(key, slot) {
+                sh.unlink(old);
+            }
             sh.usage += charge;
             if high {
                 sh.high_usage += charge;
             }
-            sh.queue.push_back(Arc::downgrade(&slot));
-            map.insert(key, slot);
-            self.enforce(&mut sh, &map, &mut evicted);
+            sh.queue.push_back((key, generation));
+            Self::enforce(&mut sh, &map, &mut evicted);
+            sh.compact(&map);
         }
         self.report(evicted);
     }
 
     /// Evicts from `sh` down to its capacity.
-    fn enforce(
-        &self,
-        sh: &mut Shard,
-        map: &papaya::HashMapRef<'_, BlockKey, Arc<Slot>, FxBuild, impl papaya::Guard>,
-        out: &mut Vec<Arc<Slot>>,
-    ) {
+    fn enforce(sh: &mut Shard, map: &Map<'_>, out: &mut Vec<Evicted>) {
         while sh.usage > sh.capacity {
-            let Some(v) = sh.evict() else { break };
-            map.remove(&v.key);
-            out.push(v);
+            match sh.evict(map) {
+                Some(e) => out.push(e),
+                None => break,
+            }
         }
     }
 
     /// Drops a block (e.g. its file was deleted).
     pub fn erase(&self, key: &BlockKey) {
         let mut sh = self.shard(key).lock();
-        if let Some(old) = self.map.pin().remove(key) {
+        let map = self.map.pin();
+        if let Some(old) = map.remove(key) {
             sh.unlink(old);
+            sh.compact(&map);
         }
     }
 
-    fn report(&self, evicted: Vec<Arc<Slot>>) {
+    fn report(&self, evicted: Vec<Evicted>) {
         if evicted.is_empty() {
             return;
         }
         let listener = self.listener.read().clone();
         let c = self.counters.at(Stripe::current());
-        for e in evicted {
-            c[e.kind as usize].evictions.fetch_add(1, Relaxed);
+        for (key, kind, charge) in evicted {
+            c[kind as usize].evictions.fetch_add(1, Relaxed);
             if let Some(l) = &listener {
-                l(e.key, e.kind, e.charge);
+                l(key, kind, charge);
             }
         }
     }
@@ -343,7 +357,7 @@ impl BlockCache {
                 let mut sh = s.lock();
                 sh.capacity = per;
                 sh.high_capacity = (per as f64 * self.high_pri_ratio) as usize;
-                self.enforce(&mut sh, &self.map.pin(), &mut evicted);
+                Self::enforce(&mut sh, &self.map.pin(), &mut evicted);
             }
             self.report(evicted);
         }
@@ -363,7 +377,7 @@ impl BlockCache {
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| {
             let sh = s.lock();
-            sh.queue.len() - sh.dead
+            sh.queue.len() - sh.stale
         }).sum()
     }
 
@@ -385,19 +399,18 @@ impl BlockCache {
         let mut entries = 0;
         for s in self.shards.iter() {
             let sh = s.lock();
-            let (mut usage, mut high, mut dead) = (0, 0, 0);
-            for e in &sh.queue {
-                match e.upgrade().filter(|e| !e.dead.load(Relaxed)) {
+            let (mut usage, mut high, mut stale) = (0, 0, 0);
+            for (k, g) in &sh.queue {
+                match map.get(k).filter(|e| e.generation == *g) {
                     Some(e) => {
-                        assert!(map.get(&e.key).is_some_and(|m| Arc::ptr_eq(m, &e)));
                         usage += e.charge;
                         high += if e.high { e.charge } else { 0 };
                         entries += 1;
                     }
-                    None => dead += 1,
+                    None => stale += 1,
                 }
             }
-            assert_eq!((sh.usage, sh.high_usage, sh.dead), (usage, high, dead));
+            assert_eq!((sh.usage, sh.high_usage, sh.stale), (usage, high, stale));
             assert!(sh.usage <= sh.capacity);
         }
         assert_eq!(map.len(), entries);

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
-/// FxHash (the Firefox/rustc hash): one multiply per word. Cache keys are small integers
-/// chosen by us, not by an adversary, so SipHash's DoS resistance buys nothing here.
+/// FxHash (the Firefox/rustc hash, one multiply per word) with a final mix. Cache keys are
+/// small integers chosen by us, not by an adversary, so SipHash's DoS resistance buys nothing.
 #[derive(Default, Clone, Copy)]
 pub struct FxHasher(u64);
 
@@ -25,7 +25,9 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.0
+        // Murmur3's finalizer: FxHash's low bits depend only on the inputs' low bits (block
+        // offsets aligned to 4 KiB would all share them), and hash tables index by low bits.
+        crate::filter::bloom::fmix64(self.0)
     }
 }
 

@@ -28,7 +28,7 @@ pub fn key_hash(user_key: &[u8]) -> u64 {
 
 /// Murmur3's 64-bit finalizer: a bijective mixer.
 #[inline]
-pub(super) fn fmix64(mut k: u64) -> u64 {
+pub(crate) fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
     k ^= k >> 33;

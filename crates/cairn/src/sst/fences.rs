@@ -118,11 +118,11 @@ mod tests {
     #[test]
     fn keys_not_sharing_the_prefix_or_out_of_order_give_no_fences() {
         let keys: [&[u8]; 2] = [b"ab1", b"ac2"];
-        assert!(Fences::new(b"ab", keys.into_iter()).is_none());
+        assert!(Fences::new(b"ab", keys).is_none());
         let keys: [&[u8]; 2] = [b"ab2", b"ab1"];
-        assert!(Fences::new(b"ab", keys.into_iter()).is_none());
+        assert!(Fences::new(b"ab", keys).is_none());
         let keys: [&[u8]; 3] = [b"ab", b"ab\x00", b"ab\x00\x01"];
-        let f = Fences::new(b"ab", keys.into_iter()).unwrap();
+        let f = Fences::new(b"ab", keys).unwrap();
         // "ab" and "ab\0" have equal zero-padded prefixes: both compared in full.
         assert_eq!(f.candidates(b"ab\x00"), (0, 2));
         assert_eq!(f.candidates(b"a"), (0, 0));
