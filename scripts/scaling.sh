@@ -6,6 +6,7 @@
 # interleaved in every round. Writes $OUT/results.md (medians of the rounds) and raw.txt.
 #   scripts/scaling.sh                  (1 GiB cache; ROUNDS=3 NUM=1000000 READS=1000000)
 #   CACHE=8388608 DIRECT=1 scripts/scaling.sh   (the I/O-bound parity run: 8 MB cache, O_DIRECT)
+#   BEFORE=path/to/older/db_bench scripts/scaling.sh   (adds that cairn build as "before")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
@@ -22,14 +23,19 @@ rm -rf "$work" && mkdir -p "$work"
 common=(--num="$num" --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none
   --cache_size="$cache" --use_direct_reads="$direct" --seek_nexts=10)
 declare -A exe=([cairn]=./target/release/db_bench [db_bench]=$(command -v db_bench))
+engines="cairn db_bench"
+if [ -n "${BEFORE:-}" ]; then
+  exe[before]=$BEFORE
+  engines="before cairn db_bench"
+fi
 raw="$out/raw.txt"
 : >"$raw"
-for e in cairn db_bench; do
+for e in $engines; do
   "${exe[$e]}" "${common[@]}" --db="$work/$e" --benchmarks=fillrandom,waitforcompaction >/dev/null 2>&1
 done
 for r in $(seq "$rounds"); do
   for t in 1 2; do
-    for e in cairn db_bench; do
+    for e in $engines; do
       "${exe[$e]}" "${common[@]}" --db="$work/$e" --use_existing_db=1 --threads="$t" --reads="$reads" \
         --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
         awk -v e="$e" -v t="$t" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
@@ -41,15 +47,23 @@ done
 sort -k1,1 -k2,2n -k4,4 -k5,5n "$raw" | awk '
   { k = $1 " " $2 " " $4; v[k, ++c[k]] = $5 }
   END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
-  awk '{ med[$1, $2, $3] = $4; b[$3] = 1 }
+  awk -v before="${BEFORE:+1}" '{ med[$1, $2, $3] = $4 }
   END {
-    printf "| benchmark | threads | cairn ops/s | Debian db_bench ops/s | cairn / db_bench | cairn 2t / 1t |\n"
-    printf "|---|---:|---:|---:|---:|---:|\n"
+    if (before) {
+      printf "| benchmark | threads | cairn before ops/s | cairn ops/s | Debian db_bench ops/s | cairn / before | cairn / db_bench | cairn 2t / 1t |\n"
+      printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    } else {
+      printf "| benchmark | threads | cairn ops/s | Debian db_bench ops/s | cairn / db_bench | cairn 2t / 1t |\n"
+      printf "|---|---:|---:|---:|---:|---:|\n"
+    }
     n = split("readrandom readmissing seekrandom", names, " ")
     for (i = 1; i <= n; i++) for (t = 1; t <= 2; t++) {
-      x = names[i]; c = med["cairn", t, x]; d = med["db_bench", t, x]
+      x = names[i]; c = med["cairn", t, x]; d = med["db_bench", t, x]; p = med["before", t, x]
       s = (t == 2 && med["cairn", 1, x] > 0) ? sprintf("%.2f", c / med["cairn", 1, x]) : ""
-      printf "| %s | %d | %d | %d | %.2f | %s |\n", x, t, c, d, (d > 0 ? c / d : 0), s
+      if (before)
+        printf "| %s | %d | %d | %d | %d | %.2f | %.2f | %s |\n", x, t, p, c, d, (p > 0 ? c / p : 0), (d > 0 ? c / d : 0), s
+      else
+        printf "| %s | %d | %d | %d | %.2f | %s |\n", x, t, c, d, (d > 0 ? c / d : 0), s
     }
   }' >"$out/results.md"
 echo "rounds=$rounds num=$num reads=$reads cache=$cache direct=$direct (medians)" >>"$out/results.md"

@@ -19,7 +19,6 @@ use crate::memory::{Charge, Region};
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use arc_swap::ArcSwapOption;
 use std::sync::{Arc, OnceLock};
 
 /// How a table is read.
@@ -151,9 +150,10 @@ pub struct TableReader {
     range_reserved: AtomicUsize,
     meta_region: Option<Arc<Region>>,
     reserve_in_cache: bool,
-    /// Pinned filter units, per segment then unit (`unit_base[segment] + unit`): filled on first
-    /// use when `filter_region` has room, read on every probe with one atomic load and no lock.
-    units: Box<[ArcSwapOption<PinnedUnit>]>,
+    /// Pinned filter units, per segment then unit (`segment × units + unit`): filled on first
+    /// use when `filter_region` has room, then read on every probe with one atomic load (no
+    /// lock, no guard to release; elastic units will need unloading and a guard).
+    units: Box<[OnceLock<PinnedUnit>]>,
     filter_region: Option<Arc<Region>>,
     /// Prefixes of the index's keys and of the segments' last keys (`sst/fences.rs`): point
     /// lookups search these instead of the blocks (`None` for a table they cannot describe).
@@ -262,7 +262,7 @@ impl TableReader {
         if reader.filter_region.is_some() {
             // One slot per unit handle the (already decoded) properties hold.
             let n = reader.props.segments.len() * reader.props.filter.units.len();
-            reader.units = (0..n).map(|_| ArcSwapOption::empty()).collect();
+            reader.units = (0..n).map(|_| OnceLock::new()).collect();
         }
         reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
         if let (Some(cache), true) = (&reader.cache, opts.reserve_in_cache) {
@@ -576,7 +576,7 @@ impl TableReader {
         let Some(slot) = self.units.get(segment * units + unit) else {
             return Err(Error::InvalidArgument(format!("no filter unit {unit} in segment {segment}")));
         };
-        if let Some(p) = slot.load().as_ref() {
+        if let Some(p) = slot.get() {
             return Ok(p.filter.may_contain_hash(h));
         }
         let handle = self.unit_handle(segment, unit)?;
@@ -587,8 +587,8 @@ impl TableReader {
         let filter = self.decode_unit(raw, segment, unit)?;
         let answer = filter.may_contain_hash(h);
         let charge = region.charge(filter.memory_usage());
-        // Two first readers may race: the later copy replaces the earlier (both correct).
-        slot.store(Some(Arc::new(PinnedUnit { filter, _charge: charge })));
+        // Two first readers may race: the loser's copy (and its charge) is dropped.
+        let _ = slot.set(PinnedUnit { filter, _charge: charge });
         Ok(answer)
     }
 
