@@ -58,6 +58,9 @@ struct RangeCounters {
     empty: AtomicU64,
 }
 
+/// Segments per file whose probes are counted (a 64 MiB table of 4 MiB segments has 16).
+const MAX_COUNTED_SEGMENTS: u64 = 1 << 16;
+
 /// The runtime state of one live table.
 #[derive(Debug)]
 pub struct FileState {
@@ -84,7 +87,9 @@ impl FileState {
             tree,
             entries: f.entries,
             access: Striped::default(),
-            segment_probes: StripedArray::new(f.segments.max(1) as usize),
+            // The manifest's count, bounded: it sizes an allocation (segments past the bound
+            // are not counted).
+            segment_probes: StripedArray::new(f.segments.clamp(1, MAX_COUNTED_SEGMENTS) as usize),
             merlin: Merlin::new(window, seed.merlin),
             inherited_exact: seed.exact,
             range: Striped::default(),
