@@ -70,10 +70,14 @@ pub struct EngineArgs {
     #[arg(long)]
     pub merlin_window: Option<usize>,
     /// Charge index and filter blocks to the block cache (RocksDB: cache them there with high
-    /// priority and L0's pinned; cairn: its pinned index blocks reserve cache space, filters are
-    /// always cached). So both engines spend the same total memory.
+    /// priority and L0's pinned; cairn: its pinned index blocks reserve cache space and filter
+    /// units are cached at high priority). So both engines spend the same total memory.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub cache_index_and_filter_blocks: bool,
+    /// Data-block index type (RocksDB's flag): 0 binary search, 1 binary search and hash index
+    /// (cairn; default: each engine's own — cairn writes hash indexes, RocksDB does not).
+    #[arg(long)]
+    pub data_block_index_type: Option<u8>,
     /// Background compaction threads (default: each engine's own).
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
@@ -216,6 +220,7 @@ impl CairnEngine {
             bpk_policy,
             merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
             index_in_block_cache: a.cache_index_and_filter_blocks,
+            data_block_hash_index: a.data_block_index_type.map_or(d.data_block_hash_index, |t| t == 1),
             block_cache_size: a.cache_size,
             write_buffer_size: a.write_buffer_size,
             write_memory_budget: a.memory(),

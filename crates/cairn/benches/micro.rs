@@ -80,7 +80,29 @@ fn block_point_cursor(c: &mut Criterion) {
             black_box(it.valid())
         })
     });
+    // The same keys in a hash-indexed block: the bucket names the restart to scan from.
+    let mut hb = BlockBuilder::with_hash_index(16);
+    for k in 0..n {
+        hb.add(InternalKey::new(&key(k * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
+    }
+    let hashed = Arc::new(Block::new(hb.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
+    let hashes: Vec<u64> = (0..1024u64).map(|i| key_hash(&key((i * 7919) % (2 * n)))).collect();
     let mut buf = Vec::new();
+    c.bench_function("block point seek, hash index hint (hash precomputed)", |bch| {
+        bch.iter(|| {
+            let t = i % targets.len();
+            let mut it = hashed.iter_ref(KeyOrder::Internal, std::mem::take(&mut buf));
+            match hashed.hash_hint(hashes[t]) {
+                cairn::sst::HashHint::Absent => {}
+                cairn::sst::HashHint::Restart(r) => it.seek_from_restart(r, targets[t].encoded()),
+                cairn::sst::HashHint::Search => it.seek(targets[t].encoded()),
+            }
+            i += 1;
+            let v = it.valid();
+            buf = it.into_key_buffer();
+            black_box(v)
+        })
+    });
     c.bench_function("block point seek, borrowing cursor, reused key buffer", |bch| {
         bch.iter(|| {
             let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(&mut buf));

@@ -43,7 +43,15 @@ pub fn block(data: &[u8]) {
         for order in [KeyOrder::Internal, KeyOrder::Bytewise] {
             let mut it = b.iter(order);
             walk(&mut it, 4096);
-            it.seek(data.get(..data.len().min(24)).unwrap_or_default());
+            let target = data.get(..data.len().min(24)).unwrap_or_default();
+            it.seek(target);
+            // The hash index's point seek, from whatever restart the input's buckets name.
+            if let crate::sst::HashHint::Restart(r) = b.hash_hint(crate::filter::key_hash(target)) {
+                it.seek_from_restart(r, target);
+            }
+            for r in 0..4 {
+                it.seek_from_restart(r, target);
+            }
         }
     }
 }

@@ -84,6 +84,9 @@ pub struct Options {
     pub block_size: usize,
     /// Entries between restart points in data blocks (default 16).
     pub block_restart_interval: usize,
+    /// Write a hash index in each data block so a point lookup skips the block's binary search
+    /// (default true; RocksDB's `data_block_index_type = kDataBlockBinaryAndHash`).
+    pub data_block_hash_index: bool,
     /// Data block compression (default none).
     pub compression: Compression,
     /// Data bytes per filter segment (default 4 MiB).
@@ -200,6 +203,7 @@ impl Default for Options {
             max_wal_size: 4 * write_memory_budget as u64,
             block_size: 4096,
             block_restart_interval: 16,
+            data_block_hash_index: true,
             compression: Compression::None,
             segment_size: 4 << 20,
             bloom_bits_per_key: 10.0,
@@ -360,6 +364,7 @@ impl Options {
         m.insert("max_wal_size", self.max_wal_size.to_string());
         m.insert("block_size", self.block_size.to_string());
         m.insert("block_restart_interval", self.block_restart_interval.to_string());
+        m.insert("data_block_hash_index", self.data_block_hash_index.to_string());
         m.insert("compression", format!("{:?}", self.compression).to_lowercase());
         m.insert("segment_size", self.segment_size.to_string());
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
@@ -527,6 +532,7 @@ mod tests {
             max_wal_size: _,
             block_size: _,
             block_restart_interval: _,
+            data_block_hash_index: _,
             compression: _,
             segment_size: _,
             bloom_bits_per_key: _,
@@ -569,6 +575,7 @@ mod tests {
             "max_wal_size",
             "block_size",
             "block_restart_interval",
+            "data_block_hash_index",
             "compression",
             "segment_size",
             "bloom_bits_per_key",

@@ -34,7 +34,8 @@ fn rewrite() -> bool {
     std::env::var_os("CAIRN_REWRITE").is_some()
 }
 
-fn testdata(file: &str) -> std::path::PathBuf {
+/// The path of `testdata/<file>`.
+pub fn testdata(file: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata").join(file)
 }
 

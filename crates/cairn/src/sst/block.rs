@@ -1,21 +1,58 @@
 //! Data, index and metaindex blocks (spec: `docs/format/sst.md` § Blocks).
 //!
 //! ```text
-//! block   := entry* restart:u32le[num_restarts] num_restarts:u32le
+//! block   := entry* restart:u32le[num_restarts] [hash_index] packed:u32le
 //! entry   := shared:varint32 unshared:varint32 value_len:varint32 key_suffix[unshared] value[value_len]
+//! hash_index := bucket:u8[num_buckets] num_buckets:u16le        (data blocks, table format 2)
+//! packed  := num_restarts | 0x8000_0000 if a hash index is present
 //! ```
 //! `shared` bytes of the key are taken from the previous entry's key; at a restart point
 //! `shared = 0`. Restart offsets point at entries, ascending. An empty block is just
-//! `num_restarts = 0` (4 bytes).
+//! `packed = 0` (4 bytes).
+//!
+//! The hash index (RocksDB's data-block hash index) maps each user key of a data block to the
+//! restart interval holding its first entry: bucket `b(h) = ⌊(h >> 32) · num_buckets / 2³²⌋`
+//! of `h = xxh3_64(user_key)` (the filter hash) holds that restart index (0..=253), or
+//! [`BUCKET_COLLISION`] when two user keys share the bucket, or [`BUCKET_EMPTY`]. A point
+//! lookup reads its bucket: empty means the key is not in the block, a restart index means a
+//! scan from that restart (no binary search), a collision means the binary search. Built only
+//! for blocks of at most 254 restart points, with `num_buckets = ⌈distinct keys / 0.75⌉`.
 
 use crate::error::{Error, Result};
 use crate::format::coding::{get_varint32, put_varint32, read_u32};
-use crate::format::ikey::KeyOrder;
+use crate::format::ikey::{self, KeyOrder};
 use crate::iter::InternalIterator;
 use std::cmp::Ordering;
 use std::ops::Deref;
 use std::path::Path;
 use std::sync::Arc;
+
+/// Bucket value: two user keys share the bucket (search the block).
+pub const BUCKET_COLLISION: u8 = 254;
+/// Bucket value: no user key of the block hashes here.
+pub const BUCKET_EMPTY: u8 = 255;
+/// Restart points a hash-indexed block may have (indexes 0..=253 fit a bucket).
+const MAX_HASHED_RESTARTS: usize = 254;
+const HASH_FLAG: u32 = 0x8000_0000;
+/// Keys per bucket the index is sized for (RocksDB's default utilization ratio).
+const HASH_UTILIZATION: f64 = 0.75;
+
+/// What a block's hash index says of a user key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashHint {
+    /// The block holds no entry of the key.
+    Absent,
+    /// The key's first entry is in this restart interval.
+    Restart(usize),
+    /// No hint (collision, or the block has no hash index): binary search.
+    Search,
+}
+
+/// The bucket of hash `h` among `n` buckets.
+#[inline]
+fn bucket(h: u64, n: usize) -> usize {
+    (((h >> 32) * n as u64) >> 32) as usize
+}
 
 /// Builds one block.
 #[derive(Debug)]
@@ -26,6 +63,9 @@ pub struct BlockBuilder {
     interval: usize,
     last_key: Vec<u8>,
     entries: usize,
+    /// With a hash index (data blocks of internal keys): each distinct user key's hash and the
+    /// restart interval of its first entry.
+    hashed: Option<Vec<(u64, u8)>>,
 }
 
 impl BlockBuilder {
@@ -38,11 +78,21 @@ impl BlockBuilder {
             interval: restart_interval.max(1),
             last_key: Vec::new(),
             entries: 0,
+            hashed: None,
+        }
+    }
+
+    /// A builder of data blocks (internal keys) that also writes a hash index.
+    pub fn with_hash_index(restart_interval: usize) -> Self {
+        BlockBuilder {
+            hashed: Some(Vec::new()),
+            ..Self::new(restart_interval)
         }
     }
 
     /// Appends an entry; keys must be added in order (the table builder checks).
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
+        let first_of_user_key = self.entries == 0 || ikey::user_key(&self.last_key) != ikey::user_key(key);
         let shared = if self.since_restart == self.interval || self.entries == 0 {
             self.restarts.push(self.buf.len() as u32);
             self.since_restart = 0;
@@ -50,6 +100,11 @@ impl BlockBuilder {
         } else {
             key.iter().zip(&self.last_key).take_while(|(a, b)| a == b).count()
         };
+        if let (Some(h), true) = (&mut self.hashed, first_of_user_key) {
+            // Restart indexes past a bucket's range only occur in blocks left unindexed.
+            let restart = u8::try_from(self.restarts.len() - 1).unwrap_or(BUCKET_COLLISION);
+            h.push((crate::filter::key_hash(ikey::user_key(key)), restart));
+        }
         put_varint32(&mut self.buf, shared as u32);
         put_varint32(&mut self.buf, (key.len() - shared) as u32);
         put_varint32(&mut self.buf, value.len() as u32);
@@ -63,7 +118,11 @@ impl BlockBuilder {
 
     /// Size of the finished block if finished now.
     pub fn size_estimate(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        let index = self
+            .hashed
+            .as_ref()
+            .map_or(0, |h| 2 + (h.len() as f64 / HASH_UTILIZATION).ceil() as usize);
+        self.buf.len() + 4 * self.restarts.len() + 4 + index
     }
 
     /// True when no entry was added.
@@ -76,7 +135,19 @@ impl BlockBuilder {
         for r in &self.restarts {
             self.buf.extend_from_slice(&r.to_le_bytes());
         }
-        self.buf.extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        let mut packed = self.restarts.len() as u32;
+        if let Some(keys) = self.hashed.as_ref().filter(|k| !k.is_empty() && self.restarts.len() <= MAX_HASHED_RESTARTS) {
+            let n = ((keys.len() as f64 / HASH_UTILIZATION).ceil() as usize).clamp(1, usize::from(u16::MAX));
+            let mut buckets = vec![BUCKET_EMPTY; n];
+            for &(h, restart) in keys {
+                let b = &mut buckets[bucket(h, n)];
+                *b = if *b == BUCKET_EMPTY { restart } else { BUCKET_COLLISION };
+            }
+            self.buf.extend_from_slice(&buckets);
+            self.buf.extend_from_slice(&(n as u16).to_le_bytes());
+            packed |= HASH_FLAG;
+        }
+        self.buf.extend_from_slice(&packed.to_le_bytes());
         &self.buf
     }
 
@@ -87,6 +158,9 @@ impl BlockBuilder {
         self.since_restart = 0;
         self.last_key.clear();
         self.entries = 0;
+        if let Some(h) = &mut self.hashed {
+            h.clear();
+        }
     }
 }
 
@@ -96,6 +170,8 @@ pub struct Block {
     data: Box<[u8]>,
     restarts_offset: usize,
     num_restarts: usize,
+    /// Where the hash index's buckets are (`start..end` of `data`; empty without an index).
+    buckets: (usize, usize),
     file: Arc<Path>,
     file_offset: u64,
 }
@@ -108,14 +184,32 @@ impl Block {
     pub fn new(data: Vec<u8>, file: Arc<Path>, file_offset: u64) -> Result<Self> {
         let origin = file.clone();
         let bad = |what: &str| Error::corruption(&*origin, file_offset, format!("block: {what}"));
-        let n = data
+        let packed = data
             .len()
             .checked_sub(4)
             .and_then(|p| read_u32(&data, p))
-            .ok_or_else(|| bad("shorter than its restart count"))? as usize;
+            .ok_or_else(|| bad("shorter than its restart count"))?;
+        let n = (packed & !HASH_FLAG) as usize;
+        // The hash index, if any, sits between the restart array and the packed count.
+        let (buckets, restarts_end) = if packed & HASH_FLAG != 0 {
+            let count_at = data.len().checked_sub(6).ok_or_else(|| bad("hash index count missing"))?;
+            let nb = usize::from(u16::from_le_bytes([data[count_at], data[count_at + 1]]));
+            let start = count_at
+                .checked_sub(nb)
+                .ok_or_else(|| bad("hash index larger than the block"))?;
+            if nb == 0 || n == 0 || n > MAX_HASHED_RESTARTS {
+                return Err(bad("hash index over no bucket or an unindexable restart count"));
+            }
+            if data[start..count_at].iter().any(|&b| usize::from(b) >= n && b < BUCKET_COLLISION) {
+                return Err(bad("hash bucket names a restart point the block does not have"));
+            }
+            ((start, count_at), start)
+        } else {
+            ((0, 0), data.len() - 4)
+        };
         let restarts_offset = n
             .checked_mul(4)
-            .and_then(|r| data.len().checked_sub(4 + r))
+            .and_then(|r| restarts_end.checked_sub(r))
             .ok_or_else(|| bad("restart array larger than the block"))?;
         if n == 0 && restarts_offset != 0 {
             return Err(bad("entries without restart points"));
@@ -124,6 +218,7 @@ impl Block {
             data: data.into_boxed_slice(),
             restarts_offset,
             num_restarts: n,
+            buckets,
             file,
             file_offset,
         };
@@ -158,6 +253,25 @@ impl Block {
     /// Restart points (entries, in a block written with restart interval 1).
     pub(crate) fn num_restarts(&self) -> usize {
         self.num_restarts
+    }
+
+    /// What the hash index says of the user key hashed `h` (`Search` without an index).
+    #[inline]
+    pub fn hash_hint(&self, h: u64) -> HashHint {
+        let buckets = &self.data[self.buckets.0..self.buckets.1];
+        if buckets.is_empty() {
+            return HashHint::Search;
+        }
+        match buckets[bucket(h, buckets.len())] {
+            BUCKET_EMPTY => HashHint::Absent,
+            BUCKET_COLLISION => HashHint::Search,
+            r => HashHint::Restart(usize::from(r)),
+        }
+    }
+
+    /// True when the block carries a hash index.
+    pub fn has_hash_index(&self) -> bool {
+        self.buckets.1 > self.buckets.0
     }
 
     fn restart_point(&self, i: usize) -> Option<usize> {
@@ -297,6 +411,21 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             _ => {
                 self.fail(at, "entry extends past the block or shares more than the previous key");
                 false
+            }
+        }
+    }
+
+    /// Positions the cursor on the first entry ≥ `target` at or after restart point `i` (the
+    /// scan a hash-index hint starts; invalid past the block's end).
+    pub fn seek_from_restart(&mut self, i: usize, target: &[u8]) {
+        if i >= self.block.num_restarts {
+            self.invalidate();
+            return;
+        }
+        self.seek_to_restart(i);
+        while self.parse_next() {
+            if self.order.compare(&self.key, target) != Ordering::Less {
+                return;
             }
         }
     }
@@ -491,6 +620,100 @@ mod tests {
         assert!(!it.valid());
         it.seek(b"x");
         assert!(!it.valid() && it.status().is_ok());
+    }
+
+    /// A hash-indexed block: the buckets between the restart array and the packed count, the
+    /// flag in the count's top bit, each user key's bucket naming its restart interval.
+    #[test]
+    fn golden_hash_indexed_block() {
+        let mut b = BlockBuilder::with_hash_index(1);
+        let k = |uk: &[u8], seq| InternalKey::new(uk, seq, ValueKind::Put);
+        b.add(k(b"a", 2).encoded(), b"x");
+        b.add(k(b"a", 1).encoded(), b"y"); // same user key: not hashed again
+        b.add(k(b"b", 1).encoded(), b"z");
+        let bytes = b.finish().to_vec();
+        let n = bytes.len();
+        // Two distinct user keys → ⌈2 / 0.75⌉ = 3 buckets; three restarts (interval 1).
+        assert_eq!(&bytes[n - 4..], &(3u32 | HASH_FLAG).to_le_bytes());
+        assert_eq!(&bytes[n - 6..n - 4], &3u16.to_le_bytes());
+        let buckets = &bytes[n - 9..n - 6];
+        let (ha, hb) = (crate::filter::key_hash(b"a"), crate::filter::key_hash(b"b"));
+        let mut expect = [BUCKET_EMPTY; 3];
+        expect[bucket(ha, 3)] = 0;
+        expect[bucket(hb, 3)] = if bucket(ha, 3) == bucket(hb, 3) { BUCKET_COLLISION } else { 2 };
+        assert_eq!(buckets, &expect);
+        assert_eq!(&bytes[n - 21..n - 9], &[0, 0, 0, 0, 13, 0, 0, 0, 26, 0, 0, 0]); // 13-byte entries
+        let blk = Block::new(bytes, path(), 0).unwrap();
+        assert!(blk.has_hash_index());
+        assert_eq!(blk.hash_hint(ha), HashHint::Restart(0));
+    }
+
+    /// Hinted point seeks land where the binary search lands for every present key and every
+    /// version, and an "absent" hint is only ever given for keys the block does not hold.
+    #[test]
+    fn hash_hints_agree_with_the_binary_search() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        for round in 0..60 {
+            let interval = [1, 2, 4, 16][round % 4];
+            let mut model = BTreeMap::new();
+            for _ in 0..rng.gen_range(1..200) {
+                let uk: Vec<u8> = (0..rng.gen_range(0..5)).map(|_| rng.gen_range(b'a'..b'f')).collect();
+                model.insert(InternalKey::new(&uk, rng.gen_range(1..20), ValueKind::Put), vec![1u8]);
+            }
+            let mut b = BlockBuilder::with_hash_index(interval);
+            for (k, v) in &model {
+                b.add(k.encoded(), v);
+            }
+            let blk = Arc::new(Block::new(b.finish().to_vec(), path(), 0).unwrap());
+            let restarts = model.len().div_ceil(interval);
+            assert_eq!(blk.has_hash_index(), restarts <= MAX_HASHED_RESTARTS, "round {round}");
+            let mut plain = blk.iter(KeyOrder::Internal);
+            let mut hinted = blk.iter(KeyOrder::Internal);
+            for _ in 0..300 {
+                let uk: Vec<u8> = (0..rng.gen_range(0..5)).map(|_| rng.gen_range(b'a'..b'g')).collect();
+                let target = InternalKey::for_seek(&uk, rng.gen_range(0..22));
+                let present = model.keys().any(|k| crate::format::ikey::user_key(k.encoded()) == &uk[..]);
+                plain.seek(target.encoded());
+                match blk.hash_hint(crate::filter::key_hash(&uk)) {
+                    HashHint::Absent => assert!(!present, "round {round}: {uk:?} ruled out but present"),
+                    HashHint::Restart(r) => {
+                        hinted.seek_from_restart(r, target.encoded());
+                        // Same entry when the key is present (a foreign key's hint may land
+                        // past the target for an absent key: then the user key differs).
+                        if present {
+                            assert_eq!(hinted.key(), plain.key(), "round {round}");
+                        } else if hinted.valid() {
+                            assert_ne!(crate::format::ikey::user_key(hinted.key()), &uk[..]);
+                        }
+                    }
+                    HashHint::Search => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_hash_indexes_are_refused() {
+        let mut b = BlockBuilder::with_hash_index(1);
+        b.add(InternalKey::new(b"a", 1, ValueKind::Put).encoded(), b"x");
+        b.add(InternalKey::new(b"b", 1, ValueKind::Put).encoded(), b"y");
+        let good = b.finish().to_vec();
+        let n = good.len();
+        assert!(Block::new(good.clone(), path(), 0).is_ok());
+        // A bucket naming a restart the block does not have.
+        let mut bad = good.clone();
+        bad[n - 7] = 5;
+        assert!(Block::new(bad, path(), 0).is_err());
+        // Zero buckets, or more buckets than bytes.
+        let mut bad = good.clone();
+        bad[n - 6..n - 4].copy_from_slice(&0u16.to_le_bytes());
+        assert!(Block::new(bad, path(), 0).is_err());
+        let mut bad = good.clone();
+        bad[n - 6..n - 4].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(Block::new(bad, path(), 0).is_err());
+        // The flag on a block too short to hold the count, or with zero restarts.
+        assert!(Block::new(HASH_FLAG.to_le_bytes().to_vec(), path(), 0).is_err());
+        assert!(Block::new([&[1u8, 0xff, 1, 0][..], &HASH_FLAG.to_le_bytes()].concat(), path(), 0).is_err());
     }
 
     /// Random seek/next/prev in both directions against a BTreeMap.

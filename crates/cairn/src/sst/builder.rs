@@ -81,7 +81,11 @@ impl TableBuilder {
             .map(|r| RosettaBuilder::new(r.key_offset));
         TableBuilder {
             range,
-            data: BlockBuilder::new(opts.restart_interval),
+            data: if opts.hash_index {
+                BlockBuilder::with_hash_index(opts.restart_interval)
+            } else {
+                BlockBuilder::new(opts.restart_interval)
+            },
             index: BlockBuilder::new(1),
             file,
             opts,
@@ -295,6 +299,7 @@ impl Default for TableOptions {
         TableOptions {
             block_size: 4096,
             restart_interval: 16,
+            hash_index: true,
             compression: Compression::None,
             segment_size: 4 << 20,
             filter: FilterDecision::uniform(10.0),

@@ -18,8 +18,11 @@ pub const FOOTER_LEN: usize = 48;
 /// The ASCII bytes "cairnSST" read as a little-endian u64, so a hex dump of a table ends in
 /// the readable name.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"cairnSST");
-/// Table format version written by this code; readers refuse others.
-pub const FORMAT_VERSION: u32 = 1;
+/// Table format version written by this code (2: data blocks may carry a hash index); readers
+/// refuse versions outside `OLDEST_FORMAT_VERSION..=FORMAT_VERSION`.
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest table format version this build reads (1: data blocks without hash indexes).
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// Where a block lives: offset and size of its contents (the trailer follows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,9 +87,10 @@ impl Footer {
         }
         let field = |p| read_u64(b, p).unwrap_or(0);
         let version = read_u32(b, 32).unwrap_or(0);
-        if version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(format!(
-                "table format version {version} is not supported (this build reads version {FORMAT_VERSION})"
+                "table format version {version} is not supported (this build reads versions \
+                 {OLDEST_FORMAT_VERSION} to {FORMAT_VERSION})"
             ));
         }
         Ok(Footer {
@@ -128,8 +132,12 @@ mod tests {
         let mut bad = b;
         bad[3] ^= 1;
         assert_eq!(Footer::decode(&bad), Err("footer checksum mismatch".into()));
+        // Version 2 (hash-indexed data blocks) is read as well; later ones are refused.
         let mut v2 = f;
         v2.version = 2;
-        assert!(Footer::decode(&v2.encode()).unwrap_err().contains("version 2"));
+        assert_eq!(Footer::decode(&v2.encode()), Ok(v2));
+        let mut v3 = f;
+        v3.version = 3;
+        assert!(Footer::decode(&v3.encode()).unwrap_err().contains("version 3"));
     }
 }

@@ -21,7 +21,7 @@ mod reader;
 mod trailer;
 
 pub(crate) use block::clone_error;
-pub use block::Block;
+pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
 pub use iter::{BlockWindow, TableIter};
 pub use properties::{FilterDecision, SegmentMeta};
@@ -50,6 +50,8 @@ pub struct TableOptions {
     pub block_size: usize,
     /// Entries between restart points in data blocks (default 16).
     pub restart_interval: usize,
+    /// Write a hash index in each data block (default true; `sst/block.rs`).
+    pub hash_index: bool,
     /// Data-block compression (default none).
     pub compression: Compression,
     /// Data bytes per segment before a new one starts (default 4 MiB).

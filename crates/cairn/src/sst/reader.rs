@@ -1,6 +1,6 @@
 //! Opens a table and answers point lookups.
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, HashHint};
 use super::fences::{self, Fences};
 use super::footer::{BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
@@ -622,7 +622,6 @@ impl TableReader {
     /// Read and corruption errors (never a wrong answer).
     pub fn lookup_into(&self, key: &LookupKey, units: UnitSelection<'_>, value: &mut Vec<u8>) -> Result<GetOutcome> {
         let mut out = GetOutcome::default();
-        let seek = key.encoded();
         let user_key = key.user_key();
         // The filter goes first, so a key it rules out costs no index search: the segment is
         // the first whose largest user key is ≥ the key (a key whose versions span segments is
@@ -663,7 +662,7 @@ impl TableReader {
         // reference-count write on a shared block and no allocation.
         KEY_BUFFER.with(|buf| {
             let mut idx = self.index.iter_ref(KeyOrder::Internal, buf.take());
-            let r = self.search(&mut idx, seek, user_key, &mut out, value);
+            let r = self.search(&mut idx, key, &mut out, value);
             buf.set(idx.into_key_buffer());
             r
         })?;
@@ -671,14 +670,8 @@ impl TableReader {
     }
 
     /// The index search and the data-block search of a point lookup.
-    fn search(
-        &self,
-        idx: &mut BlockIter<&Block>,
-        seek: &[u8],
-        user_key: &[u8],
-        out: &mut GetOutcome,
-        value: &mut Vec<u8>,
-    ) -> Result<()> {
+    fn search(&self, idx: &mut BlockIter<&Block>, key: &LookupKey, out: &mut GetOutcome, value: &mut Vec<u8>) -> Result<()> {
+        let (seek, user_key) = (key.encoded(), key.user_key());
         match &self.index_fences {
             Some(f) => {
                 // Only the entries whose prefix equals the key's are compared in full.
@@ -709,7 +702,11 @@ impl TableReader {
         out.data_block_cached = cached;
         // The index cursor is done: its key buffer serves the data block.
         let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(idx.key_buffer_mut()));
-        it.seek(seek);
+        match block.hash_hint(key.hash()) {
+            HashHint::Absent => {}
+            HashHint::Restart(r) => it.seek_from_restart(r, seek),
+            HashHint::Search => it.seek(seek),
+        }
         if it.valid() {
             let (uk, s, kind) = ikey::split(it.key()).ok_or_else(|| {
                 Error::corruption(&*self.path, handle.offset, "data block holds a malformed internal key")
