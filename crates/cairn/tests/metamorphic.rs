@@ -160,12 +160,21 @@ fn configs() -> Vec<Config> {
             target_file_size: 8 << 10,
             segment_size: 2 << 10,
             size_ratio: 4.0,
+            // A third of the sets write data blocks without hash indexes.
+            data_block_hash_index: i % 3 != 2,
             ..Options::default()
         };
         out.push(Config {
             name: format!(
-                "block {} cache {} memtable {} L0 {} {:?} {:?} bpk {}",
-                blocks[b], caches[c], memtables[m], l0[l], policies[p], compressions[z], bpks[f]
+                "block {} cache {} memtable {} L0 {} {:?} {:?} bpk {}{}",
+                blocks[b],
+                caches[c],
+                memtables[m],
+                l0[l],
+                policies[p],
+                compressions[z],
+                bpks[f],
+                if i % 3 == 2 { " no hash index" } else { "" }
             ),
             opts,
             direct: false,
