@@ -35,18 +35,28 @@ fn lcg(x: &mut u64) -> u64 {
     *x >> 33
 }
 
-fn block_seek(c: &mut Criterion) {
-    // A 4 KiB block of 16-byte keys and 100-byte values, restart interval 16.
-    let mut b = BlockBuilder::new(16);
+/// A 4 KiB block of 16-byte keys (even numbers) and 100-byte values, restart interval 16, with
+/// or without a hash index; its entry count; 1,024 seek targets over present and absent keys.
+fn bench_block(hash_index: bool) -> (Arc<Block>, u64, Vec<InternalKey>) {
+    let mut b = if hash_index {
+        BlockBuilder::with_hash_index(16)
+    } else {
+        BlockBuilder::new(16)
+    };
     let mut n = 0u64;
     while b.size_estimate() < 4096 {
         b.add(InternalKey::new(&key(n * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
         n += 1;
     }
     let block = Arc::new(Block::new(b.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
-    let targets: Vec<InternalKey> = (0..1024)
+    let targets = (0..1024)
         .map(|i| InternalKey::for_seek(&key((i * 7919) % (2 * n)), 1))
         .collect();
+    (block, n, targets)
+}
+
+fn block_seek(c: &mut Criterion) {
+    let (block, n, targets) = bench_block(false);
     let mut it = block.iter(KeyOrder::Internal);
     let mut i = 0usize;
     c.bench_function(&format!("block_seek ({n} entries, 4 KiB)"), |bch| {
@@ -61,16 +71,7 @@ fn block_seek(c: &mut Criterion) {
 /// A point lookup's cursor: a new owning cursor per seek (an `Arc` clone and a key allocation)
 /// against a borrowing one reusing its key buffer.
 fn block_point_cursor(c: &mut Criterion) {
-    let mut b = BlockBuilder::new(16);
-    let mut n = 0u64;
-    while b.size_estimate() < 4096 {
-        b.add(InternalKey::new(&key(n * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
-        n += 1;
-    }
-    let block = Arc::new(Block::new(b.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
-    let targets: Vec<InternalKey> = (0..1024)
-        .map(|i| InternalKey::for_seek(&key((i * 7919) % (2 * n)), 1))
-        .collect();
+    let (block, _, targets) = bench_block(false);
     let mut i = 0usize;
     c.bench_function("block point seek, owning cursor per lookup", |bch| {
         bch.iter(|| {
@@ -81,12 +82,11 @@ fn block_point_cursor(c: &mut Criterion) {
         })
     });
     // The same keys in a hash-indexed block: the bucket names the restart to scan from.
-    let mut hb = BlockBuilder::with_hash_index(16);
-    for k in 0..n {
-        hb.add(InternalKey::new(&key(k * 2), 1, ValueKind::Put).encoded(), &[7u8; 100]);
-    }
-    let hashed = Arc::new(Block::new(hb.finish().to_vec(), Arc::from(Path::new("bench")), 0).unwrap());
-    let hashes: Vec<u64> = (0..1024u64).map(|i| key_hash(&key((i * 7919) % (2 * n)))).collect();
+    let (hashed, _, _) = bench_block(true);
+    let hashes: Vec<u64> = targets
+        .iter()
+        .map(|t| key_hash(cairn::format::ikey::user_key(t.encoded())))
+        .collect();
     let mut buf = Vec::new();
     c.bench_function("block point seek, hash index hint (hash precomputed)", |bch| {
         bch.iter(|| {

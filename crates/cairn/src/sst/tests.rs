@@ -19,7 +19,12 @@ fn fs() -> MemFs {
 }
 
 fn build(fs: &dyn FileSystem, path: &Path, model: &Model, opts: TableOptions) -> TableSummary {
-    let mut b = TableBuilder::new(fs.create(path).unwrap(), 7, opts, Arc::new(IoStats::new()));
+    build_numbered(fs, path, 7, model, opts)
+}
+
+/// [`build`] as file number `number`.
+fn build_numbered(fs: &dyn FileSystem, path: &Path, number: u64, model: &Model, opts: TableOptions) -> TableSummary {
+    let mut b = TableBuilder::new(fs.create(path).unwrap(), number, opts, Arc::new(IoStats::new()));
     b.set_creation_time(1_700_000_000);
     for (k, v) in model {
         b.add(k.encoded(), v).unwrap();
@@ -601,16 +606,7 @@ fn table_cache_keeps_at_most_max_open_readers() {
     let mut model = Model::new();
     model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
     for n in 1..=5u64 {
-        let mut b = TableBuilder::new(
-            fs.create(&PathBuf::from(format!("/t/{n}.sst"))).unwrap(),
-            n,
-            TableOptions::default(),
-            Arc::default(),
-        );
-        for (k, v) in &model {
-            b.add(k.encoded(), v).unwrap();
-        }
-        b.finish().unwrap();
+        build_numbered(&fs, Path::new(&format!("/t/{n}.sst")), n, &model, TableOptions::default());
     }
     let tc = crate::cache::TableCache::new(3);
     let opens = std::cell::Cell::new(0);
@@ -683,16 +679,7 @@ fn reader_slots_follow_the_table_cache() {
     let mut model = Model::new();
     model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
     for n in 1..=3u64 {
-        let mut b = TableBuilder::new(
-            fs.create(Path::new(&format!("/t/{n}.sst"))).unwrap(),
-            n,
-            TableOptions::default(),
-            Arc::default(),
-        );
-        for (k, v) in &model {
-            b.add(k.encoded(), v).unwrap();
-        }
-        b.finish().unwrap();
+        build_numbered(&fs, Path::new(&format!("/t/{n}.sst")), n, &model, TableOptions::default());
     }
     let registry = crate::stats::FileRegistry::new(16);
     let state = |n: u64| {
