@@ -2,6 +2,7 @@
 //! controller.
 
 pub mod bpk;
+pub mod elastic;
 pub mod filter_plan;
 pub mod rosetta;
 pub mod write_control;
