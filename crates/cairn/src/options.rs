@@ -34,6 +34,13 @@ pub enum BpkPolicy {
     Mnemosyne,
     /// An oracle for benchmarks: Mnemosyne's optimum for the exact per-file counts.
     Optimal,
+    /// ElasticBF: every segment gets `elastic_units` units of `elastic_unit_bpk` bits per key
+    /// on disk; the units loaded in `filter_memory` follow each segment's hotness at run time.
+    Elastic,
+    /// Elastic units whose loaded counts follow Mnemosyne's optimum over segments (Merlin's
+    /// estimates under `filter_memory`), re-solved every `elastic_solve_every` lookups and when
+    /// the tree changes; ElasticBF's rule between solves.
+    MnemosyneElastic,
 }
 
 impl BpkPolicy {
@@ -44,7 +51,14 @@ impl BpkPolicy {
             BpkPolicy::Monkey => "monkey",
             BpkPolicy::Mnemosyne => "mnemosyne",
             BpkPolicy::Optimal => "optimal",
+            BpkPolicy::Elastic => "elastic",
+            BpkPolicy::MnemosyneElastic => "mnemosyne-elastic",
         }
+    }
+
+    /// Whether filter units are loaded and unloaded at run time (ElasticBF).
+    pub fn is_elastic(self) -> bool {
+        matches!(self, BpkPolicy::Elastic | BpkPolicy::MnemosyneElastic)
     }
 
     /// The policy named `name`.
@@ -54,6 +68,8 @@ impl BpkPolicy {
             BpkPolicy::Monkey,
             BpkPolicy::Mnemosyne,
             BpkPolicy::Optimal,
+            BpkPolicy::Elastic,
+            BpkPolicy::MnemosyneElastic,
         ]
         .into_iter()
         .find(|p| p.name() == name)
@@ -98,6 +114,21 @@ pub struct Options {
     pub bpk_policy: BpkPolicy,
     /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
     pub merlin_window: usize,
+    /// Elastic policies: bytes of loaded filter units (default 0: `bloom_bits_per_key` bits
+    /// per live key, following the data). Changeable at run time with `Db::resize_memory`.
+    pub filter_memory: usize,
+    /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).
+    pub elastic_units: u32,
+    /// Elastic policies: bits per key of each unit (0 < b ≤ 16, default 4; the paper's).
+    pub elastic_unit_bpk: f64,
+    /// Elastic policies: Gets after its last access at which a segment expires and may lose
+    /// units (default 20,000, the authors' value; the paper sets it near the segment count).
+    pub elastic_life_time: u64,
+    /// `mnemosyne-elastic`: lookups between solves of the optimum (default 100,000).
+    pub elastic_solve_every: u64,
+    /// Elastic policies: milliseconds between the background adjuster's rounds while lookups
+    /// arrive (default 5; 0: no background adjuster, rounds only through `Db::adjust_filters`).
+    pub elastic_interval_ms: u64,
     /// Range-filter (Rosetta) bits per key in every new table (default 0: no range filter, and
     /// range reads consult none). Tables written before it was set have none; bounded range
     /// reads consult the filters of the tables that have one.
@@ -214,6 +245,12 @@ impl Default for Options {
             range_filter_probe_budget: 100,
             bpk_policy: BpkPolicy::Uniform,
             merlin_window: 64,
+            filter_memory: 0,
+            elastic_units: 6,
+            elastic_unit_bpk: 4.0,
+            elastic_life_time: 20_000,
+            elastic_solve_every: 100_000,
+            elastic_interval_ms: 5,
             block_cache_size: 32 << 20,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
@@ -295,6 +332,18 @@ impl Options {
         if !(2..=64).contains(&self.merlin_window) {
             return Err(invalid("merlin_window", "must be between 2 and 64"));
         }
+        if !(1..=16).contains(&self.elastic_units) {
+            return Err(invalid("elastic_units", "must be between 1 and 16"));
+        }
+        if !(self.elastic_unit_bpk > 0.0 && self.elastic_unit_bpk <= 16.0) {
+            return Err(invalid("elastic_unit_bpk", "must be above 0 and at most 16"));
+        }
+        if self.elastic_life_time == 0 {
+            return Err(invalid("elastic_life_time", "must be at least 1"));
+        }
+        if self.elastic_solve_every == 0 {
+            return Err(invalid("elastic_solve_every", "must be at least 1"));
+        }
         if !(0.0..=1.0).contains(&self.high_pri_pool_ratio) {
             return Err(invalid("high_pri_pool_ratio", "must be between 0 and 1"));
         }
@@ -370,6 +419,12 @@ impl Options {
         m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
         m.insert("bpk_policy", self.bpk_policy.name().to_string());
         m.insert("merlin_window", self.merlin_window.to_string());
+        m.insert("filter_memory", self.filter_memory.to_string());
+        m.insert("elastic_units", self.elastic_units.to_string());
+        m.insert("elastic_unit_bpk", self.elastic_unit_bpk.to_string());
+        m.insert("elastic_life_time", self.elastic_life_time.to_string());
+        m.insert("elastic_solve_every", self.elastic_solve_every.to_string());
+        m.insert("elastic_interval_ms", self.elastic_interval_ms.to_string());
         m.insert("range_filter_bits_per_key", self.range_filter_bits_per_key.to_string());
         m.insert("range_filter_by_workload", self.range_filter_by_workload.to_string());
         m.insert("range_filter_key_offset", self.range_filter_key_offset.to_string());
@@ -538,6 +593,12 @@ mod tests {
             bloom_bits_per_key: _,
             bpk_policy: _,
             merlin_window: _,
+            filter_memory: _,
+            elastic_units: _,
+            elastic_unit_bpk: _,
+            elastic_life_time: _,
+            elastic_solve_every: _,
+            elastic_interval_ms: _,
             range_filter_bits_per_key: _,
             range_filter_by_workload: _,
             range_filter_key_offset: _,
@@ -581,6 +642,12 @@ mod tests {
             "bloom_bits_per_key",
             "bpk_policy",
             "merlin_window",
+            "filter_memory",
+            "elastic_units",
+            "elastic_unit_bpk",
+            "elastic_life_time",
+            "elastic_solve_every",
+            "elastic_interval_ms",
             "range_filter_bits_per_key",
             "range_filter_by_workload",
             "range_filter_key_offset",

@@ -219,10 +219,10 @@ impl DbInner {
     /// inheritance shares), so call it without the state lock.
     pub(super) fn job_table_options(self: &Arc<Self>, tree: usize, job: JobFilter<'_>) -> Result<TableOptions> {
         let sizes = Some(Arc::new(self.counters.tree(tree).range_sizes()));
-        let point_fixed = self.bpk.name() == "uniform";
+        let point_fixed = self.bpk.fixed();
         let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
-        let fixed = filter_decision("uniform", self.opts.bloom_bits_per_key);
-        if point_fixed && range_fixed {
+        if let (Some(fixed), true) = (&point_fixed, range_fixed) {
+            let fixed = fixed.clone();
             return Ok(with_filter(&self.opts, fixed, None, None, sizes));
         }
         let version = self.state.lock().version().clone();
@@ -264,10 +264,9 @@ impl DbInner {
             range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
             last_seed: Mutex::new(None),
         });
-        let (filter, point): (_, Option<Arc<dyn DecideFilter>>) = if point_fixed {
-            (fixed, None)
-        } else {
-            (FilterDecision::uniform(0.0), Some(decider.clone()))
+        let (filter, point): (_, Option<Arc<dyn DecideFilter>>) = match point_fixed {
+            Some(fixed) => (fixed, None),
+            None => (FilterDecision::uniform(0.0), Some(decider.clone())),
         };
         let range: Option<Arc<dyn DecideRange>> = if range_fixed { None } else { Some(decider) };
         Ok(with_filter(&self.opts, filter, point, range, sizes))
@@ -294,14 +293,8 @@ pub(super) fn recovery_table_options(
     allocator: &Arc<dyn BpkAllocator>,
     tv: Option<&TreeVersion>,
 ) -> TableOptions {
-    if allocator.name() == "uniform" {
-        return with_filter(
-            opts,
-            filter_decision("uniform", opts.bloom_bits_per_key),
-            None,
-            None,
-            None,
-        );
+    if let Some(fixed) = allocator.fixed() {
+        return with_filter(opts, fixed, None, None, None);
     }
     let stats = StatsSnapshot {
         files: tv
@@ -345,5 +338,6 @@ fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {
         exact: Estimate::default(),
         range_probes: 0,
         range_empty: 0.0,
+        loaded_units: 0,
     }
 }

@@ -115,6 +115,8 @@ pub(crate) struct DbInner {
     pub memory: MemoryRegions,
     /// What the read path asks each file's filter (published by deciders).
     pub filter_plan: ArcSwap<FilterPlan>,
+    /// ElasticBF's adjuster (`db/elastic.rs`).
+    pub elastic: super::elastic::Elastic,
     pub state: Mutex<State>,
     /// Wakes background threads (work may be available).
     pub bg_cv: Condvar,

@@ -7,6 +7,7 @@
 
 mod background;
 mod compact;
+mod elastic;
 mod filters;
 mod flush;
 mod inner;
@@ -18,7 +19,7 @@ mod stats;
 mod write;
 
 pub use iter::Range;
-pub use stats::{DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels};
+pub use stats::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -177,8 +178,23 @@ impl Db {
         if let Some(c) = limits.block_cache {
             self.inner().cache.set_capacity(c);
         }
+        if let Some(f) = limits.filter_memory {
+            // Shrinking unloads at once (the adjuster's rule picks what).
+            self.inner().elastic.explicit_budget.store(f as u64, Ordering::Relaxed);
+            self.inner().adjust_filters()?;
+        }
         self.inner().bg_cv.notify_all();
         Ok(())
+    }
+
+    /// Runs one round of the elastic filter adjuster now (ElasticBF: load and unload filter
+    /// units by hotness); the background adjuster runs one every few milliseconds while
+    /// lookups arrive. Does nothing unless `bpk_policy` is elastic.
+    ///
+    /// # Errors
+    /// Errors opening a table whose segments it starts to track.
+    pub fn adjust_filters(&self) -> Result<()> {
+        self.inner().adjust_filters()
     }
 
     /// I/O and engine counters (docs/design.md §5).

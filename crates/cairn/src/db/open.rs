@@ -19,7 +19,7 @@ use crate::memory::MemoryRegions;
 use crate::memtable::MemComponent;
 use crate::options::{check_compatible, parse_options_file, BpkPolicy, MergePolicyKind, Options};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
-use crate::tuning::bpk::{BpkAllocator, Mnemosyne, Monkey, Optimal, Uniform};
+use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
 use crate::version::set::{self, Initial, Recovered, VersionSet};
 use crate::version::{Version, VersionEdit};
@@ -56,6 +56,11 @@ fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
         BpkPolicy::Monkey => Arc::new(Monkey { bpk: b }),
         BpkPolicy::Mnemosyne => Arc::new(Mnemosyne { bpk: b }),
         BpkPolicy::Optimal => Arc::new(Optimal { bpk: b }),
+        p @ (BpkPolicy::Elastic | BpkPolicy::MnemosyneElastic) => Arc::new(Elastic {
+            name: p.name(),
+            units: o.elastic_units,
+            unit_bpk: o.elastic_unit_bpk,
+        }),
     }
 }
 
@@ -290,9 +295,14 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
         io,
         compaction_io: Arc::new(IoStats::new()),
         counters: EngineCounters::new(ntrees, opts.max_levels),
-        files: FileRegistry::new(opts.merlin_window),
+        files: if opts.bpk_policy.is_elastic() {
+            FileRegistry::new(opts.merlin_window).with_elastic()
+        } else {
+            FileRegistry::new(opts.merlin_window)
+        },
         memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
+        elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
         state: Mutex::new(State {
             versions,
             // The replayed memtables are in tables now.

@@ -95,12 +95,14 @@ impl Read<'_> {
         else {
             return Ok(None);
         };
-        let units = match self.plan.units_for(f.number) {
-            UnitChoice::All => UnitSelection::All,
-            UnitChoice::First(n) => UnitSelection::First(n),
-            UnitChoice::Skip => UnitSelection::None,
-        };
         let state = self.sv.files.get(level).and_then(|l| l.get(i));
+        let units = match (state, self.plan.units_for(f.number)) {
+            // Elastic units: the ones loaded in filter memory.
+            (Some(st), _) if !st.elastic().is_empty() => UnitSelection::Loaded(st.elastic()),
+            (_, UnitChoice::All) => UnitSelection::All,
+            (_, UnitChoice::First(n)) => UnitSelection::First(n),
+            (_, UnitChoice::Skip) => UnitSelection::None,
+        };
         // The reader the table cache published in the file's slot, else through the cache
         // (which publishes it for the next read).
         let slot = state.map(|st| st.reader_slot().load());

@@ -5,6 +5,7 @@ use super::inner::DbInner;
 use crate::memory::MemoryUsage;
 use crate::stats::{BlockKind, IoSnapshot, LevelStats, TreeStatsSnapshot};
 use std::fmt::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// Access record of one live table (exact counts since it was created or the DB opened).
@@ -49,6 +50,8 @@ pub struct FileAccessStats {
     /// Range reads it held no key for (and what it inherited): what sizes its share of the
     /// range-filter bits.
     pub range_empty: f64,
+    /// Elastic filter units loaded now (over its segments).
+    pub loaded_units: u64,
 }
 
 /// How close Merlin's estimated empty lookups per file are to the exact ones (the paper's
@@ -118,6 +121,29 @@ pub struct DbStats {
     pub cache_usage: u64,
     /// ... capacity.
     pub cache_capacity: u64,
+    /// Elastic filter units (zero unless `bpk_policy` is elastic).
+    pub elastic: ElasticStats,
+}
+
+/// What the elastic filter adjuster did and holds (ElasticBF).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElasticStats {
+    /// Filter memory in bytes.
+    pub budget: u64,
+    /// Bytes of loaded units.
+    pub usage: u64,
+    /// Units loaded (each one read of a filter-unit block) and unloaded so far.
+    pub loads: u64,
+    /// ...
+    pub unloads: u64,
+    /// Units that could not be read (left unloaded).
+    pub load_errors: u64,
+    /// Adjustment rounds, and solves of the combined mode's optimum.
+    pub rounds: u64,
+    /// ...
+    pub solves: u64,
+    /// Units loaded now, per level (summed over trees).
+    pub loaded_per_level: Vec<u64>,
 }
 
 impl DbStats {
@@ -188,6 +214,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
                 data_reads: s.data_reads,
                 range_probes: s.range_probes,
                 range_empty: s.range_empty,
+                loaded_units: s.loaded_units,
                 estimated_lookups: s.estimate.q,
                 estimated_hits: s.estimate.x,
                 estimated_empty: s.estimate.z(),
@@ -227,6 +254,24 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         memtable_bytes,
         cache_usage: inner.cache.usage() as u64,
         cache_capacity: inner.cache.capacity() as u64,
+        elastic: elastic(inner),
+    }
+}
+
+fn elastic(inner: &DbInner) -> ElasticStats {
+    if !inner.opts.bpk_policy.is_elastic() {
+        return ElasticStats::default();
+    }
+    let c = &inner.elastic.counters;
+    ElasticStats {
+        budget: inner.memory.pinned_filters.capacity() as u64,
+        usage: inner.memory.pinned_filters.usage() as u64,
+        loads: c.loads.load(Relaxed),
+        unloads: c.unloads.load(Relaxed),
+        load_errors: c.load_errors.load(Relaxed),
+        rounds: c.rounds.load(Relaxed),
+        solves: c.solves.load(Relaxed),
+        loaded_per_level: inner.loaded_units_per_level(),
     }
 }
 

@@ -3,6 +3,7 @@
 //! elastic units plug in here.
 
 pub mod bloom;
+pub mod loaded;
 pub mod rosetta;
 
 pub use bloom::{key_hash, BloomFilter};

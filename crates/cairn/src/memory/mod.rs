@@ -120,6 +120,8 @@ pub struct MemoryLimits {
     pub write_buffer_size: Option<usize>,
     /// Block cache capacity (shrinking evicts at once).
     pub block_cache: Option<usize>,
+    /// Filter memory of the elastic policies (shrinking unloads units at once).
+    pub filter_memory: Option<usize>,
 }
 
 /// Capacity and usage of every region.

@@ -25,7 +25,7 @@ pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
 pub use iter::{BlockWindow, TableIter};
 pub use properties::{FilterDecision, SegmentMeta};
-pub use reader::{GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
+pub use reader::{GetOutcome, IterOptions, LoadedUnits, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
 /// What tests, fuzz targets and benchmarks use besides.
 #[cfg(feature = "test-util")]

@@ -50,7 +50,6 @@ impl FilterDecision {
     }
 
     /// `n` units of `bpk` bits each with seeds 0..n (ElasticBF: 6 × 4).
-    #[cfg(any(test, feature = "test-util"))]
     pub fn units(policy: &str, n: usize, bpk: f64) -> Self {
         FilterDecision {
             policy: policy.into(),

@@ -73,9 +73,15 @@ pub enum UnitSelection<'a> {
     None,
     /// The first `n` units (fewer if the segment has fewer).
     First(u32),
-    /// Per segment ordinal, how many leading units (ElasticBF's loaded units).
-    #[cfg_attr(not(feature = "test-util"), expect(dead_code, reason = "elastic filter units select per segment"))]
-    PerSegment(&'a (dyn Fn(usize) -> u32 + Sync)),
+    /// The units loaded outside the reader (ElasticBF's filter memory), per segment.
+    Loaded(&'a dyn LoadedUnits),
+}
+
+/// Filter units held outside the reader (ElasticBF's loaded units).
+pub trait LoadedUnits: Sync {
+    /// Probes the units loaded for `segment` with the key hashed `h`: how many were probed,
+    /// and whether one ruled the key out.
+    fn probe(&self, segment: usize, h: u64) -> (u32, bool);
 }
 
 impl std::fmt::Debug for UnitSelection<'_> {
@@ -84,7 +90,7 @@ impl std::fmt::Debug for UnitSelection<'_> {
             UnitSelection::All => write!(f, "All"),
             UnitSelection::None => write!(f, "None"),
             UnitSelection::First(n) => write!(f, "First({n})"),
-            UnitSelection::PerSegment(_) => write!(f, "PerSegment"),
+            UnitSelection::Loaded(_) => write!(f, "Loaded"),
         }
     }
 }
@@ -549,6 +555,16 @@ impl TableReader {
         .map(|(f, _)| f)
     }
 
+    /// Filter unit `unit` of `segment` read from storage, bypassing the cache (ElasticBF's
+    /// load: one read, counted as a filter-unit read).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an out-of-range segment or unit; read and corruption errors.
+    pub fn read_filter_unit(&self, segment: usize, unit: usize) -> Result<BloomFilter> {
+        let raw = read_block(&*self.file, &self.path, self.unit_handle(segment, unit)?, BlockKind::FilterUnit, &self.stats)?;
+        self.decode_unit(raw, segment, unit)
+    }
+
     fn unit_handle(&self, segment: usize, unit: usize) -> Result<BlockHandle> {
         self.props
             .segments
@@ -636,7 +652,15 @@ impl TableReader {
             UnitSelection::All => available,
             UnitSelection::None => 0,
             UnitSelection::First(n) => n.min(available),
-            UnitSelection::PerSegment(f) => f(segment).min(available),
+            UnitSelection::Loaded(l) => {
+                let (probed, negative) = l.probe(segment, key.hash());
+                out.units_probed = probed;
+                if negative {
+                    out.filter_negative = true;
+                    return Ok(out);
+                }
+                0
+            }
         };
         if k > 0 {
             let h = key.hash();
@@ -647,7 +671,7 @@ impl TableReader {
                     return Ok(out);
                 }
             }
-        } else if available == 0 && !matches!(units, UnitSelection::None) {
+        } else if available == 0 && matches!(units, UnitSelection::All | UnitSelection::First(_)) {
             // No point filter: the range filter's height-0 level (Rosetta's B_L) answers for
             // the key's projection instead, when the table has one.
             if let Some(f) = self.range_filter()? {

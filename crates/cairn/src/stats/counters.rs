@@ -133,6 +133,11 @@ impl TreeCounters {
         self.reads.at(s).gets.fetch_add(1, Relaxed);
     }
 
+    /// Point lookups so far.
+    pub fn gets(&self) -> u64 {
+        self.reads.sum(|r| r.gets.load(Relaxed))
+    }
+
     /// A lookup answered by a memtable.
     #[inline]
     pub fn record_memtable_hit(&self, s: Stripe) {

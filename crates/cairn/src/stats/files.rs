@@ -14,6 +14,7 @@
 use super::merlin::{Estimate, Merlin};
 use super::stripe::{Stripe, Striped, StripedArray};
 use crate::cache::ReaderSlot;
+use crate::filter::loaded::ElasticSegments;
 use crate::sst::GetOutcome;
 use crate::version::FileMeta;
 use parking_lot::Mutex;
@@ -78,10 +79,14 @@ pub struct FileState {
     bpk: f64,
     /// The open reader, while the table cache holds it (`cache::ReaderSlot`).
     reader: ReaderSlot,
+    /// ElasticBF's loaded filter units per segment (none tracked unless the table's units are
+    /// elastic).
+    elastic: ElasticSegments,
 }
 
 impl FileState {
-    fn new(tree: u32, f: &FileMeta, window: usize, seed: Seed) -> Self {
+    fn new(tree: u32, f: &FileMeta, window: usize, seed: Seed, elastic: bool) -> Self {
+        let segments = f.segments.clamp(1, MAX_COUNTED_SEGMENTS) as usize;
         FileState {
             number: FileNumber(f.number),
             tree,
@@ -89,14 +94,26 @@ impl FileState {
             access: Striped::default(),
             // The manifest's count, bounded: it sizes an allocation (segments past the bound
             // are not counted).
-            segment_probes: StripedArray::new(f.segments.clamp(1, MAX_COUNTED_SEGMENTS) as usize),
+            segment_probes: StripedArray::new(segments),
             merlin: Merlin::new(window, seed.merlin),
             inherited_exact: seed.exact,
             range: Striped::default(),
             inherited_range_empty: seed.range_empty,
             bpk: f.filter_bpk,
             reader: ReaderSlot::empty(),
+            elastic: ElasticSegments::new(if elastic { segments } else { 0 }),
         }
+    }
+
+    /// The units of this table loaded in filter memory (ElasticBF).
+    #[inline]
+    pub fn elastic(&self) -> &ElasticSegments {
+        &self.elastic
+    }
+
+    /// Point-lookup probes of segment `i` so far.
+    pub fn segment_probe_count(&self, i: usize) -> u64 {
+        self.segment_probes.get(i)
     }
 
     /// Records one probe in Merlin's window (by the recorder thread, with its lookup number).
@@ -174,6 +191,7 @@ impl FileState {
             },
             range_probes: self.range.sum(|r| r.probes.load(Relaxed)),
             range_empty: self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64,
+            loaded_units: (0..self.elastic.len()).map(|i| u64::from(self.elastic.loaded(i))).sum(),
         }
     }
 }
@@ -213,6 +231,8 @@ pub struct FileStatsSnapshot {
     /// Range reads for which it held no key (counted when its filter said so or the read
     /// returned nothing), plus what it inherited: what its range-filter bits are sized by.
     pub range_empty: f64,
+    /// Elastic filter units loaded now, over its segments.
+    pub loaded_units: u64,
 }
 
 /// Every live file's counters at one moment, and the lookups that reached the tables.
@@ -231,6 +251,8 @@ pub struct FileRegistry {
     /// Statistics waiting for files a running job is writing.
     seeds: Mutex<HashMap<FileNumber, Seed>>,
     window: usize,
+    /// Policy names whose tables get elastic units tracked.
+    elastic: bool,
     /// Merlin's G: lookups that reached the tables, counted by the recorder thread only (so
     /// no two readers write it at once).
     lookups: Padded,
@@ -261,6 +283,7 @@ impl FileRegistry {
             files: Mutex::new(HashMap::new()),
             seeds: Mutex::new(HashMap::new()),
             window,
+            elastic: false,
             lookups: Padded::default(),
             recorder: Padded::default(),
         }
@@ -298,6 +321,12 @@ impl FileRegistry {
         self.lookups.0.load(Relaxed)
     }
 
+    /// The registry tracks loaded units for tables whose filter units are elastic.
+    pub fn with_elastic(mut self) -> Self {
+        self.elastic = true;
+        self
+    }
+
     /// Leaves the statistics file `n` starts from when it is registered.
     pub fn seed(&self, n: FileNumber, seed: Seed) {
         self.seeds.lock().insert(n, seed);
@@ -314,7 +343,10 @@ impl FileRegistry {
         self.files
             .lock()
             .entry(n)
-            .or_insert_with(|| Arc::new(FileState::new(tree, f, self.window, seed)))
+            .or_insert_with(|| {
+                let elastic = self.elastic && crate::options::BpkPolicy::parse(&f.filter_policy).is_some_and(|p| p.is_elastic());
+                Arc::new(FileState::new(tree, f, self.window, seed, elastic))
+            })
             .clone()
     }
 

@@ -50,6 +50,10 @@ pub trait BpkAllocator: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &'static str;
     /// The decision for one output file.
     fn decide(&self, out: &OutputContext<'_>) -> BpkDecision;
+    /// The filter of every file, when it needs no per-output decision.
+    fn fixed(&self) -> Option<FilterDecision> {
+        None
+    }
 }
 
 /// The same bits per key for every file (RocksDB's default).
@@ -68,6 +72,37 @@ impl BpkAllocator for Uniform {
             bpk: self.bpk,
             ..BpkDecision::default()
         }
+    }
+    fn fixed(&self) -> Option<FilterDecision> {
+        Some(filter_decision("uniform", self.bpk))
+    }
+}
+
+/// Elastic units (ElasticBF, and the combined mode): every file gets the same units on disk
+/// (`units` × `unit_bpk`); what is loaded is decided at run time (`tuning/elastic.rs`), so a
+/// file's decision needs no statistics.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Elastic {
+    /// `"elastic"` or `"mnemosyne-elastic"`.
+    pub name: &'static str,
+    /// Units per segment.
+    pub units: u32,
+    /// Bits per key of each.
+    pub unit_bpk: f64,
+}
+
+impl BpkAllocator for Elastic {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn decide(&self, _out: &OutputContext<'_>) -> BpkDecision {
+        BpkDecision {
+            bpk: f64::from(self.units) * self.unit_bpk,
+            ..BpkDecision::default()
+        }
+    }
+    fn fixed(&self) -> Option<FilterDecision> {
+        Some(FilterDecision::units(self.name, self.units as usize, self.unit_bpk))
     }
 }
 
@@ -415,6 +450,7 @@ mod allocator_tests {
                     exact: if v.len() >= 8 { Estimate { q: v[6], x: v[7] } } else { e },
                     range_probes: 0,
                     range_empty: 0.0,
+                    loaded_units: 0,
                 }
             })
             .collect();

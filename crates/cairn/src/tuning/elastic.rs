@@ -264,14 +264,6 @@ pub fn adjust(segs: &[Segment], p: &Params) -> Vec<Action> {
     st.actions
 }
 
-/// Expected extra I/O `Σ f · fpr(k)` of `segs` with `loaded` units each.
-pub fn expected_extra_io(segs: &[Segment], loaded: &[u32], unit_fpr: f64) -> f64 {
-    segs.iter()
-        .zip(loaded)
-        .map(|(s, &k)| s.freq * unit_fpr.powi(k as i32))
-        .sum()
-}
-
 /// A segment as the combined mode's solver sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Demand {
@@ -335,6 +327,14 @@ pub fn targets(segs: &[Demand], budget: u64, unit_bpk: f64) -> Vec<u32> {
 mod tests {
     use super::*;
     use crate::testutil::{run_file, Case};
+
+    /// Expected extra I/O `Σ f · fpr(k)` of `segs` with `loaded` units each.
+    fn expected_extra_io(segs: &[Segment], loaded: &[u32], unit_fpr: f64) -> f64 {
+        segs.iter()
+            .zip(loaded)
+            .map(|(s, &k)| s.freq * unit_fpr.powi(k as i32))
+            .sum()
+    }
 
     /// `adjust now= life= budget= fpr= [initial=]` with one line per segment:
     /// `freq last accesses loaded units bytes [fresh] [target=T]`; the output is the actions and

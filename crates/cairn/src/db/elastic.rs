@@ -1,0 +1,360 @@
+//! Elastic filter units at run time (DESIGN §6.3): the adjuster that loads and unloads units
+//! in filter memory as segments get hot and cold. It runs off the read path — a background
+//! thread every `elastic_interval_ms` while lookups arrive, or [`Db::adjust_filters`](crate::Db)
+//! — and takes no lock a reader needs: readers find a segment's loaded units with one atomic
+//! load (`filter/loaded.rs`) and count their probes per segment (striped counters); the
+//! adjuster reads those counts, asks the pure decider (`tuning/elastic.rs`) what to change and
+//! reads or frees units.
+//!
+//! Its own state, per live elastic table and segment: the key range, the access count the
+//! segment inherited and the probes seen at the previous round, the logical time (Gets) of its
+//! last access. Hotness inheritance: a table that appears in the same round as others of its
+//! tree disappear (a compaction's edit installs outputs and removes inputs at once) gives each
+//! of its segments the mean access count of the departed segments whose key ranges overlap it.
+//! Combined mode (`mnemosyne-elastic`): every `elastic_solve_every` lookups, and whenever the
+//! tables change, the targets of Mnemosyne's optimum over segments are applied in the next
+//! round; ElasticBF's rule handles the accesses between solves.
+
+use super::inner::DbInner;
+use crate::error::Result;
+use crate::filter::loaded::LoadedUnit;
+use crate::options::BpkPolicy;
+use crate::stats::FileState;
+use crate::tuning::bpk::LN2_SQ;
+use crate::tuning::elastic::{adjust, targets, Action, Demand, Params, Segment};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A load must lower the expected extra I/O by more than this share of it.
+const MIN_GAIN: f64 = 1e-4;
+
+/// One segment as the adjuster tracks it.
+#[derive(Debug, Clone)]
+struct Tracked {
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+    /// Access count inherited at creation.
+    inherited: f64,
+    /// Probes counted at the previous round.
+    seen: u64,
+    last_access: u64,
+    units: u32,
+    unit_bytes: u64,
+    keys: u64,
+    fresh: bool,
+    target: Option<u32>,
+}
+
+#[derive(Debug)]
+struct TrackedFile {
+    tree: u32,
+    segments: Vec<Tracked>,
+}
+
+/// Counters of the adjuster (reported in `db.stats()`).
+#[derive(Debug, Default)]
+pub(crate) struct ElasticCounters {
+    pub rounds: AtomicU64,
+    pub loads: AtomicU64,
+    pub unloads: AtomicU64,
+    pub load_errors: AtomicU64,
+    pub solves: AtomicU64,
+}
+
+/// The adjuster: its tracked segments, behind a mutex only adjusters take.
+#[derive(Debug, Default)]
+pub(crate) struct Elastic {
+    files: Mutex<HashMap<u64, TrackedFile>>,
+    /// Lookups (Gets) at the last solve of the combined mode, and the file set it saw.
+    last_solve: Mutex<(u64, Vec<u64>)>,
+    pub counters: ElasticCounters,
+    /// Filter memory set by the user (`filter_memory` or a resize); 0: bits per live key.
+    pub explicit_budget: AtomicU64,
+}
+
+impl Elastic {
+    /// An adjuster with `filter_memory` bytes set by the user (0: bits per live key).
+    pub fn new(filter_memory: u64) -> Self {
+        Elastic {
+            explicit_budget: AtomicU64::new(filter_memory),
+            ..Elastic::default()
+        }
+    }
+}
+
+/// A live elastic table in the current versions.
+struct Live {
+    tree: u32,
+    meta: Arc<crate::version::FileMeta>,
+    state: Arc<FileState>,
+}
+
+impl DbInner {
+    /// Logical time: Gets of every tree so far.
+    fn logical_time(&self) -> u64 {
+        self.counters.trees().iter().map(|t| t.gets()).sum()
+    }
+
+    fn live_elastic(&self) -> Vec<Live> {
+        let mut out = Vec::new();
+        for sv in self.super_versions().iter() {
+            let Some(tv) = sv.version.trees.get(sv.tree) else { continue };
+            for (level, fs) in tv.levels.iter().enumerate() {
+                for (i, f) in fs.iter().enumerate() {
+                    let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) else { continue };
+                    if !state.elastic().is_empty() {
+                        out.push(Live {
+                            tree: sv.tree as u32,
+                            meta: f.clone(),
+                            state: state.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The filter memory: the user's, or `bloom_bits_per_key` bits per key of the live elastic
+    /// tables.
+    fn elastic_budget(&self, live: &[Live], tracked: &HashMap<u64, TrackedFile>) -> u64 {
+        let explicit = self.elastic.explicit_budget.load(Relaxed);
+        if explicit > 0 {
+            return explicit;
+        }
+        let keys: u64 = live
+            .iter()
+            .filter_map(|l| tracked.get(&l.meta.number))
+            .flat_map(|t| t.segments.iter().map(|s| s.keys))
+            .sum();
+        (self.opts.bloom_bits_per_key * keys as f64 / 8.0) as u64
+    }
+
+    /// One round of the adjuster: track new tables (with what they inherit), count accesses,
+    /// decide, then load and unload units.
+    pub(crate) fn adjust_filters(&self) -> Result<()> {
+        if !self.opts.bpk_policy.is_elastic() {
+            return Ok(());
+        }
+        let mut tracked = self.elastic.files.lock();
+        let now = self.logical_time();
+        let live = self.live_elastic();
+        let changed = self.track(&live, &mut tracked, now)?;
+        let budget = self.elastic_budget(&live, &tracked);
+        self.memory.pinned_filters.set_capacity(budget as usize);
+        if self.opts.bpk_policy == BpkPolicy::MnemosyneElastic {
+            self.solve_if_due(&live, &mut tracked, budget, now, changed);
+        }
+        // The decider's view, segment by segment over the live tables.
+        let mut index = Vec::new();
+        let mut segs = Vec::new();
+        for (li, l) in live.iter().enumerate() {
+            let Some(t) = tracked.get_mut(&l.meta.number) else { continue };
+            for (si, s) in t.segments.iter_mut().enumerate() {
+                let probes = l.state.segment_probe_count(si);
+                let accesses = probes.saturating_sub(s.seen);
+                if accesses > 0 {
+                    s.last_access = now;
+                }
+                s.seen = probes;
+                segs.push(Segment {
+                    freq: s.inherited + probes as f64,
+                    last_access: s.last_access,
+                    accesses: accesses.min(u64::from(u32::MAX)) as u32,
+                    loaded: l.state.elastic().loaded(si),
+                    units: s.units,
+                    unit_bytes: s.unit_bytes,
+                    fresh: s.fresh,
+                    target: s.target.take(),
+                });
+                s.fresh = false;
+                index.push((li, si));
+            }
+        }
+        let p = Params {
+            now,
+            life_time: self.opts.elastic_life_time,
+            budget,
+            unit_fpr: (-self.opts.elastic_unit_bpk * LN2_SQ).exp(),
+            initial_units: 1,
+            min_gain: MIN_GAIN,
+        };
+        for a in adjust(&segs, &p) {
+            match a {
+                Action::Load(i) => {
+                    let (li, si) = index[i];
+                    if let Err(e) = self.load_unit(&live[li], si) {
+                        // A unit that cannot be read is simply not loaded: lookups read the
+                        // data instead (and report the error if the data is bad too).
+                        tracing::warn!(error = %e, file = live[li].meta.number, "filter unit not loaded");
+                        self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                    }
+                }
+                Action::Unload(i) => {
+                    let (li, si) = index[i];
+                    live[li].state.elastic().pop(si);
+                    self.elastic.counters.unloads.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        self.elastic.counters.rounds.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    fn load_unit(&self, l: &Live, segment: usize) -> Result<()> {
+        let reader = self.open_table_for(&l.meta, Some(&l.state))?;
+        let unit = l.state.elastic().loaded(segment) as usize;
+        let filter = reader.read_filter_unit(segment, unit)?;
+        let charge = self.memory.pinned_filters.charge(filter.memory_usage());
+        l.state.elastic().push(segment, LoadedUnit::new(filter, charge));
+        self.elastic.counters.loads.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// Tracks the live tables not seen before and forgets departed ones, passing their
+    /// hotness on; true when the set of tables changed.
+    fn track(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, now: u64) -> Result<bool> {
+        let alive: std::collections::HashSet<u64> = live.iter().map(|l| l.meta.number).collect();
+        let departed: Vec<(u32, Tracked)> = {
+            let gone: Vec<u64> = tracked.keys().filter(|n| !alive.contains(n)).copied().collect();
+            gone.into_iter()
+                .filter_map(|n| tracked.remove(&n))
+                .flat_map(|t| {
+                    let tree = t.tree;
+                    t.segments.into_iter().map(move |s| (tree, s))
+                })
+                .collect()
+        };
+        let mut changed = !departed.is_empty();
+        for l in live {
+            if tracked.contains_key(&l.meta.number) {
+                continue;
+            }
+            changed = true;
+            let reader = self.open_table_for(&l.meta, Some(&l.state))?;
+            let props = reader.properties();
+            let units = props.filter.units.len() as u32;
+            let segments = props
+                .segments
+                .iter()
+                .take(l.state.elastic().len())
+                .map(|s| {
+                    // Mean access count of the departed segments (same tree) it overlaps.
+                    let over: Vec<f64> = departed
+                        .iter()
+                        .filter(|(tree, d)| {
+                            *tree == l.tree && d.smallest <= s.largest_user_key && d.largest >= s.smallest_user_key
+                        })
+                        .map(|(_, d)| d.inherited + d.seen as f64)
+                        .collect();
+                    let inherited = if over.is_empty() {
+                        0.0
+                    } else {
+                        over.iter().sum::<f64>() / over.len() as f64
+                    };
+                    Tracked {
+                        smallest: s.smallest_user_key.clone(),
+                        largest: s.largest_user_key.clone(),
+                        inherited,
+                        seen: 0,
+                        last_access: now,
+                        units,
+                        unit_bytes: s.units.first().map_or(0, |h| h.size),
+                        keys: s.distinct_keys,
+                        fresh: true,
+                        target: None,
+                    }
+                })
+                .collect();
+            tracked.insert(l.meta.number, TrackedFile { tree: l.tree, segments });
+        }
+        Ok(changed)
+    }
+
+    /// The combined mode: when due, Mnemosyne's optimum over segments sets each segment's
+    /// target for this round. A file's estimated empty lookups (Merlin's z) are spread over its
+    /// segments in proportion to their probes (plus one each, so unprobed segments count).
+    fn solve_if_due(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, budget: u64, now: u64, changed: bool) {
+        let mut last = self.elastic.last_solve.lock();
+        if !changed && now < last.0.saturating_add(self.opts.elastic_solve_every) {
+            return;
+        }
+        let g = self.files.lookups();
+        let mut demands = Vec::new();
+        let mut at = Vec::new();
+        for l in live {
+            let Some(t) = tracked.get(&l.meta.number) else { continue };
+            let z = l.state.snapshot(0, g).estimate.z();
+            let probes: Vec<f64> = (0..t.segments.len())
+                .map(|i| l.state.segment_probe_count(i) as f64 + 1.0)
+                .collect();
+            let total: f64 = probes.iter().sum();
+            for (i, s) in t.segments.iter().enumerate() {
+                demands.push(Demand {
+                    keys: s.keys as f64,
+                    empty: z * probes[i] / total,
+                    units: s.units,
+                    unit_bytes: s.unit_bytes,
+                });
+                at.push((l.meta.number, i));
+            }
+        }
+        if g == 0 {
+            return; // nothing estimated yet: ElasticBF's rule alone
+        }
+        for ((n, i), target) in at.into_iter().zip(targets(&demands, budget, self.opts.elastic_unit_bpk)) {
+            if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
+                s.target = Some(target);
+            }
+        }
+        *last = (now, live.iter().map(|l| l.meta.number).collect());
+        self.elastic.counters.solves.fetch_add(1, Relaxed);
+    }
+
+    /// Loaded units per level of every tree (for `db.stats()`).
+    pub(crate) fn loaded_units_per_level(&self) -> Vec<u64> {
+        let mut per_level = Vec::new();
+        for sv in self.super_versions().iter() {
+            for (level, states) in sv.files.iter().enumerate() {
+                if per_level.len() <= level {
+                    per_level.resize(level + 1, 0);
+                }
+                for st in states {
+                    let e = st.elastic();
+                    per_level[level] += (0..e.len()).map(|i| u64::from(e.loaded(i))).sum::<u64>();
+                }
+            }
+        }
+        per_level
+    }
+}
+
+/// The background adjuster: a round every few milliseconds while lookups arrive or tables
+/// change.
+pub(super) fn adjuster_loop(inner: Arc<DbInner>) {
+    let mut last = (u64::MAX, 0usize);
+    let interval = Duration::from_millis(inner.opts.elastic_interval_ms);
+    loop {
+        {
+            let mut st = inner.state.lock();
+            if inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            inner.bg_cv.wait_for(&mut st, interval);
+            if inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+        }
+        let now = (inner.logical_time(), Arc::as_ptr(&inner.super_versions()) as usize);
+        if now == last {
+            continue;
+        }
+        last = now;
+        if let Err(e) = inner.adjust_filters() {
+            tracing::warn!(error = %e, "filter adjustment failed");
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Elastic filter units (ElasticBF) end to end: tables with units on disk, the adjuster's
+//! loads and unloads within filter memory, hotness inheritance through compaction, run-time
+//! resizing, and answers that never depend on what is loaded. The background adjuster is off
+//! (`elastic_interval_ms = 0`): rounds run when the test calls `adjust_filters`, so every count
+//! is deterministic.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "tests fail by panicking"
+)]
+
+mod common;
+
+use cairn::env::MemFs;
+use cairn::{BlockKind, BpkPolicy, Db, MemoryLimits, Options};
+use std::sync::Arc;
+
+fn options(fs: &MemFs, policy: BpkPolicy) -> Options {
+    Options {
+        bloom_bits_per_key: 4.0,
+        bpk_policy: policy,
+        elastic_life_time: 500,
+        elastic_interval_ms: 0,
+        l0_compaction_trigger: 64,
+        l0_slowdown_trigger: 64,
+        l0_stop_trigger: 64,
+        max_bytes_for_level_base: 1 << 30,
+        ..common::small(Arc::new(fs.clone()), 32 << 10)
+    }
+}
+
+/// Even keys `key00000`, `key00002`, …: odd keys are absent but inside the tables' ranges.
+fn load(db: &Db, n: u32) {
+    for i in 0..n {
+        db.put(common::key(2 * i), format!("v{i}")).unwrap();
+    }
+}
+
+fn loaded(db: &Db) -> u64 {
+    db.stats().files.iter().map(|f| f.loaded_units).sum()
+}
+
+#[test]
+fn units_load_by_hotness_within_the_filter_memory() {
+    let fs = MemFs::new();
+    let db = Db::open("/e", options(&fs, BpkPolicy::Elastic)).unwrap();
+    load(&db, 8000);
+    db.compact_range::<&[u8], _>(..).unwrap();
+    // The tables carry 6 units of 4 bits per key in every segment.
+    let files = db.stats().files;
+    assert!(!files.is_empty());
+    assert!(files.iter().all(|f| f.filter_policy == "elastic" && (f.filter_bpk - 24.0).abs() < 1e-9));
+
+    // First round: every segment gets one unit (4 bits per key, the whole budget) as far as
+    // the memory goes.
+    db.adjust_filters().unwrap();
+    let s = db.stats().elastic;
+    assert!(s.budget > 0 && s.usage <= s.budget, "{s:?}");
+    assert_eq!(s.loads, loaded(&db));
+    assert!(s.loads > 10, "{s:?}");
+    let reads = db.stats().io.kind(BlockKind::FilterUnit).reads;
+    assert_eq!(reads, s.loads, "one read per loaded unit");
+    let first = s.loads;
+
+    // Absent lookups in the first tenth of the key space, round after round: the hot
+    // segments gain units, taken from the cold ones once those expire.
+    for round in 0..20 {
+        for i in 0..800u32 {
+            assert!(db.get(common::key(2 * i + 1)).unwrap().is_none(), "round {round}");
+        }
+        db.adjust_filters().unwrap();
+        let s = db.stats().elastic;
+        assert!(s.usage <= s.budget, "round {round}: {s:?}");
+    }
+    let s = db.stats().elastic;
+    assert!(s.loads > first && s.unloads > 0, "{s:?}");
+    let files = db.stats().files;
+    let hot = files.iter().find(|f| f.probes > 0).unwrap();
+    let cold_units: u64 = files.iter().filter(|f| f.probes == 0).map(|f| f.loaded_units).sum();
+    assert!(hot.loaded_units > 0);
+    // The hot table's segments are at (or near) all six units; the cold tables gave theirs.
+    let hot_segments = files.iter().filter(|f| f.probes > 0).map(|f| f.loaded_units).sum::<u64>();
+    assert!(hot_segments > cold_units, "hot {hot_segments} vs cold {cold_units}");
+
+    // The filters now rule out nearly every absent lookup in the hot range: a handful of
+    // data reads for 800 lookups (6 units: fpr ≈ 1e-4 per segment).
+    let before = db.stats().io.kind(BlockKind::Data);
+    for i in 0..800u32 {
+        assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
+    }
+    let after = db.stats().io.kind(BlockKind::Data);
+    let data = (after.reads + after.cache_hits) - (before.reads + before.cache_hits);
+    assert!(data < 20, "{data} data blocks read for 800 absent keys");
+
+    // Present keys are found whatever is loaded.
+    for i in 0..8000u32 {
+        assert_eq!(db.get(common::key(2 * i)).unwrap(), Some(format!("v{i}").into_bytes()));
+    }
+}
+
+#[test]
+fn shrinking_the_filter_memory_unloads_at_once() {
+    let fs = MemFs::new();
+    let db = Db::open("/r", options(&fs, BpkPolicy::Elastic)).unwrap();
+    load(&db, 8000);
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db.adjust_filters().unwrap();
+    let s = db.stats().elastic;
+    let half = (s.usage / 2) as usize;
+    db.resize_memory(MemoryLimits {
+        filter_memory: Some(half),
+        ..MemoryLimits::default()
+    })
+    .unwrap();
+    let t = db.stats().elastic;
+    assert_eq!(t.budget, half as u64);
+    assert!(t.usage <= t.budget && t.usage > 0, "{t:?}");
+    assert!(t.unloads > 0);
+    assert_eq!(db.memory().pinned_filter_usage as u64, t.usage);
+    // Growing it back lets the next round load again.
+    db.resize_memory(MemoryLimits {
+        filter_memory: Some(2 * s.usage as usize),
+        ..MemoryLimits::default()
+    })
+    .unwrap();
+    for i in 0..2000u32 {
+        assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
+    }
+    db.adjust_filters().unwrap();
+    assert!(db.stats().elastic.usage > t.usage);
+    for i in 0..8000u32 {
+        assert!(db.get(common::key(2 * i)).unwrap().is_some());
+    }
+}
+
+#[test]
+fn compaction_outputs_inherit_the_hotness_of_their_inputs() {
+    let fs = MemFs::new();
+    let db = Db::open("/i", options(&fs, BpkPolicy::Elastic)).unwrap();
+    load(&db, 8000);
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db.adjust_filters().unwrap();
+    for _ in 0..5 {
+        for i in 0..800u32 {
+            db.get(common::key(2 * i + 1)).unwrap();
+        }
+        db.adjust_filters().unwrap();
+    }
+    // Rewrite everything (a newer copy of each key, then a full compaction): the outputs are
+    // new tables whose segments inherit the counts of the segments they overlap.
+    for i in 0..8000u32 {
+        db.put(common::key(2 * i), format!("w{i}")).unwrap();
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db.adjust_filters().unwrap();
+    let files = db.stats().files;
+    assert!(files.iter().all(|f| f.probes == 0), "all tables are new");
+    // The outputs covering the hot range start with more units than the others.
+    let first = &files[0];
+    let rest: Vec<u64> = files[1..].iter().map(|f| f.loaded_units).collect();
+    assert!(
+        rest.iter().all(|&u| first.loaded_units > u),
+        "hot output {} units, others {rest:?}",
+        first.loaded_units
+    );
+    for i in 0..8000u32 {
+        assert_eq!(db.get(common::key(2 * i)).unwrap(), Some(format!("w{i}").into_bytes()));
+    }
+}
+
+#[test]
+fn the_combined_mode_applies_the_optimum_through_loaded_units() {
+    let fs = MemFs::new();
+    let opts = Options {
+        elastic_solve_every: 1000,
+        ..options(&fs, BpkPolicy::MnemosyneElastic)
+    };
+    let db = Db::open("/m", opts).unwrap();
+    load(&db, 8000);
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db.adjust_filters().unwrap();
+    for _ in 0..5 {
+        for i in 0..800u32 {
+            assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
+        }
+        db.adjust_filters().unwrap();
+    }
+    let s = db.stats().elastic;
+    assert!(s.solves > 0, "{s:?}");
+    assert!(s.usage <= s.budget);
+    let files = db.stats().files;
+    let hot: u64 = files.iter().filter(|f| f.probes > 0).map(|f| f.loaded_units).sum();
+    let cold: u64 = files.iter().filter(|f| f.probes == 0).map(|f| f.loaded_units).sum();
+    assert!(hot > cold, "hot {hot} cold {cold}");
+    for i in 0..8000u32 {
+        assert!(db.get(common::key(2 * i)).unwrap().is_some());
+    }
+}
+
+#[test]
+fn reopening_starts_from_the_initial_units() {
+    let fs = MemFs::new();
+    {
+        let db = Db::open("/o", options(&fs, BpkPolicy::Elastic)).unwrap();
+        load(&db, 4000);
+        db.compact_range::<&[u8], _>(..).unwrap();
+    }
+    let db = Db::open("/o", options(&fs, BpkPolicy::Elastic)).unwrap();
+    assert_eq!(loaded(&db), 0);
+    db.adjust_filters().unwrap();
+    assert!(loaded(&db) > 0);
+    for i in 0..4000u32 {
+        assert!(db.get(common::key(2 * i)).unwrap().is_some());
+        assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
+    }
+    // Under another policy the same tables are probed with every unit, as before.
+    drop(db);
+    let db = Db::open("/o", options(&fs, BpkPolicy::Uniform)).unwrap();
+    assert_eq!(db.stats().elastic, cairn::ElasticStats::default());
+    for i in 0..4000u32 {
+        assert!(db.get(common::key(2 * i)).unwrap().is_some());
+    }
+}
+
+#[test]
+fn invalid_elastic_options_are_named() {
+    let fs = MemFs::new();
+    for (opts, name) in [
+        (Options { elastic_units: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_units"),
+        (Options { elastic_unit_bpk: 0.0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_unit_bpk"),
+        (Options { elastic_life_time: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_life_time"),
+        (Options { elastic_solve_every: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_solve_every"),
+    ] {
+        match Db::open("/x", opts) {
+            Err(cairn::Error::InvalidOptions { option, .. }) => assert_eq!(option, name),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
