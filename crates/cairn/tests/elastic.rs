@@ -239,3 +239,57 @@ fn invalid_elastic_options_are_named() {
         }
     }
 }
+
+#[test]
+fn the_background_adjuster_never_changes_an_answer() {
+    // Readers, a writer and compactions race the background adjuster (a round every
+    // millisecond, units loaded and unloaded under the readers): every read sees the model.
+    let fs = MemFs::new();
+    let opts = Options {
+        elastic_interval_ms: 1,
+        elastic_life_time: 50,
+        l0_compaction_trigger: 4,
+        l0_slowdown_trigger: 20,
+        l0_stop_trigger: 30,
+        ..common::small(Arc::new(fs.clone()), 16 << 10)
+    };
+    let opts = Options {
+        bloom_bits_per_key: 4.0,
+        bpk_policy: BpkPolicy::Elastic,
+        ..opts
+    };
+    let db = Arc::new(Db::open("/b", opts).unwrap());
+    load(&db, 4000);
+    let readers: Vec<_> = (0..2u32)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                for round in 0..6u32 {
+                    // Each reader favours another part of the key space per round.
+                    let base = (t * 1000 + round * 500) % 3500;
+                    for i in base..base + 500 {
+                        let v = db.get(common::key(2 * i)).unwrap().expect("present key");
+                        assert!(v.starts_with(b"v") || v.starts_with(b"w"));
+                        assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
+                    }
+                }
+            })
+        })
+        .collect();
+    for i in 0..4000u32 {
+        db.put(common::key(2 * i), format!("w{i}")).unwrap();
+    }
+    for r in readers {
+        r.join().unwrap();
+    }
+    db.wait_for_background().unwrap();
+    for i in 0..4000u32 {
+        assert_eq!(db.get(common::key(2 * i)).unwrap(), Some(format!("w{i}").into_bytes()));
+    }
+    // A round now fits the budget of the tables as they are (a background round may not have
+    // run since the last compaction shrank them).
+    db.adjust_filters().unwrap();
+    let s = db.stats().elastic;
+    assert!(s.rounds > 1 && s.loads > 0 && s.usage <= s.budget, "{s:?}");
+    assert_eq!(s.load_errors, 0);
+}

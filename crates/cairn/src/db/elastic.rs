@@ -51,6 +51,9 @@ struct Tracked {
 #[derive(Debug)]
 struct TrackedFile {
     tree: u32,
+    /// Its runtime state: departed files' units are unloaded at once (a reader of an older
+    /// super-version still probing it then reads the data).
+    state: Arc<FileState>,
     segments: Vec<Tracked>,
 }
 
@@ -188,9 +191,12 @@ impl DbInner {
                     let (li, si) = index[i];
                     if let Err(e) = self.load_unit(&live[li], si) {
                         // A unit that cannot be read is simply not loaded: lookups read the
-                        // data instead (and report the error if the data is bad too).
-                        tracing::warn!(error = %e, file = live[li].meta.number, "filter unit not loaded");
-                        self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                        // data instead (and report the error if the data is bad too). A table
+                        // a compaction deleted meanwhile is no error.
+                        if self.is_live(live[li].meta.number) {
+                            tracing::warn!(error = %e, file = live[li].meta.number, "filter unit not loaded");
+                            self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                        }
                     }
                 }
                 Action::Unload(i) => {
@@ -202,6 +208,15 @@ impl DbInner {
         }
         self.elastic.counters.rounds.fetch_add(1, Relaxed);
         Ok(())
+    }
+
+    fn is_live(&self, number: u64) -> bool {
+        self.super_versions().iter().any(|sv| {
+            sv.version
+                .trees
+                .get(sv.tree)
+                .is_some_and(|tv| tv.levels.iter().flatten().any(|f| f.number == number))
+        })
     }
 
     fn load_unit(&self, l: &Live, segment: usize) -> Result<()> {
@@ -224,6 +239,11 @@ impl DbInner {
                 .filter_map(|n| tracked.remove(&n))
                 .flat_map(|t| {
                     let tree = t.tree;
+                    for i in 0..t.state.elastic().len() {
+                        while t.state.elastic().loaded(i) > 0 {
+                            t.state.elastic().pop(i);
+                        }
+                    }
                     t.segments.into_iter().map(move |s| (tree, s))
                 })
                 .collect()
@@ -269,7 +289,14 @@ impl DbInner {
                     }
                 })
                 .collect();
-            tracked.insert(l.meta.number, TrackedFile { tree: l.tree, segments });
+            tracked.insert(
+                l.meta.number,
+                TrackedFile {
+                    tree: l.tree,
+                    state: l.state.clone(),
+                    segments,
+                },
+            );
         }
         Ok(changed)
     }
