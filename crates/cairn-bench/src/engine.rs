@@ -69,6 +69,23 @@ pub struct EngineArgs {
     /// Probes in Merlin's per-file window (cairn only; default its own).
     #[arg(long)]
     pub merlin_window: Option<usize>,
+    /// Data bytes per filter segment (cairn only; default its own, 4 MiB).
+    #[arg(long)]
+    pub segment_size: Option<u64>,
+    /// Bytes of loaded filter units for the elastic policies (cairn only; default: bloom_bits
+    /// per live key).
+    #[arg(long)]
+    pub filter_memory: Option<usize>,
+    /// Filter units per segment of the elastic policies (cairn only; default 6).
+    #[arg(long)]
+    pub elastic_units: Option<u32>,
+    /// Bits per key of each elastic unit (cairn only; default 4).
+    #[arg(long)]
+    pub elastic_unit_bpk: Option<f64>,
+    /// Gets after which an unaccessed segment may lose units (cairn only; default: the number
+    /// of live segments).
+    #[arg(long)]
+    pub elastic_life_time: Option<u64>,
     /// Charge index and filter blocks to the block cache (RocksDB: cache them there with high
     /// priority and L0's pinned; cairn: its pinned index blocks reserve cache space and filter
     /// units are cached at high priority). So both engines spend the same total memory.
@@ -102,10 +119,31 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
+    /// Whether a cairn-only filter flag (segments, elastic units) is set.
+    pub fn cairn_filter_flags(&self) -> bool {
+        self.segment_size.is_some()
+            || self.filter_memory.is_some()
+            || self.elastic_units.is_some()
+            || self.elastic_unit_bpk.is_some()
+            || self.elastic_life_time.is_some()
+    }
+
     /// Write memory for all memtables.
     pub fn memory(&self) -> usize {
         self.memory_budget.unwrap_or(2 * self.write_buffer_size)
     }
+}
+
+/// Blocks read from storage (cairn: its I/O counters; RocksDB: block-cache misses, which are
+/// storage reads when every block goes through the cache).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BlockReads {
+    /// Data blocks.
+    pub data: u64,
+    /// Filter blocks (cairn: filter units, elastic loads included).
+    pub filter: u64,
+    /// Index blocks.
+    pub index: u64,
 }
 
 /// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
@@ -134,6 +172,10 @@ pub trait Engine: Send + Sync {
     /// Point lookups' filter false positives so far (each reads a data block the table does not
     /// hold the key in), when the engine counts them (RocksDB with `--statistics=1`).
     fn filter_false_positives(&self) -> Option<u64> {
+        None
+    }
+    /// Blocks read from storage so far by kind (`None`: the engine does not count them).
+    fn block_reads(&self) -> Option<BlockReads> {
         None
     }
     /// L0 files and pending compaction bytes now (`None`: the engine does not say).
@@ -204,7 +246,7 @@ impl CairnEngine {
         };
         let bpk_policy = cairn::BpkPolicy::parse(&a.bpk_policy).ok_or_else(|| {
             format!(
-                "--bpk_policy={}: expected uniform, monkey, mnemosyne or optimal",
+                "--bpk_policy={}: expected uniform, monkey, mnemosyne, optimal, elastic or mnemosyne-elastic",
                 a.bpk_policy
             )
         })?;
@@ -219,6 +261,11 @@ impl CairnEngine {
             range_filter_bits_per_key: a.range_filter_bits_per_key,
             bpk_policy,
             merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
+            segment_size: a.segment_size.unwrap_or(d.segment_size),
+            filter_memory: a.filter_memory.unwrap_or(d.filter_memory),
+            elastic_units: a.elastic_units.unwrap_or(d.elastic_units),
+            elastic_unit_bpk: a.elastic_unit_bpk.unwrap_or(d.elastic_unit_bpk),
+            elastic_life_time: a.elastic_life_time.unwrap_or(d.elastic_life_time),
             index_in_block_cache: a.cache_index_and_filter_blocks,
             data_block_hash_index: a.data_block_index_type.map_or(d.data_block_hash_index, |t| t == 1),
             block_cache_size: a.cache_size,
@@ -321,7 +368,9 @@ impl Engine for CairnEngine {
     }
 
     fn stats_text(&self) -> String {
-        self.db.property("cairn.stats").unwrap_or_default()
+        let mut s = self.db.property("cairn.stats").unwrap_or_default();
+        s.push_str(&self.db.property("cairn.filters").unwrap_or_default());
+        s
     }
 
     fn debt(&self) -> Option<crate::timeline::Debt> {
@@ -336,5 +385,14 @@ impl Engine for CairnEngine {
 
     fn as_cairn(&self) -> Option<&cairn::Db> {
         Some(&self.db)
+    }
+
+    fn block_reads(&self) -> Option<BlockReads> {
+        let io = self.db.stats().io;
+        Some(BlockReads {
+            data: io.kind(cairn::BlockKind::Data).reads,
+            filter: io.kind(cairn::BlockKind::FilterUnit).reads,
+            index: io.kind(cairn::BlockKind::Index).reads,
+        })
     }
 }

@@ -125,6 +125,9 @@ impl LatencySummary {
 /// cairn's own counters over one phase.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CairnMetrics {
+    /// The elastic filter adjuster's state at the end (cairn's elastic policies).
+    #[serde(default)]
+    pub elastic: Option<Elastic>,
     /// Data blocks read from storage per lookup.
     pub data_reads_per_lookup: f64,
     /// Data blocks read that did not hold the key, per lookup.
@@ -231,6 +234,18 @@ impl CairnMetrics {
             cache_hit_rate,
             storage_reads,
             write_amp: after.write_amplification(),
+            elastic: (after.elastic.rounds > 0).then(|| {
+                let e = &after.elastic;
+                Elastic {
+                    budget: e.budget,
+                    usage: e.usage,
+                    loads: e.loads - before.elastic.loads,
+                    unloads: e.unloads - before.elastic.unloads,
+                    rounds: e.rounds - before.elastic.rounds,
+                    solves: e.solves - before.elastic.solves,
+                    loaded_per_level: e.loaded_per_level.clone(),
+                }
+            }),
             levels: db
                 .levels()
                 .first()
@@ -255,6 +270,12 @@ impl CairnMetrics {
             self.write_amp,
             self.levels.iter().map(|(f, b)| format!("{f}/{}MB", b >> 20)).collect::<Vec<_>>()
         );
+        if let Some(e) = &self.elastic {
+            println!(
+                "  cairn: elastic filter memory {}/{} bytes, {} loads, {} unloads, {} rounds, {} solves, units loaded per level {:?}",
+                e.usage, e.budget, e.loads, e.unloads, e.rounds, e.solves, e.loaded_per_level
+            );
+        }
         if self.range_filter_probes > 0 {
             println!(
                 "  cairn: range filter probes {}, negatives {}, false positives on empty ranges {}",
@@ -262,6 +283,26 @@ impl CairnMetrics {
             );
         }
     }
+}
+
+/// What cairn's elastic filter adjuster did in a phase (loads, unloads, rounds, solves) and
+/// holds at its end.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Elastic {
+    /// Filter memory and loaded bytes.
+    pub budget: u64,
+    /// ...
+    pub usage: u64,
+    /// Units loaded and unloaded in the phase.
+    pub loads: u64,
+    /// ...
+    pub unloads: u64,
+    /// Adjustment rounds and combined-mode solves in the phase.
+    pub rounds: u64,
+    /// ...
+    pub solves: u64,
+    /// Units loaded per level at the end.
+    pub loaded_per_level: Vec<u64>,
 }
 
 /// One phase (a db_bench benchmark, or a YCSB load/run).
@@ -293,6 +334,54 @@ pub struct Phase {
     /// The engine's compaction debt when the phase ended (engines that report it).
     #[serde(default)]
     pub debt_after: Option<crate::timeline::Debt>,
+    /// Blocks read from storage per lookup, by kind (engines that count them).
+    #[serde(default)]
+    pub block_reads_per_lookup: Option<ReadsPerLookup>,
+    /// Per window of `--window` lookups: what the lookups cost (our flag; empty without it).
+    #[serde(default)]
+    pub windows: Vec<Window>,
+}
+
+/// Blocks read from storage per lookup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadsPerLookup {
+    /// Data blocks.
+    pub data: f64,
+    /// Filter blocks (cairn: units, elastic loads included).
+    pub filter: f64,
+    /// Index blocks.
+    pub index: f64,
+}
+
+impl ReadsPerLookup {
+    /// The difference `after − before` over `lookups` lookups.
+    pub fn between(before: crate::engine::BlockReads, after: crate::engine::BlockReads, lookups: u64) -> Self {
+        let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / lookups.max(1) as f64;
+        ReadsPerLookup {
+            data: per(after.data, before.data),
+            filter: per(after.filter, before.filter),
+            index: per(after.index, before.index),
+        }
+    }
+
+    /// Every block read per lookup.
+    pub fn total(&self) -> f64 {
+        self.data + self.filter + self.index
+    }
+}
+
+/// One window of lookups within a phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Lookups of the phase when the window ended.
+    pub lookups: u64,
+    /// Seconds since the phase started.
+    pub secs: f64,
+    /// Data blocks read for keys the table did not hold (filter false positives), in the
+    /// window.
+    pub unnecessary: Option<u64>,
+    /// Blocks read from storage in the window.
+    pub reads: Option<crate::engine::BlockReads>,
 }
 
 impl Phase {

@@ -122,7 +122,8 @@ pub struct Options {
     /// Elastic policies: bits per key of each unit (0 < b ≤ 16, default 4; the paper's).
     pub elastic_unit_bpk: f64,
     /// Elastic policies: Gets after its last access at which a segment expires and may lose
-    /// units (default 20,000, the authors' value; the paper sets it near the segment count).
+    /// units (default 0: the number of live segments, the paper's rule; the authors' code
+    /// uses 20,000).
     pub elastic_life_time: u64,
     /// `mnemosyne-elastic`: lookups between solves of the optimum (default 100,000).
     pub elastic_solve_every: u64,
@@ -248,7 +249,7 @@ impl Default for Options {
             filter_memory: 0,
             elastic_units: 6,
             elastic_unit_bpk: 4.0,
-            elastic_life_time: 20_000,
+            elastic_life_time: 0,
             elastic_solve_every: 100_000,
             elastic_interval_ms: 5,
             block_cache_size: 32 << 20,
@@ -337,9 +338,6 @@ impl Options {
         }
         if !(self.elastic_unit_bpk > 0.0 && self.elastic_unit_bpk <= 16.0) {
             return Err(invalid("elastic_unit_bpk", "must be above 0 and at most 16"));
-        }
-        if self.elastic_life_time == 0 {
-            return Err(invalid("elastic_life_time", "must be at least 1"));
         }
         if self.elastic_solve_every == 0 {
             return Err(invalid("elastic_solve_every", "must be at least 1"));

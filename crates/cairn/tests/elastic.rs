@@ -230,7 +230,6 @@ fn invalid_elastic_options_are_named() {
     for (opts, name) in [
         (Options { elastic_units: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_units"),
         (Options { elastic_unit_bpk: 0.0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_unit_bpk"),
-        (Options { elastic_life_time: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_life_time"),
         (Options { elastic_solve_every: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_solve_every"),
     ] {
         match Db::open("/x", opts) {

@@ -86,6 +86,14 @@ struct Args {
     /// uniform | zipf:θ | normal:σ | latest (our flag).
     #[arg(long, default_value = "uniform")]
     key_dist: String,
+    /// Every N lookups of a phase the popular keys move to another part of the key space
+    /// (each key number shifts by a further 0.382 × num; our flag; 0: never).
+    #[arg(long, default_value_t = 0)]
+    hot_shift_every: u64,
+    /// Record what each window of N lookups cost (unnecessary data reads, blocks read) in the
+    /// JSON report (our flag; 0: no windows).
+    #[arg(long, default_value_t = 0)]
+    window: u64,
     /// Write every phase's figures as JSON to this file (our flag).
     #[arg(long)]
     json: Option<PathBuf>,
@@ -110,7 +118,10 @@ struct Tally {
     lookups: u64,
     bytes: u64,
     found: u64,
+    /// Every operation but point lookups.
     lat: Latencies,
+    /// Point lookups.
+    get_lat: Latencies,
 }
 
 /// Values as db_bench makes them: slices of one pre-generated random buffer at moving offsets
@@ -147,6 +158,12 @@ struct Bench<'a> {
     phase_no: std::sync::atomic::AtomicU64,
     /// Every lookup key so far (`--merlin_truth`).
     history: std::sync::Mutex<Vec<Vec<u8>>>,
+    /// Lookups of the running phase (with `--hot_shift_every` or `--window`).
+    phase_lookups: std::sync::atomic::AtomicU64,
+    /// Cumulative samples at each window's end (`--window`).
+    windows: std::sync::Mutex<Vec<(u64, f64, Option<u64>, Option<cairn_bench::engine::BlockReads>)>>,
+    /// When the running phase started.
+    phase_start: std::sync::Mutex<Instant>,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -192,6 +209,15 @@ impl Bench<'_> {
         let pb = progress(name, per_thread * threads as u64);
         let before = self.db.as_cairn().map(|d| d.stats());
         let fp_before = self.db.filter_false_positives();
+        let reads_before = self.db.block_reads();
+        self.phase_lookups.store(0, Ordering::Relaxed);
+        if let Ok(mut w) = self.windows.lock() {
+            w.clear();
+            w.push((0, 0.0, self.unnecessary(), reads_before));
+        }
+        if let Ok(mut t) = self.phase_start.lock() {
+            *t = Instant::now();
+        }
         let done = AtomicBool::new(false);
         let t0 = Instant::now();
         let tallies: Vec<Tally> = std::thread::scope(|s| {
@@ -207,6 +233,7 @@ impl Bench<'_> {
                         let mut tally = Tally {
                             // Every operation timed only for --histogram (as db_bench does).
                             lat: Latencies::sampled(if self.args.histogram { 1 } else { 8 }),
+                            get_lat: Latencies::sampled(if self.args.histogram { 1 } else { 8 }),
                             ..Tally::default()
                         };
                         body(&mut rng, &mut tally, pb);
@@ -226,13 +253,17 @@ impl Bench<'_> {
         });
         let secs = t0.elapsed().as_secs_f64();
         pb.finish_and_clear();
-        let (mut ops, mut lookups, mut bytes, mut found, mut lat) = (0, 0, 0, 0, Latencies::default());
+        let (mut ops, mut lookups, mut bytes, mut found) = (0, 0, 0, 0);
+        let (mut lat, mut gets, mut others) = (Latencies::default(), Latencies::default(), Latencies::default());
         for t in &tallies {
             ops += t.ops;
             lookups += t.lookups;
             bytes += t.bytes;
             found += t.found;
             lat.merge(&t.lat);
+            lat.merge(&t.get_lat);
+            gets.merge(&t.get_lat);
+            others.merge(&t.lat);
         }
         let mut p = Phase::new(name, ops, secs, threads);
         if name == "seekrandom" || name.starts_with("rangerandom") || name.starts_with("rangenonempty") {
@@ -247,8 +278,41 @@ impl Bench<'_> {
         };
         p.print_db_bench(bytes, &extra);
         p.latency = Some(lat.summary());
+        if lookups > 0 && lookups < ops {
+            // Mixed phases: lookups and the other operations apart.
+            p.by_op.insert("get".into(), gets.summary());
+            p.by_op.insert("other".into(), others.summary());
+        }
         if self.args.histogram {
             lat.summary().print_db_bench("op");
+        }
+        if let (Some(b), Some(a), true) = (reads_before, self.db.block_reads(), lookups > 0) {
+            let r = cairn_bench::report::ReadsPerLookup::between(b, a, lookups);
+            println!(
+                "  blocks read per lookup: data {:.4}, filter {:.4}, index {:.4}",
+                r.data, r.filter, r.index
+            );
+            p.block_reads_per_lookup = Some(r);
+        }
+        if self.args.window > 0 && lookups > 0 {
+            let mut w = self.windows.lock().map(|w| w.clone()).unwrap_or_default();
+            w.push((lookups, secs, self.unnecessary(), self.db.block_reads()));
+            p.windows = w
+                .windows(2)
+                .map(|pair| {
+                    let ((_, _, u0, r0), (n1, s1, u1, r1)) = (pair[0], pair[1]);
+                    cairn_bench::report::Window {
+                        lookups: n1,
+                        secs: s1,
+                        unnecessary: u0.zip(u1).map(|(a, b)| b.saturating_sub(a)),
+                        reads: r0.zip(r1).map(|(a, b)| cairn_bench::engine::BlockReads {
+                            data: b.data.saturating_sub(a.data),
+                            filter: b.filter.saturating_sub(a.filter),
+                            index: b.index.saturating_sub(a.index),
+                        }),
+                    }
+                })
+                .collect();
         }
         if let (Some(b), Some(a), true) = (fp_before, self.db.filter_false_positives(), lookups > 0) {
             let per = a.saturating_sub(b) as f64 / lookups as f64;
@@ -302,14 +366,38 @@ impl Bench<'_> {
         )
     }
 
+    /// Unnecessary data-block reads so far (cairn's counter, or the engine's false positives).
+    fn unnecessary(&self) -> Option<u64> {
+        match self.db.as_cairn() {
+            Some(db) => Some(db.stats().total(|l| l.unnecessary_data_reads)),
+            None => self.db.filter_false_positives(),
+        }
+    }
+
     fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
-        let k = self.stride(self.dist.next(self.args.num, rng));
+        let a = self.args;
+        let mut k = self.dist.next(a.num, rng);
+        if a.hot_shift_every > 0 || a.window > 0 {
+            let n = self.phase_lookups.fetch_add(1, Ordering::Relaxed);
+            if a.hot_shift_every > 0 {
+                let step = (a.num as f64 * 0.381_966) as u64;
+                k = (k + (n / a.hot_shift_every) % a.num.max(1) * step) % a.num.max(1);
+            }
+            if a.window > 0 && n > 0 && n % a.window == 0 {
+                let secs = self.phase_start.lock().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+                let sample = (n, secs, self.unnecessary(), self.db.block_reads());
+                if let Ok(mut w) = self.windows.lock() {
+                    w.push(sample);
+                }
+            }
+        }
+        let k = self.stride(k);
         if self.args.empty_ratio > 0.0 && rng.gen_bool(self.args.empty_ratio.min(1.0)) {
             absent_key(k, key_size, key);
         } else {
             db_bench_key(k, key_size, key);
         }
-        if let Some(len) = t.lat.time(|| self.db.get(key)).unwrap_or_else(|e| fail(e)) {
+        if let Some(len) = t.get_lat.time(|| self.db.get(key)).unwrap_or_else(|e| fail(e)) {
             t.found += 1;
             t.bytes += (key.len() + len) as u64;
         }
@@ -602,6 +690,9 @@ fn main() {
         dist,
         phase_no: std::sync::atomic::AtomicU64::new(0),
         history: std::sync::Mutex::new(Vec::new()),
+        phase_lookups: std::sync::atomic::AtomicU64::new(0),
+        windows: std::sync::Mutex::new(Vec::new()),
+        phase_start: std::sync::Mutex::new(Instant::now()),
     };
     let mut report = RunReport {
         tool: "db_bench".into(),

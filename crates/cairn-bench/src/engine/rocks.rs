@@ -47,8 +47,8 @@ impl RocksEngine {
             "zstd" => DBCompressionType::Zstd,
             other => return Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
         });
-        if a.bpk_policy != "uniform" || a.merlin_window.is_some() {
-            return Err("--bpk_policy and --merlin_window are cairn's (other engines allocate uniformly)".into());
+        if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
+            return Err("--bpk_policy, --merlin_window, --segment_size and the elastic flags are cairn's (other engines allocate uniformly)".into());
         }
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: RocksDB runs leveling only", a.merge_policy).into());
@@ -179,18 +179,18 @@ impl Engine for RocksEngine {
 
     fn filter_false_positives(&self) -> Option<u64> {
         let st = self.opts.get_statistics()?;
-        let ticker = |name: &str| -> Option<u64> {
-            st.lines()
-                .find(|l| l.split_whitespace().next() == Some(name))?
-                .rsplit(':')
-                .next()?
-                .trim()
-                .parse()
-                .ok()
-        };
-        let positive = ticker("rocksdb.bloom.filter.full.positive")?;
-        let true_positive = ticker("rocksdb.bloom.filter.full.true.positive")?;
+        let positive = ticker(&st, "rocksdb.bloom.filter.full.positive")?;
+        let true_positive = ticker(&st, "rocksdb.bloom.filter.full.true.positive")?;
         Some(positive.saturating_sub(true_positive))
+    }
+
+    fn block_reads(&self) -> Option<crate::engine::BlockReads> {
+        let st = self.opts.get_statistics()?;
+        Some(crate::engine::BlockReads {
+            data: ticker(&st, "rocksdb.block.cache.data.miss")?,
+            filter: ticker(&st, "rocksdb.block.cache.filter.miss")?,
+            index: ticker(&st, "rocksdb.block.cache.index.miss")?,
+        })
     }
 
     fn debt(&self) -> Option<crate::timeline::Debt> {
@@ -201,4 +201,16 @@ impl Engine for RocksEngine {
             delay_micros: None,
         })
     }
+}
+
+/// A ticker's count in RocksDB's statistics text (`name COUNT : n`).
+fn ticker(stats: &str, name: &str) -> Option<u64> {
+    stats
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))?
+        .rsplit(':')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
 }

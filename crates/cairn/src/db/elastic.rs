@@ -57,6 +57,16 @@ struct TrackedFile {
     segments: Vec<Tracked>,
 }
 
+#[derive(Debug, Default)]
+struct SolveSchedule {
+    last: Option<u64>,
+    changed: bool,
+}
+
+/// Merlin-recorded lookups before the combined mode's first solve (its estimates say nothing
+/// before).
+const MIN_SOLVE_LOOKUPS: u64 = 1000;
+
 /// Counters of the adjuster (reported in `db.stats()`).
 #[derive(Debug, Default)]
 pub(crate) struct ElasticCounters {
@@ -71,8 +81,9 @@ pub(crate) struct ElasticCounters {
 #[derive(Debug, Default)]
 pub(crate) struct Elastic {
     files: Mutex<HashMap<u64, TrackedFile>>,
-    /// Lookups (Gets) at the last solve of the combined mode, and the file set it saw.
-    last_solve: Mutex<(u64, Vec<u64>)>,
+    /// The combined mode's schedule: Gets at the last solve, and whether the tables changed
+    /// since.
+    solve: Mutex<SolveSchedule>,
     pub counters: ElasticCounters,
     /// Filter memory set by the user (`filter_memory` or a resize); 0: bits per live key.
     pub explicit_budget: AtomicU64,
@@ -179,7 +190,11 @@ impl DbInner {
         }
         let p = Params {
             now,
-            life_time: self.opts.elastic_life_time,
+            // The paper's rule: about the number of segments.
+            life_time: match self.opts.elastic_life_time {
+                0 => segs.len().max(1) as u64,
+                t => t,
+            },
             budget,
             unit_fpr: (-self.opts.elastic_unit_bpk * LN2_SQ).exp(),
             initial_units: 1,
@@ -305,11 +320,16 @@ impl DbInner {
     /// target for this round. A file's estimated empty lookups (Merlin's z) are spread over its
     /// segments in proportion to their probes (plus one each, so unprobed segments count).
     fn solve_if_due(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, budget: u64, now: u64, changed: bool) {
-        let mut last = self.elastic.last_solve.lock();
-        if !changed && now < last.0.saturating_add(self.opts.elastic_solve_every) {
-            return;
-        }
+        let mut sched = self.elastic.solve.lock();
+        sched.changed |= changed;
+        let due = match sched.last {
+            None => true,
+            Some(last) => sched.changed || now >= last.saturating_add(self.opts.elastic_solve_every),
+        };
         let g = self.files.lookups();
+        if !due || g < MIN_SOLVE_LOOKUPS {
+            return; // not due, or nothing estimated yet: ElasticBF's rule alone
+        }
         let mut demands = Vec::new();
         let mut at = Vec::new();
         for l in live {
@@ -329,15 +349,15 @@ impl DbInner {
                 at.push((l.meta.number, i));
             }
         }
-        if g == 0 {
-            return; // nothing estimated yet: ElasticBF's rule alone
-        }
         for ((n, i), target) in at.into_iter().zip(targets(&demands, budget, self.opts.elastic_unit_bpk)) {
             if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
                 s.target = Some(target);
             }
         }
-        *last = (now, live.iter().map(|l| l.meta.number).collect());
+        *sched = SolveSchedule {
+            last: Some(now),
+            changed: false,
+        };
         self.elastic.counters.solves.fetch_add(1, Relaxed);
     }
 

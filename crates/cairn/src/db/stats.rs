@@ -454,8 +454,9 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
     );
     for f in &s.files {
         let probed = match plan.units_for(f.file) {
-            crate::tuning::UnitChoice::Skip => "skip",
-            _ => "yes",
+            _ if inner.opts.bpk_policy.is_elastic() => format!("{} units", f.loaded_units),
+            crate::tuning::UnitChoice::Skip => "skip".into(),
+            _ => "yes".into(),
         };
         let _ = writeln!(
             o,

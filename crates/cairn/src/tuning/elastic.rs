@@ -6,7 +6,8 @@
 //! - Expected extra I/O `E = Σ f_s · fpr(k_s)`, with `f_s` the segment's access count and
 //!   `fpr(k) = r^k` for `k` loaded units of false-positive rate `r` each (separability).
 //! - An accessed segment gets one more unit per access when that lowers `E` by more than
-//!   `min_gain · E`. Memory for it comes first from the free budget, then from **expired**
+//!   `min_gain · E`. Memory for it comes first from the free budget (the largest gain per byte
+//!   first, as the accesses of one round are decided together), then from **expired**
 //!   segments (`now > last_access + life_time`): the multi-queue Q1..QU holds the segments by
 //!   loaded units, each in LRU order, and the victim is the least recently used expired segment
 //!   of the queue whose demotion raises `E` least — taken only when the net change lowers `E`.
@@ -20,7 +21,8 @@
 //!   then handles the accesses between solves.
 
 use super::bpk::{sort_and_search, SolverFile, LN2_SQ};
-use std::collections::BTreeSet;
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 
 /// One segment as the decider sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -200,51 +202,87 @@ impl<'a> State<'a> {
         }
     }
 
-    /// The multi-queue rule for one accessed (or new) segment.
-    fn access(&mut self, i: usize) {
-        let s = self.segs[i];
-        let cold = s.fresh && s.freq <= 0.0;
-        let allowance = match (s.fresh, cold) {
-            (_, true) => self.p.initial_units,
-            (true, false) => s.units,
-            (false, false) => s.accesses,
+    /// Units segment `i` may gain this round: one per access; a new segment as many as pay
+    /// when it inherited a count, `initial_units` when it has none.
+    fn allowance(&self, i: usize) -> u32 {
+        let s = &self.segs[i];
+        let n = match (s.fresh, s.freq > 0.0) {
+            (true, false) => self.p.initial_units,
+            (true, true) => s.units,
+            (false, _) => s.accesses,
         };
-        for _ in 0..allowance {
-            if self.k[i] >= s.units {
-                return;
-            }
-            if cold {
-                if s.unit_bytes > self.free() {
-                    return;
-                }
-                self.load(i);
+        n.min(s.units.saturating_sub(self.k[i]))
+    }
+
+    /// Whether one more unit of `i` is worth its read: it lowers `E` by more than `min_gain · E`
+    /// (a new segment without history takes its initial units regardless).
+    fn pays(&self, i: usize) -> bool {
+        let s = &self.segs[i];
+        (s.fresh && s.freq <= 0.0) || self.gain(i) > self.p.min_gain * self.e
+    }
+
+    /// Loads into free memory, the largest gain per byte first.
+    fn fill(&mut self, left: &mut [u32]) {
+        let key = |st: &Self, i: usize| {
+            // Non-negative floats order like their bit patterns.
+            (st.gain(i) / st.segs[i].unit_bytes.max(1) as f64).max(0.0).to_bits()
+        };
+        let mut heap: BinaryHeap<(u64, Reverse<usize>)> = (0..self.segs.len())
+            .filter(|&i| left[i] > 0)
+            .map(|i| (key(self, i), Reverse(i)))
+            .collect();
+        while let Some((_, Reverse(i))) = heap.pop() {
+            if !self.pays(i) || self.segs[i].unit_bytes > self.free() {
                 continue;
             }
-            let gain = self.gain(i);
-            if gain <= self.p.min_gain * self.e {
-                return;
+            self.load(i);
+            left[i] -= 1;
+            if left[i] > 0 {
+                heap.push((key(self, i), Reverse(i)));
             }
-            // Room from expired segments, the demotions together worth less than the load;
-            // undone when they cannot make room.
-            let (mut lost, mut demoted) = (0.0, Vec::new());
-            while s.unit_bytes > self.free() {
-                match self.victim(true, i) {
-                    Some(v) if lost + self.cost(v) < gain => {
-                        lost += self.cost(v);
-                        self.unload(v);
-                        demoted.push(v);
+        }
+    }
+
+    /// The multi-queue exchange for accessed segments whose units did not fit: each more unit
+    /// takes the room of expired segments' units worth less together (largest gain first).
+    fn exchange(&mut self, left: &mut [u32]) {
+        let mut order: Vec<usize> = (0..self.segs.len())
+            .filter(|&i| left[i] > 0 && self.segs[i].freq > 0.0)
+            .collect();
+        order.sort_by(|&a, &b| self.gain(b).total_cmp(&self.gain(a)).then(a.cmp(&b)));
+        for i in order {
+            while left[i] > 0 && self.pays(i) {
+                if !self.take_room(i) {
+                    break;
+                }
+                self.load(i);
+                left[i] -= 1;
+            }
+        }
+    }
+
+    /// Demotes expired segments until one more unit of `i` fits, if the demotions together are
+    /// worth less than that unit; otherwise changes nothing.
+    fn take_room(&mut self, i: usize) -> bool {
+        let gain = self.gain(i);
+        let (mut lost, mut demoted) = (0.0, Vec::new());
+        while self.segs[i].unit_bytes > self.free() {
+            match self.victim(true, i) {
+                Some(v) if lost + self.cost(v) < gain => {
+                    lost += self.cost(v);
+                    self.unload(v);
+                    demoted.push(v);
+                }
+                _ => {
+                    for v in demoted.into_iter().rev() {
+                        self.set(v, self.k[v] + 1);
+                        self.actions.pop();
                     }
-                    _ => {
-                        for v in demoted.into_iter().rev() {
-                            self.set(v, self.k[v] + 1);
-                            self.actions.pop();
-                        }
-                        return;
-                    }
+                    return false;
                 }
             }
-            self.load(i);
         }
+        true
     }
 }
 
@@ -253,14 +291,9 @@ pub fn adjust(segs: &[Segment], p: &Params) -> Vec<Action> {
     let mut st = State::new(segs, *p);
     st.fit();
     st.reach_targets();
-    let mut touched: Vec<usize> = (0..segs.len())
-        .filter(|&i| segs[i].fresh || segs[i].accesses > 0)
-        .collect();
-    // Oldest access first: the most recent ones act last, on what the others left.
-    touched.sort_by_key(|&i| (segs[i].last_access, i));
-    for i in touched {
-        st.access(i);
-    }
+    let mut left: Vec<u32> = (0..segs.len()).map(|i| st.allowance(i)).collect();
+    st.fill(&mut left);
+    st.exchange(&mut left);
     st.actions
 }
 
