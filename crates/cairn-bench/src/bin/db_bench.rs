@@ -151,6 +151,9 @@ impl Values {
     }
 }
 
+/// At a window's end: lookups, seconds, unnecessary data reads and blocks read so far.
+type WindowSample = (u64, f64, Option<u64>, Option<cairn_bench::engine::BlockReads>);
+
 struct Bench<'a> {
     args: &'a Args,
     db: &'a dyn Engine,
@@ -161,7 +164,7 @@ struct Bench<'a> {
     /// Lookups of the running phase (with `--hot_shift_every` or `--window`).
     phase_lookups: std::sync::atomic::AtomicU64,
     /// Cumulative samples at each window's end (`--window`).
-    windows: std::sync::Mutex<Vec<(u64, f64, Option<u64>, Option<cairn_bench::engine::BlockReads>)>>,
+    windows: std::sync::Mutex<Vec<WindowSample>>,
     /// When the running phase started.
     phase_start: std::sync::Mutex<Instant>,
 }
@@ -379,9 +382,9 @@ impl Bench<'_> {
         let mut k = self.dist.next(a.num, rng);
         if a.hot_shift_every > 0 || a.window > 0 {
             let n = self.phase_lookups.fetch_add(1, Ordering::Relaxed);
-            if a.hot_shift_every > 0 {
+            if let Some(shifts) = n.checked_div(a.hot_shift_every) {
                 let step = (a.num as f64 * 0.381_966) as u64;
-                k = (k + (n / a.hot_shift_every) % a.num.max(1) * step) % a.num.max(1);
+                k = (k + shifts % a.num.max(1) * step) % a.num.max(1);
             }
             if a.window > 0 && n > 0 && n % a.window == 0 {
                 let secs = self.phase_start.lock().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
