@@ -33,6 +33,9 @@ pub enum KeyDist {
     Uniform,
     /// Scrambled Zipfian with constant θ: popular keys spread over the key space.
     Zipf(Zipfian),
+    /// Zipfian with constant θ over key numbers in rank order: the popular keys are the lowest
+    /// numbers, one contiguous part of the key space (a hot range).
+    ZipfRange(Zipfian),
     /// Normal around the middle of the key space with σ as a fraction of `num`.
     Normal(f64),
     /// Zipfian over the highest key numbers (the newest under fillseq).
@@ -40,7 +43,8 @@ pub enum KeyDist {
 }
 
 impl KeyDist {
-    /// Parses `uniform`, `zipf:θ`, `normal:σ` or `latest` (θ defaults to 0.99, σ to 0.1).
+    /// Parses `uniform`, `zipf:θ`, `zipfrange:θ`, `normal:σ` or `latest` (θ defaults to 0.99,
+    /// σ to 0.1).
     pub fn parse(s: &str, num: u64) -> Result<Self, String> {
         let (name, param) = match s.split_once(':') {
             Some((n, p)) => (n, Some(p)),
@@ -54,12 +58,13 @@ impl KeyDist {
         };
         match name {
             "uniform" => Ok(KeyDist::Uniform),
-            "zipf" => {
+            "zipf" | "zipfrange" => {
                 let theta = num_param(0.99)?;
                 if !(theta > 0.0 && theta < 1.0) {
                     return Err(format!("--key_dist={s}: θ must be in (0, 1)"));
                 }
-                Ok(KeyDist::Zipf(Zipfian::new(num, theta)))
+                let z = Zipfian::new(num, theta);
+                Ok(if name == "zipf" { KeyDist::Zipf(z) } else { KeyDist::ZipfRange(z) })
             }
             "normal" => {
                 let sigma = num_param(0.1)?;
@@ -69,7 +74,9 @@ impl KeyDist {
                 Ok(KeyDist::Normal(sigma))
             }
             "latest" => Ok(KeyDist::Latest(Zipfian::new(num, num_param(0.99)?))),
-            _ => Err(format!("--key_dist={s}: expected uniform, zipf:θ, normal:σ or latest")),
+            _ => Err(format!(
+                "--key_dist={s}: expected uniform, zipf:θ, zipfrange:θ, normal:σ or latest"
+            )),
         }
     }
 
@@ -79,6 +86,7 @@ impl KeyDist {
         match self {
             KeyDist::Uniform => rng.gen_range(0..num),
             KeyDist::Zipf(z) => fnv_hash64(z.next(rng)) % num,
+            KeyDist::ZipfRange(z) => z.next(rng).min(num - 1),
             KeyDist::Latest(z) => num - 1 - z.next(rng).min(num - 1),
             KeyDist::Normal(sigma) => loop {
                 // Box–Muller; redraw the rare samples that fall outside the key space.
@@ -119,7 +127,7 @@ mod tests {
     fn distributions_stay_in_range_and_have_their_shape() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
         let n = 10_000u64;
-        for spec in ["uniform", "zipf:0.9", "normal:0.05", "latest"] {
+        for spec in ["uniform", "zipf:0.9", "zipfrange:0.9", "normal:0.05", "latest"] {
             let d = KeyDist::parse(spec, n).unwrap();
             let draws: Vec<u64> = (0..20_000).map(|_| d.next(n, &mut rng)).collect();
             assert!(draws.iter().all(|&k| k < n), "{spec}");
@@ -130,6 +138,11 @@ mod tests {
                 // ±1σ = ±500 keys holds ~68% of the draws.
                 "normal:0.05" => assert!(near_middle > 19_000, "{spec} {near_middle}"),
                 "latest" => assert!(top > 8_000, "{spec} {top}"),
+                // The popular keys are the lowest numbers.
+                "zipfrange:0.9" => {
+                    let low = draws.iter().filter(|&&k| k < 100).count();
+                    assert!(low > 8_000, "{spec} {low}");
+                }
                 _ => {
                     let mut counts = std::collections::HashMap::new();
                     for k in &draws {

@@ -197,6 +197,22 @@ fn configs() -> Vec<Config> {
             direct: false,
         });
     }
+    // Elastic filter units with the background adjuster loading and unloading them under the
+    // operations (a round every millisecond, short life time, frequent solves): answers must
+    // not change.
+    for (i, policy) in [(2usize, BpkPolicy::Elastic), (4, BpkPolicy::MnemosyneElastic)] {
+        let mut o = out[i].opts.clone();
+        o.bloom_bits_per_key = 4.0;
+        o.bpk_policy = policy;
+        o.elastic_interval_ms = 1;
+        o.elastic_life_time = 100;
+        o.elastic_solve_every = 500;
+        out.push(Config {
+            name: format!("{} with {} units", out[i].name, policy.name()),
+            opts: o,
+            direct: false,
+        });
+    }
     // Range filters (Rosetta) written by every flush and compaction, asked by bounded scans,
     // with per-file bits by workload on one set and a key offset on the other.
     for (i, offset, by_workload) in [(1usize, 0usize, true), (3, 1, false)] {

@@ -38,11 +38,12 @@ struct Args {
     configs: Vec<String>,
     /// Workloads: read-only (zipf 0.99, half of the lookups empty), ycsb-c (zipf 0.99, every
     /// key present), shift (read-only with the hot set moving every `reads / 4` lookups),
-    /// mixed50 and mixed90 (reads among updates, half of the reads empty).
+    /// shift-range (the same with the popular keys in one contiguous range), mixed50 and
+    /// mixed90 (reads among updates, half of the reads empty).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "read-only,ycsb-c,shift,mixed50,mixed90"
+        default_value = "read-only,ycsb-c,shift,shift-range,mixed50,mixed90"
     )]
     workloads: Vec<String>,
     /// Average filter bits per key (the filter memory of every configuration).
@@ -157,6 +158,14 @@ fn workload(name: &str, a: &Args) -> Vec<String> {
         "ycsb-c" => read(0.0),
         "shift" => {
             let mut f = read(0.5);
+            f.push(format!("--hot_shift_every={}", (a.reads / 4).max(1)));
+            f
+        }
+        "shift-range" => {
+            // The popular keys in one contiguous range, which moves.
+            let mut f = read(0.5);
+            f.retain(|x| !x.starts_with("--key_dist"));
+            f.push("--key_dist=zipfrange:0.99".into());
             f.push(format!("--hot_shift_every={}", (a.reads / 4).max(1)));
             f
         }
@@ -275,7 +284,7 @@ fn write_results(a: &Args, memory: u64, filter_memory: u64, cells: &[Cell]) {
         "{} keys (16 B / 100 B), T = 4, 4 MiB files, {} MiB segments (cairn), O_DIRECT, one \
          thread. Memory {} bytes ({}% of the data) for every configuration: block cache with \
          index and filters charged to it, except the elastic policies, whose {} bytes of filter \
-         memory ({} bits per key) come out of their cache. Zipf 0.99 (scrambled); each \
+         memory ({} bits per key) come out of their cache. Zipf 0.99 (scrambled, except shift-range); each \
          workload starts from a copy of the just-loaded tree; {} operations; {} rounds \
          interleaved, the median run's figures (ops/s of every round in results.json).\n\n",
         a.num,
@@ -333,7 +342,7 @@ fn adaptation_chart(a: &Args, cells: &[Cell]) -> Result<(), String> {
     let shown: Vec<&String> = a
         .workloads
         .iter()
-        .filter(|w| w.as_str() == "shift" || w.as_str() == "read-only")
+        .filter(|w| w.starts_with("shift") || w.as_str() == "read-only")
         .collect();
     if shown.is_empty() {
         return Ok(());
@@ -358,10 +367,10 @@ fn adaptation_chart(a: &Args, cells: &[Cell]) -> Result<(), String> {
             .collect();
         let xmax = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(1.0, f64::max);
         let ymax = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(1.0, f64::max) * 1.1;
-        let caption = if w == "shift" {
-            format!("{w}: hot set moves every {} lookups", a.reads / 4)
-        } else {
-            w.clone()
+        let caption = match w.as_str() {
+            "shift" => format!("{w}: scrambled zipf, hot set moves every {} lookups", a.reads / 4),
+            "shift-range" => format!("{w}: zipf over a contiguous range, which moves every {} lookups", a.reads / 4),
+            _ => w.clone(),
         };
         let mut ch = ChartBuilder::on(panel)
             .caption(caption, ("sans-serif", 16))
