@@ -149,14 +149,14 @@ impl DbInner {
 
     /// One round of the adjuster: track new tables (with what they inherit), count accesses,
     /// decide, then load and unload units.
-    pub(crate) fn adjust_filters(&self) -> Result<()> {
+    pub(crate) fn adjust_filters(&self) {
         if !self.opts.bpk_policy.is_elastic() {
-            return Ok(());
+            return;
         }
         let mut tracked = self.elastic.files.lock();
         let now = self.logical_time();
         let live = self.live_elastic();
-        let changed = self.track(&live, &mut tracked, now)?;
+        let changed = self.track(&live, &mut tracked, now);
         let budget = self.elastic_budget(&live, &tracked);
         self.memory.pinned_filters.set_capacity(budget as usize);
         if self.opts.bpk_policy == BpkPolicy::MnemosyneElastic {
@@ -222,7 +222,6 @@ impl DbInner {
             }
         }
         self.elastic.counters.rounds.fetch_add(1, Relaxed);
-        Ok(())
     }
 
     fn is_live(&self, number: u64) -> bool {
@@ -246,7 +245,7 @@ impl DbInner {
 
     /// Tracks the live tables not seen before and forgets departed ones, passing their
     /// hotness on; true when the set of tables changed.
-    fn track(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, now: u64) -> Result<bool> {
+    fn track(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, now: u64) -> bool {
         let alive: std::collections::HashSet<u64> = live.iter().map(|l| l.meta.number).collect();
         let departed: Vec<(u32, Tracked)> = {
             let gone: Vec<u64> = tracked.keys().filter(|n| !alive.contains(n)).copied().collect();
@@ -269,7 +268,27 @@ impl DbInner {
                 continue;
             }
             changed = true;
-            let reader = self.open_table_for(&l.meta, Some(&l.state))?;
+            let reader = match self.open_table_for(&l.meta, Some(&l.state)) {
+                Ok(r) => r,
+                Err(e) => {
+                    // Gone meanwhile (no error), or unreadable: tracked without segments, so
+                    // its units are never loaded and lookups read its data (which reports the
+                    // error to them).
+                    if self.is_live(l.meta.number) {
+                        tracing::warn!(error = %e, file = l.meta.number, "table not readable: no filter units");
+                        self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                    }
+                    tracked.insert(
+                        l.meta.number,
+                        TrackedFile {
+                            tree: l.tree,
+                            state: l.state.clone(),
+                            segments: Vec::new(),
+                        },
+                    );
+                    continue;
+                }
+            };
             let props = reader.properties();
             let units = props.filter.units.len() as u32;
             let segments = props
@@ -313,7 +332,7 @@ impl DbInner {
                 },
             );
         }
-        Ok(changed)
+        changed
     }
 
     /// The combined mode: when due, Mnemosyne's optimum over segments sets each segment's
@@ -400,8 +419,6 @@ pub(super) fn adjuster_loop(inner: Arc<DbInner>) {
             continue;
         }
         last = now;
-        if let Err(e) = inner.adjust_filters() {
-            tracing::warn!(error = %e, "filter adjustment failed");
-        }
+        inner.adjust_filters();
     }
 }
