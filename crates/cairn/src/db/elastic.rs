@@ -182,6 +182,7 @@ impl DbInner {
                     units: s.units,
                     unit_bytes: s.unit_bytes,
                     fresh: s.fresh,
+                    inherited: s.inherited > 0.0,
                     target: s.target.take(),
                 });
                 s.fresh = false;

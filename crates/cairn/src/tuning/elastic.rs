@@ -12,8 +12,9 @@
 //!   loaded units, each in LRU order, and the victim is the least recently used expired segment
 //!   of the queue whose demotion raises `E` least — taken only when the net change lowers `E`.
 //!   No expired segment: the adjustment is skipped (unexpired segments are never demoted).
-//! - A segment seen for the first time with an inherited count is treated as accessed (it may
-//!   load up to every unit); one without history loads `initial_units` from free memory only.
+//! - A segment seen for the first time loads `initial_units` from free memory before anything
+//!   else (the units loaded when a table opens); one with an inherited count (a compaction
+//!   output) is treated as accessed as often as it has units (as many as pay).
 //! - Over budget (the memory was shrunk): demote at once, expired segments first, each time the
 //!   demotion that raises `E` least.
 //! - Combined mode: a segment with a target (from the optimum, [`targets`]) first moves to it
@@ -41,6 +42,8 @@ pub struct Segment {
     pub unit_bytes: u64,
     /// First adjustment since the segment appeared.
     pub fresh: bool,
+    /// Its count was inherited (a compaction output), not only counted since it appeared.
+    pub inherited: bool,
     /// The combined mode's target unit count (none: plain ElasticBF).
     pub target: Option<u32>,
 }
@@ -202,23 +205,31 @@ impl<'a> State<'a> {
         }
     }
 
-    /// Units segment `i` may gain this round: one per access; a new segment as many as pay
-    /// when it inherited a count, `initial_units` when it has none.
+    /// Units segment `i` may gain this round: one per access; a new segment with an inherited
+    /// count as many as pay.
     fn allowance(&self, i: usize) -> u32 {
         let s = &self.segs[i];
-        let n = match (s.fresh, s.freq > 0.0) {
-            (true, false) => self.p.initial_units,
-            (true, true) => s.units,
-            (false, _) => s.accesses,
-        };
+        let n = if s.fresh && s.inherited { s.units } else { s.accesses };
         n.min(s.units.saturating_sub(self.k[i]))
     }
 
-    /// Whether one more unit of `i` is worth its read: it lowers `E` by more than `min_gain · E`
-    /// (a new segment without history takes its initial units regardless).
+    /// Whether one more unit of `i` is worth its read: it lowers `E` by more than `min_gain · E`.
     fn pays(&self, i: usize) -> bool {
-        let s = &self.segs[i];
-        (s.fresh && s.freq <= 0.0) || self.gain(i) > self.p.min_gain * self.e
+        self.gain(i) > self.p.min_gain * self.e
+    }
+
+    /// A new segment without history gets `initial_units` first, from free memory, in order
+    /// (the units the paper loads when a table is opened).
+    fn initial(&mut self) {
+        for i in 0..self.segs.len() {
+            let s = self.segs[i];
+            if !s.fresh || s.inherited {
+                continue;
+            }
+            while self.k[i] < self.p.initial_units.min(s.units) && s.unit_bytes <= self.free() {
+                self.load(i);
+            }
+        }
     }
 
     /// Loads into free memory, the largest gain per byte first.
@@ -291,6 +302,7 @@ pub fn adjust(segs: &[Segment], p: &Params) -> Vec<Action> {
     let mut st = State::new(segs, *p);
     st.fit();
     st.reach_targets();
+    st.initial();
     let mut left: Vec<u32> = (0..segs.len()).map(|i| st.allowance(i)).collect();
     st.fill(&mut left);
     st.exchange(&mut left);
@@ -370,7 +382,7 @@ mod tests {
     }
 
     /// `adjust now= life= budget= fpr= [initial=]` with one line per segment:
-    /// `freq last accesses loaded units bytes [fresh] [target=T]`; the output is the actions and
+    /// `freq last accesses loaded units bytes [fresh] [inherited] [target=T]`; the output is the actions and
     /// each segment's units after them.
     ///
     /// `targets budget= unit_bpk=` with one line per segment `keys empty units bytes`.
@@ -444,6 +456,7 @@ mod tests {
             units: num(4) as u32,
             unit_bytes: num(5) as u64,
             fresh: words.contains(&"fresh"),
+            inherited: words.contains(&"inherited"),
             target: words
                 .iter()
                 .find_map(|w| w.strip_prefix("target=").and_then(|t| t.parse().ok())),
@@ -476,6 +489,7 @@ mod tests {
                         units,
                         unit_bytes: 1 + rnd(100),
                         fresh: rnd(4) == 0,
+                        inherited: rnd(2) == 0,
                         target: None,
                     }
                 })
