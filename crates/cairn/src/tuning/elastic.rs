@@ -12,9 +12,10 @@
 //!   loaded units, each in LRU order, and the victim is the least recently used expired segment
 //!   of the queue whose demotion raises `E` least — taken only when the net change lowers `E`.
 //!   No expired segment: the adjustment is skipped (unexpired segments are never demoted).
-//! - A segment seen for the first time loads `initial_units` from free memory before anything
-//!   else (the units loaded when a table opens); one with an inherited count (a compaction
-//!   output) is treated as accessed as often as it has units (as many as pay).
+//! - A segment seen for the first time with an inherited count (a compaction output) is
+//!   treated as accessed as often as it has units (as many as pay), before anything else; one
+//!   without history then loads `initial_units` from free memory (the units loaded when a table
+//!   opens), before this round's accesses.
 //! - Over budget (the memory was shrunk): demote at once, expired segments first, each time the
 //!   demotion that raises `E` least.
 //! - Combined mode: a segment with a target (from the optimum, [`targets`]) first moves to it
@@ -243,7 +244,7 @@ impl<'a> State<'a> {
             .map(|i| (key(self, i), Reverse(i)))
             .collect();
         while let Some((_, Reverse(i))) = heap.pop() {
-            if !self.pays(i) || self.segs[i].unit_bytes > self.free() {
+            if self.k[i] >= self.segs[i].units || !self.pays(i) || self.segs[i].unit_bytes > self.free() {
                 continue;
             }
             self.load(i);
@@ -262,7 +263,7 @@ impl<'a> State<'a> {
             .collect();
         order.sort_by(|&a, &b| self.gain(b).total_cmp(&self.gain(a)).then(a.cmp(&b)));
         for i in order {
-            while left[i] > 0 && self.pays(i) {
+            while left[i] > 0 && self.k[i] < self.segs[i].units && self.pays(i) {
                 if !self.take_room(i) {
                     break;
                 }
@@ -302,8 +303,19 @@ pub fn adjust(segs: &[Segment], p: &Params) -> Vec<Action> {
     let mut st = State::new(segs, *p);
     st.fit();
     st.reach_targets();
-    st.initial();
     let mut left: Vec<u32> = (0..segs.len()).map(|i| st.allowance(i)).collect();
+    // Inherited hotness first (compaction outputs), then the initial units of new segments
+    // without history, then this round's accesses.
+    let mut inherited: Vec<u32> = (0..segs.len())
+        .map(|i| if segs[i].fresh && segs[i].inherited { left[i] } else { 0 })
+        .collect();
+    st.fill(&mut inherited);
+    st.initial();
+    for i in 0..segs.len() {
+        if segs[i].fresh && segs[i].inherited {
+            left[i] = inherited[i];
+        }
+    }
     st.fill(&mut left);
     st.exchange(&mut left);
     st.actions
