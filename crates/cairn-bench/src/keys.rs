@@ -64,7 +64,11 @@ impl KeyDist {
                     return Err(format!("--key_dist={s}: θ must be in (0, 1)"));
                 }
                 let z = Zipfian::new(num, theta);
-                Ok(if name == "zipf" { KeyDist::Zipf(z) } else { KeyDist::ZipfRange(z) })
+                Ok(if name == "zipf" {
+                    KeyDist::Zipf(z)
+                } else {
+                    KeyDist::ZipfRange(z)
+                })
             }
             "normal" => {
                 let sigma = num_param(0.1)?;

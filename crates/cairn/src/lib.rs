@@ -50,7 +50,9 @@ pub mod testutil;
 
 pub use batch::WriteBatch;
 pub use cache::{BlockCache, BlockKey, CacheCounters, EvictionListener};
-pub use db::{Db, DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, Range, Snapshot, Tree, TreeLevels};
+pub use db::{
+    Db, DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, Range, Snapshot, Tree, TreeLevels,
+};
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
 pub use options::{BpkPolicy, MergePolicyKind, Options, WriteOptions};

@@ -51,7 +51,9 @@ fn units_load_by_hotness_within_the_filter_memory() {
     // The tables carry 6 units of 4 bits per key in every segment.
     let files = db.stats().files;
     assert!(!files.is_empty());
-    assert!(files.iter().all(|f| f.filter_policy == "elastic" && (f.filter_bpk - 24.0).abs() < 1e-9));
+    assert!(files
+        .iter()
+        .all(|f| f.filter_policy == "elastic" && (f.filter_bpk - 24.0).abs() < 1e-9));
 
     // First round: every segment gets one unit (4 bits per key, the whole budget) as far as
     // the memory goes.
@@ -81,7 +83,11 @@ fn units_load_by_hotness_within_the_filter_memory() {
     let cold_units: u64 = files.iter().filter(|f| f.probes == 0).map(|f| f.loaded_units).sum();
     assert!(hot.loaded_units > 0);
     // The hot table's segments are at (or near) all six units; the cold tables gave theirs.
-    let hot_segments = files.iter().filter(|f| f.probes > 0).map(|f| f.loaded_units).sum::<u64>();
+    let hot_segments = files
+        .iter()
+        .filter(|f| f.probes > 0)
+        .map(|f| f.loaded_units)
+        .sum::<u64>();
     assert!(hot_segments > cold_units, "hot {hot_segments} vs cold {cold_units}");
 
     // The filters now rule out nearly every absent lookup in the hot range: a handful of
@@ -228,9 +234,27 @@ fn reopening_starts_from_the_initial_units() {
 fn invalid_elastic_options_are_named() {
     let fs = MemFs::new();
     for (opts, name) in [
-        (Options { elastic_units: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_units"),
-        (Options { elastic_unit_bpk: 0.0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_unit_bpk"),
-        (Options { elastic_solve_every: 0, ..options(&fs, BpkPolicy::Elastic) }, "elastic_solve_every"),
+        (
+            Options {
+                elastic_units: 0,
+                ..options(&fs, BpkPolicy::Elastic)
+            },
+            "elastic_units",
+        ),
+        (
+            Options {
+                elastic_unit_bpk: 0.0,
+                ..options(&fs, BpkPolicy::Elastic)
+            },
+            "elastic_unit_bpk",
+        ),
+        (
+            Options {
+                elastic_solve_every: 0,
+                ..options(&fs, BpkPolicy::Elastic)
+            },
+            "elastic_solve_every",
+        ),
     ] {
         match Db::open("/x", opts) {
             Err(cairn::Error::InvalidOptions { option, .. }) => assert_eq!(option, name),

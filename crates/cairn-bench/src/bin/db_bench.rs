@@ -387,7 +387,11 @@ impl Bench<'_> {
                 k = (k + shifts % a.num.max(1) * step) % a.num.max(1);
             }
             if a.window > 0 && n > 0 && n % a.window == 0 {
-                let secs = self.phase_start.lock().map(|t| t.elapsed().as_secs_f64()).unwrap_or(0.0);
+                let secs = self
+                    .phase_start
+                    .lock()
+                    .map(|t| t.elapsed().as_secs_f64())
+                    .unwrap_or(0.0);
                 let sample = (n, secs, self.unnecessary(), self.db.block_reads());
                 if let Ok(mut w) = self.windows.lock() {
                     w.push(sample);

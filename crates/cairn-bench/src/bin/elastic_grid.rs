@@ -203,7 +203,11 @@ fn main() {
         let mut flags = common.clone();
         flags.push(format!("--bloom_bits={}", a.bpk));
         if config == "rocksdb" {
-            flags.extend(["--engine=rocksdb".into(), "--statistics=1".into(), format!("--cache_size={memory}")]);
+            flags.extend([
+                "--engine=rocksdb".into(),
+                "--statistics=1".into(),
+                format!("--cache_size={memory}"),
+            ]);
         } else {
             flags.extend([
                 "--engine=cairn".into(),
@@ -213,7 +217,10 @@ fn main() {
             if config.contains("elastic") {
                 // The filter memory is its own region: the cache gets the rest.
                 flags.push(format!("--filter_memory={filter_memory}"));
-                flags.push(format!("--cache_size={}", memory.saturating_sub(filter_memory).max(1 << 20)));
+                flags.push(format!(
+                    "--cache_size={}",
+                    memory.saturating_sub(filter_memory).max(1 << 20)
+                ));
             } else {
                 flags.push(format!("--cache_size={memory}"));
             }
@@ -304,8 +311,14 @@ fn write_results(a: &Args, memory: u64, filter_memory: u64, cells: &[Cell]) {
         for c in &a.configs {
             let Some(x) = find(w, c) else { continue };
             let rocks = find(w, "rocksdb").map(|r| r.ops_per_sec);
-            let total = x.data_reads.zip(x.filter_reads).map(|(d, fl)| d + fl + x.index_reads.unwrap_or(0.0));
-            let share = x.filter_reads.zip(total).map(|(fl, t)| if t > 0.0 { fl / t } else { 0.0 });
+            let total = x
+                .data_reads
+                .zip(x.filter_reads)
+                .map(|(d, fl)| d + fl + x.index_reads.unwrap_or(0.0));
+            let share = x
+                .filter_reads
+                .zip(total)
+                .map(|(fl, t)| if t > 0.0 { fl / t } else { 0.0 });
             md.push_str(&format!(
                 "| {w} | {c} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 x.ops_per_sec,
@@ -365,11 +378,21 @@ fn adaptation_chart(a: &Args, cells: &[Cell]) -> Result<(), String> {
                 Some((c.clone(), pts))
             })
             .collect();
-        let xmax = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(1.0, f64::max);
-        let ymax = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(1.0, f64::max) * 1.1;
+        let xmax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.0))
+            .fold(1.0, f64::max);
+        let ymax = series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|q| q.1))
+            .fold(1.0, f64::max)
+            * 1.1;
         let caption = match w.as_str() {
             "shift" => format!("{w}: scrambled zipf, hot set moves every {} lookups", a.reads / 4),
-            "shift-range" => format!("{w}: zipf over a contiguous range, which moves every {} lookups", a.reads / 4),
+            "shift-range" => format!(
+                "{w}: zipf over a contiguous range, which moves every {} lookups",
+                a.reads / 4
+            ),
             _ => w.clone(),
         };
         let mut ch = ChartBuilder::on(panel)

@@ -23,7 +23,10 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
     threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
     if inner.opts.bpk_policy.is_elastic() && inner.opts.elastic_interval_ms > 0 {
         let i = inner.clone();
-        threads.push(spawn("cairn-elastic".into(), Box::new(move || super::elastic::adjuster_loop(i)))?);
+        threads.push(spawn(
+            "cairn-elastic".into(),
+            Box::new(move || super::elastic::adjuster_loop(i)),
+        )?);
     }
     for n in 0..inner.opts.compaction_threads {
         let i = inner.clone();

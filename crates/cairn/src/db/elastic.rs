@@ -115,10 +115,14 @@ impl DbInner {
     fn live_elastic(&self) -> Vec<Live> {
         let mut out = Vec::new();
         for sv in self.super_versions().iter() {
-            let Some(tv) = sv.version.trees.get(sv.tree) else { continue };
+            let Some(tv) = sv.version.trees.get(sv.tree) else {
+                continue;
+            };
             for (level, fs) in tv.levels.iter().enumerate() {
                 for (i, f) in fs.iter().enumerate() {
-                    let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) else { continue };
+                    let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) else {
+                        continue;
+                    };
                     if !state.elastic().is_empty() {
                         out.push(Live {
                             tree: sv.tree as u32,
@@ -166,7 +170,9 @@ impl DbInner {
         let mut index = Vec::new();
         let mut segs = Vec::new();
         for (li, l) in live.iter().enumerate() {
-            let Some(t) = tracked.get_mut(&l.meta.number) else { continue };
+            let Some(t) = tracked.get_mut(&l.meta.number) else {
+                continue;
+            };
             for (si, s) in t.segments.iter_mut().enumerate() {
                 let probes = l.state.segment_probe_count(si);
                 let accesses = probes.saturating_sub(s.seen);
@@ -339,7 +345,14 @@ impl DbInner {
     /// The combined mode: when due, Mnemosyne's optimum over segments sets each segment's
     /// target for this round. A file's estimated empty lookups (Merlin's z) are spread over its
     /// segments in proportion to their probes (plus one each, so unprobed segments count).
-    fn solve_if_due(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, budget: u64, now: u64, changed: bool) {
+    fn solve_if_due(
+        &self,
+        live: &[Live],
+        tracked: &mut HashMap<u64, TrackedFile>,
+        budget: u64,
+        now: u64,
+        changed: bool,
+    ) {
         let mut sched = self.elastic.solve.lock();
         sched.changed |= changed;
         let due = match sched.last {
@@ -369,7 +382,10 @@ impl DbInner {
                 at.push((l.meta.number, i));
             }
         }
-        for ((n, i), target) in at.into_iter().zip(targets(&demands, budget, self.opts.elastic_unit_bpk)) {
+        for ((n, i), target) in at
+            .into_iter()
+            .zip(targets(&demands, budget, self.opts.elastic_unit_bpk))
+        {
             if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
                 s.target = Some(target);
             }
