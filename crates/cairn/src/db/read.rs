@@ -100,7 +100,6 @@ impl Read<'_> {
             // Elastic units: the ones loaded in filter memory.
             (Some(st), _) if !st.elastic().is_empty() => UnitSelection::Loaded(st.elastic()),
             (_, UnitChoice::All) => UnitSelection::All,
-            (_, UnitChoice::First(n)) => UnitSelection::First(n),
             (_, UnitChoice::Skip) => UnitSelection::None,
         };
         // The reader the table cache published in the file's slot, else through the cache

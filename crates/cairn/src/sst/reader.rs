@@ -72,6 +72,10 @@ pub enum UnitSelection<'a> {
     /// None: go straight to the data block.
     None,
     /// The first `n` units (fewer if the segment has fewer).
+    #[cfg_attr(
+        not(feature = "test-util"),
+        expect(dead_code, reason = "tests and benchmarks probe a prefix of the units")
+    )]
     First(u32),
     /// The units loaded outside the reader (ElasticBF's filter memory), per segment.
     Loaded(&'a dyn LoadedUnits),

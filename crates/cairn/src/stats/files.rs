@@ -251,7 +251,8 @@ pub struct FileRegistry {
     /// Statistics waiting for files a running job is writing.
     seeds: Mutex<HashMap<FileNumber, Seed>>,
     window: usize,
-    /// Policy names whose tables get elastic units tracked.
+    /// An elastic policy is in force: tables written with elastic units get slots for their
+    /// loaded units.
     elastic: bool,
     /// Merlin's G: lookups that reached the tables, counted by the recorder thread only (so
     /// no two readers write it at once).

@@ -1,20 +1,15 @@
 //! What the read path asks each file's point filter, decided off the read path and published as
-//! an immutable snapshot the read path loads (one atomic load, no lock): today every file's
-//! every unit; the skip rule of Mnemosyne and elastic units publish per-file choices here.
+//! an immutable snapshot the read path loads (one atomic load, no lock): every file's every
+//! unit, except the files Mnemosyne's skip rule names. (Elastic tables are probed with the units
+//! loaded for them, `filter/loaded.rs`, whatever the plan says.)
 
 use std::collections::HashMap;
 
 /// Which filter units of a file a point lookup probes.
-#[cfg_attr(
-    not(feature = "test-util"),
-    expect(dead_code, reason = "published by the skip rule and elastic units")
-)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnitChoice {
     /// Every unit of the segment.
     All,
-    /// The first `n` units.
-    First(u32),
     /// None: the lookup goes straight to the index (the filter is not worth its probe).
     Skip,
 }
@@ -63,14 +58,14 @@ mod tests {
     #[test]
     fn unnamed_files_probe_every_unit() {
         assert_eq!(FilterPlan::default().units_for(3), UnitChoice::All);
-        let p = FilterPlan::new(HashMap::from([(3, UnitChoice::Skip), (4, UnitChoice::First(2))]));
+        let p = FilterPlan::new(HashMap::from([(3, UnitChoice::Skip), (4, UnitChoice::Skip)]));
         assert_eq!(p.units_for(3), UnitChoice::Skip);
-        assert_eq!(p.units_for(4), UnitChoice::First(2));
+        assert_eq!(p.units_for(4), UnitChoice::Skip);
         assert_eq!(p.units_for(5), UnitChoice::All);
         // Replacing one tree's choices keeps the others'.
         let q = p.with_tree(&[3, 7], &[7]);
         assert_eq!(q.units_for(3), UnitChoice::All);
         assert_eq!(q.units_for(7), UnitChoice::Skip);
-        assert_eq!(q.units_for(4), UnitChoice::First(2));
+        assert_eq!(q.units_for(4), UnitChoice::Skip);
     }
 }
