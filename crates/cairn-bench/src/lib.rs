@@ -40,6 +40,19 @@ pub const SMALL_TREE_FLAGS: [&str; 4] = [
     "--max_bytes_for_level_multiplier=4",
 ];
 
+/// Writes an experiment's `results.md` (`md`) and `results.json` (`data`) into `out`.
+///
+/// # Errors
+/// A file could not be written (with its path).
+pub fn write_results<T: serde::Serialize + ?Sized>(out: &std::path::Path, md: &str, data: &T) -> Result<(), String> {
+    let write = |name: &str, text: &str| {
+        let path = out.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    write("results.md", md)?;
+    write("results.json", &serde_json::to_string_pretty(data).unwrap_or_default())
+}
+
 /// Runs our `db_bench` with `args` and `--json=json`, and reads the report it wrote.
 ///
 /// # Errors

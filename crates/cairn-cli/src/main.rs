@@ -70,12 +70,8 @@ enum Command {
     Scan {
         /// Database directory.
         db: PathBuf,
-        /// First key (inclusive; default: the first key).
-        #[arg(long)]
-        from: Option<String>,
-        /// End key (exclusive; default: past the last key).
-        #[arg(long)]
-        to: Option<String>,
+        #[command(flatten)]
+        keys: KeyRange,
         /// Largest key first.
         #[arg(long)]
         reverse: bool,
@@ -103,16 +99,37 @@ enum Command {
     Compact {
         /// Database directory.
         db: PathBuf,
-        /// First key (inclusive).
-        #[arg(long)]
-        from: Option<String>,
-        /// End key (exclusive).
-        #[arg(long)]
-        to: Option<String>,
+        #[command(flatten)]
+        keys: KeyRange,
         /// Tree to compact (default: the default tree).
         #[arg(long)]
         tree: Option<String>,
     },
+}
+
+/// One end of a key range.
+type KeyBound = Bound<Vec<u8>>;
+
+/// The keys FROM ≤ key < TO.
+#[derive(clap::Args, Debug)]
+struct KeyRange {
+    /// First key (inclusive; default: the first key).
+    #[arg(long)]
+    from: Option<String>,
+    /// End key (exclusive; default: past the last key).
+    #[arg(long)]
+    to: Option<String>,
+}
+
+impl KeyRange {
+    /// The range's bounds, its keys decoded as the command line says.
+    fn bounds(&self, hex: bool) -> Result<(KeyBound, KeyBound), Failure> {
+        let key = |k: &Option<String>| k.as_deref().map(|k| decode(k, hex)).transpose();
+        Ok((
+            key(&self.from)?.map_or(Bound::Unbounded, Bound::Included),
+            key(&self.to)?.map_or(Bound::Unbounded, Bound::Excluded),
+        ))
+    }
 }
 
 /// One entry of a scan.
@@ -197,17 +214,14 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
         }
         Command::Scan {
             db,
-            from,
-            to,
+            keys,
             reverse,
             limit,
             tree,
         } => {
             let db = open(db, false)?;
             let t = existing_tree(&db, tree.as_deref())?;
-            let lo = from.as_deref().map(bytes).transpose()?;
-            let hi = to.as_deref().map(bytes).transpose()?;
-            let range = t.range::<Vec<u8>, _>((bound(lo, true), bound(hi, false)));
+            let range = t.range::<Vec<u8>, _>(keys.bounds(cli.hex)?);
             let limit = usize::try_from(limit.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
             let entries: Box<dyn Iterator<Item = Entry>> = if *reverse {
                 Box::new(range.rev())
@@ -236,22 +250,12 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             open(db, false)?.flush()?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Compact { db, from, to, tree } => {
+        Command::Compact { db, keys, tree } => {
             let db = open(db, false)?;
             let t = existing_tree(&db, tree.as_deref())?;
-            let lo = from.as_deref().map(bytes).transpose()?;
-            let hi = to.as_deref().map(bytes).transpose()?;
-            t.compact_range::<Vec<u8>, _>((bound(lo, true), bound(hi, false)))?;
+            t.compact_range::<Vec<u8>, _>(keys.bounds(cli.hex)?)?;
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-fn bound(key: Option<Vec<u8>>, inclusive: bool) -> Bound<Vec<u8>> {
-    match (key, inclusive) {
-        (None, _) => Bound::Unbounded,
-        (Some(k), true) => Bound::Included(k),
-        (Some(k), false) => Bound::Excluded(k),
     }
 }
 

@@ -215,12 +215,7 @@ fn write_results(a: &Args, cells: &[Cell]) {
             }
         }
     }
-    std::fs::write(a.out.join("results.md"), &md).unwrap_or_else(|e| fail(e));
-    std::fs::write(
-        a.out.join("results.json"),
-        serde_json::to_string_pretty(cells).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| fail(e));
+    cairn_bench::write_results(&a.out, &md, cells).unwrap_or_else(|e| fail(e));
     print!("\n{md}");
     if let Err(e) = chart(a, cells) {
         eprintln!("filter_grid: chart: {e}");

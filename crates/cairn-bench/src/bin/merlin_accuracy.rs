@@ -159,12 +159,7 @@ fn main() {
             opt(p.replayed_cosine, 3)
         ));
     }
-    std::fs::write(a.out.join("results.md"), &md).unwrap_or_else(|e| fail(e));
-    std::fs::write(
-        a.out.join("results.json"),
-        serde_json::to_string_pretty(&points).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| fail(e));
+    cairn_bench::write_results(&a.out, &md, &points).unwrap_or_else(|e| fail(e));
     print!("\n{md}");
     if let Err(e) = chart(&a.out.join("chart.png"), &a.windows, &points) {
         eprintln!("merlin_accuracy: chart: {e}");

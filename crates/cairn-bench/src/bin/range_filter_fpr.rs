@@ -192,12 +192,7 @@ fn main() {
             row.micros_per_query
         ));
     }
-    std::fs::write(a.out.join("results.md"), &md).unwrap_or_else(|e| fail(e));
-    std::fs::write(
-        a.out.join("results.json"),
-        serde_json::to_string_pretty(&rows).unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| fail(e));
+    cairn_bench::write_results(&a.out, &md, &rows).unwrap_or_else(|e| fail(e));
     if let Err(e) = chart(&a, &rows) {
         eprintln!("range_filter_fpr: chart not drawn: {e}");
     }
