@@ -260,11 +260,7 @@ impl DbInner {
                 .filter_map(|n| tracked.remove(&n))
                 .flat_map(|t| {
                     let tree = t.tree;
-                    for i in 0..t.state.elastic().len() {
-                        while t.state.elastic().loaded(i) > 0 {
-                            t.state.elastic().pop(i);
-                        }
-                    }
+                    t.state.elastic().clear();
                     t.segments.into_iter().map(move |s| (tree, s))
                 })
                 .collect()
@@ -367,7 +363,7 @@ impl DbInner {
         let mut at = Vec::new();
         for l in live {
             let Some(t) = tracked.get(&l.meta.number) else { continue };
-            let z = l.state.snapshot(0, g).estimate.z();
+            let z = l.state.estimate(g).z();
             let probes: Vec<f64> = (0..t.segments.len())
                 .map(|i| l.state.segment_probe_count(i) as f64 + 1.0)
                 .collect();
@@ -405,10 +401,7 @@ impl DbInner {
                 if per_level.len() <= level {
                     per_level.resize(level + 1, 0);
                 }
-                for st in states {
-                    let e = st.elastic();
-                    per_level[level] += (0..e.len()).map(|i| u64::from(e.loaded(i))).sum::<u64>();
-                }
+                per_level[level] += states.iter().map(|st| st.elastic().total_loaded()).sum::<u64>();
             }
         }
         per_level

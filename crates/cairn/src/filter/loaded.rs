@@ -57,6 +57,18 @@ impl ElasticSegments {
             .unwrap_or(0)
     }
 
+    /// Units loaded over all segments.
+    pub fn total_loaded(&self) -> u64 {
+        (0..self.len()).map(|i| u64::from(self.loaded(i))).sum()
+    }
+
+    /// Drops every loaded unit (the table left the tree).
+    pub fn clear(&self) {
+        for s in self.segments.iter() {
+            s.store(None);
+        }
+    }
+
     /// Appends `unit` to `segment`'s loaded units (the adjuster is the only writer).
     pub fn push(&self, segment: usize, unit: LoadedUnit) {
         if let Some(s) = self.segments.get(segment) {

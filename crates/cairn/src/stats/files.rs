@@ -111,6 +111,11 @@ impl FileState {
         &self.elastic
     }
 
+    /// Merlin's estimate of this file's lookups and hits when `g` lookups were recorded.
+    pub fn estimate(&self, g: u64) -> Estimate {
+        self.merlin.estimate(g)
+    }
+
     /// Point-lookup probes of segment `i` so far.
     pub fn segment_probe_count(&self, i: usize) -> u64 {
         self.segment_probes.get(i)
@@ -184,14 +189,14 @@ impl FileState {
             data_reads: a.sum(|c| c.data_reads.load(Relaxed)),
             segment_probes: (0..self.segment_probes.counters()).map(|i| self.segment_probes.get(i)).collect(),
             bpk: self.bpk,
-            estimate: self.merlin.estimate(g),
+            estimate: self.estimate(g),
             exact: Estimate {
                 q: self.inherited_exact.q + probes as f64,
                 x: self.inherited_exact.x + found as f64,
             },
             range_probes: self.range.sum(|r| r.probes.load(Relaxed)),
             range_empty: self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64,
-            loaded_units: (0..self.elastic.len()).map(|i| u64::from(self.elastic.loaded(i))).sum(),
+            loaded_units: self.elastic.total_loaded(),
         }
     }
 }

@@ -117,6 +117,11 @@ impl<'a> State<'a> {
         self.segs[i].freq * (self.fpr(self.k[i]) - self.fpr(self.k[i] + 1))
     }
 
+    /// [`gain`](Self::gain) per byte of the unit.
+    fn gain_per_byte(&self, i: usize) -> f64 {
+        self.gain(i) / self.segs[i].unit_bytes.max(1) as f64
+    }
+
     /// How much one unit less of `i` raises `E`.
     fn cost(&self, i: usize) -> f64 {
         self.segs[i].freq * (self.fpr(self.k[i] - 1) - self.fpr(self.k[i]))
@@ -195,8 +200,9 @@ impl<'a> State<'a> {
             }
         }
         up.sort_by(|&a, &b| {
-            let per_byte = |i: usize| self.gain(i) / self.segs[i].unit_bytes.max(1) as f64;
-            per_byte(b).total_cmp(&per_byte(a)).then(a.cmp(&b))
+            self.gain_per_byte(b)
+                .total_cmp(&self.gain_per_byte(a))
+                .then(a.cmp(&b))
         });
         for i in up {
             let t = self.segs[i].target.unwrap_or(0).min(self.segs[i].units);
@@ -235,10 +241,8 @@ impl<'a> State<'a> {
 
     /// Loads into free memory, the largest gain per byte first.
     fn fill(&mut self, left: &mut [u32]) {
-        let key = |st: &Self, i: usize| {
-            // Non-negative floats order like their bit patterns.
-            (st.gain(i) / st.segs[i].unit_bytes.max(1) as f64).max(0.0).to_bits()
-        };
+        // Non-negative floats order like their bit patterns.
+        let key = |st: &Self, i: usize| st.gain_per_byte(i).max(0.0).to_bits();
         let mut heap: BinaryHeap<(u64, Reverse<usize>)> = (0..self.segs.len())
             .filter(|&i| left[i] > 0)
             .map(|i| (key(self, i), Reverse(i)))
