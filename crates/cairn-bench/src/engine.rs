@@ -146,6 +146,17 @@ pub struct BlockReads {
     pub index: u64,
 }
 
+impl BlockReads {
+    /// The reads between `before` and this count.
+    pub fn since(self, before: BlockReads) -> BlockReads {
+        BlockReads {
+            data: self.data.saturating_sub(before.data),
+            filter: self.filter.saturating_sub(before.filter),
+            index: self.index.saturating_sub(before.index),
+        }
+    }
+}
+
 /// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
 pub trait Engine: Send + Sync {
     /// The adapter's name.

@@ -356,11 +356,12 @@ pub struct ReadsPerLookup {
 impl ReadsPerLookup {
     /// The difference `after − before` over `lookups` lookups.
     pub fn between(before: crate::engine::BlockReads, after: crate::engine::BlockReads, lookups: u64) -> Self {
-        let per = |a: u64, b: u64| a.saturating_sub(b) as f64 / lookups.max(1) as f64;
+        let d = after.since(before);
+        let per = |n: u64| n as f64 / lookups.max(1) as f64;
         ReadsPerLookup {
-            data: per(after.data, before.data),
-            filter: per(after.filter, before.filter),
-            index: per(after.index, before.index),
+            data: per(d.data),
+            filter: per(d.filter),
+            index: per(d.index),
         }
     }
 

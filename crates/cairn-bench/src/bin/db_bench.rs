@@ -308,11 +308,7 @@ impl Bench<'_> {
                         lookups: n1,
                         secs: s1,
                         unnecessary: u0.zip(u1).map(|(a, b)| b.saturating_sub(a)),
-                        reads: r0.zip(r1).map(|(a, b)| cairn_bench::engine::BlockReads {
-                            data: b.data.saturating_sub(a.data),
-                            filter: b.filter.saturating_sub(a.filter),
-                            index: b.index.saturating_sub(a.index),
-                        }),
+                        reads: r0.zip(r1).map(|(a, b)| b.since(a)),
                     }
                 })
                 .collect();

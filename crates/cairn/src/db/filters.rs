@@ -221,8 +221,7 @@ impl DbInner {
         let sizes = Some(Arc::new(self.counters.tree(tree).range_sizes()));
         let point_fixed = self.bpk.fixed();
         let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
-        if let (Some(fixed), true) = (&point_fixed, range_fixed) {
-            let fixed = fixed.clone();
+        if let (Some(fixed), true) = (point_fixed.clone(), range_fixed) {
             return Ok(with_filter(&self.opts, fixed, None, None, sizes));
         }
         let version = self.state.lock().version().clone();
