@@ -38,6 +38,25 @@ fn load(db: &Db, n: u32) {
     }
 }
 
+/// A database at `dir` holding `n` even keys, compacted into the bottom level.
+fn compacted(dir: &str, opts: Options, n: u32) -> Db {
+    let db = Db::open(dir, opts).unwrap();
+    load(&db, n);
+    db.compact_range::<&[u8], _>(..).unwrap();
+    db
+}
+
+/// `rounds` rounds of 800 absent lookups in the first tenth of the key space, each followed by
+/// an adjustment.
+fn hot_rounds(db: &Db, rounds: usize) {
+    for round in 0..rounds {
+        for i in 0..800u32 {
+            assert!(db.get(common::key(2 * i + 1)).unwrap().is_none(), "round {round}");
+        }
+        db.adjust_filters();
+    }
+}
+
 fn loaded(db: &Db) -> u64 {
     db.stats().files.iter().map(|f| f.loaded_units).sum()
 }
@@ -45,9 +64,7 @@ fn loaded(db: &Db) -> u64 {
 #[test]
 fn units_load_by_hotness_within_the_filter_memory() {
     let fs = MemFs::new();
-    let db = Db::open("/e", options(&fs, BpkPolicy::Elastic)).unwrap();
-    load(&db, 8000);
-    db.compact_range::<&[u8], _>(..).unwrap();
+    let db = compacted("/e", options(&fs, BpkPolicy::Elastic), 8000);
     // The tables carry 6 units of 4 bits per key in every segment.
     let files = db.stats().files;
     assert!(!files.is_empty());
@@ -109,9 +126,7 @@ fn units_load_by_hotness_within_the_filter_memory() {
 #[test]
 fn shrinking_the_filter_memory_unloads_at_once() {
     let fs = MemFs::new();
-    let db = Db::open("/r", options(&fs, BpkPolicy::Elastic)).unwrap();
-    load(&db, 8000);
-    db.compact_range::<&[u8], _>(..).unwrap();
+    let db = compacted("/r", options(&fs, BpkPolicy::Elastic), 8000);
     db.adjust_filters();
     let s = db.stats().elastic;
     let half = (s.usage / 2) as usize;
@@ -144,16 +159,9 @@ fn shrinking_the_filter_memory_unloads_at_once() {
 #[test]
 fn compaction_outputs_inherit_the_hotness_of_their_inputs() {
     let fs = MemFs::new();
-    let db = Db::open("/i", options(&fs, BpkPolicy::Elastic)).unwrap();
-    load(&db, 8000);
-    db.compact_range::<&[u8], _>(..).unwrap();
+    let db = compacted("/i", options(&fs, BpkPolicy::Elastic), 8000);
     db.adjust_filters();
-    for _ in 0..5 {
-        for i in 0..800u32 {
-            db.get(common::key(2 * i + 1)).unwrap();
-        }
-        db.adjust_filters();
-    }
+    hot_rounds(&db, 5);
     // Rewrite everything (a newer copy of each key, then a full compaction): the outputs are
     // new tables whose segments inherit the counts of the segments they overlap.
     for i in 0..8000u32 {
@@ -183,16 +191,9 @@ fn the_combined_mode_applies_the_optimum_through_loaded_units() {
         elastic_solve_every: 1000,
         ..options(&fs, BpkPolicy::MnemosyneElastic)
     };
-    let db = Db::open("/m", opts).unwrap();
-    load(&db, 8000);
-    db.compact_range::<&[u8], _>(..).unwrap();
+    let db = compacted("/m", opts, 8000);
     db.adjust_filters();
-    for _ in 0..5 {
-        for i in 0..800u32 {
-            assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
-        }
-        db.adjust_filters();
-    }
+    hot_rounds(&db, 5);
     let s = db.stats().elastic;
     assert!(s.solves > 0, "{s:?}");
     assert!(s.usage <= s.budget);
@@ -208,11 +209,7 @@ fn the_combined_mode_applies_the_optimum_through_loaded_units() {
 #[test]
 fn reopening_starts_from_the_initial_units() {
     let fs = MemFs::new();
-    {
-        let db = Db::open("/o", options(&fs, BpkPolicy::Elastic)).unwrap();
-        load(&db, 4000);
-        db.compact_range::<&[u8], _>(..).unwrap();
-    }
+    drop(compacted("/o", options(&fs, BpkPolicy::Elastic), 4000));
     let db = Db::open("/o", options(&fs, BpkPolicy::Elastic)).unwrap();
     assert_eq!(loaded(&db), 0);
     db.adjust_filters();
@@ -323,11 +320,7 @@ fn a_damaged_unit_is_left_unloaded_and_answers_do_not_change() {
     use cairn::sst::{ReaderOptions, TableReader};
     use std::path::Path;
     let fs = MemFs::new();
-    {
-        let db = Db::open("/c", options(&fs, BpkPolicy::Elastic)).unwrap();
-        load(&db, 8000);
-        db.compact_range::<&[u8], _>(..).unwrap();
-    }
+    drop(compacted("/c", options(&fs, BpkPolicy::Elastic), 8000));
     // Flip one bit in the first unit of every segment of every table.
     let mut damaged = 0;
     for name in fs.list(Path::new("/c")).unwrap() {
