@@ -49,6 +49,9 @@ pub enum Error {
     /// A previous durable write failed (e.g. fsync); the database is read-only from now on.
     #[error("database is read-only after an earlier failure: {0}")]
     Poisoned(String),
+    /// The database was opened read-only (`Db::open_read_only`): it writes nothing.
+    #[error("the database is open read-only")]
+    ReadOnly,
     /// Writes are stalled and the caller asked not to wait (`WriteOptions::no_slowdown`).
     #[error("busy: {0}")]
     Busy(String),

@@ -96,6 +96,9 @@ fn compaction_loop(inner: Arc<DbInner>) {
 
 /// Waits until no flush or compaction is pending or running.
 pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
+    if inner.read_only {
+        return Ok(());
+    }
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;

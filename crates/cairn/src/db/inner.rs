@@ -83,8 +83,16 @@ impl State {
 /// The WAL and the write controller's delay, owned by the write leader.
 #[derive(Debug)]
 pub(crate) struct WalState {
-    pub writer: WalWriter,
+    /// `None` in a read-only open, which never writes.
+    pub writer: Option<WalWriter>,
     pub delay: Option<crate::tuning::write_control::DelayState>,
+}
+
+impl WalState {
+    /// The WAL being written.
+    pub fn writer(&mut self) -> Result<&mut WalWriter> {
+        self.writer.as_mut().ok_or(Error::ReadOnly)
+    }
 }
 
 #[derive(Debug)]
@@ -140,6 +148,8 @@ pub(crate) struct DbInner {
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
     /// Number of the OPTIONS file written at open; older ones are obsolete.
     pub options_number: u64,
+    /// Opened with `Db::open_read_only`: no lock, no background work, nothing written.
+    pub read_only: bool,
 }
 
 impl std::fmt::Debug for DbInner {
@@ -153,6 +163,9 @@ impl DbInner {
     pub fn check_writable(&self) -> Result<()> {
         if self.shutdown.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument("the database is closed".into()));
+        }
+        if self.read_only {
+            return Err(Error::ReadOnly);
         }
         if self.poisoned.load(Ordering::Acquire) {
             let why = self.poison.lock().clone().unwrap_or_default();

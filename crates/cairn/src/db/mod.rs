@@ -51,10 +51,9 @@ fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
     // Push every acknowledged write to the OS and to disk; a failure here is reported.
     let r = {
         let mut wal = inner.wal.lock();
-        if inner.poisoned.load(Ordering::Acquire) {
-            Ok(())
-        } else {
-            wal.writer.sync()
+        match &mut wal.writer {
+            Some(w) if !inner.poisoned.load(Ordering::Acquire) => w.sync(),
+            _ => Ok(()),
         }
     };
     inner.lock.lock().take();
@@ -93,14 +92,31 @@ impl Db {
     /// `Corruption` for damaged files, I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = open::open(path.as_ref(), opts)?;
-        let handle = Arc::new(DbHandle { inner });
-        Ok(Db {
+        Ok(Db::from_inner(inner))
+    }
+
+    /// Opens the database in `path` read-only: no lock is taken and nothing is written, so it
+    /// can run beside a process that has the database open for writing. It sees the state
+    /// that process had pushed to the OS when this open ran (tables plus what the WALs hold)
+    /// and nothing later; a table the writer deletes afterwards (after a compaction) reads as
+    /// an error. Every write, flush, compaction and tree creation fails with `ReadOnly`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the directory holds no database, `Corruption` for damaged
+    /// files, I/O errors.
+    pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        let inner = open::open_read_only(path.as_ref(), opts)?;
+        Ok(Db::from_inner(inner))
+    }
+
+    fn from_inner(inner: Arc<DbInner>) -> Db {
+        Db {
             default: Tree {
-                handle,
+                handle: Arc::new(DbHandle { inner }),
                 id: 0,
                 name: Arc::from("default"),
             },
-        })
+        }
     }
 
     fn inner(&self) -> &Arc<DbInner> {

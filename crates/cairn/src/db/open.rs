@@ -12,7 +12,7 @@ use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::compaction::policies::{Garnering, Leveling};
 use crate::compaction::MergePolicy;
-use crate::env::{read_all, FileSystem, ReadOptions};
+use crate::env::{read_all, FileLock, FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
@@ -76,7 +76,26 @@ fn fresh(dir: &Path) -> Result<Recovered> {
         last_seq: 0,
         db_id: None,
         manifest: dir.join("(new)"),
+        manifest_number: 0,
     })
+}
+
+/// Refuses a database with files deeper than `max_levels` allows.
+fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
+    for (t, tv) in rec.version.trees.iter().enumerate() {
+        if tv.deepest_nonempty() >= opts.max_levels {
+            return Err(Error::InvalidOptions {
+                option: "max_levels",
+                reason: format!(
+                    "tree {} has files in level {}, beyond max_levels = {}",
+                    rec.tree_names.get(t).map_or("?", |s| s.as_str()),
+                    tv.deepest_nonempty(),
+                    opts.max_levels
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Replays the WALs `rec`'s trees still need into fresh memory components; returns them with
@@ -203,19 +222,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 
     let mut rec = if exists { set::recover(&*fs, dir)? } else { fresh(dir)? };
     let db_id = rec.db_id.unwrap_or_else(rand::random);
-    for (t, tv) in rec.version.trees.iter().enumerate() {
-        if tv.deepest_nonempty() >= opts.max_levels {
-            return Err(Error::InvalidOptions {
-                option: "max_levels",
-                reason: format!(
-                    "tree {} has files in level {}, beyond max_levels = {}",
-                    rec.tree_names.get(t).map_or("?", |s| s.as_str()),
-                    tv.deepest_nonempty(),
-                    opts.max_levels
-                ),
-            });
-        }
-    }
+    check_levels(&rec, &opts)?;
     // File numbers already on disk (including orphans of an interrupted open) are never reused.
     for n in filename::numbers(&names, FileKind::Table)
         .into_iter()
@@ -280,70 +287,23 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     fs.sync_dir(dir)?;
     versions.make_current()?;
 
-    let cache = opts
-        .block_cache
-        .clone()
-        .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
-    let inner = Arc::new(DbInner {
-        db_id,
-        dir: dir.to_path_buf(),
-        fs: fs.clone(),
-        policy: policy(&opts),
-        bpk,
-        cache,
-        tables: TableCache::new(opts.max_open_files),
-        io,
-        compaction_io: Arc::new(IoStats::new()),
-        counters: EngineCounters::new(ntrees, opts.max_levels),
-        files: if opts.bpk_policy.is_elastic() {
-            FileRegistry::new(opts.merlin_window).with_elastic()
-        } else {
-            FileRegistry::new(opts.merlin_window)
-        },
-        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
-        filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
-        elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
-        state: Mutex::new(State {
+    let inner = assemble(
+        dir,
+        opts,
+        Parts {
+            db_id,
+            bpk,
+            io,
             versions,
             // The replayed memtables are in tables now.
             mems: (0..ntrees).map(|_| MemComponent::new()).collect(),
-            pending_outputs: BTreeSet::new(),
-            busy: HashSet::new(),
             wal_number,
-            old_wals: BTreeMap::new(),
-            running_compactions: 0,
-            flushing: false,
-        }),
-        bg_cv: Condvar::new(),
-        done_cv: Condvar::new(),
-        queue: Mutex::new(WriteQueue {
-            tickets: VecDeque::new(),
-            batches: BTreeMap::new(),
-            results: BTreeMap::new(),
-            next_ticket: 0,
-        }),
-        queue_cv: Condvar::new(),
-        wal: Mutex::new(WalState {
-            writer: wal_writer,
-            delay: None,
-        }),
-        last_seq: AtomicU64::new(last_seq),
-        supers: ArcSwap::from_pointee(Vec::new()),
-        snapshots: Mutex::new(BTreeMap::new()),
-        poison: Mutex::new(None),
-        poisoned: AtomicBool::new(false),
-        shutdown: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        lock: Mutex::new(Some(lock)),
-        options_number,
-        opts,
-    });
-    {
-        let st = inner.state.lock();
-        for t in 0..ntrees {
-            inner.install_super_version(&st, t);
-        }
-    }
+            writer: Some(wal_writer),
+            lock: Some(lock),
+            last_seq,
+            options_number,
+        },
+    );
     // Temporary files left by a write that failed or was interrupted before its rename
     // (listed before this open wrote anything) are never referenced.
     for name in names.iter().filter(|n| filename::parse(n) == FileKind::Temp) {
@@ -359,17 +319,83 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     Ok(inner)
 }
 
+/// Opens the database read-only: no lock is taken, nothing is written or deleted, no
+/// background thread runs. What the WALs hold is replayed into memtables and stays there, so
+/// a reader sees the last state the writer pushed to the OS. A writer in another process may
+/// be changing the files meanwhile (a new manifest, a flushed WAL deleted): an attempt that
+/// fails while CURRENT or its manifest changed under it is retried on the new state.
+pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
+    opts.validate()?;
+    let fs = opts.fs.clone();
+    if !fs.exists(&filename::current(dir))? {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no database (no CURRENT file)",
+            dir.display()
+        )));
+    }
+    let mut attempts = 0;
+    loop {
+        let before = durable_mark(&*fs, dir);
+        match recover_read_only(dir, &opts) {
+            Ok(parts) => return Ok(assemble(dir, opts, parts)),
+            Err(e) if attempts < 10 && durable_mark(&*fs, dir) != before => {
+                tracing::debug!(error = %e, "the database changed during a read-only open; retrying");
+                attempts += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// CURRENT's bytes and the size of the manifest it names: an edit or a new manifest changes it.
+fn durable_mark(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
+    let current = read_all(fs, &filename::current(dir)).ok()?;
+    let size = crate::version::manifest::read_current(fs, dir)
+        .and_then(|(_, path)| fs.file_size(&path))
+        .ok()?;
+    Some((current, size))
+}
+
+fn recover_read_only(dir: &Path, opts: &Options) -> Result<Parts> {
+    let fs = &*opts.fs;
+    // The manifest first, then the listing: every WAL the manifest needs was created before
+    // the edit that names it, so it is listed (unless a newer edit already released it).
+    let rec = set::recover(fs, dir)?;
+    check_levels(&rec, opts)?;
+    let names = fs.list(dir)?;
+    if let Some(&n) = filename::numbers(&names, FileKind::Options).last() {
+        let path = filename::options(dir, n);
+        let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
+        check_compatible(&stored, opts)?;
+    }
+    let (mems, last_seq) = replay_wals(fs, dir, opts, &names, &rec, true)?;
+    let db_id = rec.db_id.unwrap_or(0);
+    let wal_number = filename::numbers(&names, FileKind::Wal).last().copied().unwrap_or(0);
+    Ok(Parts {
+        db_id,
+        bpk: allocator(opts),
+        io: Arc::new(IoStats::new()),
+        versions: VersionSet::read_only(opts.fs.clone(), dir, rec, db_id),
+        mems,
+        wal_number,
+        writer: None,
+        lock: None,
+        last_seq,
+        options_number: 0,
+    })
+}
+
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.
 pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     if name.is_empty() || name.len() > 255 {
         return Err(Error::InvalidArgument("tree names must be 1 to 255 bytes".into()));
     }
-    inner.check_writable()?;
     let _wal = inner.wal.lock();
     let mut st = inner.state.lock();
     if let Some(id) = st.versions.tree_names().iter().position(|n| n == name) {
         return Ok(id as u32);
     }
+    inner.check_writable()?;
     let id = st.versions.tree_names().len() as u32;
     let mut edit = VersionEdit::default();
     edit.new_trees.push((id, name.to_string()));
@@ -382,4 +408,89 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
         return Err(e);
     }
     Ok(id)
+}
+
+/// What an open recovered, to be assembled into the engine.
+struct Parts {
+    db_id: u64,
+    bpk: Arc<dyn BpkAllocator>,
+    io: Arc<IoStats>,
+    versions: VersionSet,
+    mems: Vec<MemComponent>,
+    wal_number: u64,
+    /// `None` when read-only.
+    writer: Option<WalWriter>,
+    lock: Option<Box<dyn FileLock>>,
+    last_seq: u64,
+    options_number: u64,
+}
+
+/// The engine over `p`, every tree's super-version installed; no thread started.
+fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
+    let ntrees = p.mems.len();
+    let read_only = p.writer.is_none();
+    let cache = opts
+        .block_cache
+        .clone()
+        .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
+    let inner = Arc::new(DbInner {
+        db_id: p.db_id,
+        dir: dir.to_path_buf(),
+        fs: opts.fs.clone(),
+        policy: policy(&opts),
+        bpk: p.bpk,
+        cache,
+        tables: TableCache::new(opts.max_open_files),
+        io: p.io,
+        compaction_io: Arc::new(IoStats::new()),
+        counters: EngineCounters::new(ntrees, opts.max_levels),
+        files: if opts.bpk_policy.is_elastic() {
+            FileRegistry::new(opts.merlin_window).with_elastic()
+        } else {
+            FileRegistry::new(opts.merlin_window)
+        },
+        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
+        filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
+        elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
+        state: Mutex::new(State {
+            versions: p.versions,
+            mems: p.mems,
+            pending_outputs: BTreeSet::new(),
+            busy: HashSet::new(),
+            wal_number: p.wal_number,
+            old_wals: BTreeMap::new(),
+            running_compactions: 0,
+            flushing: false,
+        }),
+        bg_cv: Condvar::new(),
+        done_cv: Condvar::new(),
+        queue: Mutex::new(WriteQueue {
+            tickets: VecDeque::new(),
+            batches: BTreeMap::new(),
+            results: BTreeMap::new(),
+            next_ticket: 0,
+        }),
+        queue_cv: Condvar::new(),
+        wal: Mutex::new(WalState {
+            writer: p.writer,
+            delay: None,
+        }),
+        last_seq: AtomicU64::new(p.last_seq),
+        supers: ArcSwap::from_pointee(Vec::new()),
+        snapshots: Mutex::new(BTreeMap::new()),
+        poison: Mutex::new(None),
+        poisoned: AtomicBool::new(false),
+        shutdown: AtomicBool::new(false),
+        threads: Mutex::new(Vec::new()),
+        lock: Mutex::new(p.lock),
+        options_number: p.options_number,
+        read_only,
+        opts,
+    });
+    let st = inner.state.lock();
+    for t in 0..ntrees {
+        inner.install_super_version(&st, t);
+    }
+    drop(st);
+    inner
 }

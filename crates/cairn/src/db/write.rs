@@ -86,17 +86,18 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     let sync = batches.iter().any(|(_, o)| o.sync);
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
     let mut seq = first;
-    let wal_number = wal.writer.log_number();
-    let before = wal.writer.size();
+    let writer = wal.writer()?;
+    let wal_number = writer.log_number();
+    let before = writer.size();
     let logged = (|| {
         for (b, _) in batches.iter_mut() {
             b.set_seqno(seq);
             seq += b.len() as u64;
-            wal.writer.add_record(b.encoded())?;
+            writer.add_record(b.encoded())?;
         }
-        wal.writer.flush()?;
+        writer.flush()?;
         if sync {
-            wal.writer.sync()?;
+            writer.sync()?;
         }
         Ok::<_, Error>(())
     })();
@@ -105,7 +106,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
         inner.set_poison(&e);
         return Err(e);
     }
-    inner.io.record_write(wal.writer.size() - before);
+    inner.io.record_write(writer.size() - before);
     if sync {
         inner.io.record_sync();
     }
@@ -121,7 +122,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             s += 1;
         }
     }
-    inner.counters.record_user_write(user_bytes, wal.writer.size() - before);
+    inner.counters.record_user_write(user_bytes, writer.size() - before);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
@@ -145,8 +146,8 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
             .iter()
             .map(|t| pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
             .sum(),
-        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.size(),
-        current_wal: wal.writer.log_number(),
+        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.as_ref().map_or(0, |w| w.size()),
+        current_wal: st.wal_number,
         slowed,
         delay: wal.delay,
     }
@@ -230,7 +231,7 @@ pub(super) fn switch_memtables(
         return Ok(());
     }
     let rotated = (|| {
-        wal.writer.sync()?;
+        wal.writer()?.sync()?;
         inner.io.record_sync();
         let n = st.versions.new_file_number();
         let w = WalWriter::create(&*inner.fs, &crate::filename::wal(&inner.dir, n), n, inner.db_id)?;
@@ -244,9 +245,10 @@ pub(super) fn switch_memtables(
             return Err(e);
         }
     };
-    let old = std::mem::replace(&mut wal.writer, new);
-    st.old_wals.insert(old.log_number(), old.size());
-    st.wal_number = wal.writer.log_number();
+    st.wal_number = new.log_number();
+    if let Some(old) = wal.writer.replace(new) {
+        st.old_wals.insert(old.log_number(), old.size());
+    }
     for &t in &trees {
         st.mems[t].switch();
         inner.install_super_version(st, t);

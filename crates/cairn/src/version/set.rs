@@ -25,8 +25,9 @@ pub(crate) struct Recovered {
     pub last_seq: u64,
     /// None for a database created before ids existed: it gets one now.
     pub db_id: Option<u64>,
-    /// The manifest replayed.
+    /// The manifest replayed, and its number.
     pub manifest: PathBuf,
+    pub manifest_number: u64,
 }
 
 /// Replays the manifest CURRENT names, and checks that every live table exists with the size
@@ -57,6 +58,7 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         last_seq: 0,
         db_id: None,
         manifest: path.clone(),
+        manifest_number: number,
     };
     let mut records = 0;
     while let Some(rec) = reader.next_record()? {
@@ -128,7 +130,8 @@ pub(crate) struct VersionSet {
     live: Vec<Weak<Version>>,
     tree_names: Vec<String>,
     next_file_number: u64,
-    manifest: WalWriter,
+    /// The manifest being appended to; `None` in a read-only open, which never writes.
+    manifest: Option<WalWriter>,
     manifest_number: u64,
     /// Each tree's log number as the manifest records it (the oldest WAL recovery would read
     /// for it). WALs are deleted only below the smallest, so the WAL every tree's durable log
@@ -181,11 +184,33 @@ impl VersionSet {
             current,
             tree_names: init.tree_names,
             next_file_number: init.next_file_number,
-            manifest,
+            manifest: Some(manifest),
             manifest_number: init.manifest_number,
             log_numbers: vec![init.log_number; trees],
             max_manifest_size: init.max_manifest_size,
         })
+    }
+
+    /// The recovered state as it is, with no manifest to append to: every
+    /// [`log_and_apply`](Self::log_and_apply) fails with `ReadOnly`.
+    pub fn read_only(fs: Arc<dyn FileSystem>, dir: &Path, rec: Recovered, db_id: u64) -> Self {
+        let current = Arc::new(rec.version);
+        let log_numbers = (0..rec.tree_names.len() as u32)
+            .map(|t| rec.log_numbers.get(&t).copied().unwrap_or(0))
+            .collect();
+        VersionSet {
+            fs,
+            dir: dir.to_path_buf(),
+            db_id,
+            live: vec![Arc::downgrade(&current)],
+            current,
+            tree_names: rec.tree_names,
+            next_file_number: rec.next_file,
+            manifest: None,
+            manifest_number: rec.manifest_number,
+            log_numbers,
+            max_manifest_size: u64::MAX,
+        }
     }
 
     /// Points CURRENT at this set's manifest, durably.
@@ -259,7 +284,8 @@ impl VersionSet {
             .current
             .apply(&edit)
             .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
-        manifest::append_durably(&mut self.manifest, &edit.encode())?;
+        let manifest = self.manifest.as_mut().ok_or(Error::ReadOnly)?;
+        manifest::append_durably(manifest, &edit.encode())?;
         self.note_log_numbers(&edit.log_numbers);
         for (_, name) in &edit.new_trees {
             self.tree_names.push(name.clone());
@@ -268,7 +294,7 @@ impl VersionSet {
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));
         self.current = next;
-        if self.manifest.size() > self.max_manifest_size {
+        if self.manifest.as_ref().is_some_and(|m| m.size() > self.max_manifest_size) {
             self.rotate(last_seq, log_numbers())?;
         }
         Ok(())
@@ -298,7 +324,7 @@ impl VersionSet {
         self.fs.sync_dir(&self.dir)?;
         manifest::set_current(&*self.fs, &self.dir, number)?;
         self.note_log_numbers(&snap.log_numbers);
-        self.manifest = w;
+        self.manifest = Some(w);
         self.manifest_number = number;
         Ok(())
     }
