@@ -43,6 +43,7 @@ mod error;
 mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod inspect;
 mod options;
 
 #[cfg(any(test, feature = "test-util"))]

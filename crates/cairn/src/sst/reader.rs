@@ -144,6 +144,7 @@ pub struct TableReader {
     index: Arc<Block>,
     props: Properties,
     range_filter: Option<(u8, BlockHandle)>,
+    footer: Footer,
     cache: Option<Arc<BlockCache>>,
     stats: Arc<IoStats>,
     file_size: u64,
@@ -253,6 +254,7 @@ impl TableReader {
             index,
             props,
             range_filter,
+            footer,
             cache: opts.cache,
             stats,
             file_size: size,
@@ -390,7 +392,6 @@ impl TableReader {
 
     /// The range-filter slot: `(version, handle)` if the table has a range filter this
     /// version reads.
-    #[cfg(any(test, feature = "test-util"))]
     pub fn range_filter_slot(&self) -> Option<(u8, BlockHandle)> {
         self.range_filter
     }
@@ -451,6 +452,28 @@ impl TableReader {
     /// The I/O counters this reader records into.
     pub fn stats(&self) -> &Arc<IoStats> {
         &self.stats
+    }
+
+    /// The decoded footer.
+    pub(crate) fn footer(&self) -> Footer {
+        self.footer
+    }
+
+    /// Calls `f` with each index entry: the data block's last internal key and its handle.
+    ///
+    /// # Errors
+    /// `Corruption` for an entry whose handle does not decode (`open` validated them, so only a
+    /// bug makes this fail).
+    pub(crate) fn for_each_index_entry(&self, mut f: impl FnMut(&[u8], BlockHandle)) -> Result<()> {
+        let mut it = self.index.iter(KeyOrder::Internal);
+        it.seek_to_first();
+        while it.valid() {
+            let h = BlockHandle::decode(&mut Decoder::new(it.value()))
+                .map_err(|e| Error::corruption(&*self.path, self.footer.index.offset, format!("index: {e}")))?;
+            f(it.key(), h);
+            it.next();
+        }
+        it.status()
     }
 
     pub(crate) fn index_block(&self) -> &Arc<Block> {

@@ -42,7 +42,8 @@ pub fn read_current(fs: &dyn FileSystem, dir: &Path) -> Result<(u64, PathBuf)> {
         .strip_suffix('\n')
         .ok_or_else(|| bad("CURRENT does not end in a newline"))?;
     let (name, crc) = line.split_once(' ').ok_or_else(|| bad("CURRENT lacks its checksum"))?;
-    if u32::from_str_radix(crc, 16).ok() != Some(masked_crc(&[name.as_bytes()])) {
+    // Compared as text: the spec writes 8 lowercase digits, and any other spelling is damage.
+    if crc != format!("{:08x}", masked_crc(&[name.as_bytes()])) {
         return Err(bad("CURRENT checksum mismatch"));
     }
     let number = name

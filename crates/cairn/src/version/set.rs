@@ -39,6 +39,40 @@ pub(crate) struct Recovered {
 /// # Errors
 /// `Corruption` naming the manifest or the table; I/O errors.
 pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
+    let r = replay(fs, dir)?;
+    let path = &r.manifest;
+    for f in r.version.trees.iter().flat_map(|t| t.levels.iter().flatten()) {
+        let table = filename::table(dir, f.number);
+        match fs.file_size(&table) {
+            Ok(size) if size == f.size => {}
+            Ok(size) => {
+                return Err(Error::corruption(
+                    &table,
+                    size,
+                    format!(
+                        "{} lists this table with {} bytes; the file has {size}",
+                        path.display(),
+                        f.size
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err(Error::corruption(
+                    &table,
+                    0,
+                    format!("{} lists this table, which cannot be read: {e}", path.display()),
+                ))
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Replays the manifest CURRENT names into the version it describes (tables unchecked).
+///
+/// # Errors
+/// `Corruption` naming CURRENT or the manifest; I/O errors.
+pub(crate) fn replay(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     let (number, path) = manifest::read_current(fs, dir)?;
     let file = fs.open_read(&path, ReadOptions::default()).map_err(|e| match e {
         // CURRENT names a manifest that is not there: CURRENT is damaged or from elsewhere.
@@ -92,30 +126,6 @@ pub(crate) fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         return Err(Error::corruption(&path, 0, "manifest holds no database description"));
     }
     r.next_file = r.next_file.max(number + 1);
-    for f in r.version.trees.iter().flat_map(|t| t.levels.iter().flatten()) {
-        let table = filename::table(dir, f.number);
-        match fs.file_size(&table) {
-            Ok(size) if size == f.size => {}
-            Ok(size) => {
-                return Err(Error::corruption(
-                    &table,
-                    size,
-                    format!(
-                        "{} lists this table with {} bytes; the file has {size}",
-                        path.display(),
-                        f.size
-                    ),
-                ))
-            }
-            Err(e) => {
-                return Err(Error::corruption(
-                    &table,
-                    0,
-                    format!("{} lists this table, which cannot be read: {e}", path.display()),
-                ))
-            }
-        }
-    }
     Ok(r)
 }
 

@@ -1,13 +1,16 @@
 //! Options: plain fields with documented defaults (and the RocksDB equivalent), validated at
 //! open, persisted in an OPTIONS file (spec: `docs/format/options.md`).
 
+mod file;
+
+pub(crate) use file::check_compatible;
+pub use file::parse_options_file;
+
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, StdFs};
 use crate::error::{Error, Result};
-use crate::format::coding::masked_crc;
 use crate::sst::Compression;
 use crate::wal::RecoveryMode;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Which merge policy shapes the trees.
@@ -399,127 +402,6 @@ impl Options {
         }
         Ok(())
     }
-
-    pub(crate) fn to_map(&self) -> BTreeMap<&'static str, String> {
-        let mut m = BTreeMap::new();
-        m.insert("format_version", FORMAT_VERSION.to_string());
-        m.insert("comparator", "bytewise".into());
-        m.insert("create_if_missing", self.create_if_missing.to_string());
-        m.insert("error_if_exists", self.error_if_exists.to_string());
-        m.insert("write_buffer_size", self.write_buffer_size.to_string());
-        m.insert("write_memory_budget", self.write_memory_budget.to_string());
-        m.insert("max_wal_size", self.max_wal_size.to_string());
-        m.insert("block_size", self.block_size.to_string());
-        m.insert("block_restart_interval", self.block_restart_interval.to_string());
-        m.insert("data_block_hash_index", self.data_block_hash_index.to_string());
-        m.insert("compression", format!("{:?}", self.compression).to_lowercase());
-        m.insert("segment_size", self.segment_size.to_string());
-        m.insert("bloom_bits_per_key", self.bloom_bits_per_key.to_string());
-        m.insert("bpk_policy", self.bpk_policy.name().to_string());
-        m.insert("merlin_window", self.merlin_window.to_string());
-        m.insert("filter_memory", self.filter_memory.to_string());
-        m.insert("elastic_units", self.elastic_units.to_string());
-        m.insert("elastic_unit_bpk", self.elastic_unit_bpk.to_string());
-        m.insert("elastic_life_time", self.elastic_life_time.to_string());
-        m.insert("elastic_solve_every", self.elastic_solve_every.to_string());
-        m.insert("elastic_interval_ms", self.elastic_interval_ms.to_string());
-        m.insert("range_filter_bits_per_key", self.range_filter_bits_per_key.to_string());
-        m.insert("range_filter_by_workload", self.range_filter_by_workload.to_string());
-        m.insert("range_filter_key_offset", self.range_filter_key_offset.to_string());
-        m.insert("range_filter_max_depth", self.range_filter_max_depth.to_string());
-        m.insert("range_filter_probe_budget", self.range_filter_probe_budget.to_string());
-        m.insert("block_cache_size", self.block_cache_size.to_string());
-        m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
-        m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
-        m.insert("max_open_files", self.max_open_files.to_string());
-        m.insert(
-            "merge_policy",
-            match self.merge_policy {
-                MergePolicyKind::Leveling => "leveling".into(),
-                MergePolicyKind::Garnering { c } => format!("garnering:{c}"),
-            },
-        );
-        m.insert("size_ratio", self.size_ratio.to_string());
-        m.insert("l0_compaction_trigger", self.l0_compaction_trigger.to_string());
-        m.insert("l0_slowdown_trigger", self.l0_slowdown_trigger.to_string());
-        m.insert("l0_stop_trigger", self.l0_stop_trigger.to_string());
-        m.insert("max_bytes_for_level_base", self.max_bytes_for_level_base.to_string());
-        m.insert("target_file_size", self.target_file_size.to_string());
-        m.insert("max_levels", self.max_levels.to_string());
-        m.insert(
-            "soft_pending_compaction_bytes",
-            self.soft_pending_compaction_bytes.to_string(),
-        );
-        m.insert(
-            "hard_pending_compaction_bytes",
-            self.hard_pending_compaction_bytes.to_string(),
-        );
-        m.insert("compaction_threads", self.compaction_threads.to_string());
-        m.insert("max_subcompactions", self.max_subcompactions.to_string());
-        m.insert("delayed_write_rate", self.delayed_write_rate.to_string());
-        m.insert("wal_recovery_mode", format!("{:?}", self.wal_recovery_mode));
-        m.insert("use_direct_reads", self.use_direct_reads.to_string());
-        m.insert("max_manifest_size", self.max_manifest_size.to_string());
-        m.insert("max_key_size", self.max_key_size.to_string());
-        m.insert("max_value_size", self.max_value_size.to_string());
-        m.insert("max_batch_size", self.max_batch_size.to_string());
-        m
-    }
-
-    /// The OPTIONS file contents: `key=value` lines, then `checksum=<masked crc32c hex>` over
-    /// every byte before that line.
-    pub(crate) fn encode_file(&self) -> Vec<u8> {
-        let mut s = String::from("# cairn OPTIONS (informational except format_version, comparator)\n");
-        for (k, v) in self.to_map() {
-            s.push_str(&format!("{k}={v}\n"));
-        }
-        let crc = masked_crc(&[s.as_bytes()]);
-        s.push_str(&format!("checksum={crc:08x}\n"));
-        s.into_bytes()
-    }
-}
-
-/// Parses an OPTIONS file into its key/value pairs, verifying the checksum.
-pub fn parse_options_file(bytes: &[u8]) -> std::result::Result<BTreeMap<String, String>, String> {
-    let text = std::str::from_utf8(bytes).map_err(|_| "OPTIONS is not UTF-8".to_string())?;
-    let body_end = text.rfind("checksum=").ok_or("OPTIONS has no checksum line")?;
-    let (body, tail) = text.split_at(body_end);
-    let crc = tail
-        .trim_end()
-        .strip_prefix("checksum=")
-        .and_then(|h| u32::from_str_radix(h, 16).ok())
-        .ok_or("OPTIONS checksum line is malformed")?;
-    if crc != masked_crc(&[body.as_bytes()]) {
-        return Err("OPTIONS checksum mismatch".into());
-    }
-    let mut m = BTreeMap::new();
-    for line in body.lines() {
-        if line.starts_with('#') || line.trim().is_empty() {
-            continue;
-        }
-        let (k, v) = line
-            .split_once('=')
-            .ok_or_else(|| format!("OPTIONS line without '=': {line:?}"))?;
-        m.insert(k.to_string(), v.to_string());
-    }
-    Ok(m)
-}
-
-/// Checks options stored by an earlier open against the new ones: the on-disk format and key
-/// order must not change.
-pub(crate) fn check_compatible(stored: &BTreeMap<String, String>, new: &Options) -> Result<()> {
-    let now = new.to_map();
-    for option in ["format_version", "comparator"] {
-        if let Some(old) = stored.get(option) {
-            if now.get(option) != Some(old) {
-                return Err(invalid(
-                    option,
-                    format!("the database was created with {option}={old}, which cannot change"),
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Options of one write.
@@ -713,5 +595,51 @@ mod tests {
         m2.insert("comparator".into(), "reverse".into());
         let e = check_compatible(&m2, &o).unwrap_err();
         assert!(e.to_string().contains("comparator"), "{e}");
+    }
+
+    /// Every option set from its stored text reproduces it: a non-default value of each
+    /// (the map's keys are exactly the fields, checked above) survives `to_map` → `set`.
+    #[test]
+    fn set_reads_back_every_stored_option() {
+        let o = Options {
+            create_if_missing: false,
+            write_buffer_size: 12345,
+            compression: Compression::Zstd,
+            bloom_bits_per_key: 7.5,
+            bpk_policy: BpkPolicy::MnemosyneElastic,
+            merge_policy: MergePolicyKind::Garnering { c: 0.6 },
+            wal_recovery_mode: RecoveryMode::AbsoluteConsistency,
+            high_pri_pool_ratio: 0.25,
+            use_direct_reads: true,
+            range_filter_by_workload: true,
+            elastic_unit_bpk: 3.25,
+            max_levels: 9,
+            ..Options::default()
+        };
+        let mut back = Options::default();
+        for (k, v) in o.to_map() {
+            back.set(k, &v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
+        assert_eq!(back.to_map(), o.to_map());
+        let bad = [
+            ("block_size", "big"),
+            ("compression", "snappy"),
+            ("merge_policy", "tiering"),
+            ("merge_policy", "garnering:x"),
+            ("bpk_policy", "dense"),
+            ("wal_recovery_mode", "Skip"),
+            ("comparator", "reverse"),
+        ];
+        for (k, v) in bad {
+            let e = back.set(k, v).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidOptions { option, .. } if *option == k),
+                "{k}={v}: {e}"
+            );
+        }
+        assert!(matches!(
+            back.set("no_such_option", "1"),
+            Err(Error::InvalidArgument(_))
+        ));
     }
 }

@@ -1,0 +1,327 @@
+//! A table (`NNNNNN.sst`, spec `docs/format/sst.md`): its dump and its verification.
+
+use super::{Bytes, Damage, VerifyReport};
+use crate::env::FileSystem;
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::filter::bloom::BloomFilter;
+use crate::format::ikey::{self, ValueKind};
+use crate::iter::InternalIterator;
+use crate::sst::{IterOptions, ReaderOptions, TableReader};
+use crate::stats::IoStats;
+use crate::version::FileMeta;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Reads the table without a cache, counting into a throw-away counter.
+fn open(fs: &dyn FileSystem, path: &Path) -> Result<Arc<TableReader>> {
+    let number = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| match filename::parse(n) {
+            FileKind::Table(n) => Some(n),
+            _ => None,
+        });
+    Ok(Arc::new(TableReader::open(fs, path, number, ReaderOptions::default())?))
+}
+
+fn scan_options() -> IterOptions {
+    IterOptions {
+        fill_cache: false,
+        stats: Some(Arc::new(IoStats::new())),
+        readahead: 2 << 20,
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> Error {
+    Error::io("write", path, e)
+}
+
+/// Writes what table `path` holds to `out`: footer, properties, the filter decision, every
+/// segment with its key range and filter units, the index, and with `entries` every entry.
+///
+/// # Errors
+/// `Corruption` when the table cannot be opened (damaged footer, metaindex, properties or
+/// index) or an entry cannot be read; I/O errors, also from `out`.
+pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes, out: &mut dyn Write) -> Result<()> {
+    let t = open(fs, path)?;
+    let p = t.properties();
+    let w = |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| io_err(path, e));
+    let footer = t.footer();
+    let show_ikey = |k: &[u8]| match ikey::split(k) {
+        Some((u, seq, kind)) => format!("{} @{seq} {}", bytes.show(u), kind_name(kind)),
+        None => format!("(malformed {})", Bytes::Hex.show(k)),
+    };
+    w(out, format!("table {}", path.display()))?;
+    w(
+        out,
+        format!(
+            "  file {} bytes, format version {}, written as file {}, created {} (unix seconds)",
+            t.file_size(),
+            footer.version,
+            p.file_number,
+            p.creation_time
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "  footer: metaindex at {} ({} bytes), index at {} ({} bytes)",
+            footer.metaindex.offset, footer.metaindex.size, footer.index.offset, footer.index.size
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "  entries {} ({} tombstones), data blocks {}, raw keys {} bytes, raw values {} bytes",
+            p.entries, p.tombstones, p.data_blocks, p.raw_key_bytes, p.raw_value_bytes
+        ),
+    )?;
+    w(
+        out,
+        format!(
+            "  data {} bytes, filters {} bytes, index {} bytes; block size {}, segment size {}, compression {:?}",
+            p.data_size, p.filter_size, p.index_size, p.block_size, p.segment_size, p.compression
+        ),
+    )?;
+    w(out, format!("  smallest {}", show_ikey(&p.smallest_key)))?;
+    w(out, format!("  largest  {}", show_ikey(&p.largest_key)))?;
+    w(out, format!("  seqnos {}..={}", p.smallest_seqno, p.largest_seqno))?;
+    let units: Vec<String> = p
+        .filter
+        .units
+        .iter()
+        .map(|u| format!("{:.2} bits/key (seed {})", u.bpk, u.seed))
+        .collect();
+    w(
+        out,
+        format!(
+            "  point filter: policy {}, {} unit(s) per segment, {:.2} bits/key in all{}{}",
+            p.filter.policy,
+            units.len(),
+            p.filter.total_bpk(),
+            if units.is_empty() { "" } else { ": " },
+            units.join(", ")
+        ),
+    )?;
+    match t.range_filter_slot() {
+        Some((v, h)) => w(
+            out,
+            format!("  range filter: version {v}, at {} ({} bytes)", h.offset, h.size),
+        )?,
+        None => w(out, "  range filter: none".into())?,
+    }
+    w(out, format!("  segments: {}", p.segments.len()))?;
+    for (i, s) in p.segments.iter().enumerate() {
+        w(
+            out,
+            format!(
+                "    segment {i}: blocks {}..{}, data at {} ({} bytes), {} entries, {} distinct keys, keys {} ..= {}",
+                s.first_block,
+                s.first_block + s.block_count,
+                s.data_offset,
+                s.data_len,
+                s.entries,
+                s.distinct_keys,
+                bytes.show(&s.smallest_user_key),
+                bytes.show(&s.largest_user_key)
+            ),
+        )?;
+        for (u, h) in s.units.iter().enumerate() {
+            let bpk = if s.distinct_keys > 0 {
+                (h.size * 8) as f64 / s.distinct_keys as f64
+            } else {
+                0.0
+            };
+            w(
+                out,
+                format!(
+                    "      unit {u}: at {} ({} bytes, {bpk:.2} bits per distinct key)",
+                    h.offset, h.size
+                ),
+            )?;
+        }
+    }
+    w(out, format!("  index: {} entries", p.data_blocks))?;
+    let mut index_lines = Vec::new();
+    t.for_each_index_entry(|last, h| {
+        index_lines.push(format!(
+            "    block at {} ({} bytes): last {}",
+            h.offset,
+            h.size,
+            show_ikey(last)
+        ));
+    })?;
+    for l in index_lines {
+        w(out, l)?;
+    }
+    if entries {
+        w(out, "  entries:".into())?;
+        let mut it = t.iter_with(scan_options());
+        it.seek_to_first();
+        while it.valid() {
+            let line = match ikey::split(it.key()) {
+                Some((_, _, ValueKind::Delete)) => format!("    {}", show_ikey(it.key())),
+                _ => format!("    {} => {}", show_ikey(it.key()), bytes.show(it.value())),
+            };
+            w(out, line)?;
+            it.next();
+        }
+        it.status()?;
+    }
+    Ok(())
+}
+
+fn kind_name(k: ValueKind) -> &'static str {
+    match k {
+        ValueKind::Put => "put",
+        ValueKind::Delete => "delete",
+    }
+}
+
+/// Verifies table `path` on its own: every block's checksum, that its entries are in order and
+/// agree with its properties, and that every filter unit holds every key of its segment.
+pub fn verify_table(fs: &dyn FileSystem, path: &Path) -> VerifyReport {
+    let mut report = VerifyReport::default();
+    check_table(fs, path, None, &mut report);
+    report
+}
+
+/// Adds what is wrong with table `path` (checked against its manifest entry `meta` when
+/// given) to `report`.
+pub(super) fn check_table(fs: &dyn FileSystem, path: &Path, meta: Option<&FileMeta>, report: &mut VerifyReport) {
+    report.checked.push(("table", path.to_path_buf()));
+    let t = match open(fs, path) {
+        Ok(t) => t,
+        Err(e) => {
+            report.damage.push(Damage::from_error(path, &e));
+            return;
+        }
+    };
+    let damage = std::cell::RefCell::new(Vec::new());
+    let damaged = |offset: u64, what: String| {
+        damage.borrow_mut().push(Damage {
+            file: path.to_path_buf(),
+            offset,
+            what,
+        });
+    };
+    let p = t.properties().clone();
+    let mut blocks = 3 + p.data_blocks; // metaindex, properties, index
+    let mut entries = 0u64;
+    let mut tombstones = 0u64;
+    let mut seqnos = (u64::MAX, 0u64);
+    let (mut first, mut last): (Option<Vec<u8>>, Vec<u8>) = (None, Vec::new());
+    // Each unit of a segment, read and checked alone.
+    let mut units: Vec<Vec<Option<BloomFilter>>> = Vec::with_capacity(p.segments.len());
+    for (s, seg) in p.segments.iter().enumerate() {
+        let mut row = Vec::with_capacity(seg.units.len());
+        for u in 0..seg.units.len() {
+            blocks += 1;
+            match t.read_filter_unit(s, u) {
+                Ok(f) => row.push(Some(f)),
+                Err(e) => {
+                    let d = Damage::from_error(path, &e);
+                    damaged(d.offset, format!("segment {s} unit {u}: {}", d.what));
+                    row.push(None);
+                }
+            }
+        }
+        units.push(row);
+    }
+    if t.range_filter_slot().is_some() {
+        blocks += 1;
+        if let Err(e) = t.range_filter() {
+            let d = Damage::from_error(path, &e);
+            damaged(d.offset, d.what);
+        }
+    }
+    let mut seg = 0usize;
+    let mut missing_in_filter = 0u64;
+    let mut it = t.iter_with(scan_options());
+    it.seek_to_first();
+    while it.valid() {
+        let k = it.key();
+        let Some((user, seq, kind)) = ikey::split(k) else {
+            damaged(0, format!("entry {entries} has a malformed key"));
+            break;
+        };
+        if first.is_some() && ikey::compare(&last, k).is_ge() {
+            damaged(0, format!("entry {entries} is out of order"));
+            break;
+        }
+        if first.is_none() || ikey::user_key(&last) != user {
+            while p
+                .segments
+                .get(seg)
+                .is_some_and(|s| s.largest_user_key.as_slice() < user)
+            {
+                seg += 1;
+            }
+            let h = crate::filter::bloom::key_hash(user);
+            if let Some(row) = units.get(seg) {
+                missing_in_filter += row.iter().flatten().filter(|f| !f.may_contain_hash(h)).count() as u64;
+            }
+        }
+        first.get_or_insert_with(|| k.to_vec());
+        last.clear();
+        last.extend_from_slice(k);
+        entries += 1;
+        tombstones += u64::from(kind == ValueKind::Delete);
+        seqnos = (seqnos.0.min(seq), seqnos.1.max(seq));
+        it.next();
+    }
+    if let Err(e) = it.status() {
+        let d = Damage::from_error(path, &e);
+        damaged(d.offset, format!("data block: {}", d.what));
+        report.damage.append(&mut damage.borrow_mut());
+        report.blocks += blocks;
+        report.entries += entries;
+        return;
+    }
+    if missing_in_filter > 0 {
+        damaged(
+            0,
+            format!("{missing_in_filter} key probes answered absent by a filter unit of their own segment"),
+        );
+    }
+    let expect = |what: &str, found: &dyn std::fmt::Display, recorded: &dyn std::fmt::Display, source: &str| {
+        let (found, recorded) = (found.to_string(), recorded.to_string());
+        if found != recorded {
+            damaged(
+                0,
+                format!("{what}: the table holds {found}, {source} records {recorded}"),
+            );
+        }
+    };
+    let hex = |k: &[u8]| Bytes::Hex.show(k);
+    let first = first.unwrap_or_default();
+    let props = "its properties block";
+    let seg_entries: u64 = p.segments.iter().map(|s| s.entries).sum();
+    expect("entries", &entries, &p.entries, props);
+    expect("entries", &entries, &seg_entries, "its segment list");
+    expect("tombstones", &tombstones, &p.tombstones, props);
+    expect("smallest key", &hex(&first), &hex(&p.smallest_key), props);
+    expect("largest key", &hex(&last), &hex(&p.largest_key), props);
+    if let Some(m) = meta {
+        let manifest = "the manifest";
+        expect("entries", &entries, &m.entries, manifest);
+        expect("tombstones", &tombstones, &m.tombstones, manifest);
+        expect("smallest key", &hex(&first), &hex(&m.smallest), manifest);
+        expect("largest key", &hex(&last), &hex(&m.largest), manifest);
+        if entries > 0 {
+            expect(
+                "seqnos",
+                &format!("{}..={}", seqnos.0, seqnos.1),
+                &format!("{}..={}", m.smallest_seqno, m.largest_seqno),
+                manifest,
+            );
+        }
+        expect("size", &t.file_size(), &m.size, manifest);
+        expect("segments", &p.segments.len(), &m.segments, manifest);
+    }
+    report.damage.append(&mut damage.borrow_mut());
+    report.blocks += blocks;
+    report.entries += entries;
+}
