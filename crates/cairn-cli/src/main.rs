@@ -3,10 +3,19 @@
 //! printed as `\xNN` (and a backslash as `\\`). `--hex` reads and prints them as hex instead,
 //! `--json` prints one JSON value per result for scripts.
 //!
-//! Exit status: 0 done, 1 `get` found no value, 2 an error (one line on stderr).
+//! Commands that only read (get, scan, trees and the inspection commands) open the database
+//! read-only, so they run beside a process that has it open for writing. Every command opens
+//! the database with the options it was last opened with (its newest OPTIONS file).
+//!
+//! Exit status: 0 done, 1 `get` found no value or `verify` found damage, 2 an error (one line
+//! on stderr).
 
-use cairn::{Db, Options, Tree};
+mod inspect;
+
+use cairn::inspect::Bytes;
+use cairn::{Db, Error, Options, Tree};
 use clap::{Parser, Subcommand};
+use std::io::Write;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,7 +25,7 @@ use std::process::ExitCode;
     name = "cairn",
     version,
     about = "Read, write and maintain a cairn database",
-    after_help = "Examples:\n  cairn put /data/db user:42 '{\"name\":\"ada\"}' --create\n  cairn get /data/db user:42\n  cairn scan /data/db --from user: --to user; --limit 10 --json\n  cairn --hex get /data/db 00ff10"
+    after_help = "Examples:\n  cairn put /data/db user:42 '{\"name\":\"ada\"}' --create\n  cairn get /data/db user:42\n  cairn scan /data/db --from user: --to user; --limit 10 --json\n  cairn --hex get /data/db 00ff10\n  cairn verify /data/db\n  cairn sst /data/db/000012.sst --entries | less"
 )]
 struct Cli {
     /// Keys and values are hex on the command line and in the output.
@@ -105,6 +114,66 @@ enum Command {
         #[arg(long)]
         tree: Option<String>,
     },
+    /// Prints the engine's statistics (`cairn.stats`), levels and per-file filters
+    /// (`cairn.filters`). Counters count this process's work since its open: from the command
+    /// line they are zero; the shape, bits-per-key and memory are the database's.
+    #[command(after_help = "Example: cairn stats /data/db")]
+    Stats {
+        /// Database directory.
+        db: PathBuf,
+    },
+    /// Prints every tree's levels: files, bytes and entries.
+    #[command(after_help = "Example: cairn levels /data/db --json")]
+    Levels {
+        /// Database directory.
+        db: PathBuf,
+    },
+    /// Prints the manifest's version edits, decoded, and how it ends.
+    #[command(after_help = "Example: cairn manifest /data/db")]
+    Manifest {
+        /// Database directory.
+        db: PathBuf,
+    },
+    /// Prints a WAL's records: batches with sequence numbers and operations, and where and why
+    /// the log ends.
+    #[command(after_help = "Example: cairn wal /data/db/000042.wal --values")]
+    Wal {
+        /// The WAL file (`NNNNNN.wal`: the log number comes from the name).
+        file: PathBuf,
+        /// Print values too (default: their lengths).
+        #[arg(long)]
+        values: bool,
+    },
+    /// Prints a table: footer, properties, segments with their filter units and bits per key,
+    /// index; or verifies it.
+    #[command(
+        after_help = "Examples:\n  cairn sst /data/db/000012.sst --entries\n  cairn sst /data/db/000012.sst --verify"
+    )]
+    Sst {
+        /// The table file.
+        file: PathBuf,
+        /// Print every entry too.
+        #[arg(long)]
+        entries: bool,
+        /// Check every block's checksum, the entries' order and count, and that every filter
+        /// unit holds its segment's keys; exit status 1 when damaged.
+        #[arg(long, conflicts_with = "entries")]
+        verify: bool,
+    },
+    /// Prints the options stored in the database's newest OPTIONS file.
+    #[command(after_help = "Example: cairn options /data/db")]
+    Options {
+        /// Database directory.
+        db: PathBuf,
+    },
+    /// Reads every block of every live table, the manifest, the WALs and OPTIONS; checks every
+    /// checksum and that every table matches its manifest entry. Prints each damaged structure
+    /// (file, offset, what); exit status 1 when anything is damaged.
+    #[command(after_help = "Example: cairn verify /data/db && echo intact")]
+    Verify {
+        /// Database directory.
+        db: PathBuf,
+    },
 }
 
 /// One end of a key range.
@@ -135,41 +204,71 @@ impl KeyRange {
 /// One entry of a scan.
 type Entry = cairn::Result<(Vec<u8>, Vec<u8>)>;
 
-/// A failure: one line for the user.
-struct Failure(String);
+/// A failure: one line for the user; `Pipe` when whoever reads the output went away (`| head`),
+/// which ends the command quietly.
+enum Failure {
+    Line(String),
+    Pipe,
+}
 
-impl<E: std::fmt::Display> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure(e.to_string())
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::Pipe
+        } else {
+            Failure::Line(format!("cannot write the output: {e}"))
+        }
     }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        match e {
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe => Failure::Pipe,
+            e => Failure::Line(e.to_string()),
+        }
+    }
+}
+
+fn fail(msg: impl Into<String>) -> Failure {
+    Failure::Line(msg.into())
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let r = run(&cli, &mut out).and_then(|code| {
+        out.flush()?;
+        Ok(code)
+    });
+    match r {
         Ok(code) => code,
-        Err(Failure(msg)) => {
+        Err(Failure::Pipe) => ExitCode::SUCCESS,
+        Err(Failure::Line(msg)) => {
+            let _ = out.flush();
             eprintln!("cairn: {msg}");
             ExitCode::from(2)
         }
     }
 }
 
-fn run(cli: &Cli) -> Result<ExitCode, Failure> {
+fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
     let bytes = |s: &str| decode(s, cli.hex);
+    let show = if cli.hex { Bytes::Hex } else { Bytes::Text };
     match &cli.command {
         Command::Get { db, key, tree } => {
-            let db = open(db, false)?;
+            let db = open(db, Access::Read)?;
             let t = existing_tree(&db, tree.as_deref())?;
             let key = bytes(key)?;
             match t.get(&key)? {
                 Some(v) => {
-                    print_entry(cli, None, &v);
+                    print_entry(cli, out, None, &v)?;
                     Ok(ExitCode::SUCCESS)
                 }
                 None => {
                     if cli.json {
-                        println!("null");
+                        writeln!(out, "null")?;
                     }
                     Ok(ExitCode::from(1))
                 }
@@ -182,35 +281,21 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             tree,
             create,
         } => {
-            let db = open(db, *create)?;
+            let db = open(db, if *create { Access::Create } else { Access::Write })?;
             let t = match tree {
                 Some(name) => db.tree(name)?,
                 None => existing_tree(&db, None)?,
             };
             let mut batch = cairn::WriteBatch::new();
             batch.put_in(&t, &bytes(key)?, &bytes(value)?);
-            db.write(
-                batch,
-                &cairn::WriteOptions {
-                    sync: true,
-                    ..Default::default()
-                },
-            )?;
-            Ok(ExitCode::SUCCESS)
+            write_synced(&db, batch)
         }
         Command::Delete { db, key, tree } => {
-            let db = open(db, false)?;
+            let db = open(db, Access::Write)?;
             let t = existing_tree(&db, tree.as_deref())?;
             let mut batch = cairn::WriteBatch::new();
             batch.delete_in(&t, &bytes(key)?);
-            db.write(
-                batch,
-                &cairn::WriteOptions {
-                    sync: true,
-                    ..Default::default()
-                },
-            )?;
-            Ok(ExitCode::SUCCESS)
+            write_synced(&db, batch)
         }
         Command::Scan {
             db,
@@ -219,7 +304,7 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             limit,
             tree,
         } => {
-            let db = open(db, false)?;
+            let db = open(db, Access::Read)?;
             let t = existing_tree(&db, tree.as_deref())?;
             let range = t.range::<Vec<u8>, _>(keys.bounds(cli.hex)?);
             let limit = usize::try_from(limit.unwrap_or(u64::MAX)).unwrap_or(usize::MAX);
@@ -230,52 +315,151 @@ fn run(cli: &Cli) -> Result<ExitCode, Failure> {
             };
             for e in entries.take(limit) {
                 let (k, v) = e?;
-                print_entry(cli, Some(&k), &v);
+                print_entry(cli, out, Some(&k), &v)?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Trees { db } => {
-            let db = open(db, false)?;
-            let names = db.tree_names();
+            let names = open(db, Access::Read)?.tree_names();
             if cli.json {
-                println!("{}", serde_json::Value::from(names));
+                writeln!(out, "{}", serde_json::Value::from(names))?;
             } else {
                 for n in names {
-                    println!("{n}");
+                    writeln!(out, "{n}")?;
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Flush { db } => {
-            open(db, false)?.flush()?;
+            open(db, Access::Write)?.flush()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact { db, keys, tree } => {
-            let db = open(db, false)?;
+            let db = open(db, Access::Write)?;
             let t = existing_tree(&db, tree.as_deref())?;
             t.compact_range::<Vec<u8>, _>(keys.bounds(cli.hex)?)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Stats { db } => inspect::stats(&open(db, Access::Read)?, out),
+        Command::Levels { db } => inspect::levels(&open(db, Access::Read)?, cli.json, out),
+        Command::Manifest { db } => {
+            must_hold_database(db)?;
+            cairn::inspect::dump_manifest(&*fs(), db, show, out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Wal { file, values } => {
+            must_be_file(file)?;
+            cairn::inspect::dump_wal(&*fs(), file, *values, show, out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sst { file, entries, verify } => {
+            must_be_file(file)?;
+            if *verify {
+                return inspect::report(&cairn::inspect::verify_table(&*fs(), file), cli.json, out);
+            }
+            cairn::inspect::dump_table(&*fs(), file, *entries, show, out)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Options { db } => {
+            must_hold_database(db)?;
+            inspect::options(db, cli.json, out)
+        }
+        Command::Verify { db } => {
+            must_exist(db)?;
+            let report = cairn::inspect::verify(&*fs(), db)?;
+            inspect::report(&report, cli.json, out)
+        }
     }
 }
 
-/// Opens the database at `dir`; a directory that holds none is an error unless `create`.
-fn open(dir: &Path, create: bool) -> Result<Db, Failure> {
-    if !create && !dir.join("CURRENT").exists() {
-        return Err(Failure(if dir.exists() {
-            format!(
-                "{} holds no cairn database (no CURRENT file); `put --create` makes one",
-                dir.display()
-            )
-        } else {
-            format!("{} does not exist", dir.display())
-        }));
-    }
-    let opts = Options {
-        create_if_missing: create,
-        ..Options::default()
+fn fs() -> std::sync::Arc<dyn cairn::env::FileSystem> {
+    Options::default().fs
+}
+
+fn write_synced(db: &Db, batch: cairn::WriteBatch) -> Result<ExitCode, Failure> {
+    let sync = cairn::WriteOptions {
+        sync: true,
+        ..Default::default()
     };
-    Db::open(dir, opts).map_err(|e| Failure(format!("cannot open {}: {e}", dir.display())))
+    db.write(batch, &sync)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How a command opens the database.
+#[derive(Clone, Copy, PartialEq)]
+enum Access {
+    /// Read-only: no lock, nothing written (runs beside a writer).
+    Read,
+    Write,
+    /// For writing, created when the directory holds none.
+    Create,
+}
+
+fn must_exist(dir: &Path) -> Result<(), Failure> {
+    if dir.exists() {
+        Ok(())
+    } else {
+        Err(fail(format!("{} does not exist", dir.display())))
+    }
+}
+
+fn must_be_file(file: &Path) -> Result<(), Failure> {
+    must_exist(file)?;
+    if file.is_file() {
+        Ok(())
+    } else {
+        Err(fail(format!("{} is not a file", file.display())))
+    }
+}
+
+/// A directory that exists and holds a database (a CURRENT file).
+fn must_hold_database(dir: &Path) -> Result<(), Failure> {
+    must_exist(dir)?;
+    if dir.join("CURRENT").exists() {
+        return Ok(());
+    }
+    Err(fail(format!(
+        "{} holds no cairn database (no CURRENT file){}",
+        dir.display(),
+        if dir.is_dir() { "" } else { ": it is not a directory" }
+    )))
+}
+
+/// Opens the database at `dir` with the options it was last opened with.
+fn open(dir: &Path, access: Access) -> Result<Db, Failure> {
+    if access != Access::Create {
+        must_hold_database(dir).map_err(|f| match f {
+            Failure::Line(m) if access == Access::Write && dir.is_dir() => {
+                Failure::Line(format!("{m}; `put --create` makes one"))
+            }
+            f => f,
+        })?;
+    }
+    let cannot = |e: Error| {
+        let hint = match &e {
+            Error::Corruption { .. } => format!("; `cairn verify {}` lists all damage", dir.display()),
+            Error::Locked(_) => {
+                "; another process has it open for writing (commands that only read work beside it)".into()
+            }
+            _ => String::new(),
+        };
+        fail(format!("cannot open {}: {e}{hint}", dir.display()))
+    };
+    let opts = if dir.join("CURRENT").exists() {
+        Options::default().with_stored(dir).map_err(cannot)?
+    } else {
+        Options::default()
+    };
+    let opts = Options {
+        create_if_missing: access == Access::Create,
+        error_if_exists: false,
+        ..opts
+    };
+    match access {
+        Access::Read => Db::open_read_only(dir, opts),
+        Access::Write | Access::Create => Db::open(dir, opts),
+    }
+    .map_err(cannot)
 }
 
 /// The tree named `name` (the default tree when none), which must exist.
@@ -284,7 +468,7 @@ fn existing_tree(db: &Db, name: Option<&str>) -> Result<Tree, Failure> {
         return Ok(db.tree("default")?);
     };
     if !db.tree_names().iter().any(|n| n == name) {
-        return Err(Failure(format!("no tree named {name:?} (see `cairn trees`)")));
+        return Err(fail(format!("no tree named {name:?} (see `cairn trees`)")));
     }
     Ok(db.tree(name)?)
 }
@@ -296,50 +480,25 @@ fn decode(s: &str, hex: bool) -> Result<Vec<u8>, Failure> {
     }
     let s = s.strip_prefix("0x").unwrap_or(s);
     if s.len() % 2 != 0 {
-        return Err(Failure(format!("{s:?} is not hex: odd number of digits")));
+        return Err(fail(format!("{s:?} is not hex: odd number of digits")));
     }
     (0..s.len())
         .step_by(2)
         .map(|i| {
             s.get(i..i + 2)
                 .and_then(|d| u8::from_str_radix(d, 16).ok())
-                .ok_or_else(|| Failure(format!("{s:?} is not hex")))
+                .ok_or_else(|| fail(format!("{s:?} is not hex")))
         })
         .collect()
 }
 
-/// Bytes as printed: hex, or UTF-8 with what is not printable escaped.
-fn encode(b: &[u8], hex: bool) -> String {
-    if hex {
-        return b.iter().map(|x| format!("{x:02x}")).collect();
-    }
-    let mut out = String::new();
-    for chunk in b.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                c if c.is_control() => {
-                    let mut buf = [0u8; 4];
-                    for x in c.encode_utf8(&mut buf).bytes() {
-                        out.push_str(&format!("\\x{x:02x}"));
-                    }
-                }
-                c => out.push(c),
-            }
-        }
-        for x in chunk.invalid() {
-            out.push_str(&format!("\\x{x:02x}"));
-        }
-    }
-    out
-}
-
-fn print_entry(cli: &Cli, key: Option<&[u8]>, value: &[u8]) {
-    let v = encode(value, cli.hex);
+fn print_entry(cli: &Cli, out: &mut dyn Write, key: Option<&[u8]>, value: &[u8]) -> std::io::Result<()> {
+    let show = if cli.hex { Bytes::Hex } else { Bytes::Text };
+    let v = show.show(value);
     match (key, cli.json) {
-        (Some(k), true) => println!("{}", serde_json::json!({ "key": encode(k, cli.hex), "value": v })),
-        (None, true) => println!("{}", serde_json::Value::from(v)),
-        (Some(k), false) => println!("{} => {v}", encode(k, cli.hex)),
-        (None, false) => println!("{v}"),
+        (Some(k), true) => writeln!(out, "{}", serde_json::json!({ "key": show.show(k), "value": v })),
+        (None, true) => writeln!(out, "{}", serde_json::Value::from(v)),
+        (Some(k), false) => writeln!(out, "{} => {v}", show.show(k)),
+        (None, false) => writeln!(out, "{v}"),
     }
 }

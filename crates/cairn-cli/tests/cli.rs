@@ -2,8 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests fail by panicking")]
 
-use std::path::Path;
-use std::process::{Command, Output};
+use cairn::{BpkPolicy, Db, Options};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
 
 fn cairn(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_cairn")).args(args).output().unwrap()
@@ -96,8 +98,232 @@ fn errors_are_one_line_and_exit_2() {
     // Usage errors come from the argument parser, also with status 2.
     assert_eq!(cairn(&["get"]).status.code(), Some(2));
     // Every command has help with an example.
-    for c in ["get", "put", "delete", "scan", "trees", "flush", "compact"] {
+    for c in [
+        "get", "put", "delete", "scan", "trees", "flush", "compact", "stats", "levels", "manifest", "wal", "sst",
+        "options", "verify",
+    ] {
         let h = ok(&[c, "--help"]);
         assert!(h.contains("Example"), "{c}: {h}");
     }
+}
+
+/// A database with tables in several levels (Monkey's filters, range filters), a tombstone,
+/// two trees and writes only its WAL holds; returns the handle (still open for writing).
+fn build(db: &Path) -> Db {
+    let opts = Options {
+        write_buffer_size: 32 << 10,
+        write_memory_budget: 128 << 10,
+        max_bytes_for_level_base: 128 << 10,
+        target_file_size: 32 << 10,
+        block_size: 1024,
+        bpk_policy: BpkPolicy::Monkey,
+        range_filter_bits_per_key: 16.0,
+        ..Options::default()
+    };
+    let d = Db::open(db, opts).unwrap();
+    for i in 0..6000u32 {
+        d.put(format!("key{:05}", i % 3000), format!("value-{i}-{}", "v".repeat(40)))
+            .unwrap();
+    }
+    d.delete(b"key00007").unwrap();
+    d.flush().unwrap();
+    d.wait_for_background().unwrap();
+    d.put(b"wal-only", b"yes").unwrap();
+    d.tree("users").unwrap().put(b"ada", b"lovelace").unwrap();
+    d
+}
+
+fn files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Fails unless `args` exits with `code` and one line on stderr naming `needle` (no panic).
+fn fails(args: &[&str], code: i32, needle: &str) -> String {
+    let o = cairn(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(code), "cairn {args:?}: {err}");
+    assert!(
+        !err.contains("panicked") && err.lines().count() <= 1,
+        "cairn {args:?}: {err}"
+    );
+    assert!(
+        err.contains(needle) || stdout(&o).contains(needle),
+        "cairn {args:?}: {err}"
+    );
+    err
+}
+
+/// The inspection commands and reads run beside the process that has the database open for
+/// writing (this test holds it); writes are refused with a clear line.
+#[test]
+fn inspection_beside_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let dbp = dir.path().join("db");
+    let db = path(&dbp);
+    let writer = build(&dbp);
+
+    assert_eq!(ok(&["get", db, "wal-only"]), "yes\n");
+    assert_eq!(ok(&["get", db, "ada", "--tree", "users"]), "lovelace\n");
+    fails(&["get", db, "key00007"], 1, "");
+    assert_eq!(
+        ok(&["scan", db, "--from", "key00005", "--to", "key00009"])
+            .lines()
+            .count(),
+        3
+    );
+    fails(&["put", db, "k", "v"], 2, "another process has it open");
+
+    // levels: the same shape the engine reports.
+    let levels: serde_json::Value = serde_json::from_str(&ok(&["--json", "levels", db])).unwrap();
+    let shape = writer.levels();
+    assert_eq!(levels.as_array().unwrap().len(), shape.len());
+    for (t, s) in levels.as_array().unwrap().iter().zip(&shape) {
+        assert_eq!(t["tree"], s.name.as_str());
+        let files: Vec<u64> = t["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["files"].as_u64().unwrap())
+            .collect();
+        let want: Vec<u64> = s.levels.iter().map(|l| l.files as u64).collect();
+        assert_eq!(files, want);
+    }
+    assert!(shape[0].levels.len() >= 2, "the test wants several levels: {shape:?}");
+    assert!(ok(&["levels", db]).contains("tree \"users\""));
+
+    let stats = ok(&["stats", db]);
+    for needle in [
+        "** cairn stats ** merge policy leveling, filter allocation monkey",
+        "** cairn filters **",
+        "monkey",
+    ] {
+        assert!(stats.contains(needle), "{needle}: {stats}");
+    }
+    let options = ok(&["options", db]);
+    assert!(
+        options.contains("bpk_policy=monkey") && options.contains("block_size=1024"),
+        "{options}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&ok(&["--json", "options", db])).unwrap();
+    assert_eq!(json["range_filter_bits_per_key"], "16");
+
+    let manifest = ok(&["manifest", db]);
+    assert!(manifest.contains("new tree 1 \"users\""), "{manifest}");
+    assert!(manifest.contains("add tree 0 L1 #"), "{manifest}");
+    let wal = files(&dbp, ".wal").pop().unwrap();
+    let w = ok(&["wal", path(&wal), "--values"]);
+    assert!(w.contains("tree 0 put wal-only => yes"), "{w}");
+    assert!(w.contains("tree 1 put ada => lovelace"), "{w}");
+    let table = files(&dbp, ".sst").remove(0);
+    let t = ok(&["sst", path(&table)]);
+    assert!(t.contains("point filter: policy monkey"), "{t}");
+    assert!(t.contains("range filter: version 1"), "{t}");
+    assert!(t.contains("segment 0: blocks 0.."), "{t}");
+    assert!(ok(&["sst", path(&table), "--entries"]).contains("put => value-"));
+    assert!(ok(&["sst", path(&table), "--verify"]).contains("OK: no damage found"));
+
+    let v = ok(&["verify", db]);
+    assert!(v.contains("OK: no damage found"), "{v}");
+    let tables = files(&dbp, ".sst").len();
+    assert!(v.contains(&format!("checked {tables} table(s)")), "{v}");
+    // Nothing the read-only commands did disturbed the writer.
+    writer.put(b"after", b"1").unwrap();
+    drop(writer);
+    assert_eq!(ok(&["get", db, "after"]), "1\n");
+}
+
+fn flip(file: &Path, at: impl Fn(usize) -> usize) {
+    let mut b = std::fs::read(file).unwrap();
+    let pos = at(b.len());
+    b[pos] ^= 0x04;
+    std::fs::write(file, b).unwrap();
+}
+
+#[test]
+fn verify_reports_damage_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let dbp = dir.path().join("db");
+    let db = path(&dbp);
+    build(&dbp).close().unwrap();
+    let table = files(&dbp, ".sst").remove(0);
+    flip(&table, |n| n / 4);
+
+    let o = cairn(&["verify", db]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    let damaged: Vec<&str> = out.lines().filter(|l| l.starts_with("DAMAGED")).collect();
+    assert_eq!(damaged.len(), 1, "{out}");
+    assert!(
+        damaged[0].contains(path(&table)) && damaged[0].contains("at offset"),
+        "{out}"
+    );
+    assert!(out.contains("1 damaged structure(s)"), "{out}");
+    let json: serde_json::Value = serde_json::from_str(stdout(&cairn(&["--json", "verify", db])).trim()).unwrap();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["damage"][0]["file"], path(&table));
+    assert_eq!(cairn(&["sst", path(&table), "--verify"]).status.code(), Some(1));
+    // The other tables verify clean on their own.
+    let other = files(&dbp, ".sst").pop().unwrap();
+    assert_eq!(cairn(&["sst", path(&other), "--verify"]).status.code(), Some(0));
+    // A full scan meets the damage: one line, exit 2.
+    fails(&["scan", db], 2, "corruption");
+    // Dumping the damaged table's entries stops at the damage with one line too.
+    fails(&["sst", path(&table), "--entries"], 2, "corruption");
+
+    // A damaged CURRENT: open refuses with a pointer to verify; verify names CURRENT.
+    flip(&dbp.join("CURRENT"), |_| 3);
+    let e = fails(&["get", db, "key00001"], 2, "cairn verify");
+    assert!(e.contains("CURRENT"), "{e}");
+    let out = stdout(&cairn(&["verify", db]));
+    assert!(
+        out.lines().any(|l| l.starts_with("DAMAGED") && l.contains("CURRENT")),
+        "{out}"
+    );
+}
+
+#[test]
+fn inspection_errors_are_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    for c in ["stats", "levels", "manifest", "options", "verify", "wal", "sst"] {
+        fails(&[c, path(&missing)], 2, "does not exist");
+    }
+    // A foreign directory (files, no database) and a foreign file.
+    let foreign = dir.path().join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::write(foreign.join("notes.txt"), "hello").unwrap();
+    for c in ["stats", "levels", "manifest", "options", "verify"] {
+        fails(&[c, path(&foreign)], 2, "holds no cairn database");
+    }
+    let txt = foreign.join("notes.txt");
+    fails(&["sst", path(&txt)], 2, "too short to be a table");
+    fails(&["wal", path(&txt)], 2, "log number comes from the file name");
+    fails(&["sst", path(&foreign)], 2, "is not a file");
+}
+
+/// Output to a reader that goes away (`cairn scan DB | head`) ends the command quietly.
+#[test]
+fn a_closed_pipe_is_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let dbp = dir.path().join("db");
+    build(&dbp).close().unwrap();
+    // ~3000 entries of ~60 bytes: more than a pipe's buffer, so the writes meet the closed end.
+    assert!(ok(&["scan", path(&dbp)]).len() > 128 << 10);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["scan", path(&dbp)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then the pipe closes
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
+    assert_eq!(stderr(&o), "");
 }
