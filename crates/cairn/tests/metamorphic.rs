@@ -17,7 +17,7 @@
 )]
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
-use cairn::{BpkPolicy, Compression, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use cairn::{BpkPolicy, Compression, Db, FlushPolicy, MergePolicyKind, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -225,6 +225,19 @@ fn configs() -> Vec<Config> {
                 "{} with range filters (offset {offset}, by workload {by_workload})",
                 out[i].name
             ),
+            opts: o,
+            direct: false,
+        });
+    }
+    // The other flush policies pick which tree's memtable a full write budget switches (the
+    // workload writes two trees): answers must not change.
+    for (i, policy) in [(5usize, FlushPolicy::MinLsn), (6, FlushPolicy::Optimal)] {
+        let mut o = out[i].opts.clone();
+        o.flush_policy = policy;
+        // Memtables may grow to the whole budget, so the policy (not the size cap) decides.
+        o.write_buffer_size = o.write_memory_budget;
+        out.push(Config {
+            name: format!("{} with flush policy {}", out[i].name, policy.name()),
             opts: o,
             direct: false,
         });

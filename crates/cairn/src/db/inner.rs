@@ -86,6 +86,8 @@ pub(crate) struct WalState {
     /// `None` in a read-only open, which never writes.
     pub writer: Option<WalWriter>,
     pub delay: Option<crate::tuning::write_control::DelayState>,
+    /// Recent bytes written per tree (the optimal flush policy's write rates).
+    pub rates: crate::tuning::write_control::WriteRates,
 }
 
 impl WalState {

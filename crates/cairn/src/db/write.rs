@@ -106,7 +106,8 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
         inner.set_poison(&e);
         return Err(e);
     }
-    inner.io.record_write(writer.size() - before);
+    let wal_bytes = writer.size() - before;
+    inner.io.record_write(wal_bytes);
     if sync {
         inner.io.record_sync();
     }
@@ -118,11 +119,13 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             if let Some(m) = actives.get(op.tree as usize) {
                 m.insert(op.key, s, op.kind, op.value, wal_number);
             }
-            user_bytes += (op.key.len() + op.value.len()) as u64;
+            let bytes = (op.key.len() + op.value.len()) as u64;
+            wal.rates.record(op.tree as usize, bytes);
+            user_bytes += bytes;
             s += 1;
         }
     }
-    inner.counters.record_user_write(user_bytes, writer.size() - before);
+    inner.counters.record_user_write(user_bytes, wal_bytes);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
@@ -134,10 +137,12 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
         trees: st
             .mems
             .iter()
-            .map(|m| TreeWriteView {
+            .enumerate()
+            .map(|(t, m)| TreeWriteView {
                 active_bytes: m.active_bytes(),
                 immutable_bytes: m.immutable_bytes(),
                 active_oldest_wal: Some(m.active().first_wal()).filter(|&w| w != u64::MAX),
+                recent_write_bytes: wal.rates.recent(t),
             })
             .collect(),
         l0_files: version.trees.iter().map(|t| t.level(0).len()).max().unwrap_or(0),
@@ -171,6 +176,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
             soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
             hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
             delayed_write_rate: o.delayed_write_rate,
+            flush_policy: o.flush_policy,
         };
         let decision = decide(&limits, &write_view(inner, &st, wal, slowed));
         if wal.delay != decision.delay {

@@ -2,7 +2,7 @@
 //! each open; and the parser that reads options back by name, so tools open a database with
 //! the options it was written with.
 
-use super::{invalid, BpkPolicy, MergePolicyKind, Options, FORMAT_VERSION};
+use super::{invalid, BpkPolicy, FlushPolicy, MergePolicyKind, Options, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
 use crate::sst::Compression;
@@ -94,6 +94,14 @@ impl Options {
                     .find(|c| format!("{c:?}").eq_ignore_ascii_case(value))
                     .ok_or_else(|| invalid("compression", format!("{value:?} is not none, lz4 or zstd")))?;
             }
+            "flush_policy" => {
+                self.flush_policy = FlushPolicy::parse(value).ok_or_else(|| {
+                    invalid(
+                        "flush_policy",
+                        format!("{value:?} is not max-memory, min-lsn or optimal"),
+                    )
+                })?;
+            }
             "bpk_policy" => {
                 self.bpk_policy = BpkPolicy::parse(value)
                     .ok_or_else(|| invalid("bpk_policy", format!("unknown policy {value:?}")))?;
@@ -161,6 +169,7 @@ impl Options {
         m.insert("error_if_exists", self.error_if_exists.to_string());
         m.insert("write_buffer_size", self.write_buffer_size.to_string());
         m.insert("write_memory_budget", self.write_memory_budget.to_string());
+        m.insert("flush_policy", self.flush_policy.name().to_string());
         m.insert("max_wal_size", self.max_wal_size.to_string());
         m.insert("block_size", self.block_size.to_string());
         m.insert("block_restart_interval", self.block_restart_interval.to_string());

@@ -46,6 +46,40 @@ pub enum BpkPolicy {
     MnemosyneElastic,
 }
 
+/// Which tree's memtable a memory-triggered flush picks (Luo & Carey §4.2). A log-triggered
+/// flush (the WALs passed `max_wal_size`) always picks the tree holding the oldest WAL data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlushPolicy {
+    /// The largest active memtable (RocksDB's and HBase's choice).
+    #[default]
+    MaxMemory,
+    /// The tree holding the oldest WAL data: each tree is flushed about as often as it is
+    /// written, and the log is truncated as a side effect.
+    MinLsn,
+    /// The tree whose share of write memory most exceeds its share of the recent write rate
+    /// (the paper's optimum: memory proportional to write rate), measured over the last one to
+    /// two `max_wal_size` of writes.
+    Optimal,
+}
+
+impl FlushPolicy {
+    /// The policy's name (as in OPTIONS).
+    pub fn name(self) -> &'static str {
+        match self {
+            FlushPolicy::MaxMemory => "max-memory",
+            FlushPolicy::MinLsn => "min-lsn",
+            FlushPolicy::Optimal => "optimal",
+        }
+    }
+
+    /// The policy named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [FlushPolicy::MaxMemory, FlushPolicy::MinLsn, FlushPolicy::Optimal]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
 impl BpkPolicy {
     /// The policy's name (as in OPTIONS and in each table's properties).
     pub fn name(self) -> &'static str {
@@ -96,6 +130,8 @@ pub struct Options {
     /// switched and flushed (default 128 MiB; RocksDB `db_write_buffer_size`). Changeable at
     /// run time with `Db::resize_memory`.
     pub write_memory_budget: usize,
+    /// Which tree a memory-triggered flush picks (default max-memory; see [`FlushPolicy`]).
+    pub flush_policy: FlushPolicy,
     /// Total WAL bytes after which the tree holding the oldest WAL data is flushed
     /// (default 4 × `write_memory_budget`; RocksDB `max_total_wal_size`).
     pub max_wal_size: u64,
@@ -235,6 +271,7 @@ impl Default for Options {
             error_if_exists: false,
             write_buffer_size: 64 << 20,
             write_memory_budget,
+            flush_policy: FlushPolicy::MaxMemory,
             max_wal_size: 4 * write_memory_budget as u64,
             block_size: 4096,
             block_restart_interval: 16,
@@ -464,6 +501,7 @@ mod tests {
             error_if_exists: _,
             write_buffer_size: _,
             write_memory_budget: _,
+            flush_policy: _,
             max_wal_size: _,
             block_size: _,
             block_restart_interval: _,
@@ -513,6 +551,7 @@ mod tests {
             "error_if_exists",
             "write_buffer_size",
             "write_memory_budget",
+            "flush_policy",
             "max_wal_size",
             "block_size",
             "block_restart_interval",
@@ -608,6 +647,7 @@ mod tests {
             bloom_bits_per_key: 7.5,
             bpk_policy: BpkPolicy::MnemosyneElastic,
             merge_policy: MergePolicyKind::Garnering { c: 0.6 },
+            flush_policy: FlushPolicy::Optimal,
             wal_recovery_mode: RecoveryMode::AbsoluteConsistency,
             high_pri_pool_ratio: 0.25,
             use_direct_reads: true,
@@ -627,6 +667,7 @@ mod tests {
             ("merge_policy", "tiering"),
             ("merge_policy", "garnering:x"),
             ("bpk_policy", "dense"),
+            ("flush_policy", "largest"),
             ("wal_recovery_mode", "Skip"),
             ("comparator", "reverse"),
         ];

@@ -11,12 +11,19 @@
 //!   or the pending bytes grew since the last change, × 1.25 (up to the start rate) when they
 //!   shrank, never below 16 KiB/s. So a load that outruns compaction slows down until it
 //!   matches it, instead of piling up L0 files for the reads after it.
-//! - **Switch** a tree whose active memtable reached `write_buffer_size`; the largest active
-//!   memtable (MaxMemory flush policy) when the mutable memtables reach 7/8 of the budget, or
-//!   everything reaches the budget with at least half of it still mutable (memory held by
-//!   immutable memtables is freed by flushes, not switches); and, when the WALs pass
-//!   `max_wal_size`, the tree holding the oldest WAL data (log truncation), if its data is in
-//!   its active memtable.
+//! - **Switch** a tree whose active memtable reached `write_buffer_size`; one tree chosen by
+//!   the flush policy when the mutable memtables reach 7/8 of the budget, or everything reaches
+//!   the budget with at least half of it still mutable (memory held by immutable memtables is
+//!   freed by flushes, not switches); and, when the WALs pass `max_wal_size`, the tree holding
+//!   the oldest WAL data (log truncation), if its data is in its active memtable.
+//! - **Flush policies** (Luo & Carey §4.2), among trees with a non-empty active memtable:
+//!   max-memory takes the largest; min-lsn the one holding the oldest WAL data; optimal the one
+//!   whose share of write memory (active + immutable) most exceeds its share of the recent
+//!   write bytes ([`WriteRates`]), falling back to max-memory when nothing was written
+//!   recently. The paper schedules a flush of every tree above its share; one switch per
+//!   decision does the same over successive write groups without freeing more than needed.
+
+use crate::options::FlushPolicy;
 
 /// The limits the controller enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +44,8 @@ pub struct WriteLimits {
     pub hard_pending_compaction_bytes: u64,
     /// The rate delayed writes start at, in bytes per second.
     pub delayed_write_rate: u64,
+    /// Which tree a memory-triggered switch picks.
+    pub flush_policy: FlushPolicy,
 }
 
 /// The adaptive delay: its current rate and the debt it was set for.
@@ -62,6 +71,47 @@ pub struct TreeWriteView {
     pub immutable_bytes: usize,
     /// The oldest WAL holding data of the active memtable (`None` when it is empty).
     pub active_oldest_wal: Option<u64>,
+    /// Bytes written to the tree recently ([`WriteRates::recent`]).
+    pub recent_write_bytes: u64,
+}
+
+/// Bytes written per tree over the last one to two windows of `window` bytes (all trees
+/// together): the write rates the optimal flush policy compares memory shares with. Kept by
+/// the write leader; pure bookkeeping.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteRates {
+    window: u64,
+    current: Vec<u64>,
+    previous: Vec<u64>,
+    in_current: u64,
+}
+
+impl WriteRates {
+    /// Rates over windows of `window` bytes (the paper: the maximum log length).
+    pub fn new(window: u64) -> Self {
+        WriteRates {
+            window: window.max(1),
+            ..WriteRates::default()
+        }
+    }
+
+    /// `bytes` written to `tree`.
+    pub fn record(&mut self, tree: usize, bytes: u64) {
+        if self.current.len() <= tree {
+            self.current.resize(tree + 1, 0);
+        }
+        self.current[tree] += bytes;
+        self.in_current += bytes;
+        if self.in_current >= self.window {
+            self.previous = std::mem::take(&mut self.current);
+            self.in_current = 0;
+        }
+    }
+
+    /// Bytes written to `tree` in the previous and the current window.
+    pub fn recent(&self, tree: usize) -> u64 {
+        self.current.get(tree).copied().unwrap_or(0) + self.previous.get(tree).copied().unwrap_or(0)
+    }
 }
 
 /// What the controller decides from.
@@ -169,10 +219,7 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     let mutable: usize = view.trees.iter().map(|t| t.active_bytes).sum();
     let budget = limits.write_memory_budget;
     if mutable >= budget / 8 * 7 || (mutable + imm >= budget && mutable >= budget / 2) {
-        if let Some(t) = (0..view.trees.len())
-            .filter(|&t| view.trees[t].active_bytes > 0)
-            .max_by_key(|&t| view.trees[t].active_bytes)
-        {
+        if let Some(t) = memory_victim(limits.flush_policy, &view.trees) {
             switch.push(t);
         }
     }
@@ -195,6 +242,38 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     WriteAction::Proceed { switch }
 }
 
+/// The tree a memory-triggered switch picks under `policy` (`None`: no active memtable holds
+/// data).
+fn memory_victim(policy: FlushPolicy, trees: &[TreeWriteView]) -> Option<usize> {
+    let candidates = || (0..trees.len()).filter(|&t| trees[t].active_bytes > 0);
+    let largest = || candidates().max_by_key(|&t| trees[t].active_bytes);
+    match policy {
+        FlushPolicy::MaxMemory => largest(),
+        FlushPolicy::MinLsn => candidates().min_by_key(|&t| {
+            (
+                trees[t].active_oldest_wal.unwrap_or(u64::MAX),
+                std::cmp::Reverse(trees[t].active_bytes),
+            )
+        }),
+        FlushPolicy::Optimal => {
+            let rate: u64 = trees.iter().map(|t| t.recent_write_bytes).sum();
+            let memory: usize = trees.iter().map(|t| t.active_bytes + t.immutable_bytes).sum();
+            if rate == 0 || memory == 0 {
+                return largest();
+            }
+            // a_i − a_i^opt, compared without division: (m_i·R − r_i·M) / (M·R).
+            let excess = |t: usize| {
+                let m = (trees[t].active_bytes + trees[t].immutable_bytes) as i128;
+                m * i128::from(rate) - i128::from(trees[t].recent_write_bytes) * memory as i128
+            };
+            candidates()
+                .filter(|&t| excess(t) > 0)
+                .max_by_key(|&t| (excess(t), trees[t].active_bytes))
+                .or_else(largest)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +289,11 @@ mod tests {
             soft_pending_compaction_bytes: c.arg("soft", 1_000_000),
             hard_pending_compaction_bytes: c.arg("hard", 4_000_000),
             delayed_write_rate: c.arg("rate", 1 << 20),
+            flush_policy: c
+                .args
+                .get("policy")
+                .and_then(|p| FlushPolicy::parse(p))
+                .unwrap_or_default(),
         }
     }
 
@@ -228,6 +312,7 @@ mod tests {
                             "active" => t.active_bytes = v.parse().unwrap_or(0),
                             "imm" => t.immutable_bytes = v.parse().unwrap_or(0),
                             "wal" => t.active_oldest_wal = v.parse().ok(),
+                            "rate" => t.recent_write_bytes = v.parse().unwrap_or(0),
                             _ => {}
                         }
                     }
@@ -249,6 +334,20 @@ mod tests {
                 })
             }),
         }
+    }
+
+    #[test]
+    fn write_rates_cover_one_to_two_windows() {
+        let mut r = WriteRates::new(100);
+        r.record(0, 60);
+        r.record(2, 30);
+        assert_eq!((r.recent(0), r.recent(1), r.recent(2)), (60, 0, 30));
+        r.record(1, 20); // the window fills: it becomes the previous one
+        assert_eq!((r.recent(0), r.recent(1), r.recent(2)), (60, 20, 30));
+        r.record(1, 50);
+        assert_eq!((r.recent(0), r.recent(1)), (60, 70));
+        r.record(1, 50); // a second window fills: the first is forgotten
+        assert_eq!((r.recent(0), r.recent(1), r.recent(2)), (0, 100, 0));
     }
 
     #[test]
