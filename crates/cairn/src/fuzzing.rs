@@ -71,6 +71,7 @@ pub fn table(data: &[u8]) {
         reserve_in_cache: false,
         // Half the inputs read filter units through the (absent) cache, half pin them.
         filter_region: (data.len() % 2 == 0).then(|| Arc::new(crate::memory::Region::new(usize::MAX))),
+        ghost: None,
     };
     let Ok(t) = TableReader::open(&fs, path, None, opts) else {
         return;

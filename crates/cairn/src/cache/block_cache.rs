@@ -174,7 +174,10 @@ pub struct BlockCache {
     high_pri_ratio: f64,
     /// Striped per CPU: a hit writes only its core's line.
     counters: Striped<[AtomicCounters; 6]>,
-    listener: RwLock<Option<EvictionListener>>,
+    /// Eviction listeners by id (0: the one [`set_eviction_listener`](Self::set_eviction_listener)
+    /// manages).
+    listeners: RwLock<Vec<(u64, EvictionListener)>>,
+    next_listener: AtomicU64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -204,7 +207,8 @@ impl BlockCache {
             reserved: AtomicUsize::new(0),
             high_pri_ratio: high_pri_ratio.clamp(0.0, 1.0),
             counters: Striped::default(),
-            listener: RwLock::new(None),
+            listeners: RwLock::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
         };
         cache.apply_capacity();
         cache
@@ -305,11 +309,11 @@ impl BlockCache {
         if evicted.is_empty() {
             return;
         }
-        let listener = self.listener.read().clone();
+        let listeners: Vec<EvictionListener> = self.listeners.read().iter().map(|(_, l)| l.clone()).collect();
         let c = self.counters.at(Stripe::current());
         for (key, kind, charge) in evicted {
             c[kind as usize].evictions.fetch_add(1, Relaxed);
-            if let Some(l) = &listener {
+            for l in &listeners {
                 l(key, kind, charge);
             }
         }
@@ -386,9 +390,27 @@ impl BlockCache {
         self.len() == 0
     }
 
-    /// Subscribes to evictions (replaces any earlier listener).
+    /// Subscribes to evictions, replacing the listener an earlier call set (`None`: removes
+    /// it). Listeners added with [`add_eviction_listener`](Self::add_eviction_listener) stay.
     pub fn set_eviction_listener(&self, l: Option<EvictionListener>) {
-        *self.listener.write() = l;
+        let mut ls = self.listeners.write();
+        ls.retain(|(id, _)| *id != 0);
+        if let Some(l) = l {
+            ls.push((0, l));
+        }
+    }
+
+    /// Adds an eviction listener beside the others; returns its id for
+    /// [`remove_eviction_listener`](Self::remove_eviction_listener).
+    pub fn add_eviction_listener(&self, l: EvictionListener) -> u64 {
+        let id = self.next_listener.fetch_add(1, Relaxed);
+        self.listeners.write().push((id, l));
+        id
+    }
+
+    /// Removes the listener `id` returned.
+    pub fn remove_eviction_listener(&self, id: u64) {
+        self.listeners.write().retain(|(i, _)| *i != id);
     }
 
     /// Checks the shards against the map: every ring entry is the map's entry for its key at

@@ -2,8 +2,10 @@
 //! meta blocks) and the table cache (open table readers, LRU by count).
 
 mod block_cache;
+mod ghost;
 mod lru;
 mod table_cache;
 
 pub use block_cache::{BlockCache, BlockKey, CacheCounters, CachedBlock, EvictionListener, Priority};
+pub use ghost::GhostCache;
 pub use table_cache::{ReaderSlot, TableCache};

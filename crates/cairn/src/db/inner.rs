@@ -115,6 +115,8 @@ pub(crate) struct DbInner {
     pub policy: Box<dyn MergePolicy>,
     pub bpk: Arc<dyn BpkAllocator>,
     pub cache: Arc<BlockCache>,
+    /// The ghost cache subscribed to `cache` (`ghost_cache_size` > 0), with its listener id.
+    pub ghost: Option<(Arc<crate::cache::GhostCache>, u64)>,
     pub tables: TableCache,
     pub io: Arc<IoStats>,
     /// Reads by compactions (kept apart from user reads).
@@ -152,6 +154,15 @@ pub(crate) struct DbInner {
     pub options_number: u64,
     /// Opened with `Db::open_read_only`: no lock, no background work, nothing written.
     pub read_only: bool,
+}
+
+impl Drop for DbInner {
+    fn drop(&mut self) {
+        // The block cache may be shared and outlive this engine.
+        if let Some((_, id)) = &self.ghost {
+            self.cache.remove_eviction_listener(*id);
+        }
+    }
 }
 
 impl std::fmt::Debug for DbInner {
@@ -275,6 +286,7 @@ impl DbInner {
                     meta_region: Some(self.memory.pinned_meta.clone()),
                     reserve_in_cache: self.opts.index_in_block_cache,
                     filter_region: (!self.opts.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
+                    ghost: self.ghost.as_ref().map(|(g, _)| g.clone()),
                 },
             )?;
             let p = t.properties();

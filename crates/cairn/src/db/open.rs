@@ -433,6 +433,7 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
         .block_cache
         .clone()
         .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
+    let ghost = (opts.ghost_cache_size > 0).then(|| crate::cache::GhostCache::attach(&cache, opts.ghost_cache_size));
     let inner = Arc::new(DbInner {
         db_id: p.db_id,
         dir: dir.to_path_buf(),
@@ -440,6 +441,7 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
         policy: policy(&opts),
         bpk: p.bpk,
         cache,
+        ghost,
         tables: TableCache::new(opts.max_open_files),
         io: p.io,
         compaction_io: Arc::new(IoStats::new()),

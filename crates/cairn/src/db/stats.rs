@@ -287,6 +287,8 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         filter_usage: inner.cache.high_pri_usage() + inner.memory.pinned_filters.usage(),
         pinned_meta_usage: inner.memory.pinned_meta.usage(),
         pinned_filter_usage: inner.memory.pinned_filters.usage(),
+        ghost_capacity: inner.ghost.as_ref().map_or(0, |(g, _)| g.capacity()),
+        ghost_ids: inner.ghost.as_ref().map_or(0, |(g, _)| g.usage().0),
     }
 }
 
@@ -382,16 +384,29 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
         m.pinned_filter_usage,
         m.pinned_meta_usage
     );
-    let _ = writeln!(o, "block I/O (storage reads / bytes / cache hits):");
+    let _ = writeln!(
+        o,
+        "block I/O (storage reads / bytes / cache hits / ghost hits; compaction reads / ghost hits):"
+    );
     for k in BlockKind::ALL {
-        let c = s.io.kind(k);
+        let (c, m) = (s.io.kind(k), s.compaction_io.kind(k));
         let _ = writeln!(
             o,
-            "  {:<12} {:>10} {:>14} {:>10}",
+            "  {:<12} {:>10} {:>14} {:>10} {:>8} | {:>10} {:>8}",
             k.name(),
             c.reads,
             c.bytes,
-            c.cache_hits
+            c.cache_hits,
+            c.ghost_hits,
+            m.reads,
+            m.ghost_hits
+        );
+    }
+    if m.ghost_capacity > 0 {
+        let _ = writeln!(
+            o,
+            "ghost cache: {} ids in {} simulated bytes",
+            m.ghost_ids, m.ghost_capacity
         );
     }
     let shapes = levels(inner);

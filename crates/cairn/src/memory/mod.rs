@@ -143,6 +143,10 @@ pub struct MemoryUsage {
     pub pinned_meta_usage: usize,
     /// Filter units pinned by open table readers (part of `filter_usage`, not of the cache's).
     pub pinned_filter_usage: usize,
+    /// The ghost cache's simulated capacity (0: off).
+    pub ghost_capacity: usize,
+    /// Block ids the ghost cache holds (each about 40 bytes of real memory).
+    pub ghost_ids: usize,
 }
 
 impl MemoryUsage {

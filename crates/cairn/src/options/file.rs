@@ -55,6 +55,7 @@ impl Options {
             range_filter_max_depth,
             range_filter_probe_budget,
             block_cache_size,
+            ghost_cache_size,
             high_pri_pool_ratio,
             index_in_block_cache,
             max_open_files,
@@ -191,6 +192,7 @@ impl Options {
         m.insert("range_filter_max_depth", self.range_filter_max_depth.to_string());
         m.insert("range_filter_probe_budget", self.range_filter_probe_budget.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
+        m.insert("ghost_cache_size", self.ghost_cache_size.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());

@@ -189,6 +189,12 @@ pub struct Options {
     pub range_filter_probe_budget: u32,
     /// Block cache capacity in bytes when `block_cache` is not given (default 32 MiB).
     pub block_cache_size: usize,
+    /// Simulated bytes of the ghost cache: the ids of the blocks most recently evicted from
+    /// the block cache, so storage reads a larger cache would have saved are counted
+    /// (`KindSnapshot::ghost_hits`, user and compaction reads apart). The memory tuner's read
+    /// cost comes from it. Default 0: off (the paper's tuner simulates 128 MiB; about 40 bytes
+    /// per id of memory).
+    pub ghost_cache_size: usize,
     /// A block cache to share between databases.
     pub block_cache: Option<Arc<BlockCache>>,
     /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
@@ -293,6 +299,7 @@ impl Default for Options {
             elastic_solve_every: 100_000,
             elastic_interval_ms: 5,
             block_cache_size: 32 << 20,
+            ghost_cache_size: 0,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
             index_in_block_cache: false,
@@ -523,6 +530,7 @@ mod tests {
             range_filter_max_depth: _,
             range_filter_probe_budget: _,
             block_cache_size: _,
+            ghost_cache_size: _,
             high_pri_pool_ratio: _,
             index_in_block_cache: _,
             max_open_files: _,
@@ -573,6 +581,7 @@ mod tests {
             "range_filter_max_depth",
             "range_filter_probe_budget",
             "block_cache_size",
+            "ghost_cache_size",
             "high_pri_pool_ratio",
             "index_in_block_cache",
             "max_open_files",

@@ -7,7 +7,7 @@ use super::iter::TableIter;
 use super::properties::Properties;
 use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
 use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
-use crate::cache::{BlockCache, BlockKey, CachedBlock, Priority};
+use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filter::rosetta::{self, RosettaFilter};
@@ -39,6 +39,9 @@ pub struct ReaderOptions {
     /// (RocksDB's filters held by the table reader); `None`: units go through the block cache
     /// at high priority (`cache_index_and_filter_blocks`).
     pub filter_region: Option<Arc<Region>>,
+    /// Ids of blocks recently evicted from `cache`: a storage read of one is counted as a
+    /// ghost hit in the read's statistics.
+    pub ghost: Option<Arc<GhostCache>>,
 }
 
 /// How an iterator reads data blocks.
@@ -146,6 +149,7 @@ pub struct TableReader {
     range_filter: Option<(u8, BlockHandle)>,
     footer: Footer,
     cache: Option<Arc<BlockCache>>,
+    ghost: Option<Arc<GhostCache>>,
     stats: Arc<IoStats>,
     file_size: u64,
     /// What this reader pins, charged to the pinned-meta region while it lives.
@@ -256,6 +260,7 @@ impl TableReader {
             range_filter,
             footer,
             cache: opts.cache,
+            ghost: opts.ghost,
             stats,
             file_size: size,
             _pinned: None,
@@ -511,6 +516,10 @@ impl TableReader {
             if let Some(v) = cache.get(&key, kind).and_then(&from_cache) {
                 stats.record_cache_hit(kind);
                 return Ok((v, true));
+            }
+            // A read that fills the cache takes the id out of the ghost (the block is back).
+            if self.ghost.as_ref().is_some_and(|g| g.probe(&key, fill_cache)) {
+                stats.record_ghost_hit(kind);
             }
         }
         let raw = match readahead {

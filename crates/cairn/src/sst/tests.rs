@@ -55,6 +55,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             meta_region: None,
             reserve_in_cache: false,
             filter_region: None,
+            ghost: None,
         },
     )
     .map(Arc::new)
@@ -282,6 +283,7 @@ fn io_accounting_is_exact_per_block_kind() {
             meta_region: None,
             reserve_in_cache: false,
             filter_region: None,
+            ghost: None,
         },
     )
     .unwrap();
@@ -577,6 +579,7 @@ fn tables_read_through_o_direct_on_real_files() {
             meta_region: None,
             reserve_in_cache: false,
             filter_region: None,
+            ghost: None,
         },
     )
     .unwrap();

@@ -51,6 +51,7 @@ struct KindCounters {
     reads: AtomicU64,
     bytes: AtomicU64,
     cache_hits: AtomicU64,
+    ghost_hits: AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -76,6 +77,9 @@ pub struct KindSnapshot {
     pub bytes: u64,
     /// Blocks served by the block cache.
     pub cache_hits: u64,
+    /// Blocks read from storage that the ghost cache held: reads a cache larger by the ghost's
+    /// simulated capacity would have saved (0 without a ghost cache).
+    pub ghost_hits: u64,
 }
 
 /// A copy of all counters; subtract two to get the I/O of an interval.
@@ -108,6 +112,7 @@ impl std::ops::Sub for IoSnapshot {
             a.reads -= b.reads;
             a.bytes -= b.bytes;
             a.cache_hits -= b.cache_hits;
+            a.ghost_hits -= b.ghost_hits;
         }
         out.bytes_written -= o.bytes_written;
         out.syncs -= o.syncs;
@@ -132,6 +137,11 @@ impl IoStats {
     pub fn record_cache_hit(&self, kind: BlockKind) {
         self.kinds.at(Stripe::current())[kind as usize].cache_hits.fetch_add(1, Relaxed);
     }
+    /// Records a storage read the ghost cache would have saved.
+    #[inline]
+    pub fn record_ghost_hit(&self, kind: BlockKind) {
+        self.kinds.at(Stripe::current())[kind as usize].ghost_hits.fetch_add(1, Relaxed);
+    }
     /// Records bytes appended to a file.
     #[inline]
     pub fn record_write(&self, bytes: u64) {
@@ -149,6 +159,7 @@ impl IoStats {
             out.reads = self.kinds.sum(|k| k[i].reads.load(Relaxed));
             out.bytes = self.kinds.sum(|k| k[i].bytes.load(Relaxed));
             out.cache_hits = self.kinds.sum(|k| k[i].cache_hits.load(Relaxed));
+            out.ghost_hits = self.kinds.sum(|k| k[i].ghost_hits.load(Relaxed));
         }
         s.bytes_written = self.writes.bytes_written.load(Relaxed);
         s.syncs = self.writes.syncs.load(Relaxed);
