@@ -1,9 +1,10 @@
 //! Pure deciders that tune the engine: point-filter allocation, range-filter layout, the write
-//! controller.
+//! controller, the memory tuner.
 
 pub mod bpk;
 pub mod elastic;
 pub mod filter_plan;
+pub mod memory;
 pub mod rosetta;
 pub mod write_control;
 
