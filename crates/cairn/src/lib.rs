@@ -53,6 +53,7 @@ pub use batch::WriteBatch;
 pub use cache::{BlockCache, BlockKey, CacheCounters, EvictionListener};
 pub use db::{
     Db, DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, Range, Snapshot, Tree, TreeLevels,
+    TunerRecord,
 };
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};

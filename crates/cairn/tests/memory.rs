@@ -114,3 +114,135 @@ fn no_ghost_no_ghost_hits() {
     assert_eq!(d.ghost_hits, 0);
     assert_eq!((db.memory().ghost_capacity, db.memory().ghost_ids), (0, 0));
 }
+
+fn budget_options(fs: &MemFs, budget: usize) -> Options {
+    Options {
+        memory_budget: budget,
+        memory_tuner: true,
+        memory_tuner_floor: 512 << 10,
+        // Cycles only when the test asks (the timer never fires during it).
+        memory_tuner_period_ms: 3_600_000,
+        max_wal_size: 1 << 40,
+        block_size: 4096,
+        bloom_bits_per_key: 10.0,
+        max_bytes_for_level_base: 2 << 20,
+        target_file_size: 1 << 20,
+        ..Options {
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        }
+    }
+}
+
+#[test]
+fn one_budget_is_split_and_every_region_is_reported() {
+    let fs = MemFs::new();
+    let db = Db::open("/b", budget_options(&fs, 64 << 20)).unwrap();
+    let m = db.memory();
+    assert_eq!((m.write_capacity, m.write_buffer_size), (16 << 20, 8 << 20));
+    assert_eq!(m.cache_capacity, 48 << 20);
+    assert_eq!(
+        m.ghost_capacity,
+        128 << 20,
+        "the tuner turns on the paper's ghost cache"
+    );
+    db.close().unwrap();
+
+    // Elastic policies get a filter region.
+    let fs = MemFs::new();
+    let o = Options {
+        bpk_policy: cairn::BpkPolicy::Elastic,
+        ..budget_options(&fs, 100 << 20)
+    };
+    let db = Db::open("/b", o).unwrap();
+    assert_eq!(db.stats().elastic.budget, 10 << 20);
+    assert_eq!(db.memory().write_capacity + db.memory().cache_capacity, 90 << 20);
+    db.close().unwrap();
+
+    // Bad combinations name the option.
+    for (o, name) in [
+        (
+            Options {
+                memory_tuner: true,
+                ..Options::default()
+            },
+            "memory_tuner",
+        ),
+        (
+            Options {
+                memory_budget: 64 << 20,
+                memory_write_share: 1.0,
+                ..Options::default()
+            },
+            "memory_write_share",
+        ),
+        (
+            Options {
+                memory_budget: 64 << 20,
+                block_cache: Some(Arc::new(cairn::BlockCache::new(1 << 20, 0.5))),
+                ..Options::default()
+            },
+            "memory_budget",
+        ),
+    ] {
+        let e = Db::open(
+            "/bad",
+            Options {
+                fs: Arc::new(fs.clone()),
+                ..o
+            },
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, cairn::Error::InvalidOptions { option, .. } if *option == name),
+            "{e}"
+        );
+    }
+}
+
+/// Writes with merges and no reads: the tuner gives write memory more; reads that a larger
+/// cache would save and no merges: it gives the cache more. The budget is kept exactly.
+#[test]
+fn the_tuner_moves_memory_where_the_io_is() {
+    let fs = MemFs::new();
+    let budget = 8 << 20;
+    let db = Db::open("/t", budget_options(&fs, budget)).unwrap();
+    assert!(db.tune_memory().is_none(), "the first call starts the first cycle");
+    for i in 0..60_000u32 {
+        db.put(
+            format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000),
+            vec![b'x'; 200],
+        )
+        .unwrap();
+    }
+    db.wait_for_background().unwrap();
+    let before = db.memory();
+    let r = db.tune_memory().expect("a cycle with operations");
+    assert!(r.write_derivative < 0.0, "{r:?}");
+    assert!(r.cost_derivative < 0.0 && r.write_step > 0, "{r:?}");
+    let after = db.memory();
+    assert_eq!(after.write_capacity as i64, before.write_capacity as i64 + r.write_step);
+    assert_eq!(after.write_capacity + after.cache_capacity, budget);
+
+    assert_eq!(db.tuner_history().len(), 1);
+    let text = db.property("cairn.tuner").unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let keys: Vec<Vec<u8>> = db.iter().map(|r| r.unwrap().0).step_by(7).collect();
+    db.close().unwrap();
+
+    // Reopened (a fresh tuner): reads of more blocks than the cache holds, no writes. The
+    // ghost sees what a larger cache would save; write memory shrinks.
+    let db = Db::open("/t", budget_options(&fs, budget)).unwrap();
+    db.wait_for_background().unwrap();
+    assert!(db.tune_memory().is_none());
+    for _ in 0..3 {
+        for k in &keys {
+            db.get(k).unwrap();
+        }
+    }
+    let r = db.tune_memory().expect("a cycle with operations");
+    assert!(r.read_derivative > 0.0 && r.write_derivative == 0.0, "{r:?}");
+    assert!(r.write_step < 0, "{r:?}");
+    let m = db.memory();
+    assert_eq!(m.write_capacity + m.cache_capacity, budget);
+}

@@ -28,6 +28,13 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
             Box::new(move || super::elastic::adjuster_loop(i)),
         )?);
     }
+    if inner.tuner.is_some() {
+        let i = inner.clone();
+        threads.push(spawn(
+            "cairn-tuner".into(),
+            Box::new(move || super::memory::tuner_loop(i)),
+        )?);
+    }
     for n in 0..inner.opts.compaction_threads {
         let i = inner.clone();
         threads.push(spawn(

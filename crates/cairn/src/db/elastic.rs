@@ -21,7 +21,7 @@ use crate::filter::loaded::LoadedUnit;
 use crate::options::BpkPolicy;
 use crate::stats::FileState;
 use crate::tuning::bpk::LN2_SQ;
-use crate::tuning::elastic::{adjust, targets, Action, Demand, Params, Segment};
+use crate::tuning::elastic::{adjust, marginals, targets, Action, Demand, Params, Segment};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -87,6 +87,9 @@ pub(crate) struct Elastic {
     pub counters: ElasticCounters,
     /// Filter memory set by the user (`filter_memory` or a resize); 0: bits per live key.
     pub explicit_budget: AtomicU64,
+    /// After the last round, per unit of access frequency per byte: what one more byte of
+    /// filter memory would save, and what the last byte saves (`tuning::elastic::marginals`).
+    pub marginals: Mutex<(f64, f64)>,
 }
 
 impl Elastic {
@@ -207,7 +210,9 @@ impl DbInner {
             initial_units: 1,
             min_gain: MIN_GAIN,
         };
-        for a in adjust(&segs, &p) {
+        let actions = adjust(&segs, &p);
+        *self.elastic.marginals.lock() = marginals(&segs, &actions, p.unit_fpr);
+        for a in actions {
             match a {
                 Action::Load(i) => {
                     let (li, si) = index[i];

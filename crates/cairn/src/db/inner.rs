@@ -129,6 +129,8 @@ pub(crate) struct DbInner {
     pub filter_plan: ArcSwap<FilterPlan>,
     /// ElasticBF's adjuster (`db/elastic.rs`).
     pub elastic: super::elastic::Elastic,
+    /// The memory tuner (`db/memory.rs`), with `memory_tuner`.
+    pub tuner: Option<super::memory::MemoryTuner>,
     pub state: Mutex<State>,
     /// Wakes background threads (work may be available).
     pub bg_cv: Condvar,

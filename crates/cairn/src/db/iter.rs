@@ -277,6 +277,9 @@ impl Range {
         // Super-version first, then the sequence number (as `get` does): every version a
         // compaction dropped before this super-version is older than `seq` can see.
         let sv = inner.super_version(tree);
+        if let Ok(sv) = &sv {
+            sv.counters.record_range(crate::stats::stripe::Stripe::current());
+        }
         let seq = seq.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
         let bounds = KeyBounds {
             lo: owned(r.start_bound()),

@@ -12,6 +12,7 @@ mod filters;
 mod flush;
 mod inner;
 mod iter;
+mod memory;
 mod open;
 mod range_filter;
 mod read;
@@ -19,10 +20,11 @@ mod stats;
 mod write;
 
 pub use iter::Range;
+pub use memory::TunerRecord;
 pub use stats::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels};
 
 use crate::batch::WriteBatch;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::memory::{MemoryLimits, MemoryUsage};
 use crate::options::{Options, WriteOptions};
 use inner::DbInner;
@@ -181,26 +183,20 @@ impl Db {
     /// `InvalidArgument` when the result would be inconsistent (a zero budget or memtable size,
     /// or a memtable size above the write budget); nothing changes then.
     pub fn resize_memory(&self, limits: MemoryLimits) -> Result<()> {
-        let m = &self.inner().memory;
-        let budget = limits.write_memory_budget.unwrap_or_else(|| m.write_budget());
-        let buffer = limits.write_buffer_size.unwrap_or_else(|| m.write_buffer_size());
-        if budget == 0 || buffer == 0 || buffer > budget {
-            return Err(Error::InvalidArgument(format!(
-                "write_buffer_size {buffer} must be between 1 and write_memory_budget {budget}"
-            )));
-        }
-        m.write.set_capacity(budget);
-        m.write_buffer_size.store(buffer, Ordering::Relaxed);
-        if let Some(c) = limits.block_cache {
-            self.inner().cache.set_capacity(c);
-        }
-        if let Some(f) = limits.filter_memory {
-            // Shrinking unloads at once (the adjuster's rule picks what).
-            self.inner().elastic.explicit_budget.store(f as u64, Ordering::Relaxed);
-            self.inner().adjust_filters();
-        }
-        self.inner().bg_cv.notify_all();
-        Ok(())
+        self.inner().resize_memory(limits)
+    }
+
+    /// Runs one memory-tuner cycle now (tests and benchmarks; the tuner thread runs one every
+    /// `max_wal_size` of log or `memory_tuner_period_ms`): the step taken, or `None` without
+    /// `memory_tuner`, at the first call (which starts the first cycle) or when no operation
+    /// ran since the last one.
+    pub fn tune_memory(&self) -> Option<TunerRecord> {
+        self.inner().tune_memory()
+    }
+
+    /// Every cycle the memory tuner ran, oldest first (empty without `memory_tuner`).
+    pub fn tuner_history(&self) -> Vec<TunerRecord> {
+        self.inner().tuner.as_ref().map(|t| t.history()).unwrap_or_default()
     }
 
     /// Runs one round of the elastic filter adjuster now (ElasticBF: load and unload filter
@@ -223,12 +219,15 @@ impl Db {
     }
 
     /// A named property: `cairn.stats` (text dump of [`Db::stats`], [`Db::levels`] and
-    /// [`Db::memory`]), `cairn.filters` (the filter allocation: per file its bits per key,
-    /// whether its filter is probed, and Merlin's estimates beside the exact counts).
+    /// [`Db::memory`]), `cairn.tuner` (the memory tuner's cycles: time, operations, cost and
+    /// derivatives, step and rule, region sizes), `cairn.filters` (the filter allocation: per
+    /// file its bits per key, whether its filter is probed, and Merlin's estimates beside the
+    /// exact counts).
     pub fn property(&self, name: &str) -> Option<String> {
         match name {
             "cairn.stats" => Some(stats::text(self.inner())),
             "cairn.filters" => Some(stats::filters_text(self.inner())),
+            "cairn.tuner" => Some(stats::tuner_text(self.inner())),
             _ => None,
         }
     }

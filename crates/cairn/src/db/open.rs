@@ -192,6 +192,7 @@ fn replay_wals(
 /// Opens or creates the database.
 pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let opts = opts.resolved();
     let fs = opts.fs.clone();
     if !fs.exists(dir)? {
         if !opts.create_if_missing {
@@ -326,6 +327,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// fails while CURRENT or its manifest changed under it is retried on the new state.
 pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     opts.validate()?;
+    let opts = opts.resolved();
     let fs = opts.fs.clone();
     if !fs.exists(&filename::current(dir))? {
         return Err(Error::InvalidArgument(format!(
@@ -454,6 +456,9 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
         memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
         elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
+        tuner: opts
+            .memory_tuner
+            .then(|| super::memory::MemoryTuner::new(opts.memory_tuner_floor, opts.memory_tuner_write_weight)),
         state: Mutex::new(State {
             versions: p.versions,
             mems: p.mems,

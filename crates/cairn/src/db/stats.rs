@@ -93,6 +93,8 @@ pub struct DbStats {
     pub trees: Vec<TreeStatsSnapshot>,
     /// Per live table.
     pub files: Vec<FileAccessStats>,
+    /// Puts and deletes written by users.
+    pub user_write_ops: u64,
     /// Key and value bytes written by users.
     pub user_bytes_written: u64,
     /// Bytes appended to WALs.
@@ -236,6 +238,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         compaction_io: inner.compaction_io.snapshot(),
         trees,
         files,
+        user_write_ops: w.user_ops,
         user_bytes_written: w.user_bytes,
         wal_bytes_written: w.wal_bytes,
         flush_bytes_written,
@@ -264,7 +267,11 @@ fn elastic(inner: &DbInner) -> ElasticStats {
     }
     let c = &inner.elastic.counters;
     ElasticStats {
-        budget: inner.memory.pinned_filters.capacity() as u64,
+        // The adjuster sets the region's capacity at its first round; until then, the user's.
+        budget: match inner.elastic.explicit_budget.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => inner.memory.pinned_filters.capacity() as u64,
+            b => b,
+        },
         usage: inner.memory.pinned_filters.usage() as u64,
         loads: c.loads.load(Relaxed),
         unloads: c.unloads.load(Relaxed),
@@ -558,4 +565,37 @@ fn range_filters_text(inner: &Arc<DbInner>, stats: &DbStats, o: &mut String) {
             }
         }
     }
+}
+
+/// The `cairn.tuner` property: the memory tuner's history, one line per cycle.
+pub(super) fn tuner_text(inner: &Arc<DbInner>) -> String {
+    let mut o = String::new();
+    let Some(t) = &inner.tuner else {
+        return "** cairn tuner ** off (memory_tuner = false)\n".into();
+    };
+    let _ = writeln!(
+        o,
+        "** cairn tuner ** budget {} B; ms ops cost write' read' cost' step rule | filter' step | write cache filter",
+        inner.opts.memory_budget
+    );
+    for r in t.history() {
+        let _ = writeln!(
+            o,
+            "{} {} {:.4} {:.3e} {:.3e} {:.3e} {:+} {} | {:.3e} {:+} | {} {} {}",
+            r.at_ms,
+            r.ops,
+            r.cost,
+            r.write_derivative,
+            r.read_derivative,
+            r.cost_derivative,
+            r.write_step,
+            r.rule,
+            r.filter_derivative,
+            r.filter_step,
+            r.write,
+            r.cache,
+            r.filter
+        );
+    }
+    o
 }

@@ -125,7 +125,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             s += 1;
         }
     }
-    inner.counters.record_user_write(user_bytes, wal_bytes);
+    inner.counters.record_user_write(s - first, user_bytes, wal_bytes);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
 }
@@ -210,8 +210,12 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
                 }
                 inner.counters.record_delay_micros(t0.elapsed().as_micros() as u64);
             }
-            WriteAction::Proceed { switch } => {
+            WriteAction::Proceed { switch, for_log } => {
                 if !switch.is_empty() {
+                    for &t in &switch {
+                        let bytes = st.mems[t].active_bytes() as u64;
+                        inner.counters.tree(t).record_switch(bytes, for_log == Some(t));
+                    }
                     switch_memtables(inner, wal, &mut st, &switch)?;
                 }
                 return Ok(());

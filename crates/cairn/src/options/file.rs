@@ -56,6 +56,13 @@ impl Options {
             range_filter_probe_budget,
             block_cache_size,
             ghost_cache_size,
+            memory_budget,
+            memory_write_share,
+            memory_filter_share,
+            memory_tuner,
+            memory_tuner_period_ms,
+            memory_tuner_floor,
+            memory_tuner_write_weight,
             high_pri_pool_ratio,
             index_in_block_cache,
             max_open_files,
@@ -193,6 +200,13 @@ impl Options {
         m.insert("range_filter_probe_budget", self.range_filter_probe_budget.to_string());
         m.insert("block_cache_size", self.block_cache_size.to_string());
         m.insert("ghost_cache_size", self.ghost_cache_size.to_string());
+        m.insert("memory_budget", self.memory_budget.to_string());
+        m.insert("memory_write_share", self.memory_write_share.to_string());
+        m.insert("memory_filter_share", self.memory_filter_share.to_string());
+        m.insert("memory_tuner", self.memory_tuner.to_string());
+        m.insert("memory_tuner_period_ms", self.memory_tuner_period_ms.to_string());
+        m.insert("memory_tuner_floor", self.memory_tuner_floor.to_string());
+        m.insert("memory_tuner_write_weight", self.memory_tuner_write_weight.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());

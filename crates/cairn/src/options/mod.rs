@@ -195,6 +195,30 @@ pub struct Options {
     /// cost comes from it. Default 0: off (the paper's tuner simulates 128 MiB; about 40 bytes
     /// per id of memory).
     pub ghost_cache_size: usize,
+    /// One memory budget (Luo & Carey §3; default 0: off, the regions are sized by
+    /// `write_memory_budget`, `block_cache_size` and `filter_memory`). When set, it is split
+    /// into write memory (`memory_write_share` of it; memtables switch at half of it), filter
+    /// memory for the elastic policies (`memory_filter_share`) and the block cache (the rest,
+    /// which also holds the index blocks and, for the other policies, the filter units):
+    /// those three options are then derived from it, and `block_cache` must not be given.
+    pub memory_budget: usize,
+    /// Write memory's starting share of `memory_budget` (default 0.25).
+    pub memory_write_share: f64,
+    /// Filter memory's starting share of `memory_budget` under an elastic `bpk_policy`
+    /// (default 0.1; ignored by the other policies).
+    pub memory_filter_share: f64,
+    /// Run the memory tuner (default false; needs `memory_budget`): every `max_wal_size` of
+    /// log, or every `memory_tuner_period_ms` without that much, move memory between write
+    /// memory, the block cache and (elastic policies) filter memory where it saves the most
+    /// I/O per operation. Turns on a 128 MiB ghost cache when `ghost_cache_size` is 0.
+    pub memory_tuner: bool,
+    /// The tuner's timer cycle in milliseconds (default 10 000).
+    pub memory_tuner_period_ms: u64,
+    /// The least any region keeps under the tuner (default 32 MiB, the paper's).
+    pub memory_tuner_floor: usize,
+    /// ω: the weight of a page write against a page read in the tuner's cost (default 1; the
+    /// paper uses 2 on SSDs whose writes cost twice their reads).
+    pub memory_tuner_write_weight: f64,
     /// A block cache to share between databases.
     pub block_cache: Option<Arc<BlockCache>>,
     /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
@@ -300,6 +324,13 @@ impl Default for Options {
             elastic_interval_ms: 5,
             block_cache_size: 32 << 20,
             ghost_cache_size: 0,
+            memory_budget: 0,
+            memory_write_share: 0.25,
+            memory_filter_share: 0.1,
+            memory_tuner: false,
+            memory_tuner_period_ms: 10_000,
+            memory_tuner_floor: 32 << 20,
+            memory_tuner_write_weight: 1.0,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
             index_in_block_cache: false,
@@ -338,9 +369,71 @@ fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
 /// refused at open.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The ghost cache the memory tuner simulates when `ghost_cache_size` is 0 (the paper's).
+pub const TUNER_GHOST_BYTES: usize = 128 << 20;
+
 impl Options {
+    /// The options the engine runs with: with `memory_budget`, the region sizes derived from
+    /// it (write memory, memtable size, filter memory, block cache, index blocks charged to
+    /// the cache) and the tuner's ghost cache.
+    pub(crate) fn resolved(mut self) -> Options {
+        if self.memory_budget == 0 {
+            return self;
+        }
+        let budget = self.memory_budget as f64;
+        let write = ((budget * self.memory_write_share) as usize).max(2);
+        let filter = if self.bpk_policy.is_elastic() {
+            (budget * self.memory_filter_share) as usize
+        } else {
+            0
+        };
+        self.write_memory_budget = write;
+        self.write_buffer_size = write / 2;
+        self.filter_memory = filter;
+        self.block_cache_size = self.memory_budget - write - filter;
+        self.index_in_block_cache = true;
+        if self.memory_tuner && self.ghost_cache_size == 0 {
+            self.ghost_cache_size = TUNER_GHOST_BYTES;
+        }
+        self
+    }
+
     /// Checks every option; the error names the first invalid one.
     pub fn validate(&self) -> Result<()> {
+        if self.memory_budget > 0 {
+            if self.memory_budget < 4 << 20 {
+                return Err(invalid("memory_budget", "must be 0 (off) or at least 4 MiB"));
+            }
+            if self.block_cache.is_some() {
+                return Err(invalid(
+                    "memory_budget",
+                    "sizes its own block cache: do not also give block_cache",
+                ));
+            }
+            let filter = if self.bpk_policy.is_elastic() {
+                self.memory_filter_share
+            } else {
+                0.0
+            };
+            if !(self.memory_write_share > 0.0 && self.memory_write_share < 1.0) {
+                return Err(invalid("memory_write_share", "must be in (0, 1)"));
+            }
+            if !(0.0..1.0).contains(&filter) || self.memory_write_share + filter > 0.95 {
+                return Err(invalid(
+                    "memory_filter_share",
+                    "must be in [0, 1) and leave the block cache at least 5% with memory_write_share",
+                ));
+            }
+        }
+        if self.memory_tuner && self.memory_budget == 0 {
+            return Err(invalid("memory_tuner", "needs memory_budget"));
+        }
+        if self.memory_tuner_period_ms == 0 {
+            return Err(invalid("memory_tuner_period_ms", "must be at least 1"));
+        }
+        if !(self.memory_tuner_write_weight >= 0.0 && self.memory_tuner_write_weight.is_finite()) {
+            return Err(invalid("memory_tuner_write_weight", "must be a non-negative number"));
+        }
         let pos = |name, v: usize| {
             if v == 0 {
                 Err(invalid(name, "must be at least 1"))
@@ -531,6 +624,13 @@ mod tests {
             range_filter_probe_budget: _,
             block_cache_size: _,
             ghost_cache_size: _,
+            memory_budget: _,
+            memory_write_share: _,
+            memory_filter_share: _,
+            memory_tuner: _,
+            memory_tuner_period_ms: _,
+            memory_tuner_floor: _,
+            memory_tuner_write_weight: _,
             high_pri_pool_ratio: _,
             index_in_block_cache: _,
             max_open_files: _,
@@ -582,6 +682,13 @@ mod tests {
             "range_filter_probe_budget",
             "block_cache_size",
             "ghost_cache_size",
+            "memory_budget",
+            "memory_write_share",
+            "memory_filter_share",
+            "memory_tuner",
+            "memory_tuner_period_ms",
+            "memory_tuner_floor",
+            "memory_tuner_write_weight",
             "high_pri_pool_ratio",
             "index_in_block_cache",
             "max_open_files",

@@ -35,6 +35,8 @@ struct LevelCounters {
 #[repr(align(64))]
 struct ReadCounters {
     gets: AtomicU64,
+    /// Range reads (iterators) opened.
+    ranges: AtomicU64,
     memtable_hits: AtomicU64,
     /// Bounded range reads by size in projection values (`tuning::rosetta::size_bucket`):
     /// what the range filters of new tables are laid out for.
@@ -45,6 +47,7 @@ impl Default for ReadCounters {
     fn default() -> Self {
         ReadCounters {
             gets: AtomicU64::new(0),
+            ranges: AtomicU64::new(0),
             memtable_hits: AtomicU64::new(0),
             range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -56,6 +59,10 @@ impl Default for ReadCounters {
 pub struct TreeCounters {
     reads: Striped<ReadCounters>,
     flush_bytes: AtomicU64,
+    /// Memtable bytes switched (to be flushed) because write memory was full, and because the
+    /// WALs were (the memory tuner's flush causes).
+    switched_for_memory: AtomicU64,
+    switched_for_log: AtomicU64,
     levels: Box<[Striped<LevelCounters>]>,
     /// Range-filter probes per height, from sampled range reads.
     range_height_probes: [AtomicU64; HEIGHTS],
@@ -66,6 +73,8 @@ impl TreeCounters {
         TreeCounters {
             reads: Striped::default(),
             flush_bytes: AtomicU64::new(0),
+            switched_for_memory: AtomicU64::new(0),
+            switched_for_log: AtomicU64::new(0),
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -138,6 +147,12 @@ impl TreeCounters {
         self.reads.sum(|r| r.gets.load(Relaxed))
     }
 
+    /// One range read (iterator) of the tree.
+    #[inline]
+    pub fn record_range(&self, s: Stripe) {
+        self.reads.at(s).ranges.fetch_add(1, Relaxed);
+    }
+
     /// A lookup answered by a memtable.
     #[inline]
     pub fn record_memtable_hit(&self, s: Stripe) {
@@ -180,6 +195,12 @@ impl TreeCounters {
         self.flush_bytes.fetch_add(bytes, Relaxed);
     }
 
+    /// A memtable of `bytes` switched by the write controller, for the log or for memory.
+    pub fn record_switch(&self, bytes: u64, for_log: bool) {
+        let c = if for_log { &self.switched_for_log } else { &self.switched_for_memory };
+        c.fetch_add(bytes, Relaxed);
+    }
+
     /// Bytes read and written by one compaction into `output_level`.
     pub fn record_compaction(&self, output_level: usize, read: u64, written: u64) {
         self.level(Stripe::FIRST, output_level, |l| {
@@ -200,8 +221,11 @@ impl TreeCounters {
         TreeStatsSnapshot {
             name: name.to_string(),
             gets: self.reads.sum(|r| r.gets.load(Relaxed)),
+            ranges: self.reads.sum(|r| r.ranges.load(Relaxed)),
             memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
             flush_bytes: self.flush_bytes.load(Relaxed),
+            switched_for_memory: self.switched_for_memory.load(Relaxed),
+            switched_for_log: self.switched_for_log.load(Relaxed),
             levels: self
                 .levels
                 .iter()
@@ -230,6 +254,8 @@ impl TreeCounters {
 #[repr(align(64))]
 struct WriteCounters {
     user_bytes: AtomicU64,
+    /// Puts and deletes written.
+    user_ops: AtomicU64,
     wal_bytes: AtomicU64,
     slowdowns: AtomicU64,
     stops: AtomicU64,
@@ -250,6 +276,8 @@ pub struct EngineCounters {
 /// Engine-wide write and stall counters at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriteStats {
+    /// Puts and deletes written by users.
+    pub user_ops: u64,
     /// Key and value bytes written by users.
     pub user_bytes: u64,
     /// Bytes appended to WALs.
@@ -294,7 +322,8 @@ impl EngineCounters {
     }
 
     /// A write group: user bytes and WAL bytes.
-    pub fn record_user_write(&self, user_bytes: u64, wal_bytes: u64) {
+    pub fn record_user_write(&self, ops: u64, user_bytes: u64, wal_bytes: u64) {
+        self.writes.user_ops.fetch_add(ops, Relaxed);
         self.writes.user_bytes.fetch_add(user_bytes, Relaxed);
         self.writes.wal_bytes.fetch_add(wal_bytes, Relaxed);
     }
@@ -328,6 +357,7 @@ impl EngineCounters {
     pub fn writes(&self) -> WriteStats {
         let w = &self.writes;
         WriteStats {
+            user_ops: w.user_ops.load(Relaxed),
             user_bytes: w.user_bytes.load(Relaxed),
             wal_bytes: w.wal_bytes.load(Relaxed),
             slowdowns: w.slowdowns.load(Relaxed),
@@ -380,10 +410,16 @@ pub struct TreeStatsSnapshot {
     pub name: String,
     /// Point lookups.
     pub gets: u64,
+    /// Range reads (iterators) opened.
+    pub ranges: u64,
     /// Lookups answered by a memtable.
     pub memtable_hits: u64,
     /// Bytes written by flushes.
     pub flush_bytes: u64,
+    /// Memtable bytes switched for flushing because write memory was full.
+    pub switched_for_memory: u64,
+    /// ... because the WALs passed `max_wal_size` (log truncation).
+    pub switched_for_log: u64,
     /// Per level.
     pub levels: Vec<LevelStats>,
 }

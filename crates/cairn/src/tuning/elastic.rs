@@ -325,6 +325,39 @@ pub fn adjust(segs: &[Segment], p: &Params) -> Vec<Action> {
     st.actions
 }
 
+/// Filter memory's marginal value after `actions` are applied to `segs`, per unit of access
+/// frequency (`E / Σ f_s` per byte): what the best unit not loaded would save, and what the
+/// least useful loaded unit saves. The memory tuner scales them by filter probes per operation
+/// (its three-way coordinate). `(0, 0)` without segments.
+pub fn marginals(segs: &[Segment], actions: &[Action], unit_fpr: f64) -> (f64, f64) {
+    let mut k: Vec<u32> = segs.iter().map(|s| s.loaded.min(s.units)).collect();
+    for a in actions {
+        match *a {
+            Action::Load(i) => k[i] += 1,
+            Action::Unload(i) => k[i] = k[i].saturating_sub(1),
+        }
+    }
+    let total: f64 = segs.iter().map(|s| s.freq).sum();
+    if total <= 0.0 {
+        return (0.0, 0.0);
+    }
+    let fpr = |k: u32| unit_fpr.powi(k as i32);
+    let per_byte = |s: &Segment, v: f64| s.freq * v / s.unit_bytes.max(1) as f64 / total;
+    let gain = segs
+        .iter()
+        .zip(&k)
+        .filter(|(s, &k)| k < s.units)
+        .map(|(s, &k)| per_byte(s, fpr(k) - fpr(k + 1)))
+        .fold(0.0, f64::max);
+    let loss = segs
+        .iter()
+        .zip(&k)
+        .filter(|(_, &k)| k > 0)
+        .map(|(s, &k)| per_byte(s, fpr(k - 1) - fpr(k)))
+        .fold(f64::INFINITY, f64::min);
+    (gain, if loss.is_finite() { loss } else { 0.0 })
+}
+
 /// A segment as the combined mode's solver sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Demand {
@@ -395,6 +428,31 @@ mod tests {
             .zip(loaded)
             .map(|(s, &k)| s.freq * unit_fpr.powi(k as i32))
             .sum()
+    }
+
+    #[test]
+    fn marginals_of_the_next_and_the_last_unit() {
+        let seg = |freq: f64, loaded: u32| Segment {
+            freq,
+            last_access: 0,
+            accesses: 0,
+            loaded,
+            units: 2,
+            unit_bytes: 100,
+            fresh: false,
+            inherited: false,
+            target: None,
+        };
+        // fpr 0.5 per unit; frequencies 30 and 10 (total 40).
+        let segs = [seg(30.0, 1), seg(10.0, 0)];
+        let (gain, loss) = marginals(&segs, &[], 0.5);
+        // Next units: 30·(0.5−0.25) = 7.5 or 10·(1−0.5) = 5 → 7.5/100/40; last: 30·0.5 = 15.
+        assert!((gain - 7.5 / 100.0 / 40.0).abs() < 1e-12, "{gain}");
+        assert!((loss - 15.0 / 100.0 / 40.0).abs() < 1e-12, "{loss}");
+        // After loading segment 1's first unit: its next is 10·0.25 = 2.5, its last 5.
+        let (gain, loss) = marginals(&segs, &[Action::Load(1)], 0.5);
+        assert!((gain - 7.5 / 4000.0).abs() < 1e-12 && (loss - 5.0 / 4000.0).abs() < 1e-12);
+        assert_eq!(marginals(&[], &[], 0.5), (0.0, 0.0));
     }
 
     /// `adjust now= life= budget= fpr= [initial=]` with one line per segment:

@@ -158,6 +158,9 @@ pub enum WriteAction {
     Proceed {
         /// Trees whose active memtable becomes immutable.
         switch: Vec<usize>,
+        /// The one of them switched because the WALs passed `max_wal_size` (its flush is
+        /// log-triggered; the others' are memory-triggered).
+        for_log: Option<usize>,
     },
 }
 
@@ -223,6 +226,7 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
             switch.push(t);
         }
     }
+    let mut for_log = None;
     if view.wal_bytes > limits.max_wal_size {
         let no_immutable = view.trees.iter().all(|t| t.immutable_bytes == 0);
         if let Some((t, wal)) = (0..view.trees.len())
@@ -234,12 +238,13 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
             // nothing else is being flushed either.
             if wal < view.current_wal || no_immutable {
                 switch.push(t);
+                for_log = Some(t);
             }
         }
     }
     switch.sort_unstable();
     switch.dedup();
-    WriteAction::Proceed { switch }
+    WriteAction::Proceed { switch, for_log }
 }
 
 /// The tree a memory-triggered switch picks under `policy` (`None`: no active memtable holds
@@ -358,8 +363,11 @@ mod tests {
                 let action = match d.action {
                     WriteAction::Stop(r) => format!("stop {r:?}"),
                     WriteAction::Delay { rate } => format!("delay at {rate} B/s"),
-                    WriteAction::Proceed { switch } if switch.is_empty() => "proceed".into(),
-                    WriteAction::Proceed { switch } => format!("proceed, switch {switch:?}"),
+                    WriteAction::Proceed { switch, .. } if switch.is_empty() => "proceed".into(),
+                    WriteAction::Proceed { switch, for_log: None } => format!("proceed, switch {switch:?}"),
+                    WriteAction::Proceed { switch, for_log: Some(t) } => {
+                        format!("proceed, switch {switch:?} (tree {t} for the log)")
+                    }
                 };
                 match d.delay {
                     Some(s) => format!("{action}; delay state {}/{}/{}", s.rate, s.l0_files, s.pending_compaction_bytes),

@@ -1,0 +1,307 @@
+//! Memory at run time: resizing the regions (write memory, block cache, filter memory) and the
+//! memory tuner's cycle (Luo & Carey §5), which gathers one cycle's statistics, asks the pure
+//! decider (`tuning/memory.rs`) for the next sizes, applies them and keeps the history.
+//!
+//! A cycle is due every `max_wal_size` bytes of log, or every `memory_tuner_period_ms` when
+//! less was written (read-mostly load); the tuner thread checks a few times a second.
+
+use super::inner::DbInner;
+use crate::error::{Error, Result};
+use crate::memory::MemoryLimits;
+use crate::stats::{BlockKind, IoSnapshot};
+use crate::tuning::memory::{Config, Cycle, Rule, Sizes, TreeCycle, Tuner};
+use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The page the tuner counts I/O in (the paper's P).
+const PAGE: f64 = 4096.0;
+
+/// One tuning cycle as recorded in the tuner's history.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TunerRecord {
+    /// Milliseconds since the database opened.
+    pub at_ms: u64,
+    /// Operations (puts, deletes, point lookups, range reads) in the cycle.
+    pub ops: u64,
+    /// The cycle's weighted page I/O per operation (ω · writes + γ · reads).
+    pub cost: f64,
+    /// `write'(x)` and `read'(x)`, page I/O per operation per byte of write memory.
+    pub write_derivative: f64,
+    /// ...
+    pub read_derivative: f64,
+    /// `cost'(x)`.
+    pub cost_derivative: f64,
+    /// Bytes moved into write memory (negative: out of it).
+    pub write_step: i64,
+    /// Three-way tuning: the filter coordinate's derivative and step (0 without).
+    pub filter_derivative: f64,
+    /// ...
+    pub filter_step: i64,
+    /// Why the write step is what it is: `newton`, `fallback`, `small-step`, `small-gain`,
+    /// `no-data`.
+    pub rule: &'static str,
+    /// Write memory, block cache and filter memory after the step.
+    pub write: u64,
+    /// ...
+    pub cache: u64,
+    /// ...
+    pub filter: u64,
+}
+
+/// Counters at the start of a cycle.
+#[derive(Debug, Clone, Default)]
+struct Mark {
+    at: Option<Instant>,
+    wal_bytes: u64,
+    ops: u64,
+    io: IoSnapshot,
+    compaction_io: IoSnapshot,
+    flush_bytes: u64,
+    compaction_written: u64,
+    probes: u64,
+    /// Per tree: compaction bytes written, switched for memory, switched for log.
+    trees: Vec<(u64, u64, u64)>,
+}
+
+/// The tuner's state (present only with `memory_tuner`).
+#[derive(Debug)]
+pub(crate) struct MemoryTuner {
+    state: Mutex<(Tuner, Mark, Vec<TunerRecord>)>,
+    opened: Instant,
+}
+
+impl MemoryTuner {
+    pub(crate) fn new(floor: usize, write_weight: f64) -> Self {
+        let config = Config {
+            floor: floor as u64,
+            write_weight,
+            ..Config::default()
+        };
+        MemoryTuner {
+            state: Mutex::new((Tuner::new(config), Mark::default(), Vec::new())),
+            opened: Instant::now(),
+        }
+    }
+
+    pub(crate) fn history(&self) -> Vec<TunerRecord> {
+        self.state.lock().2.clone()
+    }
+}
+
+fn rule_name(r: Rule) -> &'static str {
+    match r {
+        Rule::Newton => "newton",
+        Rule::Fallback => "fallback",
+        Rule::SmallStep => "small-step",
+        Rule::SmallGain => "small-gain",
+        Rule::NoData => "no-data",
+    }
+}
+
+impl DbInner {
+    /// Moves memory between regions (`Db::resize_memory`): the write budget and memtable size
+    /// apply from the next write group, a smaller cache evicts at once, less filter memory
+    /// unloads units at once.
+    pub(crate) fn resize_memory(&self, limits: MemoryLimits) -> Result<()> {
+        let m = &self.memory;
+        let budget = limits.write_memory_budget.unwrap_or_else(|| m.write_budget());
+        let buffer = limits.write_buffer_size.unwrap_or_else(|| m.write_buffer_size());
+        if budget == 0 || buffer == 0 || buffer > budget {
+            return Err(Error::InvalidArgument(format!(
+                "write_buffer_size {buffer} must be between 1 and write_memory_budget {budget}"
+            )));
+        }
+        m.write.set_capacity(budget);
+        m.write_buffer_size.store(buffer, Ordering::Relaxed);
+        if let Some(c) = limits.block_cache {
+            self.cache.set_capacity(c);
+        }
+        if let Some(f) = limits.filter_memory {
+            self.elastic.explicit_budget.store(f as u64, Ordering::Relaxed);
+            self.adjust_filters();
+        }
+        self.bg_cv.notify_all();
+        Ok(())
+    }
+
+    fn current_sizes(&self) -> Sizes {
+        Sizes {
+            write: self.memory.write_budget() as u64,
+            cache: self.cache.capacity() as u64,
+            filter: if self.opts.bpk_policy.is_elastic() {
+                self.elastic.explicit_budget.load(Ordering::Relaxed)
+            } else {
+                0
+            },
+        }
+    }
+
+    fn mark(&self) -> Mark {
+        let trees: Vec<_> = self.counters.trees().iter().map(|t| t.snapshot("")).collect();
+        let w = self.counters.writes();
+        let written =
+            |t: &crate::stats::TreeStatsSnapshot| t.levels.iter().map(|l| l.compaction_bytes_written).sum::<u64>();
+        Mark {
+            at: Some(Instant::now()),
+            wal_bytes: w.wal_bytes,
+            ops: w.user_ops + trees.iter().map(|t| t.gets + t.ranges).sum::<u64>(),
+            io: self.io.snapshot(),
+            compaction_io: self.compaction_io.snapshot(),
+            flush_bytes: trees.iter().map(|t| t.flush_bytes).sum(),
+            compaction_written: trees.iter().map(written).sum(),
+            probes: trees.iter().flat_map(|t| t.levels.iter().map(|l| l.probes)).sum(),
+            trees: trees
+                .iter()
+                .map(|t| (written(t), t.switched_for_memory, t.switched_for_log))
+                .collect(),
+        }
+    }
+
+    /// Whether a tuning cycle is due: `max_wal_size` of log, or the timer.
+    pub(crate) fn tuning_due(&self) -> bool {
+        let Some(t) = &self.tuner else {
+            return false;
+        };
+        let state = t.state.lock();
+        let mark = &state.1;
+        let Some(at) = mark.at else {
+            return true;
+        };
+        let wal = self.counters.writes().wal_bytes;
+        wal.saturating_sub(mark.wal_bytes) >= self.opts.max_wal_size
+            || at.elapsed() >= Duration::from_millis(self.opts.memory_tuner_period_ms)
+    }
+
+    /// One tuning cycle now: the statistics since the last one, the decider's step, the new
+    /// sizes applied. `None` without a tuner, or at the first call (which only starts the
+    /// first cycle), or when no operation ran.
+    pub(crate) fn tune_memory(&self) -> Option<TunerRecord> {
+        let tuner = self.tuner.as_ref()?;
+        let now = self.mark();
+        let mut state = tuner.state.lock();
+        let (t, last, history) = &mut *state;
+        if last.at.is_none() {
+            *last = now;
+            return None;
+        }
+        let ops = now.ops.saturating_sub(last.ops);
+        if ops == 0 {
+            last.at = now.at;
+            return None;
+        }
+        let cycle = self.cycle(last, &now, ops as f64);
+        let sizes = self.current_sizes();
+        let step = t.step(sizes, &cycle);
+        let next = step.sizes;
+        let limits = MemoryLimits {
+            write_memory_budget: Some(next.write as usize),
+            write_buffer_size: Some((next.write as usize / 2).max(1)),
+            block_cache: Some(next.cache as usize),
+            filter_memory: (sizes.filter > 0 || next.filter > 0).then_some(next.filter as usize),
+        };
+        if let Err(e) = self.resize_memory(limits) {
+            tracing::warn!(error = %e, "memory tuner step not applied");
+        }
+        let record = TunerRecord {
+            at_ms: tuner.opened.elapsed().as_millis() as u64,
+            ops,
+            cost: cycle.cost,
+            write_derivative: step.write_derivative,
+            read_derivative: step.read_derivative,
+            cost_derivative: step.write.derivative,
+            write_step: step.write.step,
+            filter_derivative: step.filter.map_or(0.0, |f| f.derivative),
+            filter_step: step.filter.map_or(0, |f| f.step),
+            rule: rule_name(step.write.rule),
+            write: next.write,
+            cache: next.cache,
+            filter: next.filter,
+        };
+        history.push(record);
+        *last = now;
+        Some(record)
+    }
+
+    /// The decider's view of the interval between two marks.
+    fn cycle(&self, a: &Mark, b: &Mark, ops: f64) -> Cycle {
+        let w = self.opts.memory_tuner_write_weight;
+        let kinds = |s: &IoSnapshot, f: fn(&crate::stats::KindSnapshot) -> u64| -> u64 {
+            BlockKind::ALL.iter().map(|&k| f(&s.kind(k))).sum()
+        };
+        let reads = |s: &IoSnapshot| kinds(s, |k| k.reads);
+        let ghost = |s: &IoSnapshot| kinds(s, |k| k.ghost_hits);
+        let user_reads = reads(&b.io) - reads(&a.io);
+        let merge_reads = reads(&b.compaction_io) - reads(&a.compaction_io);
+        let written = (b.flush_bytes - a.flush_bytes + b.compaction_written - a.compaction_written) as f64 / PAGE;
+        let (mems, levels) = {
+            let st = self.state.lock();
+            let mems: Vec<f64> = st.mems.iter().map(|m| m.bytes() as f64).collect();
+            let levels: Vec<f64> = st
+                .version()
+                .trees
+                .iter()
+                .map(|t| t.level_bytes(t.deepest_nonempty()) as f64)
+                .collect();
+            (mems, levels)
+        };
+        let total_mem: f64 = mems.iter().sum();
+        let trees = b
+            .trees
+            .iter()
+            .enumerate()
+            .map(|(i, &(comp, mem, log))| {
+                let (c0, m0, l0) = a.trees.get(i).copied().unwrap_or_default();
+                TreeCycle {
+                    merge: (comp - c0) as f64 / PAGE / ops,
+                    last_level_bytes: levels.get(i).copied().unwrap_or(0.0),
+                    memory_share: if total_mem > 0.0 {
+                        mems.get(i).copied().unwrap_or(0.0) / total_mem
+                    } else {
+                        1.0 / b.trees.len().max(1) as f64
+                    },
+                    flushed_for_memory: (mem - m0) as f64,
+                    flushed_for_log: (log - l0) as f64,
+                }
+            })
+            .collect();
+        let (gain, loss) = if self.opts.bpk_policy.is_elastic() {
+            let (g, l) = *self.elastic.marginals.lock();
+            let probes = (b.probes - a.probes) as f64 / ops;
+            (Some(g * probes), Some(l * probes))
+        } else {
+            (None, None)
+        };
+        Cycle {
+            trees,
+            saved_query: (ghost(&b.io) - ghost(&a.io)) as f64 / ops,
+            saved_merge: (ghost(&b.compaction_io) - ghost(&a.compaction_io)) as f64 / ops,
+            sim_bytes: self.ghost.as_ref().map_or(0.0, |(g, _)| g.capacity() as f64),
+            merge_reads: merge_reads as f64 / ops,
+            cost: (w * written + (user_reads + merge_reads) as f64) / ops,
+            filter_benefit: gain,
+            filter_loss: loss,
+        }
+    }
+}
+
+/// The tuner thread: checks a few times a second whether a cycle is due.
+pub(super) fn tuner_loop(inner: Arc<DbInner>) {
+    let tick = Duration::from_millis(inner.opts.memory_tuner_period_ms.clamp(1, 250));
+    loop {
+        {
+            let mut st = inner.state.lock();
+            if inner.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            inner.bg_cv.wait_for(&mut st, tick);
+            if inner.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+        }
+        if inner.tuning_due() && !inner.poisoned.load(Ordering::Acquire) {
+            inner.tune_memory();
+        }
+    }
+}
