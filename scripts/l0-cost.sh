@@ -20,7 +20,7 @@ for setup in "cached --cache_size=1073741824" "direct --cache_size=8388608 --use
     # shellcheck disable=SC2086
     ./target/release/db_bench --benchmarks=fillrandom,flush,readmissing,readrandom --num=$num --reads=200000 \
       --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none --seed=1 \
-      --write_buffer_size=$((num * entry / n + 1024)) --memory_budget=$((num * entry * 2)) \
+      --write_buffer_size=$((num * entry / n + 1024)) --db_write_buffer_size=$((num * entry * 2)) \
       --level0_file_num_compaction_trigger=1000 --level0_slowdown_writes_trigger=1000 \
       --level0_stop_writes_trigger=1000 $flags --db="$out/db" --json "$out/$name-$n.json" > /dev/null
   done

@@ -52,10 +52,41 @@ pub struct EngineArgs {
     /// Target size of compaction outputs in bytes.
     #[arg(long, default_value_t = 64 << 20)]
     pub target_file_size_base: u64,
-    /// Write memory over all memtables (default 2 × write_buffer_size, db_bench's
-    /// max_write_buffer_number = 2).
+    /// Write memory over all memtables (RocksDB's `db_write_buffer_size`; default 2 ×
+    /// write_buffer_size, db_bench's max_write_buffer_number = 2).
+    #[arg(long)]
+    pub db_write_buffer_size: Option<usize>,
+    /// One memory budget for write memory, block cache (with index and filter blocks) and
+    /// filter memory (cairn: `memory_budget`, overriding --cache_size, --write_buffer_size and
+    /// --db_write_buffer_size; RocksDB: its static split, 2 × --write_buffer_size of write
+    /// buffers and the rest block cache with index and filter blocks charged to it).
     #[arg(long)]
     pub memory_budget: Option<usize>,
+    /// Write memory's starting share of --memory_budget (cairn only; default its own, 0.25).
+    #[arg(long)]
+    pub memory_write_share: Option<f64>,
+    /// Run cairn's memory tuner (needs --memory_budget).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
+    pub memory_tuner: bool,
+    /// The tuner's timer cycle in milliseconds (cairn only; default its own, 10 000).
+    #[arg(long)]
+    pub memory_tuner_period_ms: Option<u64>,
+    /// The least bytes any region keeps under the tuner (cairn only; default 32 MiB).
+    #[arg(long)]
+    pub memory_tuner_floor: Option<usize>,
+    /// The tuner's write weight ω (cairn only; default 1).
+    #[arg(long)]
+    pub memory_tuner_write_weight: Option<f64>,
+    /// Simulated bytes of the ghost cache (cairn only; default 0, or 128 MiB with the tuner).
+    #[arg(long)]
+    pub ghost_cache_size: Option<usize>,
+    /// WAL bytes after which the oldest data is flushed (RocksDB's `max_total_wal_size`; the
+    /// tuner's log cycle; default each engine's own).
+    #[arg(long)]
+    pub max_total_wal_size: Option<u64>,
+    /// max-memory | min-lsn | optimal: which tree a memory-triggered flush picks (cairn only).
+    #[arg(long, default_value = "max-memory")]
+    pub flush_policy: String,
     /// leveling | garnering (cairn only).
     #[arg(long, default_value = "leveling")]
     pub merge_policy: String,
@@ -130,7 +161,7 @@ impl EngineArgs {
 
     /// Write memory for all memtables.
     pub fn memory(&self) -> usize {
-        self.memory_budget.unwrap_or(2 * self.write_buffer_size)
+        self.db_write_buffer_size.unwrap_or(2 * self.write_buffer_size)
     }
 }
 
@@ -197,6 +228,29 @@ pub trait Engine: Send + Sync {
     fn as_cairn(&self) -> Option<&cairn::Db> {
         None
     }
+    /// Makes `n` trees available to [`put_in`](Self::put_in) and [`get_in`](Self::get_in)
+    /// (tree 0 is the default one).
+    fn open_trees(&self, n: usize) -> EResult<()> {
+        if n <= 1 {
+            Ok(())
+        } else {
+            Err(format!("--num_trees={n}: the {} adapter has one tree", self.name()).into())
+        }
+    }
+    /// [`put`](Self::put) into tree `tree`.
+    fn put_in(&self, tree: usize, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
+        match tree {
+            0 => self.put(key, value, sync),
+            _ => Err("multiple trees are not open".into()),
+        }
+    }
+    /// [`get`](Self::get) from tree `tree`.
+    fn get_in(&self, tree: usize, key: &[u8]) -> EResult<Option<usize>> {
+        match tree {
+            0 => self.get(key),
+            _ => Err("multiple trees are not open".into()),
+        }
+    }
 }
 
 /// Counts up to `limit` entries, and their key + value bytes, from an engine's iterator of
@@ -245,6 +299,8 @@ pub fn open(args: &EngineArgs, dir: &Path) -> EResult<Box<dyn Engine>> {
 #[derive(Debug)]
 pub struct CairnEngine {
     db: cairn::Db,
+    /// Trees `t1..` of a multi-tree benchmark (tree 0 is the default tree).
+    trees: std::sync::OnceLock<Vec<cairn::Tree>>,
 }
 
 impl CairnEngine {
@@ -290,10 +346,22 @@ impl CairnEngine {
             l0_compaction_trigger: a.level0_file_num_compaction_trigger,
             target_file_size: a.target_file_size_base,
             merge_policy,
+            flush_policy: cairn::FlushPolicy::parse(&a.flush_policy).ok_or_else(|| {
+                format!("--flush_policy={}: expected max-memory, min-lsn or optimal", a.flush_policy)
+            })?,
+            memory_budget: a.memory_budget.unwrap_or(0),
+            memory_write_share: a.memory_write_share.unwrap_or(d.memory_write_share),
+            memory_tuner: a.memory_tuner,
+            memory_tuner_period_ms: a.memory_tuner_period_ms.unwrap_or(d.memory_tuner_period_ms),
+            memory_tuner_floor: a.memory_tuner_floor.unwrap_or(d.memory_tuner_floor),
+            memory_tuner_write_weight: a.memory_tuner_write_weight.unwrap_or(d.memory_tuner_write_weight),
+            ghost_cache_size: a.ghost_cache_size.unwrap_or(d.ghost_cache_size),
+            max_wal_size: a.max_total_wal_size.unwrap_or(d.max_wal_size),
             ..cairn::Options::default()
         };
         Ok(CairnEngine {
             db: cairn::Db::open(dir, opts)?,
+            trees: std::sync::OnceLock::new(),
         })
     }
 }
@@ -396,6 +464,45 @@ impl Engine for CairnEngine {
 
     fn as_cairn(&self) -> Option<&cairn::Db> {
         Some(&self.db)
+    }
+
+    fn open_trees(&self, n: usize) -> EResult<()> {
+        let trees = (1..n).map(|i| self.db.tree(&format!("t{i}"))).collect::<Result<Vec<_>, _>>()?;
+        self.trees
+            .set(trees)
+            .map_err(|_| EngineError::from("trees are already open"))
+    }
+
+    fn put_in(&self, tree: usize, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
+        if tree == 0 {
+            return self.put(key, value, sync);
+        }
+        let t = self
+            .trees
+            .get()
+            .and_then(|ts| ts.get(tree - 1))
+            .ok_or("no such tree")?;
+        let mut b = cairn::WriteBatch::new();
+        b.put_in(t, key, value);
+        Ok(self.db.write(
+            b,
+            &cairn::WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )?)
+    }
+
+    fn get_in(&self, tree: usize, key: &[u8]) -> EResult<Option<usize>> {
+        if tree == 0 {
+            return self.get(key);
+        }
+        let t = self
+            .trees
+            .get()
+            .and_then(|ts| ts.get(tree - 1))
+            .ok_or("no such tree")?;
+        Ok(t.get(key)?.map(|v| v.len()))
     }
 
     fn block_reads(&self) -> Option<BlockReads> {

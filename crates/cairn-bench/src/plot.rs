@@ -138,3 +138,53 @@ pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> R
     }
     root.present().map_err(|e| err(&e))
 }
+
+/// Draws the memory tuner's trajectories: write memory (and filter memory, when tuned) in MiB
+/// (top) and the cycles' I/O per operation (bottom) over time, one line per named series.
+///
+/// # Errors
+/// Drawing errors, as text.
+pub fn tuner(path: &Path, title: &str, series: &[(String, Vec<crate::report::TunerPoint>)]) -> Result<(), String> {
+    register_font()?;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (top, bottom) = root.split_vertically(360);
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let points = series.iter().flat_map(|(_, s)| s.iter());
+    let t_max = points.clone().map(|p| p.t_secs).fold(1.0f64, f64::max);
+    let m_max = points.clone().map(|p| mib(p.write.max(p.filter))).fold(1.0f64, f64::max) * 1.1;
+    let c_max = points.map(|p| p.cost).fold(0.01f64, f64::max) * 1.1;
+    for (area, y_max, y_desc, is_memory) in [
+        (&top, m_max, "write memory MiB (dashed: filters)", true),
+        (&bottom, c_max, "page I/O per operation", false),
+    ] {
+        let mut ch = ChartBuilder::on(area)
+            .caption(if is_memory { title.to_string() } else { String::new() }, ("sans-serif", 20))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+            .map_err(|e| err(&e))?;
+        ch.configure_mesh()
+            .x_desc("seconds")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let line: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|p| (p.t_secs, if is_memory { mib(p.write) } else { p.cost }))
+                .collect();
+            marked_line(&mut ch, line, color.stroke_width(2), name.clone())?;
+            if is_memory && pts.iter().any(|p| p.filter > 0) {
+                let f: Vec<(f64, f64)> = pts.iter().map(|p| (p.t_secs, mib(p.filter))).collect();
+                ch.draw_series(DashedLineSeries::new(f, 6, 4, color.stroke_width(1)))
+                    .map_err(|e| err(&e))?;
+            }
+        }
+        legend(&mut ch, SeriesLabelPosition::UpperRight)?;
+    }
+    root.present().map_err(|e| err(&e))
+}

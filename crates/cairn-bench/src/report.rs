@@ -424,6 +424,60 @@ pub struct RunReport {
     /// Compaction debt sampled over the whole run.
     #[serde(default)]
     pub timeline: Vec<crate::timeline::Sample>,
+    /// cairn's memory-tuner cycles over the run (`--memory_tuner=1`).
+    #[serde(default)]
+    pub tuner: Vec<TunerPoint>,
+}
+
+/// One memory-tuner cycle (cairn's `TunerRecord`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TunerPoint {
+    /// Seconds since the database opened.
+    pub t_secs: f64,
+    /// Operations in the cycle.
+    pub ops: u64,
+    /// Weighted page I/O per operation in the cycle.
+    pub cost: f64,
+    /// write'(x), read'(x), cost'(x).
+    pub write_derivative: f64,
+    /// ...
+    pub read_derivative: f64,
+    /// ...
+    pub cost_derivative: f64,
+    /// Bytes moved into write memory.
+    pub write_step: i64,
+    /// Three-way: the filter coordinate's derivative and step.
+    pub filter_derivative: f64,
+    /// ...
+    pub filter_step: i64,
+    /// Why the step is what it is.
+    pub rule: String,
+    /// Region sizes after the step, bytes.
+    pub write: u64,
+    /// ...
+    pub cache: u64,
+    /// ...
+    pub filter: u64,
+}
+
+impl From<&cairn::TunerRecord> for TunerPoint {
+    fn from(r: &cairn::TunerRecord) -> Self {
+        TunerPoint {
+            t_secs: r.at_ms as f64 / 1000.0,
+            ops: r.ops,
+            cost: r.cost,
+            write_derivative: r.write_derivative,
+            read_derivative: r.read_derivative,
+            cost_derivative: r.cost_derivative,
+            write_step: r.write_step,
+            filter_derivative: r.filter_derivative,
+            filter_step: r.filter_step,
+            rule: r.rule.to_string(),
+            write: r.write,
+            cache: r.cache,
+            filter: r.filter,
+        }
+    }
 }
 
 impl RunReport {

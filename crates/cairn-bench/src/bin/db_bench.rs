@@ -100,6 +100,17 @@ struct Args {
     /// Draw L0 files and pending compaction bytes over the run into this PNG (our flag).
     #[arg(long)]
     timeline_png: Option<PathBuf>,
+    /// Draw cairn's memory-tuner trajectory (write memory, I/O per operation) into this PNG
+    /// (our flag; with --memory_tuner=1).
+    #[arg(long)]
+    tuner_png: Option<PathBuf>,
+    /// Trees (column families) the writes and lookups spread over (our flag; cairn only).
+    #[arg(long, default_value_t = 1)]
+    num_trees: usize,
+    /// `X-Y`: X% of the operations go to the first Y% of the trees, uniformly within each
+    /// group (our flag; the paper's hotspot distribution; default: uniform over the trees).
+    #[arg(long)]
+    tree_skew: Option<String>,
     /// Seconds between samples of the compaction debt (our flag).
     #[arg(long, default_value_t = 0.25)]
     timeline_every: f64,
@@ -167,6 +178,8 @@ struct Bench<'a> {
     windows: std::sync::Mutex<Vec<WindowSample>>,
     /// When the running phase started.
     phase_start: std::sync::Mutex<Instant>,
+    /// `--tree_skew`: (share of operations to the hot trees, hot trees).
+    skew: Option<(f64, usize)>,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -184,6 +197,17 @@ fn progress(name: &str, total: u64) -> ProgressBar {
 }
 
 impl Bench<'_> {
+    /// The tree an operation goes to (`--num_trees`, `--tree_skew`).
+    fn pick_tree(&self, rng: &mut StdRng) -> usize {
+        let n = self.args.num_trees.max(1);
+        match self.skew {
+            _ if n == 1 => 0,
+            Some((share, hot)) if rng.gen_bool(share) => rng.gen_range(0..hot),
+            Some((_, hot)) => rng.gen_range(hot..n),
+            None => rng.gen_range(0..n),
+        }
+    }
+
     /// The key value written for key number `k`.
     fn stride(&self, k: u64) -> u64 {
         k.wrapping_mul(self.args.key_stride)
@@ -353,7 +377,10 @@ impl Bench<'_> {
                     };
                     db_bench_key(self.stride(k), a.key_size, &mut key);
                     let value = values.next(a.value_size);
-                    t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
+                    let tree = self.pick_tree(rng);
+                    t.lat
+                        .time(|| db.put_in(tree, &key, value, a.sync))
+                        .unwrap_or_else(|e| fail(e));
                     t.ops += 1;
                     t.bytes += (a.key_size + a.value_size) as u64;
                     if i % 1024 == 1023 {
@@ -400,7 +427,8 @@ impl Bench<'_> {
         } else {
             db_bench_key(k, key_size, key);
         }
-        if let Some(len) = t.get_lat.time(|| self.db.get(key)).unwrap_or_else(|e| fail(e)) {
+        let tree = self.pick_tree(rng);
+        if let Some(len) = t.get_lat.time(|| self.db.get_in(tree, key)).unwrap_or_else(|e| fail(e)) {
             t.found += 1;
             t.bytes += (key.len() + len) as u64;
         }
@@ -441,12 +469,12 @@ impl Bench<'_> {
     /// RocksDB's readrandomwriterandom: each operation a lookup with probability
     /// `--readwritepercent`, otherwise a write of a random key (same key choice, so lookups and
     /// writes share the skew).
-    fn read_random_write_random(&self, name: &str) -> Phase {
+    fn read_random_write_random(&self, name: &str, readwritepercent: u32) -> Phase {
         let n = self.reads();
         let ks = self.key_size(name);
         let a = self.args;
         let db = self.db;
-        let pct = f64::from(a.readwritepercent.min(100)) / 100.0;
+        let pct = f64::from(readwritepercent.min(100)) / 100.0;
         self.phase(
             name,
             n,
@@ -458,7 +486,10 @@ impl Bench<'_> {
                     } else {
                         db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, &mut key);
                         let value = values.next(a.value_size);
-                        t.lat.time(|| db.put(&key, value, a.sync)).unwrap_or_else(|e| fail(e));
+                        let tree = self.pick_tree(rng);
+                        t.lat
+                            .time(|| db.put_in(tree, &key, value, a.sync))
+                            .unwrap_or_else(|e| fail(e));
                         t.ops += 1;
                         t.bytes += (a.key_size + a.value_size) as u64;
                     }
@@ -626,6 +657,13 @@ impl Bench<'_> {
 /// prints.
 fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
     let db = b.db;
+    // `readrandomwriterandom:P`: this phase's share of lookups (a workload that changes phase).
+    if let Some(pct) = name.strip_prefix("readrandomwriterandom:") {
+        let pct = pct
+            .parse()
+            .unwrap_or_else(|_| fail(format!("{name}: expected readrandomwriterandom:PERCENT")));
+        return vec![b.read_random_write_random(name, pct)];
+    }
     vec![match name {
         "rangerandom" => return b.range_random(name, b.args.empty_ratio),
         "rangenonempty" => return b.range_random(name, 0.0),
@@ -633,7 +671,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "fillrandom" | "overwrite" => b.fill(name, false),
         "readrandom" | "readmissing" => b.read_random(name, false),
         "readwhilewriting" => b.read_random(name, true),
-        "readrandomwriterandom" => b.read_random_write_random(name),
+        "readrandomwriterandom" => b.read_random_write_random(name, b.args.readwritepercent),
         "readseq" => b.read_seq(name, false),
         "readreverse" => b.read_seq(name, true),
         "seekrandom" => b.seek_random(),
@@ -676,7 +714,18 @@ fn main() {
         ));
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
+    let skew = args.tree_skew.as_deref().map(|s| {
+        let bad = || -> ! { fail(format!("--tree_skew={s}: expected X-Y with X, Y in [0, 100], e.g. 80-20, and --num_trees ≥ 2")) };
+        let (x, y) = s.split_once('-').unwrap_or((s, ""));
+        let (x, y) = (x.parse::<f64>().unwrap_or_else(|_| bad()), y.parse::<f64>().unwrap_or_else(|_| bad()));
+        if !(0.0..=100.0).contains(&x) || !(0.0..=100.0).contains(&y) || args.num_trees < 2 {
+            bad();
+        }
+        let hot = ((args.num_trees as f64 * y / 100.0).round() as usize).clamp(1, args.num_trees - 1);
+        (x / 100.0, hot)
+    });
     let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
+    db.open_trees(args.num_trees).unwrap_or_else(|e| fail(e));
     println!(
         "{} db_bench: {} keys of {} B, values of {} B, {} threads, keys {}, db {}",
         db.name(),
@@ -696,6 +745,7 @@ fn main() {
         phase_lookups: std::sync::atomic::AtomicU64::new(0),
         windows: std::sync::Mutex::new(Vec::new()),
         phase_start: std::sync::Mutex::new(Instant::now()),
+        skew,
     };
     let mut report = RunReport {
         tool: "db_bench".into(),
@@ -727,6 +777,24 @@ fn main() {
         let title = format!("{} db_bench {}: compaction debt", db.name(), args.benchmarks);
         plot::timeline(png, &title, &[(db.name().to_string(), report.timeline.clone())])
             .unwrap_or_else(|e| fail(format!("--timeline_png {}: {e}", png.display())));
+    }
+    if let Some(c) = db.as_cairn() {
+        report.tuner = c.tuner_history().iter().map(Into::into).collect();
+        if let Some(r) = report.tuner.last() {
+            println!(
+                "cairn memory tuner: {} cycles; last: write {} MiB, cache {} MiB, filters {} MiB, {:.4} I/O per op",
+                report.tuner.len(),
+                r.write >> 20,
+                r.cache >> 20,
+                r.filter >> 20,
+                r.cost
+            );
+        }
+    }
+    if let Some(png) = &args.tuner_png {
+        let title = format!("{} db_bench {}: memory tuner", db.name(), args.benchmarks);
+        plot::tuner(png, &title, &[(db.name().to_string(), report.tuner.clone())])
+            .unwrap_or_else(|e| fail(format!("--tuner_png {}: {e}", png.display())));
     }
     report.peak_rss_bytes = peak_rss_bytes().unwrap_or(0);
     if let Some(c) = db.as_cairn() {

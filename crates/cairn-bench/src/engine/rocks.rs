@@ -19,12 +19,21 @@ impl RocksEngine {
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
         let mut table = BlockBasedOptions::default();
         table.set_block_size(a.block_size);
-        let cache = Cache::new_lru_cache(a.cache_size)?;
+        // --memory_budget: RocksDB's static split, 2 write buffers and the rest block cache with
+        // index and filter blocks charged to it (so both engines spend the same total memory).
+        let write_memory = a.memory();
+        let cache_size = match a.memory_budget {
+            Some(b) => b
+                .checked_sub(write_memory)
+                .ok_or("--memory_budget: smaller than RocksDB's write buffers")?,
+            None => a.cache_size,
+        };
+        let cache = Cache::new_lru_cache(cache_size)?;
         table.set_block_cache(&cache);
         if a.bloom_bits > 0.0 {
             table.set_bloom_filter(a.bloom_bits, false);
         }
-        if a.cache_index_and_filter_blocks {
+        if a.cache_index_and_filter_blocks || a.memory_budget.is_some() {
             // Index and filter blocks in the block cache (with high priority: RocksDB's default
             // for cache_index_and_filter_blocks_with_high_priority), L0's pinned there.
             table.set_cache_index_and_filter_blocks(true);
@@ -47,6 +56,12 @@ impl RocksEngine {
             "zstd" => DBCompressionType::Zstd,
             other => return Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
         });
+        if a.memory_tuner || a.flush_policy != "max-memory" {
+            return Err("--memory_tuner and --flush_policy are cairn's (RocksDB splits memory statically and flushes the largest memtable)".into());
+        }
+        if let Some(n) = a.max_total_wal_size {
+            o.set_max_total_wal_size(n);
+        }
         if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
             return Err("--bpk_policy, --merlin_window, --segment_size and the elastic flags are cairn's (other engines allocate uniformly)".into());
         }
