@@ -77,6 +77,12 @@ pub struct EngineArgs {
     /// The tuner's write weight ω (cairn only; default 1).
     #[arg(long)]
     pub memory_tuner_write_weight: Option<f64>,
+    /// Tune filter memory as a third region (cairn's elastic policies; default 1).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
+    pub memory_tuner_filters: bool,
+    /// Filter memory's starting share of --memory_budget (cairn's elastic policies; default 0.1).
+    #[arg(long)]
+    pub memory_filter_share: Option<f64>,
     /// Simulated bytes of the ghost cache (cairn only; default 0, or 128 MiB with the tuner).
     #[arg(long)]
     pub ghost_cache_size: Option<usize>,
@@ -355,6 +361,8 @@ impl CairnEngine {
             memory_tuner_period_ms: a.memory_tuner_period_ms.unwrap_or(d.memory_tuner_period_ms),
             memory_tuner_floor: a.memory_tuner_floor.unwrap_or(d.memory_tuner_floor),
             memory_tuner_write_weight: a.memory_tuner_write_weight.unwrap_or(d.memory_tuner_write_weight),
+            memory_tuner_filters: a.memory_tuner_filters,
+            memory_filter_share: a.memory_filter_share.unwrap_or(d.memory_filter_share),
             ghost_cache_size: a.ghost_cache_size.unwrap_or(d.ghost_cache_size),
             max_wal_size: a.max_total_wal_size.unwrap_or(d.max_wal_size),
             ..cairn::Options::default()

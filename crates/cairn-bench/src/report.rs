@@ -140,6 +140,13 @@ pub struct CairnMetrics {
     pub storage_reads: BTreeMap<String, u64>,
     /// Write amplification since open ((WAL + flush + compaction bytes) / user bytes).
     pub write_amp: f64,
+    /// Blocks read from storage during the phase, by users and by compactions (the memory
+    /// tuner's read cost).
+    #[serde(default)]
+    pub blocks_read: u64,
+    /// 4 KiB pages written by flushes and compactions during the phase (its write cost).
+    #[serde(default)]
+    pub pages_written: u64,
     /// Files and bytes per level of the default tree after the phase.
     pub levels: Vec<(usize, u64)>,
     /// Merlin's estimated empty lookups per file against the exact counts after the phase:
@@ -228,6 +235,11 @@ impl CairnMetrics {
                     estimated_empty: f.estimated_empty,
                 })
                 .collect(),
+            blocks_read: d.total_reads() + (after.compaction_io - before.compaction_io).total_reads(),
+            pages_written: (after.flush_bytes_written + after.compaction_bytes_written
+                - before.flush_bytes_written
+                - before.compaction_bytes_written)
+                / 4096,
             data_reads_per_lookup: per(d.kind(BlockKind::Data).reads),
             unnecessary_data_reads_per_lookup: per(delta(|l| l.unnecessary_data_reads)),
             filter_fpr: fps as f64 / (negatives + fps).max(1) as f64,

@@ -266,7 +266,7 @@ impl DbInner {
                 }
             })
             .collect();
-        let (gain, loss) = if self.opts.bpk_policy.is_elastic() {
+        let (gain, loss) = if self.opts.bpk_policy.is_elastic() && self.opts.memory_tuner_filters {
             let (g, l) = *self.elastic.marginals.lock();
             let probes = (b.probes - a.probes) as f64 / ops;
             (Some(g * probes), Some(l * probes))

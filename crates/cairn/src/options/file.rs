@@ -63,6 +63,7 @@ impl Options {
             memory_tuner_period_ms,
             memory_tuner_floor,
             memory_tuner_write_weight,
+            memory_tuner_filters,
             high_pri_pool_ratio,
             index_in_block_cache,
             max_open_files,
@@ -207,6 +208,7 @@ impl Options {
         m.insert("memory_tuner_period_ms", self.memory_tuner_period_ms.to_string());
         m.insert("memory_tuner_floor", self.memory_tuner_floor.to_string());
         m.insert("memory_tuner_write_weight", self.memory_tuner_write_weight.to_string());
+        m.insert("memory_tuner_filters", self.memory_tuner_filters.to_string());
         m.insert("high_pri_pool_ratio", self.high_pri_pool_ratio.to_string());
         m.insert("index_in_block_cache", self.index_in_block_cache.to_string());
         m.insert("max_open_files", self.max_open_files.to_string());

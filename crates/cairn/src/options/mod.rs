@@ -219,6 +219,9 @@ pub struct Options {
     /// ω: the weight of a page write against a page read in the tuner's cost (default 1; the
     /// paper uses 2 on SSDs whose writes cost twice their reads).
     pub memory_tuner_write_weight: f64,
+    /// Tune filter memory too, as a third region (★ ours; default true; only the elastic
+    /// policies have a filter region to tune): false keeps its starting share.
+    pub memory_tuner_filters: bool,
     /// A block cache to share between databases.
     pub block_cache: Option<Arc<BlockCache>>,
     /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
@@ -331,6 +334,7 @@ impl Default for Options {
             memory_tuner_period_ms: 10_000,
             memory_tuner_floor: 32 << 20,
             memory_tuner_write_weight: 1.0,
+            memory_tuner_filters: true,
             block_cache: None,
             high_pri_pool_ratio: 0.5,
             index_in_block_cache: false,
@@ -631,6 +635,7 @@ mod tests {
             memory_tuner_period_ms: _,
             memory_tuner_floor: _,
             memory_tuner_write_weight: _,
+            memory_tuner_filters: _,
             high_pri_pool_ratio: _,
             index_in_block_cache: _,
             max_open_files: _,
@@ -689,6 +694,7 @@ mod tests {
             "memory_tuner_period_ms",
             "memory_tuner_floor",
             "memory_tuner_write_weight",
+            "memory_tuner_filters",
             "high_pri_pool_ratio",
             "index_in_block_cache",
             "max_open_files",
