@@ -353,7 +353,10 @@ impl CairnEngine {
             target_file_size: a.target_file_size_base,
             merge_policy,
             flush_policy: cairn::FlushPolicy::parse(&a.flush_policy).ok_or_else(|| {
-                format!("--flush_policy={}: expected max-memory, min-lsn or optimal", a.flush_policy)
+                format!(
+                    "--flush_policy={}: expected max-memory, min-lsn or optimal",
+                    a.flush_policy
+                )
             })?,
             memory_budget: a.memory_budget.unwrap_or(0),
             memory_write_share: a.memory_write_share.unwrap_or(d.memory_write_share),
@@ -475,7 +478,9 @@ impl Engine for CairnEngine {
     }
 
     fn open_trees(&self, n: usize) -> EResult<()> {
-        let trees = (1..n).map(|i| self.db.tree(&format!("t{i}"))).collect::<Result<Vec<_>, _>>()?;
+        let trees = (1..n)
+            .map(|i| self.db.tree(&format!("t{i}")))
+            .collect::<Result<Vec<_>, _>>()?;
         self.trees
             .set(trees)
             .map_err(|_| EngineError::from("trees are already open"))
@@ -485,11 +490,7 @@ impl Engine for CairnEngine {
         if tree == 0 {
             return self.put(key, value, sync);
         }
-        let t = self
-            .trees
-            .get()
-            .and_then(|ts| ts.get(tree - 1))
-            .ok_or("no such tree")?;
+        let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
         let mut b = cairn::WriteBatch::new();
         b.put_in(t, key, value);
         Ok(self.db.write(
@@ -505,11 +506,7 @@ impl Engine for CairnEngine {
         if tree == 0 {
             return self.get(key);
         }
-        let t = self
-            .trees
-            .get()
-            .and_then(|ts| ts.get(tree - 1))
-            .ok_or("no such tree")?;
+        let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
         Ok(t.get(key)?.map(|v| v.len()))
     }
 

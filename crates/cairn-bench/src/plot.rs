@@ -153,14 +153,21 @@ pub fn tuner(path: &Path, title: &str, series: &[(String, Vec<crate::report::Tun
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let points = series.iter().flat_map(|(_, s)| s.iter());
     let t_max = points.clone().map(|p| p.t_secs).fold(1.0f64, f64::max);
-    let m_max = points.clone().map(|p| mib(p.write.max(p.filter))).fold(1.0f64, f64::max) * 1.1;
+    let m_max = points
+        .clone()
+        .map(|p| mib(p.write.max(p.filter)))
+        .fold(1.0f64, f64::max)
+        * 1.1;
     let c_max = points.map(|p| p.cost).fold(0.01f64, f64::max) * 1.1;
     for (area, y_max, y_desc, is_memory) in [
         (&top, m_max, "write memory MiB (dashed: filters)", true),
         (&bottom, c_max, "page I/O per operation", false),
     ] {
         let mut ch = ChartBuilder::on(area)
-            .caption(if is_memory { title.to_string() } else { String::new() }, ("sans-serif", 20))
+            .caption(
+                if is_memory { title.to_string() } else { String::new() },
+                ("sans-serif", 20),
+            )
             .margin(10)
             .x_label_area_size(30)
             .y_label_area_size(60)

@@ -715,9 +715,16 @@ fn main() {
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
     let skew = args.tree_skew.as_deref().map(|s| {
-        let bad = || -> ! { fail(format!("--tree_skew={s}: expected X-Y with X, Y in [0, 100], e.g. 80-20, and --num_trees ≥ 2")) };
+        let bad = || -> ! {
+            fail(format!(
+                "--tree_skew={s}: expected X-Y with X, Y in [0, 100], e.g. 80-20, and --num_trees ≥ 2"
+            ))
+        };
         let (x, y) = s.split_once('-').unwrap_or((s, ""));
-        let (x, y) = (x.parse::<f64>().unwrap_or_else(|_| bad()), y.parse::<f64>().unwrap_or_else(|_| bad()));
+        let (x, y) = (
+            x.parse::<f64>().unwrap_or_else(|_| bad()),
+            y.parse::<f64>().unwrap_or_else(|_| bad()),
+        );
         if !(0.0..=100.0).contains(&x) || !(0.0..=100.0).contains(&y) || args.num_trees < 2 {
             bad();
         }

@@ -74,7 +74,7 @@ struct Row {
     /// Peak resident memory of the run's process.
     peak_rss_mb: u64,
     tuner_cycles: usize,
-    #[serde(skip)]
+    /// Every tuner cycle of the run.
     tuner: Vec<TunerPoint>,
 }
 
@@ -102,14 +102,18 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn io_per_op(p: &Phase) -> f64 {
-    p.cairn
-        .as_ref()
-        .map_or(f64::NAN, |c| (c.blocks_read + c.pages_written) as f64 / p.ops.max(1) as f64)
+    p.cairn.as_ref().map_or(f64::NAN, |c| {
+        (c.blocks_read + c.pages_written) as f64 / p.ops.max(1) as f64
+    })
 }
 
 /// The row of a run whose last phase is the measured one.
 fn row(experiment: &str, config: &str, start: f64, budget: usize, r: &RunReport) -> Row {
-    let p = r.phases.last().cloned().unwrap_or_else(|| fail("a run reported no phase"));
+    let p = r
+        .phases
+        .last()
+        .cloned()
+        .unwrap_or_else(|| fail("a run reported no phase"));
     let end = r.tuner.last().map_or(start, |t| t.write as f64 / budget as f64 * 100.0);
     Row {
         experiment: experiment.into(),
@@ -204,22 +208,22 @@ fn sweep(c: &Ctx, rows: &mut Vec<Row>, engine_cmp: bool) {
             break;
         }
     }
+    let rocks = vec![
+        "--engine=rocksdb".to_string(),
+        format!("--memory_budget={}", c.a.budget),
+        format!("--write_buffer_size={}", c.a.budget / 8),
+        "--statistics=1".into(),
+    ];
+    let rocks_base = c.a.out.join("base-rocksdb");
     if engine_cmp {
-        runs.push((
-            "rocksdb static (25% write buffers)".into(),
-            25.0,
-            vec![
-                "--engine=rocksdb".into(),
-                format!("--memory_budget={}", c.a.budget),
-                format!("--write_buffer_size={}", c.a.budget / 8),
-                "--statistics=1".into(),
-            ],
-        ));
+        c.load(&rocks_base, &rocks);
+        runs.push(("rocksdb static (25% write buffers)".into(), 25.0, rocks.clone()));
     }
     let experiment = if engine_cmp { "rocksdb" } else { "sweep" };
     for (name, share, mut f) in runs {
+        let from = if f == rocks { &rocks_base } else { &base };
         f.extend(mixed(50, c.a.ops));
-        let r = c.run_on(&base, &f);
+        let r = c.run_on(from, &f);
         let row = row(experiment, &name, share, c.a.budget, &r);
         println!(
             "{experiment} {name}: {:.0} ops/s, {:.4} I/O per op, write memory {:.0}% at the end",
@@ -264,13 +268,19 @@ fn trees(c: &Ctx, rows: &mut Vec<Row>) {
     for policy in ["max-memory", "min-lsn", "optimal"] {
         let r = write_only(10, Some("80-20"), policy);
         let row = row("trees", &format!("10 trees 80-20, {policy}"), 25.0, c.a.budget, &r);
-        println!("trees {}: {:.0} ops/s, write-amp {:.2}", row.config, row.ops_per_sec, row.write_amp);
+        println!(
+            "trees {}: {:.0} ops/s, write-amp {:.2}",
+            row.config, row.ops_per_sec, row.write_amp
+        );
         rows.push(row);
     }
     for n in [1usize, 8, 32] {
         let r = write_only(n, None, "min-lsn");
         let row = row("trees", &format!("{n} trees uniform, min-lsn"), 25.0, c.a.budget, &r);
-        println!("trees {}: {:.0} ops/s, write-amp {:.2}", row.config, row.ops_per_sec, row.write_amp);
+        println!(
+            "trees {}: {:.0} ops/s, write-amp {:.2}",
+            row.config, row.ops_per_sec, row.write_amp
+        );
         rows.push(row);
     }
 }
@@ -320,7 +330,10 @@ fn sweep_png(path: &Path, rows: &[Row], budget: usize) -> Result<(), String> {
         .fold(0.01f64, f64::max)
         * 1.1;
     let mut ch = ChartBuilder::on(&root)
-        .caption("I/O per operation against write memory (50% updates, zipf 0.99)", ("sans-serif", 20))
+        .caption(
+            "I/O per operation against write memory (50% updates, zipf 0.99)",
+            ("sans-serif", 20),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
@@ -331,11 +344,21 @@ fn sweep_png(path: &Path, rows: &[Row], budget: usize) -> Result<(), String> {
         .y_desc("page I/O per operation")
         .draw()
         .map_err(|e| err(&e))?;
-    cairn_bench::plot::marked_line(&mut ch, statics, BLACK.stroke_width(2), "static splits (measured half)".into())?;
+    cairn_bench::plot::marked_line(
+        &mut ch,
+        statics,
+        BLACK.stroke_width(2),
+        "static splits (measured half)".into(),
+    )?;
     for (i, r) in tuned.iter().enumerate() {
         let color = Palette99::pick(i + 1).to_rgba();
         let pts: Vec<(f64, f64)> = r.tuner.iter().map(|t| (pct(t.write), t.cost)).collect();
-        cairn_bench::plot::marked_line(&mut ch, pts, color.stroke_width(1), format!("{} (each cycle)", r.config))?;
+        cairn_bench::plot::marked_line(
+            &mut ch,
+            pts,
+            color.stroke_width(1),
+            format!("{} (each cycle)", r.config),
+        )?;
     }
     cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::UpperRight)?;
     root.present().map_err(|e| err(&e))
@@ -382,7 +405,11 @@ fn report(c: &Ctx, rows: &[Row]) -> String {
         let sweep: Vec<Row> = rows.iter().filter(|r| r.experiment == "sweep").cloned().collect();
         sweep_png(&c.a.out.join("sweep.png"), &sweep, c.a.budget).unwrap_or_else(|e| fail(e));
     }
-    for (exp, png) in [("phase", "phase.png"), ("threeway", "threeway.png"), ("sweep", "sweep-trajectories.png")] {
+    for (exp, png) in [
+        ("phase", "phase.png"),
+        ("threeway", "threeway.png"),
+        ("sweep", "sweep-trajectories.png"),
+    ] {
         let series: Vec<(String, Vec<TunerPoint>)> = rows
             .iter()
             .filter(|r| r.experiment == exp && !r.tuner.is_empty())

@@ -80,6 +80,15 @@ fn fresh(dir: &Path) -> Result<Recovered> {
     })
 }
 
+/// The options validated, resolved (the regions of `memory_budget`) and validated again (what
+/// was derived must hold too).
+fn checked(opts: Options) -> Result<Options> {
+    opts.validate()?;
+    let opts = opts.resolved();
+    opts.validate()?;
+    Ok(opts)
+}
+
 /// Refuses a database with files deeper than `max_levels` allows.
 fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
     for (t, tv) in rec.version.trees.iter().enumerate() {
@@ -191,8 +200,7 @@ fn replay_wals(
 
 /// Opens or creates the database.
 pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    opts.validate()?;
-    let opts = opts.resolved();
+    let opts = checked(opts)?;
     let fs = opts.fs.clone();
     if !fs.exists(dir)? {
         if !opts.create_if_missing {
@@ -326,8 +334,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// be changing the files meanwhile (a new manifest, a flushed WAL deleted): an attempt that
 /// fails while CURRENT or its manifest changed under it is retried on the new state.
 pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    opts.validate()?;
-    let opts = opts.resolved();
+    let opts = checked(opts)?;
     let fs = opts.fs.clone();
     if !fs.exists(&filename::current(dir))? {
         return Err(Error::InvalidArgument(format!(
