@@ -96,6 +96,10 @@ pub struct EngineArgs {
     /// leveling | garnering (cairn only).
     #[arg(long, default_value = "leveling")]
     pub merge_policy: String,
+    /// fixed | write-memory: level capacities from --max_bytes_for_level_base, or anchored at
+    /// the deepest level with L1 added and removed as write memory moves (cairn only).
+    #[arg(long, default_value = "fixed")]
+    pub level_targets: String,
     /// Garnering's capacity factor c (cairn only).
     #[arg(long, default_value_t = 0.8)]
     pub garnering_c: f64,
@@ -257,6 +261,13 @@ pub trait Engine: Send + Sync {
             _ => Err("multiple trees are not open".into()),
         }
     }
+    /// A forward [`scan`](Self::scan) of tree `tree`.
+    fn scan_in(&self, tree: usize, start: &[u8], limit: u64) -> EResult<(u64, u64)> {
+        match tree {
+            0 => self.scan(Some(start), limit, false),
+            _ => Err("multiple trees are not open".into()),
+        }
+    }
 }
 
 /// Counts up to `limit` entries, and their key + value bytes, from an engine's iterator of
@@ -358,6 +369,8 @@ impl CairnEngine {
                     a.flush_policy
                 )
             })?,
+            level_targets: cairn::LevelTargets::parse(&a.level_targets)
+                .ok_or_else(|| format!("--level_targets={}: expected fixed or write-memory", a.level_targets))?,
             memory_budget: a.memory_budget.unwrap_or(0),
             memory_write_share: a.memory_write_share.unwrap_or(d.memory_write_share),
             memory_tuner: a.memory_tuner,
@@ -508,6 +521,17 @@ impl Engine for CairnEngine {
         }
         let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
         Ok(t.get(key)?.map(|v| v.len()))
+    }
+
+    fn scan_in(&self, tree: usize, start: &[u8], limit: u64) -> EResult<(u64, u64)> {
+        if tree == 0 {
+            return self.scan(Some(start), limit, false);
+        }
+        let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
+        let sizes = t
+            .range(start.to_vec()..)
+            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
+        count_entries(sizes, limit)
     }
 
     fn block_reads(&self) -> Option<BlockReads> {

@@ -106,6 +106,48 @@ impl KeyDist {
     }
 }
 
+/// Which tree an operation goes to over `n` trees (`--num_trees`, `--tree_skew X-Y`: X% of
+/// the operations go to the first Y% of the trees, uniformly within each group; the paper's
+/// hotspot distribution).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TreeChoice {
+    /// Trees.
+    pub n: usize,
+    /// (share of operations to the hot trees, hot trees).
+    skew: Option<(f64, usize)>,
+}
+
+impl TreeChoice {
+    /// `n` trees, uniform or under `skew` (`X-Y`).
+    pub fn new(n: usize, skew: Option<&str>) -> Result<Self, String> {
+        let n = n.max(1);
+        let Some(s) = skew else {
+            return Ok(TreeChoice { n, skew: None });
+        };
+        let bad = || format!("--tree_skew={s}: expected X-Y with X, Y in [0, 100], e.g. 80-20, and --num_trees ≥ 2");
+        let (x, y) = s.split_once('-').ok_or_else(bad)?;
+        let (x, y): (f64, f64) = (x.parse().map_err(|_| bad())?, y.parse().map_err(|_| bad())?);
+        if !(0.0..=100.0).contains(&x) || !(0.0..=100.0).contains(&y) || n < 2 {
+            return Err(bad());
+        }
+        let hot = ((n as f64 * y / 100.0).round() as usize).clamp(1, n - 1);
+        Ok(TreeChoice {
+            n,
+            skew: Some((x / 100.0, hot)),
+        })
+    }
+
+    /// The tree of the next operation.
+    pub fn pick(&self, rng: &mut impl rand::Rng) -> usize {
+        match self.skew {
+            _ if self.n == 1 => 0,
+            Some((share, hot)) if rng.gen_bool(share) => rng.gen_range(0..hot),
+            Some((_, hot)) => rng.gen_range(hot..self.n),
+            None => rng.gen_range(0..self.n),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +201,23 @@ mod tests {
         }
         assert!(KeyDist::parse("zipf:1.5", n).is_err());
         assert!(KeyDist::parse("pareto", n).is_err());
+    }
+
+    #[test]
+    fn tree_choice_follows_the_skew() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let c = TreeChoice::new(10, Some("80-20")).unwrap();
+        let mut counts = [0u32; 10];
+        for _ in 0..100_000 {
+            counts[c.pick(&mut rng)] += 1;
+        }
+        let hot = counts[0] + counts[1];
+        assert!((79_000..81_000).contains(&hot), "{counts:?}");
+        assert!(counts[2..].iter().all(|&n| (2_200..2_800).contains(&n)), "{counts:?}");
+        assert_eq!(TreeChoice::new(1, None).unwrap().pick(&mut rng), 0);
+        for bad in ["80", "80-x", "120-20"] {
+            assert!(TreeChoice::new(10, Some(bad)).is_err(), "{bad}");
+        }
+        assert!(TreeChoice::new(1, Some("80-20")).is_err());
     }
 }

@@ -149,6 +149,13 @@ pub struct CairnMetrics {
     pub pages_written: u64,
     /// Files and bytes per level of the default tree after the phase.
     pub levels: Vec<(usize, u64)>,
+    /// Levels added and removed at L1 during the phase, over all trees
+    /// (`--level_targets=write-memory`).
+    #[serde(default)]
+    pub levels_added: u64,
+    /// ... removed.
+    #[serde(default)]
+    pub levels_removed: u64,
     /// Merlin's estimated empty lookups per file against the exact counts after the phase:
     /// Euclidean distance and cosine similarity (the paper's metrics).
     #[serde(default)]
@@ -246,6 +253,10 @@ impl CairnMetrics {
             cache_hit_rate,
             storage_reads,
             write_amp: after.write_amplification(),
+            levels_added: after.trees.iter().map(|t| t.levels_added).sum::<u64>()
+                - before.trees.iter().map(|t| t.levels_added).sum::<u64>(),
+            levels_removed: after.trees.iter().map(|t| t.levels_removed).sum::<u64>()
+                - before.trees.iter().map(|t| t.levels_removed).sum::<u64>(),
             elastic: (after.elastic.rounds > 0).then(|| {
                 let e = &after.elastic;
                 Elastic {

@@ -184,6 +184,14 @@ fn one_budget_is_split_and_every_region_is_reported() {
             },
             "memory_budget",
         ),
+        (
+            Options {
+                merge_policy: cairn::MergePolicyKind::Garnering { c: 0.8 },
+                level_targets: cairn::LevelTargets::WriteMemory,
+                ..Options::default()
+            },
+            "level_targets",
+        ),
     ] {
         let e = Db::open(
             "/bad",
@@ -245,4 +253,76 @@ fn the_tuner_moves_memory_where_the_io_is() {
     assert!(r.write_step < 0, "{r:?}");
     let m = db.memory();
     assert_eq!(m.write_capacity + m.cache_capacity, budget);
+}
+
+/// Checks a tree's shape against level targets that follow write memory `w` (T = 10) once
+/// compaction has settled: every level above the deepest is under its target (the deepest
+/// level's bytes / 10^distance), no level is due to be added (L1's target ≤ w·T) or removed
+/// (L2's target ≥ w·T / 1.5). Returns the number of sorted levels.
+fn settled_shape(db: &Db, w: f64) -> usize {
+    let t = &db.levels()[0];
+    let n = t.deepest as usize;
+    let bytes = |l: usize| t.levels.get(l).map_or(0, |l| l.bytes) as f64;
+    let target = |l: usize| bytes(n) / 10f64.powi((n - l) as i32);
+    for l in 1..n {
+        assert!(
+            bytes(l) < target(l),
+            "L{l} {} over its target {}: {t:?}",
+            bytes(l),
+            target(l)
+        );
+    }
+    assert!(target(1) <= w * 10.0, "a level is due to be added: {t:?}");
+    if n >= 2 {
+        assert!(target(2) >= w * 10.0 / 1.5, "L1 is due to be removed: {t:?}");
+    }
+    assert!(t.levels.len() <= n + 1, "data below the deepest level: {t:?}");
+    n
+}
+
+/// Luo & Carey §4.1.3 (`level_targets = write-memory`): a tree loaded under a small write memory
+/// grows by adding levels at L1; a smaller write memory adds one more; a larger one drains L1
+/// and removes it, twice. Keys stay readable throughout and the shape survives a reopen.
+#[test]
+fn levels_follow_write_memory() {
+    let fs = MemFs::new();
+    let o = Options {
+        level_targets: cairn::LevelTargets::WriteMemory,
+        ..common::small(Arc::new(fs.clone()), 16 << 10)
+    };
+    let db = Db::open("/lv", o.clone()).unwrap();
+    let n = 24_000u32;
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..n {
+        let k = common::key(i.wrapping_mul(7919) % n);
+        let v = format!("{i:0>120}").into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.wait_for_background().unwrap();
+    let loaded = settled_shape(&db, (64 << 10) as f64);
+    assert_eq!(loaded, 2, "3 MB under 640 KB per L1: two levels");
+    assert_eq!(db.stats().trees[0].levels_added, 1);
+
+    let resize = |budget: usize| {
+        db.resize_memory(MemoryLimits {
+            write_memory_budget: Some(budget),
+            write_buffer_size: Some(budget / 4),
+            ..MemoryLimits::default()
+        })
+        .unwrap();
+        db.wait_for_background().unwrap();
+    };
+    resize(16 << 10);
+    assert_eq!(settled_shape(&db, (16 << 10) as f64), 3);
+    assert_eq!(db.stats().trees[0].levels_added, 2);
+    resize(4 << 20);
+    assert_eq!(settled_shape(&db, (4 << 20) as f64), 1);
+    assert_eq!(db.stats().trees[0].levels_removed, 2);
+    assert_eq!(common::contents(&db), model);
+    drop(db);
+
+    let db = Db::open("/lv", o).unwrap();
+    assert_eq!(db.levels()[0].deepest, 1);
+    assert_eq!(common::contents(&db), model);
 }

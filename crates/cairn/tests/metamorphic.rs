@@ -242,6 +242,24 @@ fn configs() -> Vec<Config> {
             direct: false,
         });
     }
+    // Level targets that follow write memory: the tree grows by adding levels at L1 (every file
+    // renumbered one level deeper) under the operations: answers must not change.
+    for i in [1usize, 7] {
+        let mut o = out[i].opts.clone();
+        o.merge_policy = MergePolicyKind::Leveling;
+        o.level_targets = cairn::LevelTargets::WriteMemory;
+        // Write memory small beside the data, so that levels are added.
+        o.write_buffer_size = 1024;
+        o.write_memory_budget = 4096;
+        out.push(Config {
+            name: format!(
+                "{} with leveling, 4 KiB write memory, targets following it",
+                out[i].name
+            ),
+            opts: o,
+            direct: false,
+        });
+    }
     for (i, block) in [(0usize, 4096usize), (1, 512)] {
         let mut o = out[i].opts.clone();
         o.block_size = block;

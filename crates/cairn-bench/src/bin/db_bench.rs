@@ -178,8 +178,8 @@ struct Bench<'a> {
     windows: std::sync::Mutex<Vec<WindowSample>>,
     /// When the running phase started.
     phase_start: std::sync::Mutex<Instant>,
-    /// `--tree_skew`: (share of operations to the hot trees, hot trees).
-    skew: Option<(f64, usize)>,
+    /// `--num_trees`, `--tree_skew`.
+    trees: cairn_bench::keys::TreeChoice,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -199,13 +199,7 @@ fn progress(name: &str, total: u64) -> ProgressBar {
 impl Bench<'_> {
     /// The tree an operation goes to (`--num_trees`, `--tree_skew`).
     fn pick_tree(&self, rng: &mut StdRng) -> usize {
-        let n = self.args.num_trees.max(1);
-        match self.skew {
-            _ if n == 1 => 0,
-            Some((share, hot)) if rng.gen_bool(share) => rng.gen_range(0..hot),
-            Some((_, hot)) => rng.gen_range(hot..n),
-            None => rng.gen_range(0..n),
-        }
+        self.trees.pick(rng)
     }
 
     /// The key value written for key number `k`.
@@ -714,23 +708,8 @@ fn main() {
         ));
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
-    let skew = args.tree_skew.as_deref().map(|s| {
-        let bad = || -> ! {
-            fail(format!(
-                "--tree_skew={s}: expected X-Y with X, Y in [0, 100], e.g. 80-20, and --num_trees ≥ 2"
-            ))
-        };
-        let (x, y) = s.split_once('-').unwrap_or((s, ""));
-        let (x, y) = (
-            x.parse::<f64>().unwrap_or_else(|_| bad()),
-            y.parse::<f64>().unwrap_or_else(|_| bad()),
-        );
-        if !(0.0..=100.0).contains(&x) || !(0.0..=100.0).contains(&y) || args.num_trees < 2 {
-            bad();
-        }
-        let hot = ((args.num_trees as f64 * y / 100.0).round() as usize).clamp(1, args.num_trees - 1);
-        (x / 100.0, hot)
-    });
+    let trees =
+        cairn_bench::keys::TreeChoice::new(args.num_trees, args.tree_skew.as_deref()).unwrap_or_else(|e| fail(e));
     let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
     db.open_trees(args.num_trees).unwrap_or_else(|e| fail(e));
     println!(
@@ -752,7 +731,7 @@ fn main() {
         phase_lookups: std::sync::atomic::AtomicU64::new(0),
         windows: std::sync::Mutex::new(Vec::new()),
         phase_start: std::sync::Mutex::new(Instant::now()),
-        skew,
+        trees,
     };
     let mut report = RunReport {
         tool: "db_bench".into(),

@@ -12,6 +12,9 @@
 //!   write amplification and throughput; then 1, 8 and 32 trees with uniform writes.
 //! - `threeway`: point lookups (90%, half of them for absent keys) among updates, elastic
 //!   filters, the tuner with and without the filter region as a third side.
+//! - `levels`: level targets fixed (L1 32 MiB) against targets that follow write memory
+//!   (Luo & Carey §4.1.3), each from a tree loaded under them, on a write-heavy mix (80%
+//!   updates) at 3% and 80% static write memory and with the tuner from 80%.
 //! - `rocksdb`: the sweep's mix on cairn with the tuner against RocksDB 7.8's static split at
 //!   the same budget (needs the `rocksdb` feature).
 //!
@@ -74,6 +77,11 @@ struct Row {
     /// Peak resident memory of the run's process.
     peak_rss_mb: u64,
     tuner_cycles: usize,
+    /// Levels added and removed at L1 during the run.
+    levels_added: u64,
+    levels_removed: u64,
+    /// MiB per level of the default tree at the end (L0 first).
+    shape: Vec<u64>,
     /// Every tuner cycle of the run.
     tuner: Vec<TunerPoint>,
 }
@@ -125,6 +133,23 @@ fn row(experiment: &str, config: &str, start: f64, budget: usize, r: &RunReport)
         write_amp: p.cairn.as_ref().map_or(f64::NAN, |c| c.write_amp),
         peak_rss_mb: r.peak_rss_bytes >> 20,
         tuner_cycles: r.tuner.len(),
+        levels_added: r
+            .phases
+            .iter()
+            .filter_map(|p| p.cairn.as_ref())
+            .map(|c| c.levels_added)
+            .sum(),
+        levels_removed: r
+            .phases
+            .iter()
+            .filter_map(|p| p.cairn.as_ref())
+            .map(|c| c.levels_removed)
+            .sum(),
+        shape: p
+            .cairn
+            .as_ref()
+            .map(|c| c.levels.iter().map(|&(_, b)| b >> 20).collect())
+            .unwrap_or_default(),
         tuner: r.tuner.clone(),
     }
 }
@@ -285,6 +310,38 @@ fn trees(c: &Ctx, rows: &mut Vec<Row>) {
     }
 }
 
+fn levels(c: &Ctx, rows: &mut Vec<Row>) {
+    for targets in ["fixed", "write-memory"] {
+        let extra = vec![format!("--level_targets={targets}")];
+        let base = c.a.out.join(if targets == "fixed" {
+            "base".to_string()
+        } else {
+            format!("base-{targets}")
+        });
+        c.load(&base, &extra);
+        for (share, tuner) in [(3u32, false), (80, false), (80, true)] {
+            let mut f = c.budget();
+            f.extend(extra.iter().cloned());
+            f.push(format!("--memory_write_share={}", f64::from(share) / 100.0));
+            if tuner {
+                f.push("--memory_tuner=1".into());
+            }
+            f.extend(mixed(20, c.a.ops));
+            let r = c.run_on(&base, &f);
+            let name = format!(
+                "{targets} targets, {} {share}%",
+                if tuner { "tuner from" } else { "static" }
+            );
+            let row = row("levels", &name, f64::from(share), c.a.budget, &r);
+            println!(
+                "levels {name}: {:.0} ops/s, {:.4} I/O per op, write-amp {:.2}, levels +{} -{}, MiB per level {:?}",
+                row.ops_per_sec, row.io_per_op, row.write_amp, row.levels_added, row.levels_removed, row.shape
+            );
+            rows.push(row);
+        }
+    }
+}
+
 fn threeway(c: &Ctx, rows: &mut Vec<Row>) {
     let base = c.a.out.join("base-elastic");
     let elastic = ["--bpk_policy=elastic".to_string(), "--bloom_bits=4".into()];
@@ -389,6 +446,7 @@ fn main() {
             "phase" => phase(&c, &mut rows),
             "trees" => trees(&c, &mut rows),
             "threeway" => threeway(&c, &mut rows),
+            "levels" => levels(&c, &mut rows),
             "rocksdb" => sweep(&c, &mut rows, true),
             other => fail(format!("unknown experiment {other}")),
         }
@@ -427,10 +485,10 @@ fn report(c: &Ctx, rows: &[Row]) -> String {
         c.a.floor >> 20,
         c.a.period_ms
     );
-    md.push_str("| experiment | configuration | write memory start → end | ops/s | I/O per op | write-amp | peak RSS MiB | tuner cycles |\n|---|---|---|---|---|---|---|---|\n");
+    md.push_str("| experiment | configuration | write memory start → end | ops/s | I/O per op | write-amp | peak RSS MiB | tuner cycles | levels +/− | MiB per level |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for r in rows {
         md.push_str(&format!(
-            "| {} | {} | {:.0}% → {:.0}% | {:.0} | {:.4} | {:.2} | {} | {} |\n",
+            "| {} | {} | {:.0}% → {:.0}% | {:.0} | {:.4} | {:.2} | {} | {} | +{} −{} | {:?} |\n",
             r.experiment,
             r.config,
             r.start_share,
@@ -439,7 +497,10 @@ fn report(c: &Ctx, rows: &[Row]) -> String {
             r.io_per_op,
             r.write_amp,
             r.peak_rss_mb,
-            r.tuner_cycles
+            r.tuner_cycles,
+            r.levels_added,
+            r.levels_removed,
+            r.shape
         ));
     }
     cairn_bench::write_results(&c.a.out, &md, &rows).unwrap_or_else(|e| fail(e));

@@ -8,6 +8,7 @@
 //! ```
 
 use cairn_bench::engine::{self, Engine, EngineArgs};
+use cairn_bench::keys::TreeChoice;
 use cairn_bench::report::{CairnMetrics, Latencies, Phase, RunReport};
 use cairn_bench::ycsb::{key_name, Distribution, Mix, Op, Properties};
 use clap::Parser;
@@ -51,6 +52,15 @@ struct Args {
     /// Seconds between samples of the compaction debt.
     #[arg(long, default_value_t = 0.25)]
     timeline_every: f64,
+    /// Trees (column families) the records spread over (cairn only): record k lives in tree
+    /// k mod N. An operation picks its tree (uniformly, or by --tree_skew), then a key from the
+    /// workload's distribution, moved to the nearest record of that tree; inserts go to the tree
+    /// of their new record.
+    #[arg(long, default_value_t = 1)]
+    num_trees: usize,
+    /// `X-Y`: X% of the operations go to the first Y% of the trees.
+    #[arg(long)]
+    tree_skew: Option<String>,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -126,7 +136,18 @@ fn on_threads(threads: usize, body: impl Fn(u64) -> OpLatencies + Sync) -> OpLat
     all
 }
 
-fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
+/// Record `k` moved to tree `tree` of `n` (the record of that tree at or just below it).
+fn in_tree(k: u64, tree: usize, n: usize, records: u64) -> u64 {
+    let (n, tree) = (n as u64, tree as u64);
+    let k = k - k % n + tree;
+    if k >= records && k >= n {
+        k - n
+    } else {
+        k
+    }
+}
+
+fn load(db: &Db, w: &Workload, threads: usize, seed: u64, n: usize) -> Phase {
     let t0 = Instant::now();
     let lat = on_threads(threads, |t| {
         let mut rng = StdRng::seed_from_u64(seed * 1000 + t);
@@ -134,7 +155,7 @@ fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
         let v = lat.entry(Op::Insert).or_default();
         for k in (t..w.records).step_by(threads) {
             let val = value(&mut rng, w.value_len);
-            v.time(|| db.put(key_name(k).as_bytes(), &val, false))
+            v.time(|| db.put_in((k % n as u64) as usize, key_name(k).as_bytes(), &val, false))
                 .unwrap_or_else(|e| fail(e));
         }
         lat
@@ -142,7 +163,8 @@ fn load(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
     report("LOAD", w.records, t0.elapsed().as_secs_f64(), &lat, threads)
 }
 
-fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
+fn run(db: &Db, w: &Workload, threads: usize, seed: u64, trees: TreeChoice) -> Phase {
+    let n_trees = trees.n;
     let inserted = AtomicU64::new(w.records);
     let t0 = Instant::now();
     let lat = on_threads(threads, |t| {
@@ -154,37 +176,44 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64) -> Phase {
         for _ in 0..n {
             let op = w.mix.next(&mut rng);
             let records = inserted.load(Ordering::Relaxed);
+            let tree = trees.pick(&mut rng);
+            let mut key = || key_name(in_tree(dist.next(records, &mut rng), tree, n_trees, records));
             let v = lat.entry(op).or_default();
             match op {
                 Op::Read => {
-                    let k = key_name(dist.next(records, &mut rng));
-                    v.time(|| db.get(k.as_bytes())).unwrap_or_else(|e| fail(e));
+                    let k = key();
+                    v.time(|| db.get_in(tree, k.as_bytes())).unwrap_or_else(|e| fail(e));
                 }
                 Op::Update => {
-                    let k = key_name(dist.next(records, &mut rng));
+                    let k = key();
                     let val = value(&mut rng, w.value_len);
-                    v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
+                    v.time(|| db.put_in(tree, k.as_bytes(), &val, false))
+                        .unwrap_or_else(|e| fail(e));
                 }
                 Op::Insert => {
-                    let k = key_name(inserted.fetch_add(1, Ordering::Relaxed));
+                    let k = inserted.fetch_add(1, Ordering::Relaxed);
                     let val = value(&mut rng, w.value_len);
-                    v.time(|| db.put(k.as_bytes(), &val, false)).unwrap_or_else(|e| fail(e));
+                    v.time(|| db.put_in((k % n_trees as u64) as usize, key_name(k).as_bytes(), &val, false))
+                        .unwrap_or_else(|e| fail(e));
                 }
                 Op::Scan => {
-                    let k = key_name(dist.next(records, &mut rng));
+                    let k = key();
                     let len = if w.scan_zipf {
                         scan_len.next(&mut rng) + 1
                     } else {
                         rng.gen_range(1..=w.max_scan)
                     };
-                    v.time(|| db.scan(Some(k.as_bytes()), len, false))
+                    v.time(|| db.scan_in(tree, k.as_bytes(), len))
                         .unwrap_or_else(|e| fail(e));
                 }
                 Op::ReadModifyWrite => {
-                    let k = key_name(dist.next(records, &mut rng));
+                    let k = key();
                     let val = value(&mut rng, w.value_len);
-                    v.time(|| db.get(k.as_bytes()).and_then(|_| db.put(k.as_bytes(), &val, false)))
-                        .unwrap_or_else(|e| fail(e));
+                    v.time(|| {
+                        db.get_in(tree, k.as_bytes())
+                            .and_then(|_| db.put_in(tree, k.as_bytes(), &val, false))
+                    })
+                    .unwrap_or_else(|e| fail(e));
                 }
             }
         }
@@ -222,7 +251,9 @@ fn main() {
     if args.phase != "run" && dir.exists() {
         let _ = std::fs::remove_dir_all(&dir);
     }
+    let trees = TreeChoice::new(args.num_trees, args.tree_skew.as_deref()).unwrap_or_else(|e| fail(e));
     let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
+    db.open_trees(trees.n).unwrap_or_else(|e| fail(e));
     println!(
         "{} ycsb: {} records of {} B, {} operations, {} threads, distribution {}",
         db.name(),
@@ -252,9 +283,9 @@ fn main() {
             }
             let before = db.as_cairn().map(|c| c.stats());
             let mut p = if phase == "load" {
-                load(db.as_ref(), &w, threads, args.seed)
+                load(db.as_ref(), &w, threads, args.seed, trees.n)
             } else {
-                run(db.as_ref(), &w, threads, args.seed)
+                run(db.as_ref(), &w, threads, args.seed, trees)
             };
             if let (Some(before), Some(c)) = (before, db.as_cairn()) {
                 let lookups = p
@@ -305,5 +336,26 @@ fn main() {
     if let Some(path) = &args.json {
         out.write(path)
             .unwrap_or_else(|e| fail(format!("--json {}: {e}", path.display())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_tree;
+
+    #[test]
+    fn records_move_to_their_tree() {
+        for (k, tree, n, records, want) in [
+            (7u64, 0usize, 1usize, 10u64, 7u64),
+            (7, 1, 4, 10, 5),
+            (7, 3, 4, 10, 7),
+            (9, 2, 4, 10, 6), // 10 is past the last record: one stride down
+            (0, 2, 4, 10, 2),
+        ] {
+            let got = in_tree(k, tree, n, records);
+            assert_eq!(got, want, "record {k} into tree {tree} of {n}");
+            assert_eq!(got % n as u64, tree as u64);
+            assert!(got < records);
+        }
     }
 }

@@ -29,6 +29,9 @@ pub struct LsmView {
     pub levels: Vec<LevelView>,
     /// Deepest level in use (Garnering's L, ≥ 1).
     pub deepest: u32,
+    /// The tree's share of write memory in bytes, when level targets follow it
+    /// (`level_targets = write-memory`) and the tree was written to recently.
+    pub write_memory: Option<u64>,
 }
 
 impl LsmView {
@@ -50,6 +53,11 @@ pub enum Choice {
         /// The file.
         file: u64,
     },
+    /// Luo & Carey §4.1.3: every file of levels `1..` moves one level deeper, leaving an empty
+    /// L1 (the tree grows by one level; metadata only).
+    AddLevel,
+    /// ... and the reverse once L1 is empty: every file of levels `2..` moves one level up.
+    RemoveLevel,
     /// Merge `inputs` of `level` with the `overlaps` of `output_level`.
     Merge {
         /// Input level.
@@ -76,9 +84,9 @@ pub struct Decision {
 pub trait MergePolicy: Send + Sync + std::fmt::Debug {
     /// Short name ("leveling", "garnering").
     fn name(&self) -> &'static str;
-    /// Capacity in bytes of each level `1..` for a tree whose deepest level is `deepest`;
-    /// `None` for a level without a limit.
-    fn capacity(&self, level: usize, deepest: u32) -> Option<f64>;
+    /// Capacity in bytes of each level `1..` for a tree whose deepest level is `deepest` and
+    /// holds `bottom` bytes; `None` for a level without a limit.
+    fn capacity(&self, level: usize, deepest: u32, bottom: u64) -> Option<f64>;
     /// Picks the next compaction.
     fn pick(&self, view: &LsmView) -> Decision;
 }
@@ -115,7 +123,7 @@ pub(crate) fn scores(
 }
 
 /// The intra-L0 merge of L0's newest idle files (level 0 is newest first), if there are two.
-fn intra_l0(l0: &[FileView]) -> Choice {
+pub(crate) fn intra_l0(l0: &[FileView]) -> Choice {
     let run: Vec<u64> = l0.iter().take_while(|f| !f.busy).map(|f| f.number).collect();
     if run.len() < 2 {
         return Choice::DoNothing;
@@ -246,9 +254,10 @@ pub fn pick_range(view: &LsmView, level: usize, bottom: usize, lo: Option<&[u8]>
 /// `deepest` (`bytes(level)` gives a level's size): a cheap stand-in for RocksDB's pending
 /// compaction bytes estimate, for write slowdowns and stops.
 pub fn pending_bytes(policy: &dyn MergePolicy, deepest: u32, levels: usize, bytes: impl Fn(usize) -> u64) -> u64 {
+    let bottom = bytes(deepest as usize);
     (1..levels)
         .filter_map(|level| {
-            let cap = policy.capacity(level, deepest)?;
+            let cap = policy.capacity(level, deepest, bottom)?;
             Some(bytes(level).saturating_sub(cap as u64))
         })
         .sum()

@@ -72,7 +72,7 @@ impl Job {
     fn from_choice(tree: usize, tv: &TreeVersion, decision: &Decision) -> Option<Self> {
         let find = |level: usize, n: &u64| tv.level(level).iter().find(|f| f.number == *n).cloned();
         let (level, output_level, inputs, overlaps) = match &decision.choice {
-            Choice::DoNothing => (0, 0, Vec::new(), Vec::new()),
+            Choice::DoNothing | Choice::AddLevel | Choice::RemoveLevel => (0, 0, Vec::new(), Vec::new()),
             Choice::Move { from, file } => (*from, from + 1, vec![find(*from, file)?], Vec::new()),
             Choice::Merge {
                 level,
@@ -99,8 +99,37 @@ impl Job {
     }
 }
 
-fn view(t: &TreeVersion, busy: &HashSet<u64>) -> LsmView {
+/// The edit that moves every file of levels `from..` one level deeper (`AddLevel`, from L1) or
+/// one level up (`RemoveLevel`, from L2, L1 being empty), with the tree's new deepest level.
+fn renumber(tree: usize, tv: &TreeVersion, add: bool, deepest: u32) -> VersionEdit {
+    let t = tree as u32;
+    let mut e = VersionEdit::default();
+    for level in if add { 1 } else { 2 }..tv.levels.len() {
+        let to = if add { level + 1 } else { level - 1 } as u32;
+        for f in tv.level(level) {
+            e.deleted.push((t, level as u32, f.number));
+            e.added.push((t, to, (**f).clone()));
+        }
+    }
+    e.deepest.push((t, deepest));
+    e
+}
+
+/// A tree's share of write memory for level targets that follow it: write memory in the
+/// proportion of the tree's recent writes (the paper's optimal allocation); `None` for a tree
+/// not written to recently, whose shape then stays as it is.
+fn write_share(inner: &DbInner, st: &State, tree: usize) -> Option<u64> {
+    if inner.opts.level_targets != crate::options::LevelTargets::WriteMemory {
+        return None;
+    }
+    let mine = *st.recent_writes.get(tree)?;
+    let all: u64 = st.recent_writes.iter().sum();
+    (mine > 0).then(|| (inner.memory.write_budget() as f64 * mine as f64 / all as f64) as u64)
+}
+
+fn view(t: &TreeVersion, busy: &HashSet<u64>, write_memory: Option<u64>) -> LsmView {
     LsmView {
+        write_memory,
         levels: t
             .levels
             .iter()
@@ -127,13 +156,22 @@ pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
     for tree in 0..st.version().trees.len() {
         loop {
             let tv = &st.version().trees[tree];
-            let decision = inner.policy.pick(&view(tv, &st.busy));
+            let decision = inner.policy.pick(&view(tv, &st.busy, write_share(inner, st, tree)));
+            if let (Choice::AddLevel | Choice::RemoveLevel, Some(d)) = (&decision.choice, decision.deepest) {
+                let add = decision.choice == Choice::AddLevel;
+                let edit = renumber(tree, tv, add, d);
+                inner.log_and_apply(st, edit, None)?;
+                inner.counters.tree(tree).record_reshape(add);
+                continue;
+            }
             let Some(job) = Job::from_choice(tree, tv, &decision) else {
                 break;
             };
             match decision.choice {
-                Choice::DoNothing if job.deepest.is_none() => break,
-                Choice::DoNothing => inner.log_and_apply(st, job.edit(Vec::new()), None)?,
+                Choice::DoNothing | Choice::AddLevel | Choice::RemoveLevel if job.deepest.is_none() => break,
+                Choice::DoNothing | Choice::AddLevel | Choice::RemoveLevel => {
+                    inner.log_and_apply(st, job.edit(Vec::new()), None)?
+                }
                 Choice::Move { from, .. } => {
                     let moved = job.inputs.iter().map(|f| (**f).clone()).collect();
                     inner.log_and_apply(st, job.edit(moved), None)?;
@@ -151,8 +189,8 @@ pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
 
 /// Whether the policy would pick anything now (ignoring what is running).
 pub(super) fn work_pending(inner: &DbInner, st: &State) -> bool {
-    st.version().trees.iter().any(|t| {
-        let d = inner.policy.pick(&view(t, &st.busy));
+    st.version().trees.iter().enumerate().any(|(i, t)| {
+        let d = inner.policy.pick(&view(t, &st.busy, write_share(inner, st, i)));
         d.deepest.is_some() || d.choice != Choice::DoNothing
     })
 }
@@ -372,7 +410,7 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
                 if level > bottom {
                     return Ok(());
                 }
-                let choice = pick_range(&view(&tv, &st.busy), level, bottom, lo.as_deref(), hi.as_deref());
+                let choice = pick_range(&view(&tv, &st.busy, None), level, bottom, lo.as_deref(), hi.as_deref());
                 let output_level = match &choice {
                     Choice::Merge { output_level, .. } => *output_level,
                     _ => {

@@ -60,6 +60,9 @@ pub(crate) struct State {
     pub old_wals: BTreeMap<u64, u64>,
     pub running_compactions: usize,
     pub flushing: bool,
+    /// Per tree, bytes written over the last one to two `max_wal_size` windows, as the write
+    /// leader last saw them (level targets that follow write memory split it by these).
+    pub recent_writes: Vec<u64>,
 }
 
 impl State {

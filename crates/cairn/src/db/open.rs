@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::MemComponent;
-use crate::options::{check_compatible, parse_options_file, BpkPolicy, MergePolicyKind, Options};
+use crate::options::{check_compatible, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
@@ -38,6 +38,7 @@ fn policy(o: &Options) -> Box<dyn MergePolicy> {
             l0_trigger: o.l0_compaction_trigger,
             base_bytes: o.max_bytes_for_level_base,
             max_levels: o.max_levels,
+            follow_write_memory: o.level_targets == LevelTargets::WriteMemory,
         }),
         MergePolicyKind::Garnering { c } => Box::new(Garnering {
             t: o.size_ratio,
@@ -475,6 +476,7 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
             old_wals: BTreeMap::new(),
             running_compactions: 0,
             flushing: false,
+            recent_writes: Vec::new(),
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -420,8 +420,8 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
     for (t, shape) in s.trees.iter().zip(shapes.iter()) {
         let _ = writeln!(
             o,
-            "tree {:?}: gets {} memtable hits {} deepest L{}",
-            t.name, t.gets, t.memtable_hits, shape.deepest
+            "tree {:?}: gets {} memtable hits {} deepest L{} (levels added {} removed {})",
+            t.name, t.gets, t.memtable_hits, shape.deepest, t.levels_added, t.levels_removed
         );
         let _ = writeln!(
             o,

@@ -178,7 +178,10 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
             delayed_write_rate: o.delayed_write_rate,
             flush_policy: o.flush_policy,
         };
-        let decision = decide(&limits, &write_view(inner, &st, wal, slowed));
+        let view = write_view(inner, &st, wal, slowed);
+        st.recent_writes.clear();
+        st.recent_writes.extend(view.trees.iter().map(|t| t.recent_write_bytes));
+        let decision = decide(&limits, &view);
         if wal.delay != decision.delay {
             inner.counters.set_delayed_rate(decision.delay.map(|d| d.rate));
         }

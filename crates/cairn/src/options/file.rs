@@ -2,7 +2,7 @@
 //! each open; and the parser that reads options back by name, so tools open a database with
 //! the options it was written with.
 
-use super::{invalid, BpkPolicy, FlushPolicy, MergePolicyKind, Options, FORMAT_VERSION};
+use super::{invalid, BpkPolicy, FlushPolicy, LevelTargets, MergePolicyKind, Options, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
 use crate::sst::Compression;
@@ -111,6 +111,10 @@ impl Options {
                     )
                 })?;
             }
+            "level_targets" => {
+                self.level_targets = LevelTargets::parse(value)
+                    .ok_or_else(|| invalid("level_targets", format!("{value:?} is not fixed or write-memory")))?;
+            }
             "bpk_policy" => {
                 self.bpk_policy = BpkPolicy::parse(value)
                     .ok_or_else(|| invalid("bpk_policy", format!("unknown policy {value:?}")))?;
@@ -179,6 +183,7 @@ impl Options {
         m.insert("write_buffer_size", self.write_buffer_size.to_string());
         m.insert("write_memory_budget", self.write_memory_budget.to_string());
         m.insert("flush_policy", self.flush_policy.name().to_string());
+        m.insert("level_targets", self.level_targets.name().to_string());
         m.insert("max_wal_size", self.max_wal_size.to_string());
         m.insert("block_size", self.block_size.to_string());
         m.insert("block_restart_interval", self.block_restart_interval.to_string());

@@ -62,6 +62,37 @@ pub enum FlushPolicy {
     Optimal,
 }
 
+/// How the sorted levels' capacities are set (leveling only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LevelTargets {
+    /// L1 holds `max_bytes_for_level_base`, each level below `size_ratio` times more.
+    #[default]
+    Fixed,
+    /// Luo & Carey §4.1.3: capacities anchored at the deepest level (each level above
+    /// `size_ratio` times smaller), and L1 added or removed as the tree's share of write memory
+    /// shrinks or grows (an L1 whose target exceeds write memory × `size_ratio` gets a new L1
+    /// above it; L1 goes when L2's target falls below write memory × `size_ratio` / 1.5). Meant
+    /// for the memory tuner, which moves write memory at run time.
+    WriteMemory,
+}
+
+impl LevelTargets {
+    /// The setting's name (as in OPTIONS).
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelTargets::Fixed => "fixed",
+            LevelTargets::WriteMemory => "write-memory",
+        }
+    }
+
+    /// The setting named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [LevelTargets::Fixed, LevelTargets::WriteMemory]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
 impl FlushPolicy {
     /// The policy's name (as in OPTIONS).
     pub fn name(self) -> &'static str {
@@ -244,8 +275,12 @@ pub struct Options {
     pub l0_slowdown_trigger: usize,
     /// L0 files at which writes stop until compaction catches up (default 16).
     pub l0_stop_trigger: usize,
-    /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`).
+    /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`) with fixed
+    /// `level_targets`.
     pub max_bytes_for_level_base: u64,
+    /// Whether level capacities are fixed or follow write memory (default fixed; see
+    /// [`LevelTargets`]).
+    pub level_targets: LevelTargets,
     /// Target size of compaction output files (default 64 MiB).
     pub target_file_size: u64,
     /// Levels including L0 (default 7; RocksDB `num_levels`).
@@ -345,6 +380,7 @@ impl Default for Options {
             l0_slowdown_trigger: 8,
             l0_stop_trigger: 16,
             max_bytes_for_level_base: 256 << 20,
+            level_targets: LevelTargets::Fixed,
             target_file_size: 64 << 20,
             max_levels: 7,
             soft_pending_compaction_bytes: 64 << 30,
@@ -508,6 +544,12 @@ impl Options {
         if self.max_bytes_for_level_base == 0 {
             return Err(invalid("max_bytes_for_level_base", "must be at least 1"));
         }
+        if self.level_targets == LevelTargets::WriteMemory && self.merge_policy != MergePolicyKind::Leveling {
+            return Err(invalid(
+                "level_targets",
+                "write-memory needs merge_policy leveling (Garnering sets its own capacities)",
+            ));
+        }
         if self.target_file_size == 0 {
             return Err(invalid("target_file_size", "must be at least 1"));
         }
@@ -645,6 +687,7 @@ mod tests {
             l0_slowdown_trigger: _,
             l0_stop_trigger: _,
             max_bytes_for_level_base: _,
+            level_targets: _,
             target_file_size: _,
             max_levels: _,
             soft_pending_compaction_bytes: _,
@@ -704,6 +747,7 @@ mod tests {
             "l0_slowdown_trigger",
             "l0_stop_trigger",
             "max_bytes_for_level_base",
+            "level_targets",
             "target_file_size",
             "max_levels",
             "soft_pending_compaction_bytes",
@@ -770,6 +814,7 @@ mod tests {
             bpk_policy: BpkPolicy::MnemosyneElastic,
             merge_policy: MergePolicyKind::Garnering { c: 0.6 },
             flush_policy: FlushPolicy::Optimal,
+            level_targets: LevelTargets::WriteMemory,
             wal_recovery_mode: RecoveryMode::AbsoluteConsistency,
             high_pri_pool_ratio: 0.25,
             use_direct_reads: true,
@@ -790,6 +835,7 @@ mod tests {
             ("merge_policy", "garnering:x"),
             ("bpk_policy", "dense"),
             ("flush_policy", "largest"),
+            ("level_targets", "dynamic"),
             ("wal_recovery_mode", "Skip"),
             ("comparator", "reverse"),
         ];

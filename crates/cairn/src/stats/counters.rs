@@ -63,6 +63,9 @@ pub struct TreeCounters {
     /// WALs were (the memory tuner's flush causes).
     switched_for_memory: AtomicU64,
     switched_for_log: AtomicU64,
+    /// Levels added and removed at L1 (level targets that follow write memory).
+    levels_added: AtomicU64,
+    levels_removed: AtomicU64,
     levels: Box<[Striped<LevelCounters>]>,
     /// Range-filter probes per height, from sampled range reads.
     range_height_probes: [AtomicU64; HEIGHTS],
@@ -75,6 +78,8 @@ impl TreeCounters {
             flush_bytes: AtomicU64::new(0),
             switched_for_memory: AtomicU64::new(0),
             switched_for_log: AtomicU64::new(0),
+            levels_added: AtomicU64::new(0),
+            levels_removed: AtomicU64::new(0),
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -216,6 +221,15 @@ impl TreeCounters {
         });
     }
 
+    /// A level added (`add`) or removed at L1.
+    pub fn record_reshape(&self, add: bool) {
+        match add {
+            true => &self.levels_added,
+            false => &self.levels_removed,
+        }
+        .fetch_add(1, Relaxed);
+    }
+
     /// A copy of the counters (`name` is the tree's).
     pub fn snapshot(&self, name: &str) -> TreeStatsSnapshot {
         TreeStatsSnapshot {
@@ -226,6 +240,8 @@ impl TreeCounters {
             flush_bytes: self.flush_bytes.load(Relaxed),
             switched_for_memory: self.switched_for_memory.load(Relaxed),
             switched_for_log: self.switched_for_log.load(Relaxed),
+            levels_added: self.levels_added.load(Relaxed),
+            levels_removed: self.levels_removed.load(Relaxed),
             levels: self
                 .levels
                 .iter()
@@ -420,6 +436,11 @@ pub struct TreeStatsSnapshot {
     pub switched_for_memory: u64,
     /// ... because the WALs passed `max_wal_size` (log truncation).
     pub switched_for_log: u64,
+    /// Levels added at L1 because the tree's write memory shrank or its data grew
+    /// (`level_targets = write-memory`).
+    pub levels_added: u64,
+    /// ... and L1s removed because write memory grew.
+    pub levels_removed: u64,
     /// Per level.
     pub levels: Vec<LevelStats>,
 }

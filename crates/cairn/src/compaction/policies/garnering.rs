@@ -43,7 +43,7 @@ impl MergePolicy for Garnering {
         "garnering"
     }
 
-    fn capacity(&self, level: usize, deepest: u32) -> Option<f64> {
+    fn capacity(&self, level: usize, deepest: u32, _bottom: u64) -> Option<f64> {
         self.cap(level, deepest)
     }
 

@@ -1,9 +1,11 @@
 //! Data-driven tests of the merge policies (`testdata/compaction/*.txt`).
 //!
 //! Commands:
-//! - `policy leveling|garnering T= c= l0= base= levels=` — sets the policy.
-//! - `lsm deepest=N` with lines `L<i> <number>:<lo>-<hi>:<size>[*] ...` (`*` = busy) — sets the view.
-//! - `capacities [deepest=N]` — capacity of each level 1.. for the view's (or given) L.
+//! - `policy leveling|garnering T= c= l0= base= levels= [follow]` — sets the policy (`follow`:
+//!   level targets that follow write memory).
+//! - `lsm deepest=N [write_memory=W]` with lines `L<i> <number>:<lo>-<hi>:<size>[*] ...` (`*` = busy) — sets the view.
+//! - `capacities [deepest=N] [bottom=B]` — capacity of each level 1.. for the view's (or given)
+//!   L and deepest level's bytes.
 //! - `pick` — the decision.
 
 use super::{Garnering, Leveling};
@@ -14,6 +16,7 @@ fn parse_view(c: &Case) -> LsmView {
     let mut v = LsmView {
         levels: Vec::new(),
         deepest: c.arg("deepest", 1),
+        write_memory: c.args.contains_key("write_memory").then(|| c.arg("write_memory", 0u64)),
     };
     for line in &c.input {
         let mut parts = line.split_whitespace();
@@ -62,6 +65,7 @@ fn policy(c: &Case) -> Box<dyn MergePolicy> {
             l0_trigger: l0,
             base_bytes: base,
             max_levels: levels,
+            follow_write_memory: c.args.contains_key("follow"),
         }),
     }
 }
@@ -81,8 +85,9 @@ fn run(file: &str) {
         "capacities" => {
             let p = pol.as_ref().expect("policy first");
             let deepest = c.arg("deepest", view.deepest);
+            let bottom = c.arg("bottom", view.level(deepest as usize).iter().map(|f| f.size).sum::<u64>());
             (1..8)
-                .filter_map(|i| p.capacity(i, deepest).map(|cap| format!("L{i}: {cap:.1}")))
+                .filter_map(|i| p.capacity(i, deepest, bottom).map(|cap| format!("L{i}: {cap:.1}")))
                 .collect::<Vec<_>>()
                 .join("\n")
         }
@@ -91,6 +96,8 @@ fn run(file: &str) {
             let grow = d.deepest.map(|l| format!("deepest -> {l}\n")).unwrap_or_default();
             grow + &match d.choice {
                 Choice::DoNothing => "nothing".to_string(),
+                Choice::AddLevel => "add a level at L1".to_string(),
+                Choice::RemoveLevel => "remove L1".to_string(),
                 Choice::Move { from, file } => {
                     format!("move file {file} from L{from} to L{}", from + 1)
                 }
