@@ -9,8 +9,15 @@ pub mod ycsb;
 
 /// Peak resident set size of this process in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
+    rss_bytes("VmHWM")
+}
+
+/// A memory figure of this process from `/proc/self/status` (`VmRSS`: resident now).
+pub fn rss_bytes(field: &str) -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = s
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }

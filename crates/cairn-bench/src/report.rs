@@ -444,6 +444,9 @@ pub struct RunReport {
     pub phases: Vec<Phase>,
     /// Peak resident set size of the process.
     pub peak_rss_bytes: u64,
+    /// Resident set size before the engine opened (the program and its libraries).
+    #[serde(default)]
+    pub start_rss_bytes: u64,
     /// Compaction debt sampled over the whole run.
     #[serde(default)]
     pub timeline: Vec<crate::timeline::Sample>,

@@ -1,5 +1,6 @@
 //! Compaction debt over time: a sampler thread reads an engine's L0 file count and pending
-//! compaction bytes (and cairn's stall and delay time) while a benchmark runs, for the
+//! compaction bytes (and cairn's stall and delay time, the process's resident memory and what
+//! cairn accounts for) while a benchmark runs, for the
 //! `timeline` of `--json` and the charts of `plot_timeline`.
 
 use crate::engine::Engine;
@@ -30,6 +31,12 @@ pub struct Sample {
     pub phase: String,
     /// The debt.
     pub debt: Debt,
+    /// The process's resident memory then (VmRSS).
+    #[serde(default)]
+    pub rss_bytes: u64,
+    /// What the engine accounts for then (cairn: `MemoryUsage::total_usage`).
+    #[serde(default)]
+    pub accounted_bytes: Option<u64>,
 }
 
 /// Runs `f` while a thread samples `engine`'s debt every `every`, labelling each sample with
@@ -51,6 +58,8 @@ pub fn sampled<T>(
                     t_secs: start.elapsed().as_secs_f64(),
                     phase: name,
                     debt,
+                    rss_bytes: crate::rss_bytes("VmRSS").unwrap_or(0),
+                    accounted_bytes: engine.as_cairn().map(|db| db.memory().total_usage() as u64),
                 });
                 // Sleep in short steps so the end of the run is not delayed by a full period.
                 let next = Instant::now() + every;

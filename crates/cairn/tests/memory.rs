@@ -255,11 +255,19 @@ fn the_tuner_moves_memory_where_the_io_is() {
     assert_eq!(m.write_capacity + m.cache_capacity, budget);
 }
 
-/// Checks a tree's shape against level targets that follow write memory `w` (T = 10) once
+/// Checks a tree's shape against level targets that follow write memory `budget` (T = 10) once
 /// compaction has settled: every level above the deepest is under its target (the deepest
 /// level's bytes / 10^distance), no level is due to be added (L1's target ≤ w·T) or removed
-/// (L2's target ≥ w·T / 1.5). Returns the number of sorted levels.
-fn settled_shape(db: &Db, w: f64) -> usize {
+/// (L2's target ≥ w·T / 1.5), `w` being the budget in the bytes it becomes on disk (flushed
+/// per memtable byte switched). Returns the number of sorted levels.
+fn settled_shape(db: &Db, budget: usize) -> usize {
+    let s = &db.stats().trees[0];
+    let switched = (s.switched_for_memory + s.switched_for_log) as f64;
+    let w = budget as f64 * (s.flush_bytes as f64 / switched).clamp(0.05, 1.0);
+    assert!(
+        w < budget as f64,
+        "unique keys flush smaller than their memtable: {s:?}"
+    );
     let t = &db.levels()[0];
     let n = t.deepest as usize;
     let bytes = |l: usize| t.levels.get(l).map_or(0, |l| l.bytes) as f64;
@@ -300,7 +308,7 @@ fn levels_follow_write_memory() {
         model.insert(k, v);
     }
     db.wait_for_background().unwrap();
-    let loaded = settled_shape(&db, (64 << 10) as f64);
+    let loaded = settled_shape(&db, 64 << 10);
     assert_eq!(loaded, 2, "3 MB under 640 KB per L1: two levels");
     assert_eq!(db.stats().trees[0].levels_added, 1);
 
@@ -314,10 +322,10 @@ fn levels_follow_write_memory() {
         db.wait_for_background().unwrap();
     };
     resize(16 << 10);
-    assert_eq!(settled_shape(&db, (16 << 10) as f64), 3);
+    assert_eq!(settled_shape(&db, 16 << 10), 3);
     assert_eq!(db.stats().trees[0].levels_added, 2);
     resize(4 << 20);
-    assert_eq!(settled_shape(&db, (4 << 20) as f64), 1);
+    assert_eq!(settled_shape(&db, 4 << 20), 1);
     assert_eq!(db.stats().trees[0].levels_removed, 2);
     assert_eq!(common::contents(&db), model);
     drop(db);

@@ -710,6 +710,7 @@ fn main() {
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
     let trees =
         cairn_bench::keys::TreeChoice::new(args.num_trees, args.tree_skew.as_deref()).unwrap_or_else(|e| fail(e));
+    let start_rss = cairn_bench::rss_bytes("VmRSS").unwrap_or(0);
     let db = engine::open(&args.engine, &dir).unwrap_or_else(|e| fail(e));
     db.open_trees(args.num_trees).unwrap_or_else(|e| fail(e));
     println!(
@@ -783,6 +784,7 @@ fn main() {
             .unwrap_or_else(|e| fail(format!("--tuner_png {}: {e}", png.display())));
     }
     report.peak_rss_bytes = peak_rss_bytes().unwrap_or(0);
+    report.start_rss_bytes = start_rss;
     if let Some(c) = db.as_cairn() {
         let s = c.stats();
         println!(

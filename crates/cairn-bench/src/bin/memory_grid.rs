@@ -15,6 +15,8 @@
 //! - `levels`: level targets fixed (L1 32 MiB) against targets that follow write memory
 //!   (Luo & Carey §4.1.3), each from a tree loaded under them, on a write-heavy mix (80%
 //!   updates) at 3% and 80% static write memory and with the tuner from 80%.
+//! - `rss`: peak resident memory against three budgets (16, 64, 256 MiB) and what cairn
+//!   accounts for, sampled every 0.25 s; glibc's default malloc arenas and one.
 //! - `rocksdb`: the sweep's mix on cairn with the tuner against RocksDB 7.8's static split at
 //!   the same budget (needs the `rocksdb` feature).
 //!
@@ -82,6 +84,13 @@ struct Row {
     levels_removed: u64,
     /// MiB per level of the default tree at the end (L0 first).
     shape: Vec<u64>,
+    /// Resident MiB before the engine opened (program and libraries).
+    start_rss_mb: u64,
+    /// Over the run's samples (every 0.25 s): the most resident memory beyond what the engine
+    /// accounts for and beyond `start_rss_mb`, MiB ...
+    max_unaccounted_mb: u64,
+    /// ... and what it accounted for at the sample of most resident memory.
+    accounted_at_peak_mb: u64,
     /// Every tuner cycle of the run.
     tuner: Vec<TunerPoint>,
 }
@@ -94,6 +103,14 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 fn run(db_bench: &Path, args: &[String]) -> RunReport {
     let json = std::env::temp_dir().join(format!("memory_grid_{}.json", std::process::id()));
     cairn_bench::run_db_bench(db_bench, args, &json).unwrap_or_else(|e| fail(e))
+}
+
+/// [`run`] with `env` (`NAME=value`) in db_bench's environment.
+fn run_env(db_bench: &Path, env: &[String], args: &[String]) -> RunReport {
+    let mut a: Vec<String> = env.to_vec();
+    a.push(db_bench.display().to_string());
+    a.extend(args.iter().cloned());
+    run(Path::new("/usr/bin/env"), &a)
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -151,6 +168,21 @@ fn row(experiment: &str, config: &str, start: f64, budget: usize, r: &RunReport)
             .map(|c| c.levels.iter().map(|&(_, b)| b >> 20).collect())
             .unwrap_or_default(),
         tuner: r.tuner.clone(),
+        start_rss_mb: r.start_rss_bytes >> 20,
+        max_unaccounted_mb: r
+            .timeline
+            .iter()
+            .filter_map(|s| Some(s.rss_bytes.saturating_sub(s.accounted_bytes? + r.start_rss_bytes)))
+            .max()
+            .unwrap_or(0)
+            >> 20,
+        accounted_at_peak_mb: r
+            .timeline
+            .iter()
+            .max_by_key(|s| s.rss_bytes)
+            .and_then(|s| s.accounted_bytes)
+            .unwrap_or(0)
+            >> 20,
     }
 }
 
@@ -188,12 +220,17 @@ impl Ctx {
 
     /// A run from a copy of `base`.
     fn run_on(&self, base: &Path, extra: &[String]) -> RunReport {
+        self.run_on_env(base, &[], extra)
+    }
+
+    /// ... with `env` in db_bench's environment.
+    fn run_on_env(&self, base: &Path, env: &[String], extra: &[String]) -> RunReport {
         let db = self.a.out.join("db");
         copy_dir(base, &db);
         let mut f = self.flags(extra);
         f.push(format!("--db={}", db.display()));
         f.push("--use_existing_db=1".into());
-        run(&self.db_bench, &f)
+        run_env(&self.db_bench, env, &f)
     }
 
     fn budget(&self) -> Vec<String> {
@@ -342,6 +379,32 @@ fn levels(c: &Ctx, rows: &mut Vec<Row>) {
     }
 }
 
+/// Peak RSS against the budget: the sweep's mix at 25% static write memory under three budgets,
+/// with glibc's default malloc arenas and with one.
+fn rss(c: &Ctx, rows: &mut Vec<Row>) {
+    let base = c.a.out.join("base");
+    c.load(&base, &[]);
+    for budget in [16usize << 20, 64 << 20, 256 << 20] {
+        for arenas in [None, Some(1)] {
+            let mut f = vec![format!("--memory_budget={budget}"), "--memory_write_share=0.25".into()];
+            f.extend(mixed(50, c.a.ops));
+            let env: Vec<String> = arenas.iter().map(|a| format!("MALLOC_ARENA_MAX={a}")).collect();
+            let r = c.run_on_env(&base, &env, &f);
+            let name = format!(
+                "budget {} MiB, {}",
+                budget >> 20,
+                arenas.map_or("default malloc arenas".to_string(), |a| format!("MALLOC_ARENA_MAX={a}"))
+            );
+            let row = row("rss", &name, 25.0, budget, &r);
+            println!(
+                "rss {name}: peak {} MiB, at start {} MiB, accounted at peak {} MiB, unaccounted at most {} MiB",
+                row.peak_rss_mb, row.start_rss_mb, row.accounted_at_peak_mb, row.max_unaccounted_mb
+            );
+            rows.push(row);
+        }
+    }
+}
+
 fn threeway(c: &Ctx, rows: &mut Vec<Row>) {
     let base = c.a.out.join("base-elastic");
     let elastic = ["--bpk_policy=elastic".to_string(), "--bloom_bits=4".into()];
@@ -447,6 +510,7 @@ fn main() {
             "trees" => trees(&c, &mut rows),
             "threeway" => threeway(&c, &mut rows),
             "levels" => levels(&c, &mut rows),
+            "rss" => rss(&c, &mut rows),
             "rocksdb" => sweep(&c, &mut rows, true),
             other => fail(format!("unknown experiment {other}")),
         }
@@ -502,6 +566,15 @@ fn report(c: &Ctx, rows: &[Row]) -> String {
             r.levels_removed,
             r.shape
         ));
+    }
+    if rows.iter().any(|r| r.experiment == "rss") {
+        md.push_str("\n| configuration | peak RSS MiB | RSS before open MiB | accounted at peak MiB | most unaccounted MiB |\n|---|---|---|---|---|\n");
+        for r in rows.iter().filter(|r| r.experiment == "rss") {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                r.config, r.peak_rss_mb, r.start_rss_mb, r.accounted_at_peak_mb, r.max_unaccounted_mb
+            ));
+        }
     }
     cairn_bench::write_results(&c.a.out, &md, &rows).unwrap_or_else(|e| fail(e));
     md

@@ -15,9 +15,18 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Compaction inputs are read front to back in chunks of this size (RocksDB's
-/// `compaction_readahead_size` with direct I/O).
+/// Compaction inputs are read front to back in chunks of up to this size (RocksDB's
+/// `compaction_readahead_size` with direct I/O) ...
 const COMPACTION_READAHEAD: usize = 2 << 20;
+/// ... within this much per job, shared by its pieces and their open inputs: an L0 merge of
+/// 8 files in 2 pieces would otherwise hold 36 MiB of buffers, outside every memory region.
+const COMPACTION_READAHEAD_PER_JOB: usize = 8 << 20;
+
+/// The chunk size of each input iterator of a job with `pieces` pieces of `inputs` inputs each
+/// open at once: the per-job total spread over them, at least 128 KiB.
+fn readahead_chunk(pieces: usize, inputs: usize) -> usize {
+    (COMPACTION_READAHEAD_PER_JOB / (pieces * inputs).max(1)).clamp(128 << 10, COMPACTION_READAHEAD)
+}
 
 /// Work on one tree: `inputs` of `level` (with the `overlaps` of `output_level`) become new
 /// files of `output_level`; `deepest` grows the tree's L (Garnering's delay).
@@ -116,15 +125,20 @@ fn renumber(tree: usize, tv: &TreeVersion, add: bool, deepest: u32) -> VersionEd
 }
 
 /// A tree's share of write memory for level targets that follow it: write memory in the
-/// proportion of the tree's recent writes (the paper's optimal allocation); `None` for a tree
-/// not written to recently, whose shape then stays as it is.
+/// proportion of the tree's recent writes (the paper's optimal allocation), in the bytes it
+/// becomes on disk. The paper's memory components update in place, so its `M_w` is distinct
+/// data; our memtables keep every version, and under skewed updates a memtable flushes a
+/// fraction of its size — sizing levels by the raw size would remove an L1 that is absorbing
+/// the hot keys' rewrites. `None` for a tree not written to recently or not flushed since the
+/// open (the ratio is unknown): its shape stays.
 fn write_share(inner: &DbInner, st: &State, tree: usize) -> Option<u64> {
     if inner.opts.level_targets != crate::options::LevelTargets::WriteMemory {
         return None;
     }
     let mine = *st.recent_writes.get(tree)?;
     let all: u64 = st.recent_writes.iter().sum();
-    (mine > 0).then(|| (inner.memory.write_budget() as f64 * mine as f64 / all as f64) as u64)
+    let on_disk = inner.counters.tree(tree).flushed_per_switched()?;
+    (mine > 0).then(|| (inner.memory.write_budget() as f64 * on_disk * mine as f64 / all as f64) as u64)
 }
 
 fn view(t: &TreeVersion, busy: &HashSet<u64>, write_memory: Option<u64>) -> LsmView {
@@ -256,7 +270,10 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     bounds.push(None);
     let ranges: Vec<_> = bounds.windows(2).map(|w| (w[0].clone(), w[1].clone())).collect();
     let oldest_snapshot = inner.oldest_snapshot();
-    let merge = |lo, hi, table| merge_range(inner, job, lo, hi, table, &deeper, oldest_snapshot);
+    // Open at once per piece: every L0 input (or one file of a sorted level) and one overlap.
+    let open = if job.level == 0 { job.inputs.len() } else { 1 } + 1;
+    let readahead = readahead_chunk(ranges.len(), open);
+    let merge = |lo, hi, table| merge_range(inner, job, (lo, hi), table, &deeper, oldest_snapshot, readahead);
     let pieces: Vec<(Result<JobOutput>, Vec<u64>)> = if ranges.len() == 1 {
         vec![merge(None, None, table)]
     } else {
@@ -317,11 +334,11 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
 fn merge_range(
     inner: &Arc<DbInner>,
     job: &Job,
-    lo: Option<Vec<u8>>,
-    hi: Option<Vec<u8>>,
+    (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
     table: crate::sst::TableOptions,
     deeper: &[Arc<FileMeta>],
     oldest_snapshot: u64,
+    readahead: usize,
 ) -> (Result<JobOutput>, Vec<u64>) {
     let mut allocated = Vec::new();
     let r = (|| {
@@ -329,7 +346,7 @@ fn merge_range(
         let read = crate::sst::IterOptions {
             fill_cache: false,
             stats: Some(inner.compaction_io.clone()),
-            readahead: COMPACTION_READAHEAD,
+            readahead,
         };
         let mut children: Vec<BoxedIter> = Vec::new();
         if job.level == 0 {

@@ -72,6 +72,12 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
             Some(t) => return Err(Error::InvalidArgument(format!("unknown tree id {t}"))),
             None => (0..st.mems.len()).collect(),
         };
+        for &t in &trees {
+            inner
+                .counters
+                .tree(t)
+                .record_manual_switch(st.mems[t].active_bytes() as u64);
+        }
         super::write::switch_memtables(inner, &mut wal, &mut st, &trees)?;
     }
     let mut st = inner.state.lock();

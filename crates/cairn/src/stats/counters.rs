@@ -63,6 +63,8 @@ pub struct TreeCounters {
     /// WALs were (the memory tuner's flush causes).
     switched_for_memory: AtomicU64,
     switched_for_log: AtomicU64,
+    /// ... and by an explicit flush.
+    switched_manually: AtomicU64,
     /// Levels added and removed at L1 (level targets that follow write memory).
     levels_added: AtomicU64,
     levels_removed: AtomicU64,
@@ -78,6 +80,7 @@ impl TreeCounters {
             flush_bytes: AtomicU64::new(0),
             switched_for_memory: AtomicU64::new(0),
             switched_for_log: AtomicU64::new(0),
+            switched_manually: AtomicU64::new(0),
             levels_added: AtomicU64::new(0),
             levels_removed: AtomicU64::new(0),
             levels: (0..levels).map(|_| Striped::default()).collect(),
@@ -198,6 +201,23 @@ impl TreeCounters {
     /// Bytes written by one flush.
     pub fn record_flush(&self, bytes: u64) {
         self.flush_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// What a byte of this tree's write memory became on disk so far: bytes flushed per
+    /// memtable byte switched, in `[0.05, 1]`; `None` before the first switch. Below 1 when
+    /// updates overwrite keys within a memtable (its arena holds every version, a flush only
+    /// the newest) and by the arena's per-entry overhead.
+    pub fn flushed_per_switched(&self) -> Option<f64> {
+        let switched = self.switched_for_memory.load(Relaxed)
+            + self.switched_for_log.load(Relaxed)
+            + self.switched_manually.load(Relaxed);
+        let flushed = self.flush_bytes.load(Relaxed);
+        (switched > 0 && flushed > 0).then(|| (flushed as f64 / switched as f64).clamp(0.05, 1.0))
+    }
+
+    /// A memtable of `bytes` switched by an explicit flush.
+    pub fn record_manual_switch(&self, bytes: u64) {
+        self.switched_manually.fetch_add(bytes, Relaxed);
     }
 
     /// A memtable of `bytes` switched by the write controller, for the log or for memory.
