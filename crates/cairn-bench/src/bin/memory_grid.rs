@@ -265,8 +265,15 @@ fn sweep(c: &Ctx, rows: &mut Vec<Row>, engine_cmp: bool) {
         let mut f = c.budget();
         f.push(format!("--memory_write_share={}", f64::from(s) / 100.0));
         f.push("--memory_tuner=1".into());
-        runs.push((format!("tuner from {s}%"), f64::from(s), f));
+        runs.push((format!("tuner from {s}%"), f64::from(s), f.clone()));
         if engine_cmp {
+            // ... and with level targets that follow write memory.
+            f.push("--level_targets=write-memory".into());
+            runs.push((
+                format!("tuner from {s}%, level targets following write memory"),
+                f64::from(s),
+                f,
+            ));
             break;
         }
     }
