@@ -172,7 +172,7 @@ pub struct BlockCache {
     /// Part of the capacity reserved for memory held outside the cache.
     reserved: AtomicUsize,
     high_pri_ratio: f64,
-    /// Striped per CPU: a hit writes only its core's line.
+    /// Striped per thread: a hit writes only its own line.
     counters: Striped<[AtomicCounters; 6]>,
     /// Eviction listeners by id (0: the one [`set_eviction_listener`](Self::set_eviction_listener)
     /// manages).
@@ -238,18 +238,17 @@ impl BlockCache {
                 s.value.clone()
             })
         };
-        let c = &self.counters.at(Stripe::current())[kind as usize];
-        match &found {
-            Some(_) => c.hits.fetch_add(1, Relaxed),
-            None => c.misses.fetch_add(1, Relaxed),
-        };
+        let s = Stripe::current();
+        let c = &self.counters.at(s)[kind as usize];
+        s.add(if found.is_some() { &c.hits } else { &c.misses }, 1);
         found
     }
 
     /// Inserts a block charged `charge` bytes (replacing any block under `key`). A block
     /// larger than its shard's whole capacity is not cached.
     pub fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
-        self.counters.at(Stripe::current())[kind as usize].inserts.fetch_add(1, Relaxed);
+        let s = Stripe::current();
+        s.add(&self.counters.at(s)[kind as usize].inserts, 1);
         let mut evicted = Vec::new();
         {
             let mut sh = self.shard(&key).lock();
@@ -310,9 +309,10 @@ impl BlockCache {
             return;
         }
         let listeners: Vec<EvictionListener> = self.listeners.read().iter().map(|(_, l)| l.clone()).collect();
-        let c = self.counters.at(Stripe::current());
+        let s = Stripe::current();
+        let c = self.counters.at(s);
         for (key, kind, charge) in evicted {
-            c[kind as usize].evictions.fetch_add(1, Relaxed);
+            s.add(&c[kind as usize].evictions, 1);
             for l in &listeners {
                 l(key, kind, charge);
             }

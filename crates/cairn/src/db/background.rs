@@ -63,6 +63,7 @@ fn wait_for_work<T>(inner: &DbInner, mut find: impl FnMut(&mut State) -> Option<
 }
 
 fn flush_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
     while let Some((t, mem)) = wait_for_work(&inner, |st| {
         let t = (0..st.mems.len()).find(|&t| st.mems[t].has_immutable())?;
         st.flushing = true;
@@ -79,6 +80,7 @@ fn flush_loop(inner: Arc<DbInner>) {
 }
 
 fn compaction_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
     while let Some(job) = wait_for_work(&inner, |st| {
         let found = match compact::pick(&inner, st) {
             Ok(job) => job,

@@ -282,7 +282,10 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
                 .into_iter()
                 .map(|(lo, hi)| {
                     let table = table.clone();
-                    s.spawn(move || merge(lo, hi, table))
+                    s.spawn(move || {
+                        crate::stats::stripe::Stripe::background();
+                        merge(lo, hi, table)
+                    })
                 })
                 .collect();
             handles

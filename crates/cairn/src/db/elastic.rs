@@ -416,6 +416,7 @@ impl DbInner {
 /// The background adjuster: a round every few milliseconds while lookups arrive or tables
 /// change.
 pub(super) fn adjuster_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
     let mut last = (u64::MAX, 0usize);
     let interval = Duration::from_millis(inner.opts.elastic_interval_ms);
     loop {

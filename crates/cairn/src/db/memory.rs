@@ -288,6 +288,7 @@ impl DbInner {
 
 /// The tuner thread: checks a few times a second whether a cycle is due.
 pub(super) fn tuner_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
     let tick = Duration::from_millis(inner.opts.memory_tuner_period_ms.clamp(1, 250));
     loop {
         {

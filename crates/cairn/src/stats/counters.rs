@@ -1,5 +1,5 @@
 //! Engine counters (docs/design.md §5): per tree and level, and engine-wide write and stall counters.
-//! Relaxed atomics, each level's group on its own cache line and striped per CPU
+//! Relaxed atomics, each level's group on its own cache line and striped per thread
 //! (`stats/stripe.rs`), so concurrent readers never write a shared line. A tree's counters are
 //! created with the tree and never dropped, so a super-version carries an `Arc` to them and the
 //! read path records without any lock.
@@ -96,7 +96,7 @@ impl TreeCounters {
     /// A bounded range read over projections `[a, b]`.
     #[inline]
     pub fn record_range_size(&self, s: Stripe, a: u64, b: u64) {
-        self.reads.at(s).range_sizes[size_bucket(a, b)].fetch_add(1, Relaxed);
+        s.add(&self.reads.at(s).range_sizes[size_bucket(a, b)], 1);
     }
 
     /// Range-filter probes per height of one sampled range read.
@@ -123,9 +123,9 @@ impl TreeCounters {
     #[inline]
     pub fn record_range_probe(&self, s: Stripe, level: usize, negative: bool) {
         self.level(s, level, |l| {
-            l.range_probes.fetch_add(1, Relaxed);
+            s.add(&l.range_probes, 1);
             if negative {
-                l.range_negatives.fetch_add(1, Relaxed);
+                s.add(&l.range_negatives, 1);
             }
         });
     }
@@ -133,7 +133,7 @@ impl TreeCounters {
     /// Range filters in `level` that answered "maybe" for a range read that found nothing.
     pub fn record_range_false_positives(&self, s: Stripe, level: usize, n: u64) {
         self.level(s, level, |l| {
-            l.range_false_positives.fetch_add(n, Relaxed);
+            s.add(&l.range_false_positives, n);
         });
     }
 
@@ -147,7 +147,7 @@ impl TreeCounters {
     /// One point lookup of the tree.
     #[inline]
     pub fn record_get(&self, s: Stripe) {
-        self.reads.at(s).gets.fetch_add(1, Relaxed);
+        s.add(&self.reads.at(s).gets, 1);
     }
 
     /// Point lookups so far.
@@ -158,13 +158,13 @@ impl TreeCounters {
     /// One range read (iterator) of the tree.
     #[inline]
     pub fn record_range(&self, s: Stripe) {
-        self.reads.at(s).ranges.fetch_add(1, Relaxed);
+        s.add(&self.reads.at(s).ranges, 1);
     }
 
     /// A lookup answered by a memtable.
     #[inline]
     pub fn record_memtable_hit(&self, s: Stripe) {
-        self.reads.at(s).memtable_hits.fetch_add(1, Relaxed);
+        s.add(&self.reads.at(s).memtable_hits, 1);
     }
 
     /// One point-lookup probe of one table in `level`.
@@ -172,27 +172,27 @@ impl TreeCounters {
     pub fn record_probe(&self, s: Stripe, level: usize, out: &GetOutcome) {
         let found = out.found.is_some();
         self.level(s, level, |l| {
-            l.probes.fetch_add(1, Relaxed);
+            s.add(&l.probes, 1);
             if out.units_probed > 0 {
-                l.filter_units_probed.fetch_add(u64::from(out.units_probed), Relaxed);
+                s.add(&l.filter_units_probed, u64::from(out.units_probed));
             }
             if out.filter_negative {
-                l.filter_negatives.fetch_add(1, Relaxed);
+                s.add(&l.filter_negatives, 1);
             }
             if out.units_probed > 0 && !out.filter_negative && !found {
-                l.filter_false_positives.fetch_add(1, Relaxed);
+                s.add(&l.filter_false_positives, 1);
             }
             if found {
-                l.found.fetch_add(1, Relaxed);
+                s.add(&l.found, 1);
             }
             if out.data_block_read {
                 if out.data_block_cached {
-                    l.data_cache_hits.fetch_add(1, Relaxed);
+                    s.add(&l.data_cache_hits, 1);
                 } else {
-                    l.data_reads.fetch_add(1, Relaxed);
+                    s.add(&l.data_reads, 1);
                 }
                 if !found {
-                    l.unnecessary_data_reads.fetch_add(1, Relaxed);
+                    s.add(&l.unnecessary_data_reads, 1);
                 }
             }
         });
@@ -229,15 +229,15 @@ impl TreeCounters {
     /// Bytes read and written by one compaction into `output_level`.
     pub fn record_compaction(&self, output_level: usize, read: u64, written: u64) {
         self.level(Stripe::FIRST, output_level, |l| {
-            l.compaction_read.fetch_add(read, Relaxed);
-            l.compaction_written.fetch_add(written, Relaxed);
+            Stripe::FIRST.add(&l.compaction_read, read);
+            Stripe::FIRST.add(&l.compaction_written, written);
         });
     }
 
     /// A trivial move out of `from`.
     pub fn record_move(&self, from: usize) {
         self.level(Stripe::FIRST, from + 1, |l| {
-            l.moves.fetch_add(1, Relaxed);
+            Stripe::FIRST.add(&l.moves, 1);
         });
     }
 

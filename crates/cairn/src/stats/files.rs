@@ -131,15 +131,15 @@ impl FileState {
     #[inline]
     pub fn record_probe(&self, s: Stripe, out: &GetOutcome) {
         let a = self.access.at(s);
-        a.probes.fetch_add(1, Relaxed);
+        s.add(&a.probes, 1);
         if out.filter_negative {
-            a.filter_negatives.fetch_add(1, Relaxed);
+            s.add(&a.filter_negatives, 1);
         }
         if out.found.is_some() {
-            a.found.fetch_add(1, Relaxed);
+            s.add(&a.found, 1);
         }
         if out.data_block_read {
-            a.data_reads.fetch_add(1, Relaxed);
+            s.add(&a.data_reads, 1);
         }
         if let Some(i) = out.segment {
             self.segment_probes.incr(s, i);
@@ -150,16 +150,16 @@ impl FileState {
     #[inline]
     pub fn record_range_probe(&self, s: Stripe, empty: bool) {
         let r = self.range.at(s);
-        r.probes.fetch_add(1, Relaxed);
+        s.add(&r.probes, 1);
         if empty {
-            r.empty.fetch_add(1, Relaxed);
+            s.add(&r.empty, 1);
         }
     }
 
     /// A range read that asked this file (and was not told "empty") returned nothing.
     #[inline]
     pub fn record_range_empty(&self, s: Stripe) {
-        self.range.at(s).empty.fetch_add(1, Relaxed);
+        s.add(&self.range.at(s).empty, 1);
     }
 
     /// Where the table cache publishes the file's open reader for point reads.

@@ -1,6 +1,6 @@
 //! I/O accounting: per block kind, reads from storage (count and bytes) and cache hits; bytes
 //! written; syncs. Relaxed atomics, each group on its own cache line; the read counters are
-//! striped per CPU (`stats/stripe.rs`), so readers on different cores never write one line.
+//! striped per thread (`stats/stripe.rs`), so two readers never write one line.
 
 use super::stripe::{Stripe, Striped};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -128,19 +128,22 @@ impl IoStats {
     /// Records a block read from storage.
     #[inline]
     pub fn record_read(&self, kind: BlockKind, bytes: u64) {
-        let k = &self.kinds.at(Stripe::current())[kind as usize];
-        k.reads.fetch_add(1, Relaxed);
-        k.bytes.fetch_add(bytes, Relaxed);
+        let s = Stripe::current();
+        let k = &self.kinds.at(s)[kind as usize];
+        s.add(&k.reads, 1);
+        s.add(&k.bytes, bytes);
     }
     /// Records a block served by the cache.
     #[inline]
     pub fn record_cache_hit(&self, kind: BlockKind) {
-        self.kinds.at(Stripe::current())[kind as usize].cache_hits.fetch_add(1, Relaxed);
+        let s = Stripe::current();
+        s.add(&self.kinds.at(s)[kind as usize].cache_hits, 1);
     }
     /// Records a storage read the ghost cache would have saved.
     #[inline]
     pub fn record_ghost_hit(&self, kind: BlockKind) {
-        self.kinds.at(Stripe::current())[kind as usize].ghost_hits.fetch_add(1, Relaxed);
+        let s = Stripe::current();
+        s.add(&self.kinds.at(s)[kind as usize].ghost_hits, 1);
     }
     /// Records bytes appended to a file.
     #[inline]
