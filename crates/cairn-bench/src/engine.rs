@@ -100,6 +100,13 @@ pub struct EngineArgs {
     /// the deepest level with L1 added and removed as write memory moves (cairn only).
     #[arg(long, default_value = "fixed")]
     pub level_targets: String,
+    /// monolithic | partitioned: memtables flushed whole, or memory levels of runs flushed a run
+    /// at a time into grouped L0 (Luo & Carey §4.1; cairn only).
+    #[arg(long, default_value = "monolithic")]
+    pub memory_component: String,
+    /// Size ratio between memory levels of a partitioned component (cairn only; default 10).
+    #[arg(long)]
+    pub memory_size_ratio: Option<usize>,
     /// Garnering's capacity factor c (cairn only).
     #[arg(long, default_value_t = 0.8)]
     pub garnering_c: f64,
@@ -160,13 +167,15 @@ pub struct EngineArgs {
 }
 
 impl EngineArgs {
-    /// Whether a cairn-only filter flag (segments, elastic units) is set.
+    /// Whether a cairn-only filter or memory-component flag is set.
     pub fn cairn_filter_flags(&self) -> bool {
         self.segment_size.is_some()
             || self.filter_memory.is_some()
             || self.elastic_units.is_some()
             || self.elastic_unit_bpk.is_some()
             || self.elastic_life_time.is_some()
+            || self.memory_component != "monolithic"
+            || self.memory_size_ratio.is_some()
     }
 
     /// Write memory for all memtables.
@@ -369,6 +378,13 @@ impl CairnEngine {
                     a.flush_policy
                 )
             })?,
+            memory_component: cairn::MemoryComponent::parse(&a.memory_component).ok_or_else(|| {
+                format!(
+                    "--memory_component={}: expected monolithic or partitioned",
+                    a.memory_component
+                )
+            })?,
+            memory_size_ratio: a.memory_size_ratio.unwrap_or(d.memory_size_ratio),
             level_targets: cairn::LevelTargets::parse(&a.level_targets)
                 .ok_or_else(|| format!("--level_targets={}: expected fixed or write-memory", a.level_targets))?,
             memory_budget: a.memory_budget.unwrap_or(0),

@@ -57,7 +57,7 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
-pub use options::{BpkPolicy, FlushPolicy, LevelTargets, MergePolicyKind, Options, WriteOptions};
+pub use options::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options, WriteOptions};
 pub use sst::Compression;
 pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};
 pub use wal::RecoveryMode;

@@ -260,6 +260,32 @@ fn configs() -> Vec<Config> {
             direct: false,
         });
     }
+    // Partitioned memory components: memory levels of runs merged in memory, partial, log and
+    // full flushes into grouped L0, through crashes and reopens: answers must not change.
+    for (i, ratio, beta, policy) in [
+        (1usize, 2usize, 0.5, FlushPolicy::MaxMemory),
+        (2, 4, 0.0, FlushPolicy::MinLsn),
+        (8, 3, 1.0, FlushPolicy::Optimal),
+    ] {
+        let mut o = out[i].opts.clone();
+        o.memory_component = cairn::MemoryComponent::Partitioned;
+        o.memory_size_ratio = ratio;
+        o.memory_flush_beta = beta;
+        o.flush_policy = policy;
+        // Runs small beside write memory, so that memory holds several levels.
+        o.write_buffer_size = 1024;
+        o.write_memory_budget = 16 << 10;
+        o.max_wal_size = 24 << 10;
+        out.push(Config {
+            name: format!(
+                "{} with partitioned memory (ratio {ratio}, beta {beta}, {})",
+                out[i].name,
+                policy.name()
+            ),
+            opts: o,
+            direct: false,
+        });
+    }
     for (i, block) in [(0usize, 4096usize), (1, 512)] {
         let mut o = out[i].opts.clone();
         o.block_size = block;

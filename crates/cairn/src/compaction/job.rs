@@ -65,6 +65,7 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
         filter_policy: p.filter.policy.clone(),
         filter_bpk: p.filter.total_bpk(),
         segments: p.segments.len() as u64,
+        l0_group: 0,
     }
 }
 

@@ -13,12 +13,28 @@ pub struct FileView {
     pub largest: Vec<u8>,
     /// Already an input or output of a running compaction.
     pub busy: bool,
+    /// L0 group (Luo & Carey §4.1.2): files of one group ≥ 1 are disjoint and form one sorted
+    /// run; group 0 files are runs of their own.
+    pub group: u64,
+}
+
+/// Sorted runs among `l0` (newest first): a group ≥ 1 counts once.
+pub(crate) fn l0_runs<'a>(l0: impl Iterator<Item = &'a FileView>) -> usize {
+    let mut runs = 0;
+    let mut last = None;
+    for f in l0 {
+        if f.group == 0 || last != Some(f.group) {
+            runs += 1;
+        }
+        last = Some(f.group);
+    }
+    runs
 }
 
 /// One level.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LevelView {
-    /// Files (level 0: newest first; others: by key).
+    /// Files (level 0: newest group first; others: by key).
     pub files: Vec<FileView>,
 }
 
@@ -92,7 +108,7 @@ pub trait MergePolicy: Send + Sync + std::fmt::Debug {
 }
 
 /// Score of every level under `capacity`: `(level, score)` sorted by descending score, only
-/// levels with score ≥ 1. Level 0 scores by file count against `l0_trigger` and, as RocksDB's,
+/// levels with score ≥ 1. Level 0 scores by sorted runs (groups) against `l0_trigger` and, as RocksDB's,
 /// by its bytes against level 1's capacity, whichever is higher: small write buffers under a
 /// small L1 otherwise leave up to `l0_trigger − 1` overlapping tables for every lookup to probe.
 pub(crate) fn scores(
@@ -102,10 +118,10 @@ pub(crate) fn scores(
     capacity: impl Fn(usize) -> Option<f64>,
 ) -> Vec<(usize, f64)> {
     let mut s = Vec::new();
-    let idle_l0 = view.level(0).iter().filter(|f| !f.busy);
-    let (files, bytes) = idle_l0.fold((0usize, 0u64), |(n, b), f| (n + 1, b + f.size));
+    let idle_l0 = || view.level(0).iter().filter(|f| !f.busy);
+    let (runs, bytes) = (l0_runs(idle_l0()), idle_l0().map(|f| f.size).sum::<u64>());
     let by_bytes = capacity(1).map_or(0.0, |cap| bytes as f64 / cap.max(1.0));
-    s.push((0, (files as f64 / l0_trigger.max(1) as f64).max(by_bytes)));
+    s.push((0, (runs as f64 / l0_trigger.max(1) as f64).max(by_bytes)));
     for level in 1..max_levels.saturating_sub(1) {
         if let Some(cap) = capacity(level) {
             let bytes = view
@@ -122,13 +138,19 @@ pub(crate) fn scores(
     s
 }
 
-/// The intra-L0 merge of L0's newest idle files (level 0 is newest first), if there are two.
+/// The intra-L0 merge of L0's newest idle groups (level 0 is newest first), if there are two
+/// sorted runs among them. Whole groups only: the output takes the newest input group's place,
+/// and a group must stay disjoint.
 pub(crate) fn intra_l0(l0: &[FileView]) -> Choice {
-    let run: Vec<u64> = l0.iter().take_while(|f| !f.busy).map(|f| f.number).collect();
-    if run.len() < 2 {
+    let busy_group = l0.iter().find(|f| f.busy).map(|f| f.group);
+    let run: Vec<&FileView> = l0
+        .iter()
+        .take_while(|f| !f.busy && (f.group == 0 || busy_group != Some(f.group)))
+        .collect();
+    if l0_runs(run.iter().copied()) < 2 {
         return Choice::DoNothing;
     }
-    let mut inputs = run;
+    let mut inputs: Vec<u64> = run.iter().map(|f| f.number).collect();
     inputs.sort_unstable();
     Choice::Merge {
         level: 0,

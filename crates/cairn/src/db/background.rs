@@ -62,14 +62,29 @@ fn wait_for_work<T>(inner: &DbInner, mut find: impl FnMut(&mut State) -> Option<
     }
 }
 
+/// The flush thread's work: flushes first (they free memory), then memory merges.
+enum FlushWork {
+    Flush(usize, crate::memtable::FlushJob),
+    Merge(usize, crate::memtable::MergeJob),
+}
+
 fn flush_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
-    while let Some((t, mem)) = wait_for_work(&inner, |st| {
-        let t = (0..st.mems.len()).find(|&t| st.mems[t].has_immutable())?;
-        st.flushing = true;
-        st.mems[t].next_to_flush().cloned().map(|m| (t, m))
+    while let Some(work) = wait_for_work(&inner, |st| {
+        let run_size = inner.memory.write_buffer_size();
+        let work = (0..st.mems.len())
+            .find_map(|t| st.mems[t].next_flush().map(|j| FlushWork::Flush(t, j)))
+            .or_else(|| {
+                (0..st.mems.len()).find_map(|t| st.mems[t].next_merge(run_size).map(|j| FlushWork::Merge(t, j)))
+            });
+        st.flushing |= work.is_some();
+        work
     }) {
-        if let Err(e) = flush::flush_one(&inner, t, &mem) {
+        let r = match &work {
+            FlushWork::Flush(t, job) => flush::flush_one(&inner, *t, job),
+            FlushWork::Merge(t, job) => flush::merge_one(&inner, *t, job),
+        };
+        if let Err(e) = r {
             tracing::error!(error = %e, "flush failed");
             inner.set_poison(&e);
         }
@@ -111,7 +126,7 @@ pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
-        let flush_due = st.flushing || st.mems.iter().any(|m| m.has_immutable());
+        let flush_due = st.flushing || st.mems.iter().any(|m| m.has_flush() || m.merge_waiting());
         if !flush_due && st.running_compactions == 0 && !compact::work_pending(inner, &st) {
             return Ok(());
         }

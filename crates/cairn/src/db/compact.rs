@@ -71,8 +71,16 @@ impl Job {
             .extend(self.inputs.iter().map(|f| (t, self.level as u32, f.number)));
         e.deleted
             .extend(self.overlaps.iter().map(|f| (t, self.output_level as u32, f.number)));
-        e.added
-            .extend(outputs.into_iter().map(|f| (t, self.output_level as u32, f)));
+        // An intra-L0 output takes its newest input group's place (whole groups are merged).
+        let group = match self.output_level {
+            0 => self.inputs.iter().map(|f| f.l0_group).max().unwrap_or(0),
+            _ => 0,
+        };
+        e.added.extend(
+            outputs
+                .into_iter()
+                .map(|f| (t, self.output_level as u32, FileMeta { l0_group: group, ..f })),
+        );
         e.deepest.extend(self.deepest.map(|d| (t, d)));
         e
     }
@@ -156,6 +164,7 @@ fn view(t: &TreeVersion, busy: &HashSet<u64>, write_memory: Option<u64>) -> LsmV
                         smallest: f.smallest_user_key().to_vec(),
                         largest: f.largest_user_key().to_vec(),
                         busy: busy.contains(&f.number),
+                        group: f.l0_group,
                     })
                     .collect(),
             })
@@ -174,7 +183,7 @@ pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
             if let (Choice::AddLevel | Choice::RemoveLevel, Some(d)) = (&decision.choice, decision.deepest) {
                 let add = decision.choice == Choice::AddLevel;
                 let edit = renumber(tree, tv, add, d);
-                inner.log_and_apply(st, edit, None)?;
+                inner.log_and_apply(st, edit, &[])?;
                 inner.counters.tree(tree).record_reshape(add);
                 continue;
             }
@@ -184,11 +193,11 @@ pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
             match decision.choice {
                 Choice::DoNothing | Choice::AddLevel | Choice::RemoveLevel if job.deepest.is_none() => break,
                 Choice::DoNothing | Choice::AddLevel | Choice::RemoveLevel => {
-                    inner.log_and_apply(st, job.edit(Vec::new()), None)?
+                    inner.log_and_apply(st, job.edit(Vec::new()), &[])?
                 }
                 Choice::Move { from, .. } => {
                     let moved = job.inputs.iter().map(|f| (**f).clone()).collect();
-                    inner.log_and_apply(st, job.edit(moved), None)?;
+                    inner.log_and_apply(st, job.edit(moved), &[])?;
                     inner.counters.tree(tree).record_move(from);
                 }
                 Choice::Merge { .. } => {
@@ -318,7 +327,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     let r = match failed {
         Some(e) => Err(e),
         None => (|| {
-            inner.log_and_apply(&mut st, job.edit(out.files), None)?;
+            inner.log_and_apply(&mut st, job.edit(out.files), &[])?;
             inner
                 .counters
                 .tree(job.tree)

@@ -1,16 +1,21 @@
-//! Flush: writes the oldest immutable memtable of a tree to an L0 table, logs the edit (with
-//! every tree's log number, so older WALs can go), and installs it.
+//! Flush: writes the oldest immutable memtable (or the chosen runs of a partitioned memory
+//! component) of a tree to L0, logs the edit (with every tree's log number, so older WALs can
+//! go), and installs it. Memory merges of partitioned components run here too.
 
 use super::inner::DbInner;
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
-use crate::memtable::Memtable;
-use crate::version::VersionEdit;
+use crate::iter::{BoxedIter, InternalIterator, MergingIter};
+use crate::memtable::run::build_runs;
+use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
+use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
 
-/// Flushes `mem`, the oldest immutable memtable of `tree`.
-pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) -> Result<()> {
+/// Writes flush `job` of `tree` (the front of its component's queue) to L0: whole memtables
+/// as one table; a partitioned component's runs merged and cut at `write_buffer_size`, each
+/// table in the oldest L0 group that no newer group overlaps (Luo & Carey §4.1.2).
+pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Result<()> {
     let table = inner.job_table_options(
         tree,
         super::filters::JobFilter {
@@ -26,15 +31,20 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) 
         outputs.push(n);
         n
     };
+    let grouped = job.kind != FlushKind::Whole;
     let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
     let result = write_outputs(
-        &mut mem.iter(),
+        &mut *runs_iter(&job.runs),
         &mut filter,
         &mut Outputs {
             fs: &*inner.fs,
             dir: &inner.dir,
             table,
-            target_file_size: u64::MAX,
+            target_file_size: if grouped {
+                inner.memory.write_buffer_size() as u64
+            } else {
+                u64::MAX
+            },
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
         },
@@ -42,14 +52,18 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) 
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();
-        edit.added.extend(out.files.into_iter().map(|f| (tree as u32, 0, f)));
-        // Every tree's log number: the flushed tree needs WALs from its remaining memtable
-        // data on; trees with no memtable data need none before the current one (logging that
-        // lets older WALs go: they are deleted only below every tree's logged number).
-        edit.log_numbers = st.log_numbers(Some(mem));
-        inner.log_and_apply(&mut st, edit, Some(mem))?;
+        let tv = &st.version().trees[tree];
+        for f in out.files {
+            let l0_group = tv.l0_group_for(f.smallest_user_key(), f.largest_user_key(), grouped);
+            edit.added.push((tree as u32, 0, FileMeta { l0_group, ..f }));
+        }
+        // Every tree's log number: the flushed tree needs WALs from its remaining memory data
+        // on; trees with no memtable data need none before the current one (logging that lets
+        // older WALs go: they are deleted only below every tree's logged number).
+        edit.log_numbers = st.log_numbers(&job.runs);
+        inner.log_and_apply(&mut st, edit, &job.runs)?;
         inner.counters.tree(tree).record_flush(out.bytes_written);
-        st.mems[tree].flushed(mem);
+        st.mems[tree].flushed(job);
         inner.install_super_version(&st, tree);
         Ok(())
     });
@@ -59,6 +73,60 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, mem: &Arc<Memtable>) 
     drop(st);
     inner.delete_obsolete_files();
     r
+}
+
+/// One iterator over memtables or runs (merged when there are several).
+fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
+    match runs {
+        [one] => Box::new(one.iter()),
+        _ => Box::new(MergingIter::new(
+            runs.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect(),
+        )),
+    }
+}
+
+/// Runs memory merge `job` of `tree` (claimed by its component) outside the state lock and
+/// installs the runs it built. Shadowed versions no snapshot needs are dropped; tombstones are
+/// kept (older data may be on disk). Each output run is charged to the oldest WAL among the
+/// inputs: a run cannot tell which WAL each entry came from, so the log is released no earlier
+/// than the inputs' oldest data allows — never too early.
+pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let scratch = inner.state.lock().mems[tree].merge_scratch();
+    let first_wal = job.inputs().map(|m| m.first_wal()).min().unwrap_or(u64::MAX);
+    let max_seqno = job.inputs().map(|m| m.max_seqno()).max().unwrap_or(0);
+    let input: u64 = job.lower.iter().map(|m| m.approximate_bytes() as u64).sum();
+    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
+    let built = match &scratch {
+        Some(s) => build_runs(&mut job.iter(), &mut filter, inner.memory.write_buffer_size(), s),
+        None => Ok(Vec::new()),
+    };
+    let mut st = inner.state.lock();
+    match built {
+        Ok(runs) => {
+            let runs: Vec<Arc<Memtable>> = runs
+                .into_iter()
+                .map(|r| Arc::new(Memtable::from_run(r, first_wal, max_seqno)))
+                .collect();
+            let output: u64 = runs.iter().map(|m| m.approximate_bytes() as u64).sum();
+            // The upper input counts once, at its last step.
+            let input = input
+                + if job.last {
+                    job.upper.approximate_bytes() as u64
+                } else {
+                    0
+                };
+            st.mems[tree].merged(job, Some(runs));
+            inner.install_super_version(&st, tree);
+            let nanos = t0.elapsed().as_nanos() as u64;
+            inner.counters.tree(tree).record_memory_merge(input, output, nanos);
+            Ok(())
+        }
+        Err(e) => {
+            st.mems[tree].merged(job, None);
+            Err(e)
+        }
+    }
 }
 
 /// Switches the memtables of `tree` (or all trees) and waits until they are flushed.
@@ -83,11 +151,18 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
-        let waiting = match tree {
-            Some(t) => st.mems[t as usize].has_immutable(),
-            None => st.mems.iter().any(|m| m.has_immutable()),
+        let trees: Vec<usize> = match tree {
+            Some(t) => vec![t as usize],
+            None => (0..st.mems.len()).collect(),
         };
-        if !waiting {
+        // A partitioned component writes all it holds in one full flush (once no merge runs).
+        for &t in &trees {
+            let m = &mut st.mems[t];
+            if m.is_partitioned() && m.holds_unflushed() && !m.has_flush() {
+                m.choose_full_flush();
+            }
+        }
+        if !trees.iter().any(|&t| st.mems[t].holds_unflushed()) {
             return Ok(());
         }
         inner.bg_cv.notify_all();

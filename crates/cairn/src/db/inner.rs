@@ -72,9 +72,9 @@ impl State {
     }
 
     /// Per tree, the log number a manifest edit written now records: the oldest WAL holding
-    /// data of its memtables — except `flushed`, the memtable whose flush the edit installs —
-    /// or, with none, the current WAL. The one place this is computed.
-    pub fn log_numbers(&self, flushed: Option<&Arc<Memtable>>) -> Vec<(u32, u64)> {
+    /// data of its memtables — except `flushed`, the memtables or runs whose flush the edit
+    /// installs — or, with none, the current WAL. The one place this is computed.
+    pub fn log_numbers(&self, flushed: &[Arc<Memtable>]) -> Vec<(u32, u64)> {
         self.mems
             .iter()
             .enumerate()
@@ -329,9 +329,9 @@ impl DbInner {
     }
 
     /// Logs `edit` durably in the manifest, then installs the resulting version and every
-    /// tree's super-version. `flushed` is the memtable whose flush the edit installs (its data
-    /// no longer needs the WAL). A failure poisons the database.
-    pub fn log_and_apply(&self, st: &mut State, edit: VersionEdit, flushed: Option<&Arc<Memtable>>) -> Result<()> {
+    /// tree's super-version. `flushed` holds the memtables or runs whose flush the edit installs
+    /// (their data no longer needs the WAL). A failure poisons the database.
+    pub fn log_and_apply(&self, st: &mut State, edit: VersionEdit, flushed: &[Arc<Memtable>]) -> Result<()> {
         let last_seq = self.last_seq.load(Ordering::Acquire);
         let logs = st.log_numbers(flushed);
         let r = st.versions.log_and_apply(edit, last_seq, || logs);

@@ -197,7 +197,13 @@ impl DbInner {
         let next = step.sizes;
         let limits = MemoryLimits {
             write_memory_budget: Some(next.write as usize),
-            write_buffer_size: Some((next.write as usize / 2).max(1)),
+            write_buffer_size: Some(
+                match self.opts.memory_component {
+                    crate::options::MemoryComponent::Monolithic => next.write as usize / 2,
+                    crate::options::MemoryComponent::Partitioned => next.write as usize / 16,
+                }
+                .max(1),
+            ),
             block_cache: Some(next.cache as usize),
             filter_memory: (sizes.filter > 0 || next.filter > 0).then_some(next.filter as usize),
         };

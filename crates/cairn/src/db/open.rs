@@ -22,7 +22,7 @@ use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
 use crate::version::set::{self, Initial, Recovered, VersionSet};
-use crate::version::{Version, VersionEdit};
+use crate::version::{FileMeta, Version, VersionEdit};
 use crate::wal::{WalEnd, WalReader, WalWriter};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
@@ -119,7 +119,7 @@ fn replay_wals(
     existed: bool,
 ) -> Result<(Vec<MemComponent>, u64)> {
     let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
-    let mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::new()).collect();
+    let mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::for_options(opts)).collect();
     let min_log = (0..rec.tree_names.len() as u32)
         .map(|t| log_numbers.get(&t).copied().unwrap_or(0))
         .min()
@@ -271,7 +271,14 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 new_file_number: &mut alloc,
             },
         )?;
-        edit.added.extend(out.files.into_iter().map(|f| (t as u32, 0, f)));
+        // The replayed data is the newest of its keys: a new L0 group above every other.
+        let l0_group = rec
+            .version
+            .trees
+            .get(t)
+            .map_or(1, |tv| tv.l0_group_for(b"", b"", false));
+        edit.added
+            .extend(out.files.into_iter().map(|f| (t as u32, 0, FileMeta { l0_group, ..f })));
     }
     let version = rec.version.apply(&edit).map_err(|e| Error::corruption(dir, 0, e))?;
     let wal_number = next_file;
@@ -297,6 +304,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     fs.sync_dir(dir)?;
     versions.make_current()?;
 
+    let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts)).collect();
     let inner = assemble(
         dir,
         opts,
@@ -306,7 +314,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             io,
             versions,
             // The replayed memtables are in tables now.
-            mems: (0..ntrees).map(|_| MemComponent::new()).collect(),
+            mems,
             wal_number,
             writer: Some(wal_writer),
             lock: Some(lock),
@@ -412,8 +420,8 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     edit.log_numbers.push((id, st.wal_number));
     // The tree's memory component exists before the edit, so a manifest rotation the edit
     // triggers records its log number too.
-    st.mems.push(MemComponent::new());
-    if let Err(e) = inner.log_and_apply(&mut st, edit, None) {
+    st.mems.push(MemComponent::for_options(&inner.opts));
+    if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
         st.mems.pop();
         return Err(e);
     }

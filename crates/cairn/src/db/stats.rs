@@ -117,6 +117,9 @@ pub struct DbStats {
     pub pending_compaction_bytes: u64,
     /// Files in level 0 of the tree that has the most, now.
     pub l0_files: u64,
+    /// Sorted runs (groups) in level 0 of the tree that has the most, now: what reads probe
+    /// and the stall triggers count.
+    pub l0_groups: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
     /// Block cache usage and capacity in bytes.
@@ -254,6 +257,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
             .map(|t| crate::compaction::pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
             .sum(),
         l0_files: version.trees.iter().map(|t| t.level(0).len() as u64).max().unwrap_or(0),
+        l0_groups: version.trees.iter().map(|t| t.l0_groups() as u64).max().unwrap_or(0),
         memtable_bytes,
         cache_usage: inner.cache.usage() as u64,
         cache_capacity: inner.cache.capacity() as u64,
@@ -369,12 +373,13 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
     );
     let _ = writeln!(
         o,
-        "stalls: {} delayed groups ({} us), {} stops ({} us); L0 files {}, pending compaction {} B, delayed write rate {}",
+        "stalls: {} delayed groups ({} us), {} stops ({} us); L0 files {} in {} groups, pending compaction {} B, delayed write rate {}",
         s.stall_slowdowns,
         s.delay_micros,
         s.stall_stops,
         s.stall_micros,
         s.l0_files,
+        s.l0_groups,
         s.pending_compaction_bytes,
         s.delayed_write_rate.map_or("-".into(), |r| format!("{r} B/s"))
     );
@@ -423,6 +428,13 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
             "tree {:?}: gets {} memtable hits {} deepest L{} (levels added {} removed {})",
             t.name, t.gets, t.memtable_hits, shape.deepest, t.levels_added, t.levels_removed
         );
+        if t.memory_merges > 0 {
+            let _ = writeln!(
+                o,
+                "  memory merges {}: {} B of runs read, {} B built, {} us",
+                t.memory_merges, t.memory_merge_bytes_in, t.memory_merge_bytes_out, t.memory_merge_micros
+            );
+        }
         let _ = writeln!(
             o,
             "  level files bytes entries | probes filt-neg filt-fp found data-rd data-hit unneeded | comp-read comp-write moves"

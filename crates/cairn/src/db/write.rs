@@ -141,11 +141,12 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
             .map(|(t, m)| TreeWriteView {
                 active_bytes: m.active_bytes(),
                 immutable_bytes: m.immutable_bytes(),
-                active_oldest_wal: Some(m.active().first_wal()).filter(|&w| w != u64::MAX),
+                retained_bytes: m.retained_bytes(),
+                active_oldest_wal: m.oldest_unflushed_wal(),
                 recent_write_bytes: wal.rates.recent(t),
             })
             .collect(),
-        l0_files: version.trees.iter().map(|t| t.level(0).len()).max().unwrap_or(0),
+        l0_files: version.trees.iter().map(|t| t.l0_groups()).max().unwrap_or(0),
         pending_compaction_bytes: version
             .trees
             .iter()
@@ -213,18 +214,78 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
                 }
                 inner.counters.record_delay_micros(t0.elapsed().as_micros() as u64);
             }
-            WriteAction::Proceed { switch, for_log } => {
-                if !switch.is_empty() {
-                    for &t in &switch {
-                        let bytes = st.mems[t].active_bytes() as u64;
-                        inner.counters.tree(t).record_switch(bytes, for_log == Some(t));
+            WriteAction::Proceed {
+                switch,
+                for_log,
+                for_memory,
+            } => {
+                let (parts, whole): (Vec<usize>, Vec<usize>) =
+                    switch.iter().partition(|&&t| st.mems[t].is_partitioned());
+                for &t in &whole {
+                    let bytes = st.mems[t].active_bytes() as u64;
+                    inner.counters.tree(t).record_switch(bytes, for_log == Some(t));
+                }
+                switch_memtables(inner, wal, &mut st, &whole)?;
+                let mut stuck = false;
+                for t in parts {
+                    stuck |= !relieve_partitioned(inner, wal, &mut st, t, for_log == Some(t), for_memory == Some(t))?;
+                }
+                // Nothing could be chosen (a memory merge holds the runs) and memory is at its
+                // cap: wait for the merge, as for a stop.
+                let held: usize = st.mems.iter().map(|m| m.bytes()).sum();
+                if stuck && held >= limits.write_memory_budget + limits.write_buffer_size {
+                    if no_slowdown {
+                        return Err(Error::Busy("write memory is full and no_slowdown is set".into()));
                     }
-                    switch_memtables(inner, wal, &mut st, &switch)?;
+                    let t0 = std::time::Instant::now();
+                    inner.done_cv.wait_for(&mut st, Duration::from_millis(100));
+                    inner.counters.record_stall_micros(t0.elapsed().as_micros() as u64);
+                    continue;
                 }
                 return Ok(());
             }
         }
     }
+}
+
+/// What a switch decision means for partitioned tree `t`: a full active memtable goes to wait
+/// for its merge into M1; for memory, one run is chosen for a partial flush (the active
+/// memtable is switched instead when it holds everything); for the log, the oldest data and what
+/// it overlaps, or everything (β rule) — the active memtable first when it holds the oldest data.
+/// False when memory was asked for and nothing could be chosen.
+fn relieve_partitioned(
+    inner: &Arc<DbInner>,
+    wal: &mut WalState,
+    st: &mut State,
+    t: usize,
+    for_log: bool,
+    for_memory: bool,
+) -> Result<bool> {
+    let m = &st.mems[t];
+    let active_oldest = Some(m.active().first_wal()) == m.oldest_unflushed_wal();
+    if m.active_bytes() >= inner.memory.write_buffer_size() || (for_log && active_oldest) {
+        switch_memtables(inner, wal, st, &[t])?;
+    }
+    let before = st.mems[t].immutable_bytes();
+    if for_log {
+        let oldest_live = st.old_wals.keys().next().copied().unwrap_or(st.wal_number);
+        let beta = inner.opts.memory_flush_beta;
+        st.mems[t].choose_log_flush(oldest_live, beta);
+    }
+    let mut relieved = true;
+    if for_memory && !st.mems[t].choose_partial_flush(st.wal_number) {
+        if st.mems[t].retained_bytes() == 0 {
+            switch_memtables(inner, wal, st, &[t])?;
+        } else {
+            relieved = false;
+        }
+    }
+    let chosen = st.mems[t].immutable_bytes().saturating_sub(before) as u64;
+    if chosen > 0 {
+        inner.counters.tree(t).record_switch(chosen, for_log);
+        inner.bg_cv.notify_all();
+    }
+    Ok(relieved)
 }
 
 /// Makes the active memtables of `trees` immutable, starting a new WAL (the old one is synced

@@ -226,6 +226,7 @@ mod tests {
                 filter_policy: String::new(),
                 filter_bpk: 0.0,
                 segments: 1,
+                l0_group: 0,
             }));
             models.push(m);
         }

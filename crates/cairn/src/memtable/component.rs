@@ -1,17 +1,123 @@
-//! One tree's memory component: the active memtable and the immutable ones waiting to be
-//! flushed (oldest first). Everything the engine asks of a tree's write memory goes through this
-//! type, so a partitioned memory component (Luo & Carey §3) replaces this one type.
+//! One tree's memory component. Everything the engine asks of a tree's write memory goes
+//! through this type, in one of two shapes:
+//!
+//! - **Monolithic** (default): the active memtable and the immutable ones waiting to be
+//!   flushed whole, oldest first.
+//! - **Partitioned** (Luo & Carey §4.1): the active memtable; switched memtables waiting to be
+//!   merged (`pending`, still skiplists); and memory levels M1.. of immutable sorted runs
+//!   (memory SSTables), disjoint within a level, where level i holds up to
+//!   `run_size · ratio^i` bytes before one of its runs is merged into level i + 1. Flushes
+//!   take runs, not whole memtables: one run of the deepest level (memory-triggered, round-robin
+//!   by key), the run holding the oldest WAL data with the deeper runs it overlaps
+//!   (log-triggered), or everything (a full flush).
+//!
+//! Invariant (what makes reads stop at the first hit): for every key, data in memory is newer
+//! than data on disk, pending memtables are newer than every level, and a shallower level is
+//! newer than a deeper one. So a run may be flushed only together with every deeper run that
+//! overlaps it, and a merge never takes a run chosen for a flush.
 
 use super::Memtable;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+/// Why a flush was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlushKind {
+    /// A whole memtable of a monolithic component.
+    Whole,
+    /// One run of the deepest memory level, for memory (partial flush).
+    Partial,
+    /// The oldest WAL data and the deeper runs overlapping it, for log truncation.
+    Log,
+    /// Every run and pending memtable.
+    Full,
+}
+
+/// Memory to write to L0 in one flush: disjoint from the rest of memory in the sense above.
+#[derive(Debug, Clone)]
+pub(crate) struct FlushJob {
+    /// Runs (or memtables) to merge into the flushed tables.
+    pub runs: Vec<Arc<Memtable>>,
+    pub kind: FlushKind,
+}
+
+impl FlushJob {
+    /// Bytes of memory the flush frees.
+    pub fn bytes(&self) -> usize {
+        self.runs.iter().map(|m| m.approximate_bytes()).sum()
+    }
+}
+
+/// One step of a memory merge of run (or pending memtable) `upper` into memory level
+/// `output_level`: `upper`'s entries in `[lo, hi)` with `lower`, the one run of the output level
+/// in that range. A merge goes step by step, one run of the output level at a time, so the
+/// memory it adds at once is one run's worth, not the whole overlap; `upper` stays readable
+/// until the last step (its entries already merged are then in memory twice, which reads
+/// cannot tell apart: same sequence numbers, same values).
+#[derive(Debug, Clone)]
+pub(crate) struct MergeJob {
+    pub upper: Arc<Memtable>,
+    pub lower: Option<Arc<Memtable>>,
+    pub lo: Option<Vec<u8>>,
+    pub hi: Option<Vec<u8>>,
+    /// Index into the memory levels (0 = M1).
+    pub output_level: usize,
+    /// The last step: `upper` goes when it is installed.
+    pub last: bool,
+}
+
+impl MergeJob {
+    /// The step's inputs, merged.
+    pub fn iter(&self) -> crate::iter::MergingIter {
+        use crate::iter::BoxedIter;
+        let upper = crate::compaction::job::RangeIter::new(self.upper.iter(), self.lo.clone(), self.hi.clone());
+        let mut children: Vec<BoxedIter> = vec![Box::new(upper)];
+        children.extend(self.lower.iter().map(|m| Box::new(m.iter()) as BoxedIter));
+        crate::iter::MergingIter::new(children)
+    }
+
+    /// The inputs' memtables.
+    pub fn inputs(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.upper).chain(self.lower.iter())
+    }
+}
+
+#[derive(Debug)]
+struct Partition {
+    /// Size ratio between memory levels.
+    ratio: usize,
+    /// M1.., each sorted by smallest key.
+    levels: Vec<Vec<Arc<Memtable>>>,
+    /// Chosen for flushes, in the order the flush thread writes them.
+    flushes: VecDeque<FlushJob>,
+    /// Inputs of the running merge step.
+    merging: Vec<Arc<Memtable>>,
+    /// A merge between steps: its upper input, output level and where the next step starts.
+    chunked: Option<(Arc<Memtable>, usize, Option<Vec<u8>>)>,
+    /// Largest user key of the last run flushed for memory (round-robin position).
+    cursor: Option<Vec<u8>>,
+    /// Bytes flushed for memory, with the WAL current when they were chosen (the β window).
+    partial: VecDeque<(u64, usize)>,
+    /// Bytes of runs being built by the running merge (charged to write memory).
+    scratch: Arc<AtomicUsize>,
+}
+
+impl Partition {
+    /// Held by a merge (its running step, or its upper input between steps).
+    fn busy(&self, m: &Arc<Memtable>) -> bool {
+        contains(&self.merging, m) || self.chunked.as_ref().is_some_and(|(u, _, _)| Arc::ptr_eq(u, m))
+    }
+}
 
 /// The memtables of one tree.
 #[derive(Debug)]
 pub(crate) struct MemComponent {
     active: Arc<Memtable>,
-    /// Waiting to be flushed, oldest first.
+    /// Monolithic: waiting to be flushed; partitioned: waiting to be merged into M1. Oldest
+    /// first.
     immutable: VecDeque<Arc<Memtable>>,
+    part: Option<Partition>,
 }
 
 impl Default for MemComponent {
@@ -20,13 +126,65 @@ impl Default for MemComponent {
     }
 }
 
+/// A user-key range `[smallest, largest]`.
+type KeyRange = (Vec<u8>, Vec<u8>);
+/// Memtables or runs of one tier with their ranges.
+type Tier = Vec<(Arc<Memtable>, KeyRange)>;
+
+fn contains(list: &[Arc<Memtable>], m: &Arc<Memtable>) -> bool {
+    list.iter().any(|x| Arc::ptr_eq(x, m))
+}
+
+/// User-key range of a memtable or run (`None` when empty).
+fn range(m: &Memtable) -> Option<KeyRange> {
+    if let Some((lo, hi)) = m.run_range() {
+        return Some((lo.to_vec(), hi.to_vec()));
+    }
+    m.key_range()
+}
+
+fn overlaps(a: &KeyRange, b: &KeyRange) -> bool {
+    a.0 <= b.1 && b.0 <= a.1
+}
+
 impl MemComponent {
-    /// An empty component.
+    /// An empty monolithic component.
     pub fn new() -> Self {
         MemComponent {
             active: Arc::new(Memtable::new()),
             immutable: VecDeque::new(),
+            part: None,
         }
+    }
+
+    /// An empty component of the shape `opts` asks for.
+    pub fn for_options(opts: &crate::options::Options) -> Self {
+        match opts.memory_component {
+            crate::options::MemoryComponent::Monolithic => Self::new(),
+            crate::options::MemoryComponent::Partitioned => Self::partitioned(opts.memory_size_ratio),
+        }
+    }
+
+    /// An empty partitioned component with memory levels `ratio` apart.
+    pub fn partitioned(ratio: usize) -> Self {
+        MemComponent {
+            part: Some(Partition {
+                ratio: ratio.max(2),
+                levels: Vec::new(),
+                flushes: VecDeque::new(),
+                merging: Vec::new(),
+                chunked: None,
+                cursor: None,
+                partial: VecDeque::new(),
+                scratch: Arc::new(AtomicUsize::new(0)),
+            }),
+            ..Self::new()
+        }
+    }
+
+    /// Whether memory levels are kept (partitioned).
+    pub fn is_partitioned(&self) -> bool {
+        self.part.is_some()
     }
 
     /// The memtable writes go to.
@@ -35,7 +193,7 @@ impl MemComponent {
     }
 
     /// Makes the active memtable immutable and starts an empty one; false (and nothing done)
-    /// when the active memtable is empty.
+    /// when the active memtable is empty. (Partitioned: it waits for a merge into M1.)
     pub fn switch(&mut self) -> bool {
         if self.active.is_empty() {
             return false;
@@ -45,26 +203,66 @@ impl MemComponent {
         true
     }
 
-    /// The memtable the next flush writes (the oldest immutable one).
-    pub fn next_to_flush(&self) -> Option<&Arc<Memtable>> {
-        self.immutable.front()
-    }
-
-    /// Whether any memtable waits for a flush.
-    pub fn has_immutable(&self) -> bool {
-        !self.immutable.is_empty()
-    }
-
-    /// The flush of `mem` is durable: drop it.
-    pub fn flushed(&mut self, mem: &Arc<Memtable>) {
-        if self.immutable.front().is_some_and(|m| Arc::ptr_eq(m, mem)) {
-            self.immutable.pop_front();
+    /// The next flush to write.
+    pub fn next_flush(&self) -> Option<FlushJob> {
+        match &self.part {
+            None => self.immutable.front().map(|m| FlushJob {
+                runs: vec![m.clone()],
+                kind: FlushKind::Whole,
+            }),
+            Some(p) => p.flushes.front().cloned(),
         }
     }
 
-    /// Bytes of every memtable.
+    /// Whether a flush waits to be written.
+    pub fn has_flush(&self) -> bool {
+        match &self.part {
+            None => !self.immutable.is_empty(),
+            Some(p) => !p.flushes.is_empty(),
+        }
+    }
+
+    /// Partitioned: whether a switched memtable waits for its merge into M1.
+    pub fn merge_waiting(&self) -> bool {
+        self.part.is_some() && !self.immutable.is_empty()
+    }
+
+    /// Whether anything but the active memtable holds data (what an explicit flush waits for).
+    pub fn holds_unflushed(&self) -> bool {
+        !self.immutable.is_empty() || self.part.as_ref().is_some_and(|p| p.levels.iter().any(|l| !l.is_empty()))
+    }
+
+    /// The flush `job` (the front one) is durable: drop its memory.
+    pub fn flushed(&mut self, job: &FlushJob) {
+        match &mut self.part {
+            None => {
+                if self.immutable.front().is_some_and(|m| Arc::ptr_eq(m, &job.runs[0])) {
+                    self.immutable.pop_front();
+                }
+            }
+            Some(p) => {
+                p.flushes.pop_front();
+                for l in &mut p.levels {
+                    l.retain(|r| !contains(&job.runs, r));
+                }
+                while p.levels.last().is_some_and(|l| l.is_empty()) {
+                    p.levels.pop();
+                }
+                self.immutable.retain(|m| !contains(&job.runs, m));
+            }
+        }
+    }
+
+    /// Bytes of every memtable and run, and of the runs a running merge has built.
     pub fn bytes(&self) -> usize {
-        self.active_bytes() + self.immutable_bytes()
+        self.active_bytes() + self.immutable.iter().map(|m| m.approximate_bytes()).sum::<usize>() + self.level_bytes()
+    }
+
+    fn level_bytes(&self) -> usize {
+        self.part.as_ref().map_or(0, |p| {
+            p.levels.iter().flatten().map(|m| m.approximate_bytes()).sum::<usize>()
+                + p.scratch.load(Ordering::Relaxed)
+        })
     }
 
     /// Bytes of the active memtable.
@@ -72,53 +270,462 @@ impl MemComponent {
         self.active.approximate_bytes()
     }
 
-    /// Bytes waiting to be flushed.
+    /// Bytes chosen to be flushed (their memory is on its way out).
     pub fn immutable_bytes(&self) -> usize {
-        self.immutable.iter().map(|m| m.approximate_bytes()).sum()
+        match &self.part {
+            None => self.immutable.iter().map(|m| m.approximate_bytes()).sum(),
+            Some(p) => p.flushes.iter().map(FlushJob::bytes).sum(),
+        }
     }
 
-    /// The oldest WAL holding data of a memtable other than `except` (the one being flushed):
-    /// the WAL recovery would have to start from for this tree once `except` is in a table.
+    /// Partitioned: bytes kept in memory outside the active memtable and not chosen for a
+    /// flush (memory a flush can still free). 0 when monolithic.
+    pub fn retained_bytes(&self) -> usize {
+        match &self.part {
+            None => 0,
+            Some(_) => self.bytes() - self.active_bytes() - self.immutable_bytes(),
+        }
+    }
+
+    /// The oldest WAL holding data of a memtable or run not in `except` (what is being flushed):
+    /// the WAL recovery would have to start from for this tree once `except` is in tables.
     /// `None` when no such memtable holds data.
-    pub fn oldest_wal(&self, except: Option<&Arc<Memtable>>) -> Option<u64> {
-        self.immutable
-            .iter()
-            .chain([&self.active])
-            .filter(|m| except.is_none_or(|e| !Arc::ptr_eq(m, e)))
+    pub fn oldest_wal(&self, except: &[Arc<Memtable>]) -> Option<u64> {
+        self.all()
+            .filter(|m| !contains(except, m))
             .map(|m| m.first_wal())
             .min()
             .filter(|&w| w != u64::MAX)
     }
 
-    /// What a reader pins: every memtable, newest first.
+    /// The oldest WAL holding data not yet chosen for a flush.
+    pub fn oldest_unflushed_wal(&self) -> Option<u64> {
+        match &self.part {
+            None => Some(self.active.first_wal()).filter(|&w| w != u64::MAX),
+            Some(p) => {
+                let chosen: Vec<Arc<Memtable>> = p.flushes.iter().flat_map(|f| f.runs.iter().cloned()).collect();
+                self.oldest_wal(&chosen)
+            }
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.active)
+            .chain(self.immutable.iter())
+            .chain(self.part.iter().flat_map(|p| p.levels.iter().flatten()))
+    }
+
+    /// What a reader pins: every memtable and run, newest first (within a level, by key).
     pub fn read_view(&self) -> Vec<Arc<Memtable>> {
         std::iter::once(self.active.clone())
             .chain(self.immutable.iter().rev().cloned())
+            .chain(self.part.iter().flat_map(|p| p.levels.iter().flatten().cloned()))
             .collect()
     }
+
+    /// The memory-triggered flush of a partitioned component: one run of the deepest level
+    /// holding a run that may go (round-robin by key), or the oldest pending memtable when no
+    /// level holds data. False when nothing may go now (a merge holds it) or monolithic.
+    pub fn choose_partial_flush(&mut self, wal: u64) -> bool {
+        let tiers = self.tiers();
+        let Some(p) = self.part.as_mut() else {
+            return false;
+        };
+        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        let free = |m: &Arc<Memtable>| !chosen(m) && !p.busy(m);
+        for (ti, tier) in tiers.iter().enumerate().rev() {
+            let ok: Vec<&(Arc<Memtable>, KeyRange)> = tier
+                .iter()
+                .filter(|(m, r)| free(m) && !deeper_overlap(&tiers[ti + 1..], r, &chosen))
+                .collect();
+            if ok.is_empty() {
+                if tier.iter().any(|(m, _)| !chosen(m)) {
+                    // Data here that may not go yet: a shallower run may not pass it.
+                    return false;
+                }
+                continue;
+            }
+            let after = |r: &KeyRange| p.cursor.as_ref().is_none_or(|c| r.0 > *c);
+            let pick = ok.iter().find(|(_, r)| after(r)).unwrap_or(&ok[0]);
+            p.cursor = Some(pick.1 .1.clone());
+            let bytes = pick.0.approximate_bytes();
+            p.partial.push_back((wal, bytes));
+            p.flushes.push_back(FlushJob {
+                runs: vec![pick.0.clone()],
+                kind: FlushKind::Partial,
+            });
+            return true;
+        }
+        false
+    }
+
+    /// The log-triggered flush of a partitioned component (`oldest_live_wal`: the oldest WAL on
+    /// disk; `beta`: Luo & Carey's threshold): a full flush unless more than `beta` of this
+    /// component's memory was flushed for memory since that WAL was written, else the run
+    /// holding the oldest WAL data and every deeper run overlapping it. False when nothing may
+    /// go now.
+    pub fn choose_log_flush(&mut self, oldest_live_wal: u64, beta: f64) -> bool {
+        let total = self.bytes();
+        let tiers = self.tiers();
+        let Some(p) = self.part.as_mut() else {
+            return false;
+        };
+        while p.partial.front().is_some_and(|&(w, _)| w < oldest_live_wal) {
+            p.partial.pop_front();
+        }
+        let recent: usize = p.partial.iter().map(|&(_, b)| b).sum();
+        if recent as f64 <= beta * total as f64 {
+            return self.choose_full_flush();
+        }
+        let Some(p) = self.part.as_mut() else {
+            return false;
+        };
+        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        // The oldest data not already chosen, and everything deeper that overlaps it.
+        let Some((ti, oldest)) = tiers
+            .iter()
+            .enumerate()
+            .flat_map(|(ti, t)| t.iter().map(move |e| (ti, e)))
+            .filter(|(_, (m, _))| !chosen(m))
+            .min_by_key(|(_, (m, _))| m.first_wal())
+        else {
+            return false;
+        };
+        let mut set = vec![oldest.clone()];
+        for tier in &tiers[ti + 1..] {
+            let more: Vec<_> = tier
+                .iter()
+                .filter(|(m, r)| !chosen(m) && set.iter().any(|(_, s)| overlaps(s, r)))
+                .cloned()
+                .collect();
+            set.extend(more);
+        }
+        if set.iter().any(|(m, _)| p.busy(m)) {
+            return false;
+        }
+        p.flushes.push_back(FlushJob {
+            runs: set.into_iter().map(|(m, _)| m).collect(),
+            kind: FlushKind::Log,
+        });
+        true
+    }
+
+    /// A full flush: every pending memtable and run not already chosen, when no merge runs.
+    pub fn choose_full_flush(&mut self) -> bool {
+        let everything: Vec<Arc<Memtable>> =
+            self.immutable.iter().chain(self.part.iter().flat_map(|p| p.levels.iter().flatten())).cloned().collect();
+        let Some(p) = self.part.as_mut() else {
+            return false;
+        };
+        if !p.merging.is_empty() || p.chunked.is_some() {
+            return false;
+        }
+        let runs: Vec<Arc<Memtable>> = everything
+            .into_iter()
+            .filter(|m| !p.flushes.iter().any(|f| contains(&f.runs, m)))
+            .collect();
+        if runs.is_empty() {
+            return false;
+        }
+        p.flushes.push_back(FlushJob {
+            runs,
+            kind: FlushKind::Full,
+        });
+        true
+    }
+
+    /// Newest to oldest: each pending memtable alone (newest first), then M1, M2, … — with
+    /// the user-key range of each element.
+    fn tiers(&self) -> Vec<Tier> {
+        let with_range = |m: &Arc<Memtable>| range(m).map(|r| (m.clone(), r));
+        let mut t: Vec<Vec<_>> = self.immutable.iter().rev().filter_map(|m| with_range(m).map(|e| vec![e])).collect();
+        if let Some(p) = &self.part {
+            t.extend(p.levels.iter().map(|l| l.iter().filter_map(with_range).collect()));
+        }
+        t
+    }
+
+    /// The next memory merge step, if one is due and none runs (`run_size`: the size runs are
+    /// cut at, the active memtable's switch size). A new merge takes the oldest pending memtable
+    /// into M1, else one run of a level over `run_size · ratio^i` into the next (the run whose
+    /// overlap with it is smallest relative to its size; a run with nothing below it just
+    /// moves). Runs chosen for a flush are left alone: a merge waits for them.
+    pub fn next_merge(&mut self, run_size: usize) -> Option<MergeJob> {
+        let p = self.part.as_mut()?;
+        if !p.merging.is_empty() {
+            return None;
+        }
+        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        let (upper, level, lo) = match p.chunked.clone() {
+            Some(c) => c,
+            None => {
+                if let Some(oldest) = self.immutable.front().filter(|m| !chosen(m)) {
+                    (oldest.clone(), 0, None)
+                } else {
+                    let mut found = None;
+                    let mut cap = run_size.max(1).saturating_mul(p.ratio);
+                    for i in 0..p.levels.len() {
+                        let bytes: usize = p.levels[i].iter().map(|m| m.approximate_bytes()).sum();
+                        if bytes > cap {
+                            let next = p.levels.get(i + 1).map_or(&[][..], |l| l.as_slice());
+                            let best = p.levels[i]
+                                .iter()
+                                .filter(|m| !chosen(m))
+                                .filter_map(|m| {
+                                    let under = overlapping(next, &range(m)?);
+                                    let ratio = under.iter().map(|u| u.approximate_bytes()).sum::<usize>() as f64
+                                        / m.approximate_bytes().max(1) as f64;
+                                    Some((ratio, m.clone(), under.is_empty()))
+                                })
+                                .min_by(|a, b| a.0.total_cmp(&b.0));
+                            if let Some((_, m, alone)) = best {
+                                found = Some((i, m, alone));
+                                break;
+                            }
+                        }
+                        cap = cap.saturating_mul(p.ratio);
+                    }
+                    let (i, m, alone) = found?;
+                    if alone {
+                        // Nothing below overlaps: move the run down without rewriting it.
+                        p.levels[i].retain(|x| !Arc::ptr_eq(x, &m));
+                        if p.levels.len() <= i + 1 {
+                            p.levels.push(Vec::new());
+                        }
+                        insert_sorted(&mut p.levels[i + 1], m);
+                        return self.next_merge(run_size);
+                    }
+                    (m, i + 1, None)
+                }
+            }
+        };
+        // This step: the first run of the output level the rest of `upper` overlaps, up to the
+        // start of the run after it.
+        let (ulo, uhi) = range(&upper)?;
+        let from = lo.clone().unwrap_or(ulo);
+        let targets: Vec<Arc<Memtable>> = p
+            .levels
+            .get(level)
+            .map_or(Vec::new(), |l| overlapping(l, &(from, uhi.clone())));
+        if targets.first().is_some_and(chosen) {
+            return None;
+        }
+        let hi = targets.get(1).and_then(|next| range(next)).map(|r| r.0);
+        let job = MergeJob {
+            upper: upper.clone(),
+            lower: targets.first().cloned(),
+            lo,
+            hi: hi.clone(),
+            output_level: level,
+            last: hi.is_none(),
+        };
+        p.merging = job.inputs().cloned().collect();
+        p.chunked = (!job.last).then_some((upper, level, hi));
+        Some(job)
+    }
+
+    /// The bytes counter a running merge charges its outputs to.
+    pub fn merge_scratch(&self) -> Option<Arc<AtomicUsize>> {
+        self.part.as_ref().map(|p| p.scratch.clone())
+    }
+
+    /// Installs a merge step's outputs (`None`: it failed; the merge is abandoned, its inputs
+    /// stay).
+    pub fn merged(&mut self, job: &MergeJob, outputs: Option<Vec<Arc<Memtable>>>) {
+        let Some(p) = self.part.as_mut() else {
+            return;
+        };
+        p.merging.clear();
+        let Some(outputs) = outputs else {
+            p.chunked = None;
+            p.scratch.store(0, Ordering::Relaxed);
+            return;
+        };
+        let out_bytes: usize = outputs.iter().map(|m| m.approximate_bytes()).sum();
+        while p.levels.len() <= job.output_level {
+            p.levels.push(Vec::new());
+        }
+        if let Some(lower) = &job.lower {
+            p.levels[job.output_level].retain(|r| !Arc::ptr_eq(r, lower));
+        }
+        for m in outputs {
+            insert_sorted(&mut p.levels[job.output_level], m);
+        }
+        if job.last {
+            for l in &mut p.levels {
+                l.retain(|r| !Arc::ptr_eq(r, &job.upper));
+            }
+            self.immutable.retain(|m| !Arc::ptr_eq(m, &job.upper));
+        }
+        p.scratch.fetch_sub(out_bytes.min(p.scratch.load(Ordering::Relaxed)), Ordering::Relaxed);
+        while p.levels.last().is_some_and(|l| l.is_empty()) {
+            p.levels.pop();
+        }
+    }
+
+    /// Memory levels' run counts and bytes, M1 first.
+    #[cfg(test)]
+    pub fn levels(&self) -> Vec<(usize, usize)> {
+        self.part.as_ref().map_or(Vec::new(), |p| {
+            p.levels
+                .iter()
+                .map(|l| (l.len(), l.iter().map(|m| m.approximate_bytes()).sum()))
+                .collect()
+        })
+    }
+}
+
+/// Whether a deeper tier holds data overlapping `r` that is not already chosen for a flush.
+fn deeper_overlap(
+    deeper: &[Tier],
+    r: &KeyRange,
+    chosen: &impl Fn(&Arc<Memtable>) -> bool,
+) -> bool {
+    deeper.iter().flatten().any(|(m, dr)| !chosen(m) && overlaps(r, dr))
+}
+
+fn overlapping(level: &[Arc<Memtable>], r: &KeyRange) -> Vec<Arc<Memtable>> {
+    level
+        .iter()
+        .filter(|m| range(m).is_some_and(|mr| overlaps(&mr, r)))
+        .cloned()
+        .collect()
+}
+
+fn insert_sorted(level: &mut Vec<Arc<Memtable>>, m: Arc<Memtable>) {
+    let lo = range(&m).map(|r| r.0).unwrap_or_default();
+    let at = level.partition_point(|x| range(x).is_some_and(|r| r.0 < lo));
+    level.insert(at, m);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::ikey::ValueKind;
+    use crate::compaction::iter::CompactionFilter;
+    use crate::format::ikey::{self, LookupKey, ValueKind};
+    use crate::iter::InternalIterator;
+    use crate::memtable::run::build_runs;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
 
+    fn merge(c: &mut MemComponent, job: &MergeJob, run_size: usize) {
+        let scratch = c.merge_scratch().unwrap();
+        let mut keep = CompactionFilter::new(u64::MAX >> 8, |_| false);
+        let runs = build_runs(&mut job.iter(), &mut keep, run_size, &scratch).unwrap();
+        let wal = job.inputs().map(|m| m.first_wal()).min().unwrap();
+        let runs = runs.into_iter().map(|r| Arc::new(Memtable::from_run(r, wal, 0))).collect();
+        c.merged(job, Some(runs));
+        assert_eq!(scratch.load(Ordering::Relaxed), 0, "the outputs' charge moves into the levels");
+    }
+
+    /// Random writes, switches, merges and partial, log and full flushes against a model: a
+    /// lookup through the read view (first hit wins) always finds the newest version; what is
+    /// flushed is never newer than what stays in memory for the same key; the oldest WAL of
+    /// what stays covers every entry that stays.
     #[test]
-    fn switch_flush_and_oldest_wal() {
-        let mut c = MemComponent::new();
-        assert!(!c.switch(), "an empty memtable is not switched");
-        assert_eq!(c.oldest_wal(None), None);
-        c.active().insert(b"a", 1, ValueKind::Put, b"1", 7);
-        assert!(c.switch());
-        c.active().insert(b"b", 2, ValueKind::Put, b"2", 9);
-        assert_eq!(c.oldest_wal(None), Some(7));
-        let first = c.next_to_flush().cloned().unwrap();
-        assert_eq!(c.oldest_wal(Some(&first)), Some(9));
-        assert_eq!(c.read_view().len(), 2);
-        assert!(Arc::ptr_eq(&c.read_view()[1], &first));
-        c.flushed(&first);
-        assert!(!c.has_immutable());
-        assert_eq!(c.oldest_wal(None), Some(9));
-        assert_eq!(c.bytes(), c.active_bytes());
+    fn partitioned_component_keeps_newest_first() {
+        let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+        let mut deepest = 0;
+        for seed in 0..24u64 {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let mut c = MemComponent::partitioned(rng.gen_range(2..5));
+            let run_size = rng.gen_range(100..600);
+            let mut newest: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+            let mut on_disk: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+            let mut wal_of: BTreeMap<u64, u64> = BTreeMap::new();
+            let (mut seq, mut wal) = (0u64, 1u64);
+            let mut merging: Option<MergeJob> = None;
+            for step in 0..2000 {
+                match rng.gen_range(0..100) {
+                    0..=74 => {
+                        seq += 1;
+                        let k = format!("k{:03}", rng.gen_range(0..200)).into_bytes();
+                        c.active().insert(&k, seq, ValueKind::Put, &seq.to_le_bytes(), wal);
+                        newest.insert(k, seq);
+                        wal_of.insert(seq, wal);
+                    }
+                    75..=79 => {
+                        if c.switch() {
+                            wal += 1;
+                        }
+                    }
+                    80..=91 => match merging.take() {
+                        Some(job) => {
+                            *kinds.entry(format!("merge into M{}", job.output_level + 1)).or_default() += 1;
+                            merge(&mut c, &job, run_size);
+                            deepest = deepest.max(c.levels().len());
+                        }
+                        None => merging = c.next_merge(run_size),
+                    },
+                    92..=93 => {
+                        c.choose_partial_flush(wal);
+                    }
+                    94 => {
+                        c.choose_log_flush(1, rng.gen_range(0.0..1.0));
+                    }
+                    95 if rng.gen_bool(0.2) => {
+                        c.choose_full_flush();
+                    }
+                    _ => {
+                        if let Some(job) = c.next_flush() {
+                            *kinds.entry(format!("{:?} flush", job.kind)).or_default() += 1;
+                            for m in &job.runs {
+                                assert!(!merging.as_ref().is_some_and(|j| j.inputs().any(|i| Arc::ptr_eq(i, m))));
+                                let mut it = m.iter();
+                                it.seek_to_first();
+                                while it.valid() {
+                                    let (uk, s, _) = ikey::split(it.key()).unwrap();
+                                    let d = on_disk.entry(uk.to_vec()).or_insert(0);
+                                    *d = (*d).max(s);
+                                    it.next();
+                                }
+                            }
+                            c.flushed(&job);
+                        }
+                    }
+                }
+                if step % 7 != 0 {
+                    continue;
+                }
+                // Reads: the first hit in the read view is the newest version, unless the
+                // newest is on disk only.
+                let view = c.read_view();
+                let mut in_memory: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+                let mut oldest_wal_needed = u64::MAX;
+                for m in &view {
+                    let mut it = m.iter();
+                    it.seek_to_first();
+                    while it.valid() {
+                        let (uk, s, _) = ikey::split(it.key()).unwrap();
+                        let e = in_memory.entry(uk.to_vec()).or_insert(0);
+                        *e = (*e).max(s);
+                        oldest_wal_needed = oldest_wal_needed.min(wal_of[&s]);
+                        it.next();
+                    }
+                }
+                for (k, &s) in &newest {
+                    let first_hit = view.iter().find_map(|m| m.lookup(&LookupKey::new(k, u64::MAX >> 8)));
+                    match in_memory.get(k) {
+                        Some(&m) => {
+                            assert_eq!(m, s, "seed {seed}: memory holds the newest of {k:?}");
+                            let (_, v) = first_hit.unwrap();
+                            assert_eq!(v, s.to_le_bytes(), "seed {seed}: the first hit is the newest");
+                            // Equal only for entries a merge step has copied down while
+                            // their upper input is still in memory.
+                            assert!(on_disk.get(k).is_none_or(|&d| d <= s), "seed {seed}: disk older than memory");
+                        }
+                        None => assert_eq!(on_disk.get(k), Some(&s), "seed {seed}: {k:?} lost"),
+                    }
+                }
+                let chosen_or_not = c.oldest_wal(&[]);
+                assert!(chosen_or_not.unwrap_or(u64::MAX) <= oldest_wal_needed, "seed {seed}: WAL released early");
+                let used: usize = view.iter().map(|m| m.approximate_bytes()).sum();
+                assert_eq!(c.bytes(), used, "seed {seed}: every byte charged");
+            }
+        }
+        for k in ["merge into M1", "merge into M2", "Partial flush", "Log flush", "Full flush"] {
+            assert!(kinds.get(k).is_some_and(|&n| n >= 5), "{k}: {kinds:?}");
+        }
+        assert!(deepest >= 3, "memory levels reached {deepest}");
     }
 }

@@ -1,15 +1,18 @@
 //! The memtable: an arena skiplist of internal keys (one writer, concurrent readers), charged
-//! by the bytes its entries occupy.
+//! by the bytes its entries occupy — or, in a partitioned memory component, an immutable
+//! sorted run built by a memory merge. Readers see both through the same type.
 
 mod arena;
 mod component;
+pub(crate) mod run;
 
-pub(crate) use component::MemComponent;
+pub(crate) use component::{FlushJob, FlushKind, MemComponent, MergeJob};
 
 use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
 use arena::ArenaSkipList;
+use run::SortedRun;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -18,7 +21,7 @@ use std::sync::Arc;
 /// sequence number.
 #[derive(Debug)]
 pub struct Memtable {
-    list: ArenaSkipList,
+    body: Body,
     /// The oldest WAL holding any of this memtable's entries (`u64::MAX` while empty): the
     /// WALs from it on are needed to recover the memtable.
     first_wal: AtomicU64,
@@ -26,21 +29,65 @@ pub struct Memtable {
     max_seqno: AtomicU64,
 }
 
+#[derive(Debug)]
+enum Body {
+    /// Written by inserts.
+    List(ArenaSkipList),
+    /// Immutable, from a memory merge.
+    Run(SortedRun),
+}
+
 impl Memtable {
     /// An empty memtable.
     pub fn new() -> Self {
         Memtable {
-            list: ArenaSkipList::new(),
+            body: Body::List(ArenaSkipList::new()),
             first_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
         }
     }
 
-    /// Inserts one entry logged in WAL `wal`.
+    /// A memory run holding data first logged in WAL `first_wal` (the oldest of its inputs').
+    pub fn from_run(run: SortedRun, first_wal: u64, max_seqno: u64) -> Self {
+        Memtable {
+            body: Body::Run(run),
+            first_wal: AtomicU64::new(first_wal),
+            max_seqno: AtomicU64::new(max_seqno),
+        }
+    }
+
+    /// Inserts one entry logged in WAL `wal`. Only active memtables (skiplists) are written.
     pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) {
+        let Body::List(list) = &self.body else {
+            debug_assert!(false, "insert into a memory run");
+            return;
+        };
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
-        self.list.insert(user_key, ikey::pack_trailer(seqno, kind), value);
+        list.insert(user_key, ikey::pack_trailer(seqno, kind), value);
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
+    }
+
+    /// The user-key range `[smallest, largest]` of the entries (`None` when empty).
+    pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        let (lo, hi) = match &self.body {
+            Body::List(list) => {
+                let (first, last) = (list.first(), list.last());
+                if first == 0 {
+                    return None;
+                }
+                (ikey::user_key(list.entry(first).0), ikey::user_key(list.entry(last).0))
+            }
+            Body::Run(run) => self.run_range().unwrap_or((run.smallest(), run.largest())),
+        };
+        (!self.is_empty()).then(|| (lo.to_vec(), hi.to_vec()))
+    }
+
+    /// The user-key range `[smallest, largest]` of a memory run (`None` for a skiplist).
+    pub fn run_range(&self) -> Option<(&[u8], &[u8])> {
+        match &self.body {
+            Body::Run(r) if !r.is_empty() => Some((r.smallest(), r.largest())),
+            _ => None,
+        }
     }
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
@@ -57,11 +104,25 @@ impl Memtable {
 
     /// [`lookup`](Self::lookup) writing the value into `value` (replacing its contents).
     pub fn lookup_into(&self, key: &ikey::LookupKey, value: &mut Vec<u8>) -> Option<ValueKind> {
-        let off = self.list.seek(key.encoded());
-        if off == 0 {
-            return None;
-        }
-        let (k, v) = self.list.entry(off);
+        let (k, v) = match &self.body {
+            Body::List(list) => {
+                let off = list.seek(key.encoded());
+                if off == 0 {
+                    return None;
+                }
+                list.entry(off)
+            }
+            Body::Run(run) => {
+                if !run.may_contain(key.user_key()) {
+                    return None;
+                }
+                let i = run.seek(key.encoded());
+                if i == run.len() {
+                    return None;
+                }
+                run.entry(i)
+            }
+        };
         let (uk, _, kind) = ikey::split(k)?;
         if uk != key.user_key() {
             return None;
@@ -73,18 +134,27 @@ impl Memtable {
 
     /// Bytes charged: exactly what the entries' nodes occupy in the arena.
     pub fn approximate_bytes(&self) -> usize {
-        self.list.used_bytes()
+        match &self.body {
+            Body::List(list) => list.used_bytes(),
+            Body::Run(run) => run.bytes(),
+        }
     }
 
     /// Entries held.
     #[cfg(any(test, feature = "test-util"))]
     pub fn len(&self) -> usize {
-        self.list.len()
+        match &self.body {
+            Body::List(list) => list.len(),
+            Body::Run(run) => run.len(),
+        }
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        match &self.body {
+            Body::List(list) => list.is_empty(),
+            Body::Run(run) => run.is_empty(),
+        }
     }
 
     /// The oldest WAL holding an entry of this memtable (`u64::MAX` when empty).
@@ -93,7 +163,6 @@ impl Memtable {
     }
 
     /// Largest seqno inserted (0 when empty).
-    #[cfg(any(test, feature = "test-util"))]
     pub fn max_seqno(&self) -> u64 {
         self.max_seqno.load(Ordering::Relaxed)
     }
@@ -119,8 +188,23 @@ impl Default for Memtable {
 #[derive(Debug)]
 pub struct MemtableIter {
     mem: Arc<Memtable>,
-    /// Current node, 0 when invalid.
+    /// Current node (skiplist) or entry index + 1 (run); 0 when invalid.
     cur: u32,
+}
+
+impl MemtableIter {
+    fn entry(&self) -> (&[u8], &[u8]) {
+        match (&self.mem.body, self.cur) {
+            (_, 0) => (&[], &[]),
+            (Body::List(list), c) => list.entry(c),
+            (Body::Run(run), c) => run.entry(c as usize - 1),
+        }
+    }
+}
+
+/// Index + 1 of run entry `i` (0 when past either end).
+fn run_pos(run: &SortedRun, i: Option<usize>) -> u32 {
+    i.filter(|&i| i < run.len()).map_or(0, |i| i as u32 + 1)
 }
 
 impl InternalIterator for MemtableIter {
@@ -128,40 +212,57 @@ impl InternalIterator for MemtableIter {
         self.cur != 0
     }
     fn seek_to_first(&mut self) {
-        self.cur = self.mem.list.first();
+        self.cur = match &self.mem.body {
+            Body::List(list) => list.first(),
+            Body::Run(run) => run_pos(run, Some(0)),
+        };
     }
     fn seek_to_last(&mut self) {
-        self.cur = self.mem.list.last();
+        self.cur = match &self.mem.body {
+            Body::List(list) => list.last(),
+            Body::Run(run) => run_pos(run, run.len().checked_sub(1)),
+        };
     }
     fn seek(&mut self, target: &[u8]) {
-        self.cur = self.mem.list.seek(target);
+        self.cur = match &self.mem.body {
+            Body::List(list) => list.seek(target),
+            Body::Run(run) => run_pos(run, Some(run.seek(target))),
+        };
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
-        self.cur = self.mem.list.seek_before(target, true);
+        self.cur = match &self.mem.body {
+            Body::List(list) => list.seek_before(target, true),
+            Body::Run(run) => {
+                // The last entry ≤ target: one before the first entry > target.
+                let i = run.seek(target);
+                let at = (i < run.len() && ikey::compare(run.entry(i).0, target) == std::cmp::Ordering::Equal)
+                    .then_some(i)
+                    .or_else(|| i.checked_sub(1));
+                run_pos(run, at)
+            }
+        };
     }
     fn next(&mut self) {
         if self.cur != 0 {
-            self.cur = self.mem.list.successor(self.cur);
+            self.cur = match &self.mem.body {
+                Body::List(list) => list.successor(self.cur),
+                Body::Run(run) => run_pos(run, Some(self.cur as usize)),
+            };
         }
     }
     fn prev(&mut self) {
         if self.cur != 0 {
-            self.cur = self.mem.list.predecessor(self.cur);
+            self.cur = match &self.mem.body {
+                Body::List(list) => list.predecessor(self.cur),
+                Body::Run(run) => run_pos(run, (self.cur as usize - 1).checked_sub(1)),
+            };
         }
     }
     fn key(&self) -> &[u8] {
-        if self.cur == 0 {
-            &[]
-        } else {
-            self.mem.list.entry(self.cur).0
-        }
+        self.entry().0
     }
     fn value(&self) -> &[u8] {
-        if self.cur == 0 {
-            &[]
-        } else {
-            self.mem.list.entry(self.cur).1
-        }
+        self.entry().1
     }
     fn status(&self) -> Result<()> {
         Ok(())

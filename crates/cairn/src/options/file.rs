@@ -2,7 +2,7 @@
 //! each open; and the parser that reads options back by name, so tools open a database with
 //! the options it was written with.
 
-use super::{invalid, BpkPolicy, FlushPolicy, LevelTargets, MergePolicyKind, Options, FORMAT_VERSION};
+use super::{invalid, BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
 use crate::sst::Compression;
@@ -58,6 +58,8 @@ impl Options {
             ghost_cache_size,
             memory_budget,
             memory_write_share,
+            memory_size_ratio,
+            memory_flush_beta,
             memory_filter_share,
             memory_tuner,
             memory_tuner_period_ms,
@@ -108,6 +110,14 @@ impl Options {
                     invalid(
                         "flush_policy",
                         format!("{value:?} is not max-memory, min-lsn or optimal"),
+                    )
+                })?;
+            }
+            "memory_component" => {
+                self.memory_component = MemoryComponent::parse(value).ok_or_else(|| {
+                    invalid(
+                        "memory_component",
+                        format!("{value:?} is not monolithic or partitioned"),
                     )
                 })?;
             }
@@ -184,6 +194,9 @@ impl Options {
         m.insert("write_memory_budget", self.write_memory_budget.to_string());
         m.insert("flush_policy", self.flush_policy.name().to_string());
         m.insert("level_targets", self.level_targets.name().to_string());
+        m.insert("memory_component", self.memory_component.name().to_string());
+        m.insert("memory_size_ratio", self.memory_size_ratio.to_string());
+        m.insert("memory_flush_beta", self.memory_flush_beta.to_string());
         m.insert("max_wal_size", self.max_wal_size.to_string());
         m.insert("block_size", self.block_size.to_string());
         m.insert("block_restart_interval", self.block_restart_interval.to_string());

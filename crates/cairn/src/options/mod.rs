@@ -62,6 +62,35 @@ pub enum FlushPolicy {
     Optimal,
 }
 
+/// How a tree's write memory is organized (Luo & Carey §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryComponent {
+    /// One active memtable; full memtables are flushed whole (RocksDB's).
+    #[default]
+    Monolithic,
+    /// The active memtable plus memory levels of immutable sorted runs merged in memory
+    /// (`memory_size_ratio` apart; runs of `write_buffer_size`), flushed a run at a time into
+    /// grouped L0: memory stays full and flushes carry the hot keys' updates absorbed.
+    Partitioned,
+}
+
+impl MemoryComponent {
+    /// The setting's name (as in OPTIONS).
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryComponent::Monolithic => "monolithic",
+            MemoryComponent::Partitioned => "partitioned",
+        }
+    }
+
+    /// The setting named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [MemoryComponent::Monolithic, MemoryComponent::Partitioned]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
 /// How the sorted levels' capacities are set (leveling only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LevelTargets {
@@ -163,6 +192,16 @@ pub struct Options {
     pub write_memory_budget: usize,
     /// Which tree a memory-triggered flush picks (default max-memory; see [`FlushPolicy`]).
     pub flush_policy: FlushPolicy,
+    /// Monolithic or partitioned memory components (default monolithic; see
+    /// [`MemoryComponent`]). With `partitioned`, `write_buffer_size` is the active memtable's
+    /// size and the size memory runs are cut at.
+    pub memory_component: MemoryComponent,
+    /// Size ratio between memory levels of a partitioned component (default 10).
+    pub memory_size_ratio: usize,
+    /// Luo & Carey's β: a log-triggered flush of a partitioned component writes everything
+    /// unless more than this fraction of its memory was flushed for memory since the oldest
+    /// live WAL was started (then only the oldest data and what it overlaps; default 0.5).
+    pub memory_flush_beta: f64,
     /// Total WAL bytes after which the tree holding the oldest WAL data is flushed
     /// (default 4 × `write_memory_budget`; RocksDB `max_total_wal_size`).
     pub max_wal_size: u64,
@@ -340,6 +379,9 @@ impl Default for Options {
             write_buffer_size: 64 << 20,
             write_memory_budget,
             flush_policy: FlushPolicy::MaxMemory,
+            memory_component: MemoryComponent::Monolithic,
+            memory_size_ratio: 10,
+            memory_flush_beta: 0.5,
             max_wal_size: 4 * write_memory_budget as u64,
             block_size: 4096,
             block_restart_interval: 16,
@@ -428,7 +470,11 @@ impl Options {
             0
         };
         self.write_memory_budget = write;
-        self.write_buffer_size = write / 2;
+        // A partitioned component keeps levels of runs this size (M1 holds 10 of them).
+        self.write_buffer_size = match self.memory_component {
+            MemoryComponent::Monolithic => write / 2,
+            MemoryComponent::Partitioned => (write / 16).max(1),
+        };
         self.filter_memory = filter;
         self.block_cache_size = self.memory_budget - write - filter;
         self.index_in_block_cache = true;
@@ -544,6 +590,12 @@ impl Options {
         if self.max_bytes_for_level_base == 0 {
             return Err(invalid("max_bytes_for_level_base", "must be at least 1"));
         }
+        if self.memory_size_ratio < 2 {
+            return Err(invalid("memory_size_ratio", "must be at least 2"));
+        }
+        if !(0.0..=1.0).contains(&self.memory_flush_beta) {
+            return Err(invalid("memory_flush_beta", "must be in [0, 1]"));
+        }
         if self.level_targets == LevelTargets::WriteMemory && self.merge_policy != MergePolicyKind::Leveling {
             return Err(invalid(
                 "level_targets",
@@ -648,6 +700,9 @@ mod tests {
             write_buffer_size: _,
             write_memory_budget: _,
             flush_policy: _,
+            memory_component: _,
+            memory_size_ratio: _,
+            memory_flush_beta: _,
             max_wal_size: _,
             block_size: _,
             block_restart_interval: _,
@@ -708,6 +763,9 @@ mod tests {
             "write_buffer_size",
             "write_memory_budget",
             "flush_policy",
+            "memory_component",
+            "memory_size_ratio",
+            "memory_flush_beta",
             "max_wal_size",
             "block_size",
             "block_restart_interval",
@@ -814,6 +872,9 @@ mod tests {
             bpk_policy: BpkPolicy::MnemosyneElastic,
             merge_policy: MergePolicyKind::Garnering { c: 0.6 },
             flush_policy: FlushPolicy::Optimal,
+            memory_component: MemoryComponent::Partitioned,
+            memory_size_ratio: 4,
+            memory_flush_beta: 0.25,
             level_targets: LevelTargets::WriteMemory,
             wal_recovery_mode: RecoveryMode::AbsoluteConsistency,
             high_pri_pool_ratio: 0.25,
@@ -836,6 +897,7 @@ mod tests {
             ("bpk_policy", "dense"),
             ("flush_policy", "largest"),
             ("level_targets", "dynamic"),
+            ("memory_component", "tiered"),
             ("wal_recovery_mode", "Skip"),
             ("comparator", "reverse"),
         ];

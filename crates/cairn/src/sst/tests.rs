@@ -700,6 +700,7 @@ fn reader_slots_follow_the_table_cache() {
                 filter_policy: String::new(),
                 filter_bpk: 0.0,
                 segments: 1,
+                l0_group: 0,
             },
         )
     };

@@ -68,6 +68,8 @@ pub struct TreeCounters {
     /// Levels added and removed at L1 (level targets that follow write memory).
     levels_added: AtomicU64,
     levels_removed: AtomicU64,
+    /// Memory merges of a partitioned component: count, bytes in and out, and time spent.
+    memory_merges: [AtomicU64; 4],
     levels: Box<[Striped<LevelCounters>]>,
     /// Range-filter probes per height, from sampled range reads.
     range_height_probes: [AtomicU64; HEIGHTS],
@@ -83,6 +85,7 @@ impl TreeCounters {
             switched_manually: AtomicU64::new(0),
             levels_added: AtomicU64::new(0),
             levels_removed: AtomicU64::new(0),
+            memory_merges: std::array::from_fn(|_| AtomicU64::new(0)),
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
         }
@@ -220,6 +223,13 @@ impl TreeCounters {
         self.switched_manually.fetch_add(bytes, Relaxed);
     }
 
+    /// A memory merge read `input` bytes of runs and built `output` bytes in `nanos`.
+    pub fn record_memory_merge(&self, input: u64, output: u64, nanos: u64) {
+        for (c, v) in self.memory_merges.iter().zip([1, input, output, nanos]) {
+            c.fetch_add(v, Relaxed);
+        }
+    }
+
     /// A memtable of `bytes` switched by the write controller, for the log or for memory.
     pub fn record_switch(&self, bytes: u64, for_log: bool) {
         let c = if for_log { &self.switched_for_log } else { &self.switched_for_memory };
@@ -262,6 +272,10 @@ impl TreeCounters {
             switched_for_log: self.switched_for_log.load(Relaxed),
             levels_added: self.levels_added.load(Relaxed),
             levels_removed: self.levels_removed.load(Relaxed),
+            memory_merges: self.memory_merges[0].load(Relaxed),
+            memory_merge_bytes_in: self.memory_merges[1].load(Relaxed),
+            memory_merge_bytes_out: self.memory_merges[2].load(Relaxed),
+            memory_merge_micros: self.memory_merges[3].load(Relaxed) / 1000,
             levels: self
                 .levels
                 .iter()
@@ -461,6 +475,14 @@ pub struct TreeStatsSnapshot {
     pub levels_added: u64,
     /// ... and L1s removed because write memory grew.
     pub levels_removed: u64,
+    /// Memory merges of a partitioned memory component.
+    pub memory_merges: u64,
+    /// ... bytes of runs they read,
+    pub memory_merge_bytes_in: u64,
+    /// ... and built.
+    pub memory_merge_bytes_out: u64,
+    /// ... and the time they took (merges are CPU-bound: this is their CPU time).
+    pub memory_merge_micros: u64,
     /// Per level.
     pub levels: Vec<LevelStats>,
 }

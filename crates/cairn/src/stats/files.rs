@@ -398,6 +398,7 @@ mod tests {
             filter_policy: "uniform".into(),
             filter_bpk: 10.0,
             segments,
+            l0_group: 0,
         }
     }
 

@@ -69,8 +69,12 @@ pub struct TreeWriteView {
     pub active_bytes: usize,
     /// Bytes of immutable memtables waiting for flush.
     pub immutable_bytes: usize,
-    /// The oldest WAL holding data of the active memtable (`None` when it is empty).
+    /// The oldest WAL holding data of the active memtable (`None` when it is empty); for a
+    /// partitioned component, of any data not chosen for a flush.
     pub active_oldest_wal: Option<u64>,
+    /// Partitioned components: bytes of memory runs and switched memtables not chosen for a
+    /// flush (memory a flush can free; mutable for the budget rules, not switched).
+    pub retained_bytes: usize,
     /// Bytes written to the tree recently ([`WriteRates::recent`]).
     pub recent_write_bytes: u64,
 }
@@ -161,6 +165,9 @@ pub enum WriteAction {
         /// The one of them switched because the WALs passed `max_wal_size` (its flush is
         /// log-triggered; the others' are memory-triggered).
         for_log: Option<usize>,
+        /// The one chosen by the flush policy because write memory is full (a partitioned
+        /// component flushes one of its runs instead of switching).
+        for_memory: Option<usize>,
     },
 }
 
@@ -213,17 +220,26 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     if imm > 0 && imm >= limits.write_memory_budget {
         return WriteAction::Stop(StopReason::FlushBehind);
     }
+    // The hard cap: all write memory at the budget plus one memtable, with a flush on its way.
+    // (Monolithic components switch at 7/8 of the budget in memtables of half of it, so they
+    // stay below; partitioned ones keep memory full and rely on this.)
+    let held: usize = view.trees.iter().map(|t| t.active_bytes + t.retained_bytes).sum();
+    if imm > 0 && held + imm >= limits.write_memory_budget.saturating_add(limits.write_buffer_size) {
+        return WriteAction::Stop(StopReason::FlushBehind);
+    }
     if let (false, Some(d)) = (view.slowed, delay) {
         return WriteAction::Delay { rate: d.rate };
     }
     let mut switch: Vec<usize> = (0..view.trees.len())
         .filter(|&t| view.trees[t].active_bytes >= limits.write_buffer_size)
         .collect();
-    let mutable: usize = view.trees.iter().map(|t| t.active_bytes).sum();
+    let mutable: usize = view.trees.iter().map(|t| t.active_bytes + t.retained_bytes).sum();
     let budget = limits.write_memory_budget;
+    let mut for_memory = None;
     if mutable >= budget / 8 * 7 || (mutable + imm >= budget && mutable >= budget / 2) {
         if let Some(t) = memory_victim(limits.flush_policy, &view.trees) {
             switch.push(t);
+            for_memory = Some(t);
         }
     }
     let mut for_log = None;
@@ -244,36 +260,44 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     }
     switch.sort_unstable();
     switch.dedup();
-    WriteAction::Proceed { switch, for_log }
+    WriteAction::Proceed {
+        switch,
+        for_log,
+        for_memory,
+    }
 }
 
 /// The tree a memory-triggered switch picks under `policy` (`None`: no active memtable holds
 /// data).
 fn memory_victim(policy: FlushPolicy, trees: &[TreeWriteView]) -> Option<usize> {
-    let candidates = || (0..trees.len()).filter(|&t| trees[t].active_bytes > 0);
-    let largest = || candidates().max_by_key(|&t| trees[t].active_bytes);
+    let held = |t: usize| trees[t].active_bytes + trees[t].retained_bytes;
+    let candidates = || (0..trees.len()).filter(move |&t| held(t) > 0);
+    let largest = || candidates().max_by_key(|&t| held(t));
     match policy {
         FlushPolicy::MaxMemory => largest(),
         FlushPolicy::MinLsn => candidates().min_by_key(|&t| {
             (
                 trees[t].active_oldest_wal.unwrap_or(u64::MAX),
-                std::cmp::Reverse(trees[t].active_bytes),
+                std::cmp::Reverse(held(t)),
             )
         }),
         FlushPolicy::Optimal => {
             let rate: u64 = trees.iter().map(|t| t.recent_write_bytes).sum();
-            let memory: usize = trees.iter().map(|t| t.active_bytes + t.immutable_bytes).sum();
+            let memory: usize = trees
+                .iter()
+                .map(|t| t.active_bytes + t.immutable_bytes + t.retained_bytes)
+                .sum();
             if rate == 0 || memory == 0 {
                 return largest();
             }
             // a_i − a_i^opt, compared without division: (m_i·R − r_i·M) / (M·R).
             let excess = |t: usize| {
-                let m = (trees[t].active_bytes + trees[t].immutable_bytes) as i128;
+                let m = (held(t) + trees[t].immutable_bytes) as i128;
                 m * i128::from(rate) - i128::from(trees[t].recent_write_bytes) * memory as i128
             };
             candidates()
                 .filter(|&t| excess(t) > 0)
-                .max_by_key(|&t| (excess(t), trees[t].active_bytes))
+                .max_by_key(|&t| (excess(t), held(t)))
                 .or_else(largest)
         }
     }
@@ -316,6 +340,7 @@ mod tests {
                         match k {
                             "active" => t.active_bytes = v.parse().unwrap_or(0),
                             "imm" => t.immutable_bytes = v.parse().unwrap_or(0),
+                            "retained" => t.retained_bytes = v.parse().unwrap_or(0),
                             "wal" => t.active_oldest_wal = v.parse().ok(),
                             "rate" => t.recent_write_bytes = v.parse().unwrap_or(0),
                             _ => {}
@@ -364,9 +389,20 @@ mod tests {
                     WriteAction::Stop(r) => format!("stop {r:?}"),
                     WriteAction::Delay { rate } => format!("delay at {rate} B/s"),
                     WriteAction::Proceed { switch, .. } if switch.is_empty() => "proceed".into(),
-                    WriteAction::Proceed { switch, for_log: None } => format!("proceed, switch {switch:?}"),
-                    WriteAction::Proceed { switch, for_log: Some(t) } => {
-                        format!("proceed, switch {switch:?} (tree {t} for the log)")
+                    WriteAction::Proceed {
+                        switch,
+                        for_log,
+                        for_memory,
+                    } => {
+                        let mut a = format!("proceed, switch {switch:?}");
+                        if let Some(t) = for_log {
+                            a += &format!(" (tree {t} for the log)");
+                        }
+                        // Printed only where it matters: a partitioned tree flushes a run.
+                        if let Some(t) = for_memory.filter(|&t| view(c).trees[t].retained_bytes > 0) {
+                            a += &format!(" (tree {t} for memory)");
+                        }
+                        a
                     }
                 };
                 match d.delay {

@@ -13,7 +13,11 @@
 //!                      smallest_seqno largest_seqno entries tombstones
 //!                      filter_policy:lp filter_bpk:f64le segments
 //!   8 db_id:varint                                   (random at creation; WAL headers carry it)
+//!   9 add file to an L0 group: the payload of 7, then group:varint (≥ 1)
 //! ```
+//! L0 files carry their **group** (Luo & Carey §4.1.2): a set of disjoint files; a higher group
+//! is newer and overrides a lower one. Files added with tag 7 at L0 are group 0 (older than
+//! every numbered group), which is how manifests written before groups read.
 //! Unknown tags are corruption (a newer format must bump the manifest version).
 
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
@@ -44,6 +48,8 @@ pub struct FileMeta {
     pub filter_bpk: f64,
     /// Segments.
     pub segments: u64,
+    /// L0 group (0 outside L0, and for L0 files logged without one).
+    pub l0_group: u64,
 }
 
 impl FileMeta {
@@ -111,7 +117,8 @@ impl VersionEdit {
             field(&mut o, 6, &[u64::from(t), u64::from(l), n]);
         }
         for (t, l, f) in &self.added {
-            field(&mut o, 7, &[u64::from(*t), u64::from(*l), f.number, f.size]);
+            let grouped = *l == 0 && f.l0_group != 0;
+            field(&mut o, if grouped { 9 } else { 7 }, &[u64::from(*t), u64::from(*l), f.number, f.size]);
             put_len_prefixed(&mut o, &f.smallest);
             put_len_prefixed(&mut o, &f.largest);
             for v in [f.smallest_seqno, f.largest_seqno, f.entries, f.tombstones] {
@@ -120,6 +127,9 @@ impl VersionEdit {
             put_len_prefixed(&mut o, f.filter_policy.as_bytes());
             o.extend_from_slice(&f.filter_bpk.to_bits().to_le_bytes());
             put_varint64(&mut o, f.segments);
+            if grouped {
+                put_varint64(&mut o, f.l0_group);
+            }
         }
         o
     }
@@ -144,7 +154,7 @@ impl VersionEdit {
                 6 => e
                     .deleted
                     .push((d.varint32("tree")?, d.varint32("level")?, d.varint64("file")?)),
-                7 => {
+                tag @ (7 | 9) => {
                     let tree = d.varint32("tree")?;
                     let level = d.varint32("level")?;
                     let f = FileMeta {
@@ -161,7 +171,15 @@ impl VersionEdit {
                             .to_string(),
                         filter_bpk: d.f64("filter bpk")?,
                         segments: d.varint64("segments")?,
+                        l0_group: 0,
                     };
+                    let mut f = f;
+                    if tag == 9 {
+                        f.l0_group = d.varint64("l0 group")?;
+                        if level != 0 || f.l0_group == 0 {
+                            return Err("an L0 group outside L0, or group 0");
+                        }
+                    }
                     if level > 64 {
                         return Err("level out of range");
                     }
@@ -178,7 +196,7 @@ impl VersionEdit {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::ikey::{InternalKey, ValueKind};
 
@@ -195,6 +213,7 @@ mod tests {
             filter_policy: "uniform".into(),
             filter_bpk: 10.0,
             segments: 1,
+            l0_group: 0,
         }
     }
 
@@ -208,7 +227,7 @@ mod tests {
             log_numbers: vec![(0, 4)],
             deepest: vec![(1, 3)],
             deleted: vec![(0, 1, 5)],
-            added: vec![(1, 2, meta(8, "a", "m"))],
+            added: vec![(1, 2, meta(8, "a", "m")), (1, 0, FileMeta { l0_group: 3, ..meta(9, "b", "c") })],
         };
         let enc = e.encode();
         assert_eq!(VersionEdit::decode(&enc), Ok(e));

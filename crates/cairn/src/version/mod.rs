@@ -14,8 +14,9 @@ use std::sync::Arc;
 /// The files of one tree.
 #[derive(Debug, Clone, Default)]
 pub struct TreeVersion {
-    /// `levels[0]`: overlapping files, newest first; `levels[i ≥ 1]`: one sorted run of
-    /// non-overlapping files ordered by smallest key.
+    /// `levels[0]`: groups of disjoint files, newest group first (files by largest seqno, newest
+    /// first, within one); `levels[i ≥ 1]`: one sorted run of non-overlapping files ordered by
+    /// smallest key.
     pub levels: Vec<Vec<Arc<FileMeta>>>,
     /// Deepest level in use (Garnering's L; ≥ the deepest non-empty level, ≥ 1).
     pub deepest: u32,
@@ -35,6 +36,34 @@ impl TreeVersion {
     /// Deepest non-empty level (0 if none).
     pub fn deepest_nonempty(&self) -> usize {
         self.levels.iter().rposition(|l| !l.is_empty()).unwrap_or(0)
+    }
+
+    /// L0's groups: its sorted runs (each flush of a monolithic memory component is one).
+    pub fn l0_groups(&self) -> usize {
+        let l0 = self.level(0);
+        // Group 0 (files logged before groups) is one run per file.
+        let new_run = |w: &[Arc<FileMeta>]| w[1].l0_group == 0 || w[0].l0_group != w[1].l0_group;
+        l0.windows(2).filter(|w| new_run(w)).count() + usize::from(!l0.is_empty())
+    }
+
+    /// The group a flushed file covering user keys `[lo, hi]` joins: with `oldest_fit`, the
+    /// oldest group such that no newer group holds a file overlapping it (Luo & Carey §4.1.2: a
+    /// flush holds the newest data of its range, so it must sit above every group that has the
+    /// range, and may sit in the group just above the newest one); otherwise a new group.
+    pub fn l0_group_for(&self, lo: &[u8], hi: &[u8], oldest_fit: bool) -> u64 {
+        let l0 = self.level(0);
+        let next = l0.iter().map(|f| f.l0_group).max().map_or(1, |g| g + 1);
+        if !oldest_fit {
+            return next;
+        }
+        let overlaps = |f: &FileMeta| f.smallest_user_key() <= hi && f.largest_user_key() >= lo;
+        let newest_overlapping = l0.iter().filter(|f| overlaps(f)).map(|f| f.l0_group).max();
+        // The oldest existing group above it, else a new one.
+        l0.iter()
+            .map(|f| f.l0_group)
+            .filter(|&g| g >= 1 && newest_overlapping.is_none_or(|o| g > o))
+            .min()
+            .unwrap_or(next)
     }
 
     /// The position in sorted level `level ≥ 1` of the file that may hold `user_key`.
@@ -100,7 +129,21 @@ impl Version {
         }
         for (ti, t) in v.trees.iter_mut().enumerate() {
             if let Some(l0) = t.levels.get_mut(0) {
-                l0.sort_by(|a, b| b.largest_seqno.cmp(&a.largest_seqno).then(b.number.cmp(&a.number)));
+                l0.sort_by(|a, b| {
+                    (b.l0_group, b.largest_seqno, b.number).cmp(&(a.l0_group, a.largest_seqno, a.number))
+                });
+                // Files of one numbered group must be disjoint (reads stop at the first hit).
+                for (i, a) in l0.iter().enumerate() {
+                    let same = l0[i + 1..].iter().take_while(|b| b.l0_group == a.l0_group);
+                    for b in same.filter(|_| a.l0_group != 0) {
+                        if a.smallest_user_key() <= b.largest_user_key() && b.smallest_user_key() <= a.largest_user_key() {
+                            return Err(format!(
+                                "tree {ti} L0 group {}: files {} and {} overlap",
+                                a.l0_group, a.number, b.number
+                            ));
+                        }
+                    }
+                }
             }
             for (li, files) in t.levels.iter_mut().enumerate().skip(1) {
                 files.sort_by(|a, b| ikey::compare(&a.smallest, &b.smallest));
@@ -139,5 +182,43 @@ impl Version {
             }
         }
         e
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::edit::tests::meta;
+
+    fn l0(files: &[(u64, &str, &str, u64)]) -> Version {
+        let mut e = VersionEdit::default();
+        e.new_trees.push((0, "default".into()));
+        for &(n, lo, hi, g) in files {
+            e.added.push((0, 0, FileMeta { l0_group: g, ..meta(n, lo, hi) }));
+        }
+        Version::default().apply(&e).unwrap()
+    }
+
+    #[test]
+    fn l0_groups_place_flushes_above_what_they_overlap() {
+        // Group 1: [a-c] [m-p]; group 2: [d-f].
+        let v = l0(&[(1, "a", "c", 1), (2, "m", "p", 1), (3, "d", "f", 2)]);
+        let t = &v.trees[0];
+        assert_eq!(t.l0_groups(), 2);
+        assert_eq!(t.level(0).iter().map(|f| f.number).collect::<Vec<_>>(), [3, 2, 1], "newest group first");
+        // Overlapping only group 1: the oldest group above it, group 2.
+        assert_eq!(t.l0_group_for(b"n", b"o", true), 2);
+        // Overlapping group 2: a new group.
+        assert_eq!(t.l0_group_for(b"e", b"z", true), 3);
+        // Overlapping nothing: the oldest group.
+        assert_eq!(t.l0_group_for(b"x", b"z", true), 1);
+        // A monolithic flush always starts a new group.
+        assert_eq!(t.l0_group_for(b"x", b"z", false), 3);
+        // Files logged before groups are runs of their own.
+        assert_eq!(l0(&[(1, "a", "c", 0), (2, "m", "p", 0)]).trees[0].l0_groups(), 2);
+        // Two overlapping files in one group are corruption.
+        let mut e = VersionEdit::default();
+        e.added.push((0, 0, FileMeta { l0_group: 1, ..meta(9, "b", "n") }));
+        assert!(v.apply(&e).unwrap_err().contains("overlap"));
     }
 }

@@ -41,6 +41,7 @@ fn parse_view(c: &Case) -> LsmView {
                 smallest: lo.into(),
                 largest: hi.into(),
                 busy,
+                group: it.next().map_or(0, |g| g.trim_start_matches('g').parse().unwrap()),
             });
         }
     }
