@@ -22,6 +22,26 @@ pub fn rss_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Bytes this process caused to be written to storage so far (Linux `/proc/self/io`
+/// `write_bytes`: counted when page-cache pages are dirtied or direct writes issued), if known.
+pub fn process_write_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/io").ok()?;
+    let line = s.lines().find(|l| l.starts_with("write_bytes:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// CPU seconds (user + system, all threads) this process has used so far, if known.
+pub fn process_cpu_secs() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the whole line: 12 and 13 after the name.
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // In clock ticks of USER_HZ, which Linux fixes at 100 for user space.
+    Some(ticks as f64 / 100.0)
+}
+
 /// gflags-style boolean flag values, as db_bench takes them: `1`/`0`, `true`/`false`, `yes`/`no`.
 pub fn flag_bool(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {

@@ -173,6 +173,12 @@ pub struct CairnMetrics {
     /// ... cosine similarity.
     #[serde(default)]
     pub replayed_cosine: Option<f64>,
+    /// Memory merges of partitioned memory components during the phase, and their time.
+    #[serde(default)]
+    pub memory_merges: u64,
+    /// ... µs.
+    #[serde(default)]
+    pub memory_merge_micros: u64,
     /// Range-filter probes (tables whose range filter a range read consulted).
     #[serde(default)]
     pub range_filter_probes: u64,
@@ -222,7 +228,10 @@ impl CairnMetrics {
             }
         }
         let acc = after.merlin_accuracy();
+        let merges = |s: &DbStats, f: fn(&cairn::TreeStatsSnapshot) -> u64| s.trees.iter().map(f).sum::<u64>();
         CairnMetrics {
+            memory_merges: merges(after, |t| t.memory_merges) - merges(before, |t| t.memory_merges),
+            memory_merge_micros: merges(after, |t| t.memory_merge_micros) - merges(before, |t| t.memory_merge_micros),
             range_filter_probes: delta(|l| l.range_probes),
             range_filter_negatives: delta(|l| l.range_negatives),
             range_filter_false_positives: delta(|l| l.range_false_positives),
@@ -363,6 +372,13 @@ pub struct Phase {
     /// Per window of `--window` lookups: what the lookups cost (our flag; empty without it).
     #[serde(default)]
     pub windows: Vec<Window>,
+    /// Bytes the process wrote to storage during the phase, any engine (`/proc/self/io`;
+    /// WAL, flushes and compactions together).
+    #[serde(default)]
+    pub device_write_bytes: Option<u64>,
+    /// CPU seconds the process used during the phase (all threads).
+    #[serde(default)]
+    pub cpu_secs: Option<f64>,
 }
 
 /// Blocks read from storage per lookup.

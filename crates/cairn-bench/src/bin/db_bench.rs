@@ -229,6 +229,7 @@ impl Bench<'_> {
         let seed = self.args.seed.wrapping_mul(1_000_003).wrapping_add(phase_no << 16);
         let pb = progress(name, per_thread * threads as u64);
         let before = self.db.as_cairn().map(|d| d.stats());
+        let (wrote_before, cpu_before) = (cairn_bench::process_write_bytes(), cairn_bench::process_cpu_secs());
         let fp_before = self.db.filter_false_positives();
         let reads_before = self.db.block_reads();
         self.phase_lookups.store(0, Ordering::Relaxed);
@@ -287,6 +288,10 @@ impl Bench<'_> {
             others.merge(&t.lat);
         }
         let mut p = Phase::new(name, ops, secs, threads);
+        p.device_write_bytes = wrote_before
+            .zip(cairn_bench::process_write_bytes())
+            .map(|(b, a)| a.saturating_sub(b));
+        p.cpu_secs = cpu_before.zip(cairn_bench::process_cpu_secs()).map(|(b, a)| a - b);
         if name == "seekrandom" || name.starts_with("rangerandom") || name.starts_with("rangenonempty") {
             lookups = ops;
         }
@@ -298,6 +303,9 @@ impl Bench<'_> {
             String::new()
         };
         p.print_db_bench(bytes, &extra);
+        if let (Some(w), Some(c)) = (p.device_write_bytes, p.cpu_secs) {
+            println!("  process: {} MB written to storage, {c:.1} CPU s", w >> 20);
+        }
         p.latency = Some(lat.summary());
         if lookups > 0 && lookups < ops {
             // Mixed phases: lookups and the other operations apart.

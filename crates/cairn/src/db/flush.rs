@@ -53,8 +53,9 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();
         let tv = &st.version().trees[tree];
+        let busy = |n: u64| st.busy.contains(&n);
         for f in out.files {
-            let l0_group = tv.l0_group_for(f.smallest_user_key(), f.largest_user_key(), grouped);
+            let l0_group = tv.l0_group_for(f.smallest_user_key(), f.largest_user_key(), grouped, &busy);
             edit.added.push((tree as u32, 0, FileMeta { l0_group, ..f }));
         }
         // Every tree's log number: the flushed tree needs WALs from its remaining memory data

@@ -276,7 +276,7 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             .version
             .trees
             .get(t)
-            .map_or(1, |tv| tv.l0_group_for(b"", b"", false));
+            .map_or(1, |tv| tv.l0_group_for(b"", b"", false, &|_| false));
         edit.added
             .extend(out.files.into_iter().map(|f| (t as u32, 0, FileMeta { l0_group, ..f })));
     }

@@ -49,8 +49,10 @@ impl TreeVersion {
     /// The group a flushed file covering user keys `[lo, hi]` joins: with `oldest_fit`, the
     /// oldest group such that no newer group holds a file overlapping it (Luo & Carey §4.1.2: a
     /// flush holds the newest data of its range, so it must sit above every group that has the
-    /// range, and may sit in the group just above the newest one); otherwise a new group.
-    pub fn l0_group_for(&self, lo: &[u8], hi: &[u8], oldest_fit: bool) -> u64 {
+    /// range, and may sit in the group just above the newest one); otherwise a new group. A
+    /// group with a file in `busy` (an intra-L0 merge's input, whose output will take the
+    /// group and may span the flushed range) is never joined.
+    pub fn l0_group_for(&self, lo: &[u8], hi: &[u8], oldest_fit: bool, busy: &dyn Fn(u64) -> bool) -> u64 {
         let l0 = self.level(0);
         let next = l0.iter().map(|f| f.l0_group).max().map_or(1, |g| g + 1);
         if !oldest_fit {
@@ -58,10 +60,11 @@ impl TreeVersion {
         }
         let overlaps = |f: &FileMeta| f.smallest_user_key() <= hi && f.largest_user_key() >= lo;
         let newest_overlapping = l0.iter().filter(|f| overlaps(f)).map(|f| f.l0_group).max();
+        let busy_group = |g: u64| l0.iter().any(|f| f.l0_group == g && busy(f.number));
         // The oldest existing group above it, else a new one.
         l0.iter()
             .map(|f| f.l0_group)
-            .filter(|&g| g >= 1 && newest_overlapping.is_none_or(|o| g > o))
+            .filter(|&g| g >= 1 && newest_overlapping.is_none_or(|o| g > o) && !busy_group(g))
             .min()
             .unwrap_or(next)
     }
@@ -207,13 +210,16 @@ mod tests {
         assert_eq!(t.l0_groups(), 2);
         assert_eq!(t.level(0).iter().map(|f| f.number).collect::<Vec<_>>(), [3, 2, 1], "newest group first");
         // Overlapping only group 1: the oldest group above it, group 2.
-        assert_eq!(t.l0_group_for(b"n", b"o", true), 2);
+        let idle = |_| false;
+        assert_eq!(t.l0_group_for(b"n", b"o", true, &idle), 2);
+        // ... but not into a group an intra-L0 merge is rewriting.
+        assert_eq!(t.l0_group_for(b"n", b"o", true, &|n| n == 3), 3);
         // Overlapping group 2: a new group.
-        assert_eq!(t.l0_group_for(b"e", b"z", true), 3);
+        assert_eq!(t.l0_group_for(b"e", b"z", true, &idle), 3);
         // Overlapping nothing: the oldest group.
-        assert_eq!(t.l0_group_for(b"x", b"z", true), 1);
+        assert_eq!(t.l0_group_for(b"x", b"z", true, &idle), 1);
         // A monolithic flush always starts a new group.
-        assert_eq!(t.l0_group_for(b"x", b"z", false), 3);
+        assert_eq!(t.l0_group_for(b"x", b"z", false, &idle), 3);
         // Files logged before groups are runs of their own.
         assert_eq!(l0(&[(1, "a", "c", 0), (2, "m", "p", 0)]).trees[0].l0_groups(), 2);
         // Two overlapping files in one group are corruption.

@@ -1,0 +1,264 @@
+//! Issue 15's measurements: cairn's monolithic memory component against the partitioned one
+//! (Luo & Carey §4.1) and RocksDB 7.8 (needs the `rocksdb` feature), each under the same write
+//! memory (64 MiB, 256 MiB, 1 GiB by default), buffered I/O, on a write-heavy zipfian load:
+//!
+//! 1. **load**: `fillrandom` of `--num` keys (16 + 100 B, uniform, as YCSB's load) into an
+//!    empty directory;
+//! 2. **updates**: `--ops` updates, zipf 0.99 (100% writes);
+//! 3. **mixed**: `--ops` operations, half lookups and half updates, zipf 0.99 (YCSB A's mix).
+//!
+//! Phases 2 and 3 run in one process on the loaded tree. Per phase: throughput, bytes written to
+//! storage per byte put (the process's `/proc/self/io`, WAL included, the same measure for
+//! every engine), cairn's flush + compaction write-amp, CPU seconds and, for the partitioned
+//! component, the time in memory merges. Then `--trees`: 10 trees with 80-20 write skew
+//! (the paper's Fig. 10) at the middle write memory, write-only.
+//!
+//! Engines: `monolithic` (memtables of half the write memory, the default), `partitioned`
+//! (runs of 1/16 of it, memory levels 10 apart), `rocksdb` (write buffers of half, two of them).
+//! Rounds interleave the engines; results.md/json report medians and every round.
+//!
+//! ```sh
+//! component_grid --out docs/results/DATE/component --num 20000000 --ops 10000000
+//! ```
+
+use cairn_bench::report::{Phase, RunReport};
+use clap::Parser;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+#[derive(Parser, Debug)]
+#[command(rename_all = "snake_case", about = "Partitioned memory component experiments")]
+struct Args {
+    /// Where results go.
+    #[arg(long)]
+    out: PathBuf,
+    /// Keys loaded.
+    #[arg(long, default_value_t = 20_000_000)]
+    num: u64,
+    /// Operations of the updates and mixed phases each.
+    #[arg(long, default_value_t = 10_000_000)]
+    ops: u64,
+    /// Write memory sizes in MiB.
+    #[arg(long, value_delimiter = ',', default_value = "64,256,1024")]
+    write_memory: Vec<usize>,
+    /// Engines: monolithic, partitioned, rocksdb.
+    #[arg(long, value_delimiter = ',', default_value = "monolithic,partitioned,rocksdb")]
+    engines: Vec<String>,
+    /// Rounds (medians reported).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Also run 10 trees with 80-20 skew at the middle write memory (cairn's engines only).
+    #[arg(long)]
+    trees: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct Row {
+    workload: String,
+    engine: String,
+    write_memory_mib: usize,
+    round: usize,
+    ops_per_sec: f64,
+    /// Bytes written to storage per byte put (WAL included).
+    device_write_amp: f64,
+    /// cairn: (flush + compaction bytes) / user bytes since open; NaN for RocksDB.
+    write_amp: f64,
+    cpu_secs: f64,
+    memory_merge_secs: f64,
+    peak_rss_mb: u64,
+    /// MiB per level of the default tree after the phase (cairn).
+    shape: Vec<u64>,
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("component_grid: {msg}");
+    std::process::exit(1)
+}
+
+fn run(db_bench: &Path, args: &[String]) -> RunReport {
+    let json = std::env::temp_dir().join(format!("component_grid_{}.json", std::process::id()));
+    cairn_bench::run_db_bench(db_bench, args, &json).unwrap_or_else(|e| fail(e))
+}
+
+/// Flags that give `engine` `mib` MiB of write memory.
+fn memory_flags(engine: &str, mib: usize) -> Vec<String> {
+    let wm = mib << 20;
+    let (name, buffer, extra): (&str, usize, &[&str]) = match engine {
+        "monolithic" => ("cairn", wm / 2, &[]),
+        "partitioned" => ("cairn", wm / 16, &["--memory_component=partitioned"]),
+        "rocksdb" => ("rocksdb", wm / 2, &[]),
+        other => fail(format!("unknown engine {other}")),
+    };
+    let mut f = vec![
+        format!("--engine={name}"),
+        format!("--write_buffer_size={buffer}"),
+        format!("--db_write_buffer_size={wm}"),
+    ];
+    f.extend(extra.iter().map(|s| s.to_string()));
+    f
+}
+
+fn row(workload: &str, engine: &str, mib: usize, round: usize, p: &Phase, put_bytes: u64, r: &RunReport) -> Row {
+    Row {
+        workload: workload.into(),
+        engine: engine.into(),
+        write_memory_mib: mib,
+        round,
+        ops_per_sec: p.ops_per_sec,
+        device_write_amp: p
+            .device_write_bytes
+            .map_or(f64::NAN, |w| w as f64 / put_bytes.max(1) as f64),
+        write_amp: p
+            .cairn
+            .as_ref()
+            .map_or(f64::NAN, |c| c.pages_written as f64 * 4096.0 / put_bytes.max(1) as f64),
+        cpu_secs: p.cpu_secs.unwrap_or(f64::NAN),
+        memory_merge_secs: p.cairn.as_ref().map_or(0.0, |c| c.memory_merge_micros as f64 / 1e6),
+        peak_rss_mb: r.peak_rss_bytes >> 20,
+        shape: p
+            .cairn
+            .as_ref()
+            .map(|c| c.levels.iter().map(|&(_, b)| b >> 20).collect())
+            .unwrap_or_default(),
+    }
+}
+
+fn main() {
+    let a = Args::parse();
+    std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
+    let db_bench =
+        cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
+    let db = a.out.join("db");
+    let common = |extra: &[String]| {
+        let mut f = vec![
+            format!("--db={}", db.display()),
+            format!("--num={}", a.num),
+            "--key_size=16".into(),
+            "--value_size=100".into(),
+            "--compression_type=none".into(),
+            "--bloom_bits=10".into(),
+            "--cache_size=67108864".into(),
+            "--seed=7".into(),
+            "--threads=1".into(),
+            "--target_file_size_base=67108864".into(),
+        ];
+        f.extend(extra.iter().cloned());
+        f
+    };
+    let put = 116u64;
+    let mut rows: Vec<Row> = Vec::new();
+    for round in 0..a.rounds {
+        for &mib in &a.write_memory {
+            for engine in &a.engines {
+                let _ = std::fs::remove_dir_all(&db);
+                let mem = memory_flags(engine, mib);
+                println!("round {round}: {engine}, {mib} MiB write memory: load");
+                let mut f = common(&mem);
+                f.push("--benchmarks=fillrandom".into());
+                let load = run(&db_bench, &f);
+                if let Some(p) = load.phases.first() {
+                    rows.push(row("load", engine, mib, round, p, a.num * put, &load));
+                }
+                println!("round {round}: {engine}, {mib} MiB write memory: updates and mixed");
+                let mut f = common(&mem);
+                f.extend([
+                    "--use_existing_db=1".to_string(),
+                    "--benchmarks=readrandomwriterandom:0,readrandomwriterandom:50".into(),
+                    format!("--reads={}", a.ops),
+                    "--key_dist=zipf:0.99".into(),
+                ]);
+                let r = run(&db_bench, &f);
+                for (p, (name, puts)) in r.phases.iter().zip([("updates", a.ops), ("mixed", a.ops / 2)]) {
+                    rows.push(row(name, engine, mib, round, p, puts * put, &r));
+                }
+                report(&a, &rows);
+            }
+        }
+        if a.trees {
+            let mib = a.write_memory[a.write_memory.len() / 2];
+            for engine in a.engines.iter().filter(|e| *e != "rocksdb") {
+                for policy in ["max-memory", "min-lsn", "optimal"] {
+                    let _ = std::fs::remove_dir_all(&db);
+                    let mut f = common(&memory_flags(engine, mib));
+                    f.extend([
+                        "--benchmarks=fillrandom".to_string(),
+                        "--num_trees=10".into(),
+                        "--tree_skew=80-20".into(),
+                        "--key_dist=zipf:0.99".into(),
+                        format!("--flush_policy={policy}"),
+                    ]);
+                    let r = run(&db_bench, &f);
+                    if let Some(p) = r.phases.first() {
+                        rows.push(row(
+                            &format!("10 trees 80-20, {policy}"),
+                            engine,
+                            mib,
+                            round,
+                            p,
+                            a.num * put,
+                            &r,
+                        ));
+                    }
+                    report(&a, &rows);
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&db);
+    print!("{}", report(&a, &rows));
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Writes results.md and results.json; returns the markdown.
+fn report(a: &Args, rows: &[Row]) -> String {
+    let mut md = format!(
+        "# Memory components\n\n{} keys of 16 + 100 B loaded, {} operations per phase, zipf 0.99, buffered I/O, 64 MiB block cache, 1 thread; medians of {} round(s)\n\n",
+        a.num, a.ops, a.rounds
+    );
+    md.push_str("| workload | write memory | engine | ops/s | × monolithic | bytes to storage per byte put | flush+compaction write-amp | CPU s | memory-merge s | peak RSS MiB | MiB per level |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut keys: Vec<(String, usize, String)> = Vec::new();
+    for r in rows {
+        let k = (r.workload.clone(), r.write_memory_mib, r.engine.clone());
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let pick = |w: &str, m: usize, e: &str| -> Vec<&Row> {
+        rows.iter()
+            .filter(|r| r.workload == w && r.write_memory_mib == m && r.engine == e)
+            .collect()
+    };
+    for (w, m, e) in &keys {
+        let rs = pick(w, *m, e);
+        let med = |f: fn(&Row) -> f64| median(rs.iter().map(|r| f(r)).collect());
+        let base = median(pick(w, *m, "monolithic").iter().map(|r| r.ops_per_sec).collect());
+        md.push_str(&format!(
+            "| {w} | {m} MiB | {e} | {:.0} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {:?} |\n",
+            med(|r| r.ops_per_sec),
+            med(|r| r.ops_per_sec) / base,
+            med(|r| r.device_write_amp),
+            med(|r| r.write_amp),
+            med(|r| r.cpu_secs),
+            med(|r| r.memory_merge_secs),
+            rs.iter().map(|r| r.peak_rss_mb).max().unwrap_or(0),
+            rs.last().map(|r| r.shape.clone()).unwrap_or_default()
+        ));
+    }
+    if a.rounds > 1 {
+        md.push_str("\nEvery round (ops/s):\n\n| workload | write memory | engine | rounds |\n|---|---|---|---|\n");
+        for (w, m, e) in &keys {
+            let v: Vec<String> = pick(w, *m, e).iter().map(|r| format!("{:.0}", r.ops_per_sec)).collect();
+            md.push_str(&format!("| {w} | {m} MiB | {e} | {} |\n", v.join(", ")));
+        }
+    }
+    cairn_bench::write_results(&a.out, &md, &rows).unwrap_or_else(|e| fail(e));
+    md
+}
