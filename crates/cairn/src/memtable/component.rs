@@ -446,10 +446,10 @@ impl MemComponent {
     }
 
     /// The next memory merge step, if one is due and none runs (`run_size`: the size runs are
-    /// cut at, the active memtable's switch size). A new merge takes the oldest pending memtable
-    /// into M1, else one run of a level over `run_size · ratio^i` into the next (the run whose
-    /// overlap with it is smallest relative to its size; a run with nothing below it just
-    /// moves). Runs chosen for a flush are left alone: a merge waits for them.
+    /// cut at, the active memtable's switch size). A new merge takes one run of a level over
+    /// `run_size · ratio^i` into the next (the run whose overlap with it is smallest relative to
+    /// its size; a run with nothing below it just moves), else the oldest pending memtable into
+    /// M1. Runs chosen for a flush are left alone: a merge waits for them.
     pub fn next_merge(&mut self, run_size: usize) -> Option<MergeJob> {
         let p = self.part.as_mut()?;
         if !p.merging.is_empty() {
@@ -459,34 +459,32 @@ impl MemComponent {
         let (upper, level, lo) = match p.chunked.clone() {
             Some(c) => c,
             None => {
-                if let Some(oldest) = self.immutable.front().filter(|m| !chosen(m)) {
-                    (oldest.clone(), 0, None)
-                } else {
-                    let mut found = None;
-                    let mut cap = run_size.max(1).saturating_mul(p.ratio);
-                    for i in 0..p.levels.len() {
-                        let bytes: usize = p.levels[i].iter().map(|m| m.approximate_bytes()).sum();
-                        if bytes > cap {
-                            let next = p.levels.get(i + 1).map_or(&[][..], |l| l.as_slice());
-                            let best = p.levels[i]
-                                .iter()
-                                .filter(|m| !chosen(m))
-                                .filter_map(|m| {
-                                    let under = overlapping(next, &range(m)?);
-                                    let ratio = under.iter().map(|u| u.approximate_bytes()).sum::<usize>() as f64
-                                        / m.approximate_bytes().max(1) as f64;
-                                    Some((ratio, m.clone(), under.is_empty()))
-                                })
-                                .min_by(|a, b| a.0.total_cmp(&b.0));
-                            if let Some((_, m, alone)) = best {
-                                found = Some((i, m, alone));
-                                break;
-                            }
+                // An over-full level first: merging more into it would only make it fuller.
+                let mut found = None;
+                let mut cap = run_size.max(1).saturating_mul(p.ratio);
+                for i in 0..p.levels.len() {
+                    let bytes: usize = p.levels[i].iter().map(|m| m.approximate_bytes()).sum();
+                    if bytes > cap {
+                        let next = p.levels.get(i + 1).map_or(&[][..], |l| l.as_slice());
+                        let best = p.levels[i]
+                            .iter()
+                            .filter(|m| !chosen(m))
+                            .filter_map(|m| {
+                                let under = overlapping(next, &range(m)?);
+                                let ratio = under.iter().map(|u| u.approximate_bytes()).sum::<usize>() as f64
+                                    / m.approximate_bytes().max(1) as f64;
+                                Some((ratio, m.clone(), under.is_empty()))
+                            })
+                            .min_by(|a, b| a.0.total_cmp(&b.0));
+                        if let Some((_, m, alone)) = best {
+                            found = Some((i, m, alone));
+                            break;
                         }
-                        cap = cap.saturating_mul(p.ratio);
                     }
-                    let (i, m, alone) = found?;
-                    if alone {
+                    cap = cap.saturating_mul(p.ratio);
+                }
+                match found {
+                    Some((i, m, true)) => {
                         // Nothing below overlaps: move the run down without rewriting it.
                         p.levels[i].retain(|x| !Arc::ptr_eq(x, &m));
                         if p.levels.len() <= i + 1 {
@@ -495,7 +493,8 @@ impl MemComponent {
                         insert_sorted(&mut p.levels[i + 1], m);
                         return self.next_merge(run_size);
                     }
-                    (m, i + 1, None)
+                    Some((i, m, false)) => (m, i + 1, None),
+                    None => (self.immutable.front().filter(|m| !chosen(m))?.clone(), 0, None),
                 }
             }
         };
@@ -629,7 +628,7 @@ mod tests {
         for seed in 0..24u64 {
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             let mut c = MemComponent::partitioned(rng.gen_range(2..5));
-            let run_size = rng.gen_range(100..600);
+            let run_size = rng.gen_range(50..300);
             let mut newest: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
             let mut on_disk: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
             let mut wal_of: BTreeMap<u64, u64> = BTreeMap::new();
@@ -657,10 +656,10 @@ mod tests {
                         }
                         None => merging = c.next_merge(run_size),
                     },
-                    92..=93 => {
+                    92..=93 if rng.gen_bool(0.3) => {
                         c.choose_partial_flush(wal);
                     }
-                    94 => {
+                    94 if rng.gen_bool(0.5) => {
                         c.choose_log_flush(1, rng.gen_range(0.0..1.0));
                     }
                     95 if rng.gen_bool(0.2) => {

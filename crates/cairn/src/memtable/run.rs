@@ -95,6 +95,17 @@ impl SortedRun {
         }
     }
 
+    /// Appends `other`, whose keys all sort after this run's.
+    fn append(&mut self, other: SortedRun) {
+        let base = self.data.len() as u32;
+        self.offsets.extend(other.offsets.iter().map(|o| o + base));
+        self.data.extend_from_slice(&other.data);
+        if self.smallest.is_empty() {
+            self.smallest = other.smallest;
+        }
+        self.largest = other.largest;
+    }
+
     fn shrink(mut self) -> Self {
         self.data.shrink_to_fit();
         self.offsets.shrink_to_fit();
@@ -137,7 +148,16 @@ pub fn build_runs(
         return Err(e);
     }
     if !cur.is_empty() {
-        out.push(cur.shrink());
+        // A small remainder joins the run before it rather than stay a small run of its own
+        // (merges cut one run of a level at a time: remainders would fragment the level).
+        match out.last_mut() {
+            Some(last) if cur.data.len() < target_bytes / 2 && last.data.len() + cur.data.len() <= u32::MAX as usize => {
+                let mut joined = std::mem::take(last);
+                joined.append(cur);
+                *last = joined.shrink();
+            }
+            _ => out.push(cur.shrink()),
+        }
     }
     recharge(scratch, &mut charged, out.iter().map(SortedRun::bytes).sum());
     Ok(out)
@@ -172,6 +192,8 @@ mod tests {
         let mut keep_all = CompactionFilter::new(0, |_| false);
         let runs = build_runs(&mut m.iter(), &mut keep_all, 4096, &scratch).unwrap();
         assert!(runs.len() > 3);
+        let sizes: Vec<usize> = runs.iter().map(|r| r.data.len()).collect();
+        assert!(sizes.iter().all(|&s| s >= 2048), "no small remainder run: {sizes:?}");
         assert_eq!(runs.iter().map(SortedRun::len).sum::<usize>(), 1000);
         assert_eq!(scratch.load(AtomicOrdering::Relaxed), runs.iter().map(SortedRun::bytes).sum::<usize>());
         for w in runs.windows(2) {
