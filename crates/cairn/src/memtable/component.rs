@@ -5,8 +5,9 @@
 //!   flushed whole, oldest first.
 //! - **Partitioned** (Luo & Carey §4.1): the active memtable; switched memtables waiting to be
 //!   merged (`pending`, still skiplists); and memory levels M1.. of immutable sorted runs
-//!   (memory SSTables), disjoint within a level, where level i holds up to
-//!   `run_size · ratio^i` bytes before one of its runs is merged into level i + 1. Flushes
+//!   (memory SSTables), disjoint within a level, sized from the bottom: the deepest holds the
+//!   rest of the component's memory, each level above `ratio` times less, M1 at least one run;
+//!   a level over its size has one run merged into the next. Flushes
 //!   take runs, not whole memtables: one run of the deepest level (memory-triggered, round-robin
 //!   by key), the run holding the oldest WAL data with the deeper runs it overlaps
 //!   (log-triggered), or everything (a full flush).
@@ -447,10 +448,11 @@ impl MemComponent {
 
     /// The next memory merge step, if one is due and none runs (`run_size`: the size runs are
     /// cut at, the active memtable's switch size). A new merge takes one run of a level over
-    /// `run_size · ratio^i` into the next (the run whose overlap with it is smallest relative to
+    /// its size ([`level_caps`]) into the next (the run whose overlap with it is smallest relative to
     /// its size; a run with nothing below it just moves), else the oldest pending memtable into
     /// M1. Runs chosen for a flush are left alone: a merge waits for them.
     pub fn next_merge(&mut self, run_size: usize) -> Option<MergeJob> {
+        let total = self.bytes();
         let p = self.part.as_mut()?;
         if !p.merging.is_empty() {
             return None;
@@ -461,8 +463,8 @@ impl MemComponent {
             None => {
                 // An over-full level first: merging more into it would only make it fuller.
                 let mut found = None;
-                let mut cap = run_size.max(1).saturating_mul(p.ratio);
-                for i in 0..p.levels.len() {
+                let caps = level_caps(total, run_size, p.ratio, p.levels.len());
+                for (i, &cap) in caps.iter().enumerate() {
                     let bytes: usize = p.levels[i].iter().map(|m| m.approximate_bytes()).sum();
                     if bytes > cap {
                         let next = p.levels.get(i + 1).map_or(&[][..], |l| l.as_slice());
@@ -481,7 +483,6 @@ impl MemComponent {
                             break;
                         }
                     }
-                    cap = cap.saturating_mul(p.ratio);
                 }
                 match found {
                     Some((i, m, true)) => {
@@ -574,6 +575,27 @@ impl MemComponent {
     }
 }
 
+/// Capacities of `levels` memory levels holding `total` bytes: anchored at the bottom, as a
+/// tree's levels are (the deepest holds the rest, each level above `ratio` times less, M1 at
+/// least one run): so the deepest level, which memory-triggered flushes sweep, holds most of
+/// memory, and a sweep — one L0 group — carries most of it.
+fn level_caps(total: usize, run_size: usize, ratio: usize, levels: usize) -> Vec<usize> {
+    let run = run_size.max(1);
+    // Levels wanted: M1 holds at least a run.
+    let mut want = 1usize;
+    let mut above = total / ratio;
+    while above >= run {
+        want += 1;
+        above /= ratio;
+    }
+    (0..levels)
+        .map(|i| match (want - 1).checked_sub(i) {
+            Some(0) | None => usize::MAX,
+            Some(d) => (total / ratio.saturating_pow(d as u32)).max(run),
+        })
+        .collect()
+}
+
 /// Whether a deeper tier holds data overlapping `r` that is not already chosen for a flush.
 fn deeper_overlap(
     deeper: &[Tier],
@@ -615,6 +637,17 @@ mod tests {
         let runs = runs.into_iter().map(|r| Arc::new(Memtable::from_run(r, wal, 0))).collect();
         c.merged(job, Some(runs));
         assert_eq!(scratch.load(Ordering::Relaxed), 0, "the outputs' charge moves into the levels");
+    }
+
+    #[test]
+    fn levels_are_sized_from_the_bottom() {
+        assert_eq!(level_caps(1600, 100, 10, 1), [160]);
+        assert_eq!(level_caps(1600, 100, 10, 2), [160, usize::MAX]);
+        assert_eq!(level_caps(160_000, 100, 10, 4), [160, 1600, 16_000, usize::MAX]);
+        // Memory that shrank below its levels: the deeper ones take what comes.
+        assert_eq!(level_caps(1600, 100, 10, 3), [160, usize::MAX, usize::MAX]);
+        // Less than a run in all: one level.
+        assert_eq!(level_caps(50, 100, 10, 1), [usize::MAX]);
     }
 
     /// Random writes, switches, merges and partial, log and full flushes against a model: a
