@@ -222,7 +222,8 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     }
     // The hard cap: all write memory at the budget plus one memtable, with a flush on its way.
     // (Monolithic components switch at 7/8 of the budget in memtables of half of it, so they
-    // stay below; partitioned ones keep memory full and rely on this.)
+    // stay below; partitioned ones keep memory full and rely on this. A memory merge step that
+    // is running adds its output, at most 2.5 runs, before its inputs go.)
     let held: usize = view.trees.iter().map(|t| t.active_bytes + t.retained_bytes).sum();
     if imm > 0 && held + imm >= limits.write_memory_budget.saturating_add(limits.write_buffer_size) {
         return WriteAction::Stop(StopReason::FlushBehind);
