@@ -80,6 +80,20 @@ pub fn write_results<T: serde::Serialize + ?Sized>(out: &std::path::Path, md: &s
     write("results.json", &serde_json::to_string_pretty(data).unwrap_or_default())
 }
 
+/// [`run_db_bench`] with the report in a temporary file named after the calling binary and
+/// its process (the experiment grids keep only what they summarize).
+///
+/// # Errors
+/// As [`run_db_bench`].
+pub fn run_db_bench_temp(exe: &std::path::Path, args: &[String]) -> Result<report::RunReport, String> {
+    let me = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "cairn_bench".into());
+    let json = std::env::temp_dir().join(format!("{me}_{}.json", std::process::id()));
+    run_db_bench(exe, args, &json)
+}
+
 /// Runs our `db_bench` with `args` and `--json=json`, and reads the report it wrote.
 ///
 /// # Errors

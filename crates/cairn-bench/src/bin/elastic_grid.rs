@@ -117,8 +117,7 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 }
 
 fn run(db_bench: &Path, args: &[String]) -> RunReport {
-    let json = std::env::temp_dir().join(format!("elastic_grid_{}.json", std::process::id()));
-    cairn_bench::run_db_bench(db_bench, args, &json).unwrap_or_else(|e| fail(e))
+    cairn_bench::run_db_bench_temp(db_bench, args).unwrap_or_else(|e| fail(e))
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -20,15 +20,7 @@ pub struct FileView {
 
 /// Sorted runs among `l0` (newest first): a group ≥ 1 counts once.
 pub(crate) fn l0_runs<'a>(l0: impl Iterator<Item = &'a FileView>) -> usize {
-    let mut runs = 0;
-    let mut last = None;
-    for f in l0 {
-        if f.group == 0 || last != Some(f.group) {
-            runs += 1;
-        }
-        last = Some(f.group);
-    }
-    runs
+    crate::version::l0_runs(l0.map(|f| f.group))
 }
 
 /// One level.

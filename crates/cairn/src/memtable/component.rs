@@ -105,6 +105,11 @@ struct Partition {
 }
 
 impl Partition {
+    /// Chosen for a flush.
+    fn chosen(&self, m: &Arc<Memtable>) -> bool {
+        self.flushes.iter().any(|f| contains(&f.runs, m))
+    }
+
     /// Held by a merge (its running step, or its upper input between steps).
     fn busy(&self, m: &Arc<Memtable>) -> bool {
         contains(&self.merging, m) || self.chunked.as_ref().is_some_and(|(u, _, _)| Arc::ptr_eq(u, m))
@@ -136,13 +141,6 @@ fn contains(list: &[Arc<Memtable>], m: &Arc<Memtable>) -> bool {
     list.iter().any(|x| Arc::ptr_eq(x, m))
 }
 
-/// User-key range of a memtable or run (`None` when empty).
-fn range(m: &Memtable) -> Option<KeyRange> {
-    if let Some((lo, hi)) = m.run_range() {
-        return Some((lo.to_vec(), hi.to_vec()));
-    }
-    m.key_range()
-}
 
 fn overlaps(a: &KeyRange, b: &KeyRange) -> bool {
     a.0 <= b.1 && b.0 <= a.1
@@ -292,22 +290,23 @@ impl MemComponent {
     /// the WAL recovery would have to start from for this tree once `except` is in tables.
     /// `None` when no such memtable holds data.
     pub fn oldest_wal(&self, except: &[Arc<Memtable>]) -> Option<u64> {
-        self.all()
-            .filter(|m| !contains(except, m))
-            .map(|m| m.first_wal())
-            .min()
-            .filter(|&w| w != u64::MAX)
+        self.oldest_wal_where(|m| !contains(except, m))
     }
 
     /// The oldest WAL holding data not yet chosen for a flush.
     pub fn oldest_unflushed_wal(&self) -> Option<u64> {
         match &self.part {
-            None => Some(self.active.first_wal()).filter(|&w| w != u64::MAX),
-            Some(p) => {
-                let chosen: Vec<Arc<Memtable>> = p.flushes.iter().flat_map(|f| f.runs.iter().cloned()).collect();
-                self.oldest_wal(&chosen)
-            }
+            None => self.oldest_wal_where(|m| Arc::ptr_eq(m, &self.active)),
+            Some(p) => self.oldest_wal_where(|m| !p.chosen(m)),
         }
+    }
+
+    fn oldest_wal_where(&self, keep: impl Fn(&Arc<Memtable>) -> bool) -> Option<u64> {
+        self.all()
+            .filter(|m| keep(m))
+            .map(|m| m.first_wal())
+            .min()
+            .filter(|&w| w != u64::MAX)
     }
 
     fn all(&self) -> impl Iterator<Item = &Arc<Memtable>> {
@@ -332,7 +331,7 @@ impl MemComponent {
         let Some(p) = self.part.as_mut() else {
             return false;
         };
-        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        let chosen = |m: &Arc<Memtable>| p.chosen(m);
         let free = |m: &Arc<Memtable>| !chosen(m) && !p.busy(m);
         for (ti, tier) in tiers.iter().enumerate().rev() {
             let ok: Vec<&(Arc<Memtable>, KeyRange)> = tier
@@ -381,7 +380,7 @@ impl MemComponent {
         let Some(p) = self.part.as_mut() else {
             return false;
         };
-        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        let chosen = |m: &Arc<Memtable>| p.chosen(m);
         // The oldest data not already chosen, and everything deeper that overlaps it.
         let Some((ti, oldest)) = tiers
             .iter()
@@ -438,7 +437,7 @@ impl MemComponent {
     /// Newest to oldest: each pending memtable alone (newest first), then M1, M2, … — with
     /// the user-key range of each element.
     fn tiers(&self) -> Vec<Tier> {
-        let with_range = |m: &Arc<Memtable>| range(m).map(|r| (m.clone(), r));
+        let with_range = |m: &Arc<Memtable>| m.key_range().map(|r| (m.clone(), r));
         let mut t: Vec<Vec<_>> = self.immutable.iter().rev().filter_map(|m| with_range(m).map(|e| vec![e])).collect();
         if let Some(p) = &self.part {
             t.extend(p.levels.iter().map(|l| l.iter().filter_map(with_range).collect()));
@@ -457,7 +456,7 @@ impl MemComponent {
         if !p.merging.is_empty() {
             return None;
         }
-        let chosen = |m: &Arc<Memtable>| p.flushes.iter().any(|f| contains(&f.runs, m));
+        let chosen = |m: &Arc<Memtable>| p.chosen(m);
         let (upper, level, lo) = match p.chunked.clone() {
             Some(c) => c,
             None => {
@@ -472,7 +471,7 @@ impl MemComponent {
                             .iter()
                             .filter(|m| !chosen(m))
                             .filter_map(|m| {
-                                let under = overlapping(next, &range(m)?);
+                                let under = overlapping(next, &m.key_range()?);
                                 let ratio = under.iter().map(|u| u.approximate_bytes()).sum::<usize>() as f64
                                     / m.approximate_bytes().max(1) as f64;
                                 Some((ratio, m.clone(), under.is_empty()))
@@ -501,7 +500,7 @@ impl MemComponent {
         };
         // This step: the first run of the output level the rest of `upper` overlaps, up to the
         // start of the run after it.
-        let (ulo, uhi) = range(&upper)?;
+        let (ulo, uhi) = upper.key_range()?;
         let from = lo.clone().unwrap_or(ulo);
         let targets: Vec<Arc<Memtable>> = p
             .levels
@@ -510,7 +509,7 @@ impl MemComponent {
         if targets.first().is_some_and(chosen) {
             return None;
         }
-        let hi = targets.get(1).and_then(|next| range(next)).map(|r| r.0);
+        let hi = targets.get(1).and_then(|next| next.key_range()).map(|r| r.0);
         let job = MergeJob {
             upper: upper.clone(),
             lower: targets.first().cloned(),
@@ -608,14 +607,14 @@ fn deeper_overlap(
 fn overlapping(level: &[Arc<Memtable>], r: &KeyRange) -> Vec<Arc<Memtable>> {
     level
         .iter()
-        .filter(|m| range(m).is_some_and(|mr| overlaps(&mr, r)))
+        .filter(|m| m.key_bounds().is_some_and(|(lo, hi)| lo <= r.1.as_slice() && r.0.as_slice() <= hi))
         .cloned()
         .collect()
 }
 
 fn insert_sorted(level: &mut Vec<Arc<Memtable>>, m: Arc<Memtable>) {
-    let lo = range(&m).map(|r| r.0).unwrap_or_default();
-    let at = level.partition_point(|x| range(x).is_some_and(|r| r.0 < lo));
+    let lo = m.key_bounds().map_or(&[][..], |r| r.0);
+    let at = level.partition_point(|x| x.key_bounds().is_some_and(|r| r.0 < lo));
     level.insert(at, m);
 }
 

@@ -68,27 +68,24 @@ impl Memtable {
     }
 
     /// The user-key range `[smallest, largest]` of the entries (`None` when empty).
-    pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        let (lo, hi) = match &self.body {
-            Body::List(list) => {
-                let (first, last) = (list.first(), list.last());
-                if first == 0 {
-                    return None;
-                }
-                (ikey::user_key(list.entry(first).0), ikey::user_key(list.entry(last).0))
-            }
-            Body::Run(run) => self.run_range().unwrap_or((run.smallest(), run.largest())),
-        };
-        (!self.is_empty()).then(|| (lo.to_vec(), hi.to_vec()))
+    pub fn key_bounds(&self) -> Option<(&[u8], &[u8])> {
+        if self.is_empty() {
+            return None;
+        }
+        Some(match &self.body {
+            Body::List(list) => (
+                ikey::user_key(list.entry(list.first()).0),
+                ikey::user_key(list.entry(list.last()).0),
+            ),
+            Body::Run(run) => (run.smallest(), run.largest()),
+        })
     }
 
-    /// The user-key range `[smallest, largest]` of a memory run (`None` for a skiplist).
-    pub fn run_range(&self) -> Option<(&[u8], &[u8])> {
-        match &self.body {
-            Body::Run(r) if !r.is_empty() => Some((r.smallest(), r.largest())),
-            _ => None,
-        }
+    /// [`key_bounds`](Self::key_bounds), copied.
+    pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
+        self.key_bounds().map(|(lo, hi)| (lo.to_vec(), hi.to_vec()))
     }
+
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
     #[cfg(any(test, feature = "test-util"))]

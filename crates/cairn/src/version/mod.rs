@@ -40,10 +40,7 @@ impl TreeVersion {
 
     /// L0's groups: its sorted runs (each flush of a monolithic memory component is one).
     pub fn l0_groups(&self) -> usize {
-        let l0 = self.level(0);
-        // Group 0 (files logged before groups) is one run per file.
-        let new_run = |w: &[Arc<FileMeta>]| w[1].l0_group == 0 || w[0].l0_group != w[1].l0_group;
-        l0.windows(2).filter(|w| new_run(w)).count() + usize::from(!l0.is_empty())
+        l0_runs(self.level(0).iter().map(|f| f.l0_group))
     }
 
     /// The group a flushed file covering user keys `[lo, hi]` joins: with `oldest_fit`, the
@@ -75,6 +72,19 @@ impl TreeVersion {
         let i = files.partition_point(|f| f.largest_user_key() < user_key);
         files.get(i).filter(|f| f.smallest_user_key() <= user_key).map(|_| i)
     }
+}
+
+/// Sorted runs among L0 files given by their groups, newest first: a group ≥ 1 counts once,
+/// each file of group 0 (logged before groups) once.
+pub(crate) fn l0_runs(groups: impl Iterator<Item = u64>) -> usize {
+    let mut last = None;
+    groups
+        .filter(|&g| {
+            let new = g == 0 || last != Some(g);
+            last = Some(g);
+            new
+        })
+        .count()
 }
 
 /// All trees' files at one moment. Immutable; shared by `Arc`.
