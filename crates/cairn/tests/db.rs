@@ -418,32 +418,42 @@ fn garnering_ends_with_fewer_levels_than_leveling() {
 }
 
 /// A tree written once and then left alone pins its WAL until the total WAL size passes
-/// `max_wal_size`; then the log-triggered flush frees it and old WALs are deleted.
+/// `max_wal_size` (given, or 0: 4 × write memory, here 256 KiB); then the log-triggered flush
+/// frees it and old WALs are deleted.
 #[test]
 fn max_wal_size_triggers_flush_and_wal_deletion() {
-    let fs = MemFs::new();
-    let o = Options {
-        max_wal_size: 64 << 10,
-        ..small(Arc::new(fs.clone()))
-    };
-    let db = Db::open("/m", o).unwrap();
-    let cold = db.tree("cold").unwrap();
-    cold.put(b"x", b"once").unwrap();
-    for i in 0..20_000 {
-        db.put(k(i % 500), [1u8; 40]).unwrap();
+    for max_wal_size in [64 << 10, 0] {
+        let fs = MemFs::new();
+        let o = Options {
+            max_wal_size,
+            ..small(Arc::new(fs.clone()))
+        };
+        let db = Db::open("/m", o).unwrap();
+        let cold = db.tree("cold").unwrap();
+        cold.put(b"x", b"once").unwrap();
+        for i in 0..20_000 {
+            db.put(k(i % 500), [1u8; 40]).unwrap();
+        }
+        db.wait_for_background().unwrap();
+        let wals = || {
+            fs.list(Path::new("/m"))
+                .unwrap()
+                .into_iter()
+                .filter(|n| n.ends_with(".wal"))
+                .count()
+        };
+        assert!(
+            wals() <= 3,
+            "max_wal_size {max_wal_size}: old WALs must be deleted, found {}",
+            wals()
+        );
+        let l0_cold: usize = db.levels()[1].levels.iter().map(|l| l.files).sum();
+        assert_eq!(
+            l0_cold, 1,
+            "max_wal_size {max_wal_size}: the cold tree was flushed by the WAL-size trigger"
+        );
+        assert_eq!(cold.get(b"x").unwrap().as_deref(), Some(&b"once"[..]));
     }
-    db.wait_for_background().unwrap();
-    let wals = || {
-        fs.list(Path::new("/m"))
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(".wal"))
-            .count()
-    };
-    assert!(wals() <= 3, "old WALs must be deleted, found {}", wals());
-    let l0_cold: usize = db.levels()[1].levels.iter().map(|l| l.files).sum();
-    assert_eq!(l0_cold, 1, "the cold tree was flushed by the WAL-size trigger");
-    assert_eq!(cold.get(b"x").unwrap().as_deref(), Some(&b"once"[..]));
 }
 
 /// Per-file access records count probes, filter negatives and hits exactly.

@@ -177,6 +177,15 @@ impl std::fmt::Debug for DbInner {
 }
 
 impl DbInner {
+    /// The WAL bytes after which the oldest data is flushed: `max_wal_size`, or 4 × the
+    /// current write memory when it is 0.
+    pub fn max_wal_size(&self) -> u64 {
+        match self.opts.max_wal_size {
+            0 => 4 * self.memory.write_budget() as u64,
+            n => n,
+        }
+    }
+
     /// Fails with `Poisoned` once a durable write has failed.
     pub fn check_writable(&self) -> Result<()> {
         if self.shutdown.load(Ordering::Acquire) {

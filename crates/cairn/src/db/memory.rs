@@ -170,7 +170,7 @@ impl DbInner {
             return true;
         };
         let wal = self.counters.writes().wal_bytes;
-        wal.saturating_sub(mark.wal_bytes) >= self.opts.max_wal_size
+        wal.saturating_sub(mark.wal_bytes) >= self.max_wal_size()
             || at.elapsed() >= Duration::from_millis(self.opts.memory_tuner_period_ms)
     }
 

@@ -498,7 +498,7 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
         wal: Mutex::new(WalState {
             writer: p.writer,
             delay: None,
-            rates: crate::tuning::write_control::WriteRates::new(opts.max_wal_size),
+            rates: Default::default(),
         }),
         last_seq: AtomicU64::new(p.last_seq),
         supers: ArcSwap::from_pointee(Vec::new()),

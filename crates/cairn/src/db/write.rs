@@ -114,6 +114,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     let actives: Vec<Arc<Memtable>> = inner.state.lock().mems.iter().map(|m| m.active().clone()).collect();
     let mut s = first;
     let mut user_bytes = 0u64;
+    wal.rates.set_window(inner.max_wal_size());
     for (b, _) in batches.iter() {
         for op in b.ops() {
             if let Some(m) = actives.get(op.tree as usize) {
@@ -171,7 +172,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
         let limits = WriteLimits {
             write_buffer_size: inner.memory.write_buffer_size(),
             write_memory_budget: inner.memory.write_budget(),
-            max_wal_size: o.max_wal_size,
+            max_wal_size: inner.max_wal_size(),
             l0_slowdown_trigger: o.l0_slowdown_trigger,
             l0_stop_trigger: o.l0_stop_trigger,
             soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,

@@ -202,8 +202,9 @@ pub struct Options {
     /// unless more than this fraction of its memory was flushed for memory since the oldest
     /// live WAL was started (then only the oldest data and what it overlaps; default 0.5).
     pub memory_flush_beta: f64,
-    /// Total WAL bytes after which the tree holding the oldest WAL data is flushed
-    /// (default 4 × `write_memory_budget`; RocksDB `max_total_wal_size`).
+    /// Total WAL bytes after which the tree holding the oldest WAL data is flushed; 0 (the
+    /// default) means 4 × the current write memory, following its resizes (RocksDB
+    /// `max_total_wal_size`, whose 0 means the same).
     pub max_wal_size: u64,
     /// Target data block size (default 4096; RocksDB `block_size`).
     pub block_size: usize,
@@ -371,18 +372,17 @@ fn default_threads() -> usize {
 
 impl Default for Options {
     fn default() -> Self {
-        let write_memory_budget = 128 << 20;
         Options {
             fs: Arc::new(StdFs::new()),
             create_if_missing: true,
             error_if_exists: false,
             write_buffer_size: 64 << 20,
-            write_memory_budget,
+            write_memory_budget: 128 << 20,
             flush_policy: FlushPolicy::MaxMemory,
             memory_component: MemoryComponent::Monolithic,
             memory_size_ratio: 10,
             memory_flush_beta: 0.5,
-            max_wal_size: 4 * write_memory_budget as u64,
+            max_wal_size: 0,
             block_size: 4096,
             block_restart_interval: 16,
             data_block_hash_index: true,
@@ -530,9 +530,6 @@ impl Options {
         pos("write_buffer_size", self.write_buffer_size)?;
         if self.write_memory_budget < self.write_buffer_size {
             return Err(invalid("write_memory_budget", "must be at least write_buffer_size"));
-        }
-        if self.max_wal_size == 0 {
-            return Err(invalid("max_wal_size", "must be at least 1"));
         }
         if !(64..=(64 << 20)).contains(&self.block_size) {
             return Err(invalid("block_size", "must be between 64 B and 64 MiB"));

@@ -91,12 +91,10 @@ pub struct WriteRates {
 }
 
 impl WriteRates {
-    /// Rates over windows of `window` bytes (the paper: the maximum log length).
-    pub fn new(window: u64) -> Self {
-        WriteRates {
-            window: window.max(1),
-            ..WriteRates::default()
-        }
+    /// Windows of `window` bytes from now on (the paper: the maximum log length, which
+    /// follows write memory).
+    pub fn set_window(&mut self, window: u64) {
+        self.window = window.max(1);
     }
 
     /// `bytes` written to `tree`.
@@ -369,7 +367,8 @@ mod tests {
 
     #[test]
     fn write_rates_cover_one_to_two_windows() {
-        let mut r = WriteRates::new(100);
+        let mut r = WriteRates::default();
+        r.set_window(100);
         r.record(0, 60);
         r.record(2, 30);
         assert_eq!((r.recent(0), r.recent(1), r.recent(2)), (60, 0, 30));
