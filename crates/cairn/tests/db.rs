@@ -456,6 +456,43 @@ fn max_wal_size_triggers_flush_and_wal_deletion() {
     }
 }
 
+/// WALs holding more than write memory (reopened with less of it) are replayed a memtable at
+/// a time: several L0 files, the newest version of each key (and its deletion) still wins.
+#[test]
+fn recovery_spills_replay_past_write_memory() {
+    let fs = MemFs::new();
+    let opts = |write_buffer: usize| Options {
+        max_wal_size: 1 << 40,
+        l0_compaction_trigger: 1000,
+        l0_slowdown_trigger: 2000,
+        l0_stop_trigger: 3000,
+        ..common::small(Arc::new(fs.clone()), write_buffer)
+    };
+    let db = Db::open("/r", opts(1 << 20)).unwrap();
+    for round in 0..3u32 {
+        for i in 0..2000 {
+            db.put(k(i), format!("v{round}-{i:0>60}")).unwrap();
+        }
+    }
+    for i in (0..2000).step_by(7) {
+        db.delete(k(i)).unwrap();
+    }
+    let l0 = |db: &Db| db.levels()[0].levels.first().map_or(0, |l| l.files);
+    assert_eq!(l0(&db), 0, "everything is still in the memtable");
+    db.close().unwrap();
+
+    let db = Db::open("/r", opts(16 << 10)).unwrap();
+    for i in 0..2000 {
+        let want = (i % 7 != 0).then(|| format!("v2-{i:0>60}").into_bytes());
+        assert_eq!(db.get(k(i)).unwrap(), want, "key {i}");
+    }
+    let l0 = l0(&db);
+    assert!(
+        l0 >= 8,
+        "≈ 560 KiB replayed in 16 KiB memtables: expected many L0 files, got {l0}"
+    );
+}
+
 /// Per-file access records count probes, filter negatives and hits exactly.
 #[test]
 fn per_file_access_records_and_no_filter_option() {

@@ -36,6 +36,8 @@ impl<'a> CompactionFilter<'a> {
     /// snapshot is held). `bottommost(user_key)`: true when no level below the output may hold
     /// the key.
     pub fn new(oldest_snapshot: u64, bottommost: impl FnMut(&[u8]) -> bool + 'a) -> Self {
+        // Above every seqno it would read as "every version shadowed", the first one included.
+        debug_assert!(oldest_snapshot <= crate::format::ikey::MAX_SEQNO);
         CompactionFilter {
             oldest_snapshot,
             bottommost: Box::new(bottommost),

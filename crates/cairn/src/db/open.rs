@@ -16,8 +16,10 @@ use crate::env::{read_all, FileLock, FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
-use crate::memtable::MemComponent;
-use crate::options::{check_compatible, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options};
+use crate::memtable::{MemComponent, Memtable};
+use crate::options::{
+    check_compatible, parse_options_file, BpkPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options,
+};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
@@ -117,9 +119,10 @@ fn replay_wals(
     names: &[String],
     rec: &Recovered,
     existed: bool,
+    mut spill: Option<Spill<'_>>,
 ) -> Result<(Vec<MemComponent>, u64)> {
     let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
-    let mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::for_options(opts)).collect();
+    let mut mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::for_options(opts)).collect();
     let min_log = (0..rec.tree_names.len() as u32)
         .map(|t| log_numbers.get(&t).copied().unwrap_or(0))
         .min()
@@ -175,6 +178,12 @@ fn replay_wals(
                 }
                 last_seq = last_seq.max(seq);
             }
+            if let Some(spill) = spill.as_mut() {
+                while let Some(t) = over_replay_limit(opts, &mems) {
+                    spill(t, mems[t].active())?;
+                    mems[t] = MemComponent::for_options(opts);
+                }
+            }
         }
         if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
             // Every log starts with a synced header: an empty live log lost bytes.
@@ -197,6 +206,23 @@ fn replay_wals(
     }
 
     Ok((mems, last_seq))
+}
+
+/// Writes a tree's replayed memtable to L0 (a writable open keeps replay within write memory).
+type Spill<'a> = &'a mut dyn FnMut(usize, &Arc<Memtable>) -> Result<()>;
+
+/// The tree whose replayed memtable must be written out now: one past what a flush would take
+/// (a memtable, or half of write memory for a partitioned component), or the largest once all
+/// of them fill write memory.
+fn over_replay_limit(opts: &Options, mems: &[MemComponent]) -> Option<usize> {
+    let one = match opts.memory_component {
+        MemoryComponent::Monolithic => opts.write_buffer_size,
+        MemoryComponent::Partitioned => opts.write_memory_budget / 2,
+    };
+    let bytes = |t: usize| mems[t].active_bytes();
+    let largest = (0..mems.len()).max_by_key(|&t| bytes(t))?;
+    let total: usize = (0..mems.len()).map(bytes).sum();
+    (bytes(largest) >= one || total >= opts.write_memory_budget).then_some(largest)
 }
 
 /// Opens or creates the database.
@@ -242,25 +268,22 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     }
 
     let io = Arc::new(IoStats::new());
-    let (mems, last_seq) = replay_wals(&*fs, dir, &opts, &names, &rec, exists)?;
-
-    // Flush what was replayed, then make the new state durable.
+    // What is replayed goes to L0 as it comes (a memtable at a time) and the rest at the end;
+    // nothing is durable before the new manifest names it.
     let bpk = allocator(&opts);
-    let mut edit = VersionEdit::default();
+    let mut version = rec.version.clone();
     let mut next_file = rec.next_file;
-    for (t, m) in mems.iter().enumerate() {
-        if m.active().is_empty() {
-            continue;
-        }
-        let table = super::filters::recovery_table_options(&opts, &bpk, rec.version.trees.get(t));
+    let mut flush_replayed = |t: usize, m: &Arc<Memtable>| -> Result<()> {
+        let table = super::filters::recovery_table_options(&opts, &bpk, version.trees.get(t));
         let mut alloc = || {
             let n = next_file;
             next_file += 1;
             n
         };
-        let mut filter = CompactionFilter::new(last_seq, |_| false);
+        // No reader exists yet: only each key's newest version is kept.
+        let mut filter = CompactionFilter::new(crate::format::ikey::MAX_SEQNO, |_| false);
         let out = write_outputs(
-            &mut m.active().iter(),
+            &mut m.iter(),
             &mut filter,
             &mut Outputs {
                 fs: &*fs,
@@ -271,16 +294,23 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
                 new_file_number: &mut alloc,
             },
         )?;
-        // The replayed data is the newest of its keys: a new L0 group above every other.
-        let l0_group = rec
-            .version
+        // Replayed data is the newest of its keys: a new L0 group above every other.
+        let l0_group = version
             .trees
             .get(t)
             .map_or(1, |tv| tv.l0_group_for(b"", b"", false, &|_| false));
+        let mut edit = VersionEdit::default();
         edit.added
             .extend(out.files.into_iter().map(|f| (t as u32, 0, FileMeta { l0_group, ..f })));
+        version = version.apply(&edit).map_err(|e| Error::corruption(dir, 0, e))?;
+        Ok(())
+    };
+    let (mems, last_seq) = replay_wals(&*fs, dir, &opts, &names, &rec, exists, Some(&mut flush_replayed))?;
+    for (t, m) in mems.iter().enumerate() {
+        if !m.active().is_empty() {
+            flush_replayed(t, m.active())?;
+        }
     }
-    let version = rec.version.apply(&edit).map_err(|e| Error::corruption(dir, 0, e))?;
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
@@ -386,7 +416,7 @@ fn recover_read_only(dir: &Path, opts: &Options) -> Result<Parts> {
         let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
         check_compatible(&stored, opts)?;
     }
-    let (mems, last_seq) = replay_wals(fs, dir, opts, &names, &rec, true)?;
+    let (mems, last_seq) = replay_wals(fs, dir, opts, &names, &rec, true, None)?;
     let db_id = rec.db_id.unwrap_or(0);
     let wal_number = filename::numbers(&names, FileKind::Wal).last().copied().unwrap_or(0);
     Ok(Parts {
