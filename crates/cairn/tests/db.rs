@@ -493,6 +493,47 @@ fn recovery_spills_replay_past_write_memory() {
     );
 }
 
+/// Closing writes a partitioned component's memory to L0, so the next open replays nothing
+/// (its WALs hold every version the memory merges dropped); a monolithic one is replayed.
+#[test]
+fn close_flushes_a_partitioned_component() {
+    for partitioned in [false, true] {
+        let fs = MemFs::new();
+        let opts = || Options {
+            max_wal_size: 1 << 40,
+            memory_component: if partitioned {
+                cairn::MemoryComponent::Partitioned
+            } else {
+                cairn::MemoryComponent::Monolithic
+            },
+            ..common::small(Arc::new(fs.clone()), 64 << 10)
+        };
+        let db = Db::open("/c", opts()).unwrap();
+        for round in 0..3u32 {
+            for i in 0..1000 {
+                db.put(k(i), format!("v{round}-{i:0>60}")).unwrap();
+            }
+        }
+        db.close().unwrap();
+        let db = Db::open("/c", opts()).unwrap();
+        let written = db.stats().io.bytes_written;
+        for i in 0..1000 {
+            assert_eq!(db.get(k(i)).unwrap(), Some(format!("v2-{i:0>60}").into_bytes()));
+        }
+        if partitioned {
+            assert!(
+                written < 16 << 10,
+                "nothing left to replay, yet the open wrote {written} B"
+            );
+        } else {
+            assert!(
+                written > 16 << 10,
+                "the memtable is replayed and flushed at open ({written} B)"
+            );
+        }
+    }
+}
+
 /// Per-file access records count probes, filter negatives and hits exactly.
 #[test]
 fn per_file_access_records_and_no_filter_option() {

@@ -49,6 +49,22 @@ fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
     if inner.shutdown.load(Ordering::Acquire) && inner.threads.lock().is_empty() && inner.lock.lock().is_none() {
         return Ok(());
     }
+    // A partitioned component's WALs hold far more than its memory (every version its merges
+    // dropped, and what partial flushes already wrote): writing the memory now is cheaper than
+    // replaying those WALs at the next open.
+    let flushed = {
+        let partitioned = inner
+            .state
+            .lock()
+            .mems
+            .iter()
+            .any(|m| m.is_partitioned() && m.holds_unflushed());
+        if partitioned && inner.check_writable().is_ok() {
+            flush::flush_trees(inner, None)
+        } else {
+            Ok(())
+        }
+    };
     inner.stop_background();
     // Push every acknowledged write to the OS and to disk; a failure here is reported.
     let r = {
@@ -59,7 +75,7 @@ fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
         }
     };
     inner.lock.lock().take();
-    r
+    flushed.and(r)
 }
 
 /// An open database: the default tree plus database-wide operations. Cloning is cheap (all
