@@ -1,9 +1,10 @@
 //! Opening: create or recover (manifest, then WALs), then start background threads.
 //!
 //! Recovery replays the manifest into a version, replays every WAL from the oldest one a tree
-//! still needs, flushes what was replayed to L0, and then makes the new state durable before
-//! deleting anything: tables and directory synced, a new WAL, manifest and OPTIONS file written,
-//! CURRENT pointed at the manifest, and only then old WALs, manifests and leftovers removed.
+//! still needs (writing what it replays to L0 a memtable at a time, within write memory), and
+//! then makes the new state durable before deleting anything: tables and directory synced, a
+//! new WAL, manifest and OPTIONS file written, CURRENT pointed at the manifest, and only then
+//! old WALs, manifests and leftovers removed.
 
 use super::inner::{DbInner, State, WalState, WriteQueue};
 use crate::batch::DecodedBatch;
@@ -222,7 +223,7 @@ fn over_replay_limit(opts: &Options, mems: &[MemComponent]) -> Option<usize> {
     let bytes = |t: usize| mems[t].active_bytes();
     let largest = (0..mems.len()).max_by_key(|&t| bytes(t))?;
     let total: usize = (0..mems.len()).map(bytes).sum();
-    (bytes(largest) >= one || total >= opts.write_memory_budget).then_some(largest)
+    (bytes(largest) > 0 && (bytes(largest) >= one || total >= opts.write_memory_budget)).then_some(largest)
 }
 
 /// Opens or creates the database.
