@@ -141,9 +141,13 @@ fn contains(list: &[Arc<Memtable>], m: &Arc<Memtable>) -> bool {
     list.iter().any(|x| Arc::ptr_eq(x, m))
 }
 
+/// Whether user-key ranges `[lo, hi]` overlap.
+fn overlaps((alo, ahi): (&[u8], &[u8]), (blo, bhi): (&[u8], &[u8])) -> bool {
+    alo <= bhi && blo <= ahi
+}
 
-fn overlaps(a: &KeyRange, b: &KeyRange) -> bool {
-    a.0 <= b.1 && b.0 <= a.1
+fn span(r: &KeyRange) -> (&[u8], &[u8]) {
+    (&r.0, &r.1)
 }
 
 impl MemComponent {
@@ -395,7 +399,7 @@ impl MemComponent {
         for tier in &tiers[ti + 1..] {
             let more: Vec<_> = tier
                 .iter()
-                .filter(|(m, r)| !chosen(m) && set.iter().any(|(_, s)| overlaps(s, r)))
+                .filter(|(m, r)| !chosen(m) && set.iter().any(|(_, s)| overlaps(span(s), span(r))))
                 .cloned()
                 .collect();
             set.extend(more);
@@ -471,7 +475,7 @@ impl MemComponent {
                             .iter()
                             .filter(|m| !chosen(m))
                             .filter_map(|m| {
-                                let under = overlapping(next, &m.key_range()?);
+                                let under = overlapping(next, m.key_bounds()?);
                                 let ratio = under.iter().map(|u| u.approximate_bytes()).sum::<usize>() as f64
                                     / m.approximate_bytes().max(1) as f64;
                                 Some((ratio, m.clone(), under.is_empty()))
@@ -500,12 +504,12 @@ impl MemComponent {
         };
         // This step: the first run of the output level the rest of `upper` overlaps, up to the
         // start of the run after it.
-        let (ulo, uhi) = upper.key_range()?;
-        let from = lo.clone().unwrap_or(ulo);
+        let (ulo, uhi) = upper.key_bounds()?;
+        let from = lo.as_deref().unwrap_or(ulo);
         let targets: Vec<Arc<Memtable>> = p
             .levels
             .get(level)
-            .map_or(Vec::new(), |l| overlapping(l, &(from, uhi.clone())));
+            .map_or(Vec::new(), |l| overlapping(l, (from, uhi)));
         if targets.first().is_some_and(chosen) {
             return None;
         }
@@ -601,13 +605,13 @@ fn deeper_overlap(
     r: &KeyRange,
     chosen: &impl Fn(&Arc<Memtable>) -> bool,
 ) -> bool {
-    deeper.iter().flatten().any(|(m, dr)| !chosen(m) && overlaps(r, dr))
+    deeper.iter().flatten().any(|(m, dr)| !chosen(m) && overlaps(span(r), span(dr)))
 }
 
-fn overlapping(level: &[Arc<Memtable>], r: &KeyRange) -> Vec<Arc<Memtable>> {
+fn overlapping(level: &[Arc<Memtable>], r: (&[u8], &[u8])) -> Vec<Arc<Memtable>> {
     level
         .iter()
-        .filter(|m| m.key_bounds().is_some_and(|(lo, hi)| lo <= r.1.as_slice() && r.0.as_slice() <= hi))
+        .filter(|m| m.key_bounds().is_some_and(|b| overlaps(b, r)))
         .cloned()
         .collect()
 }

@@ -86,7 +86,6 @@ impl Memtable {
         self.key_bounds().map(|(lo, hi)| (lo.to_vec(), hi.to_vec()))
     }
 
-
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
     #[cfg(any(test, feature = "test-util"))]
     pub fn get(&self, user_key: &[u8], seqno: u64) -> Option<(ValueKind, Vec<u8>)> {
