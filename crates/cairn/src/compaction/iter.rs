@@ -15,7 +15,9 @@ type BottommostFn<'a> = Box<dyn FnMut(&[u8]) -> bool + 'a>;
 pub struct CompactionFilter<'a> {
     oldest_snapshot: u64,
     bottommost: BottommostFn<'a>,
-    current: Option<Vec<u8>>,
+    /// The user key of the previous entry (meaningful once `last_seq_for_key` is set); reused,
+    /// not reallocated, per key.
+    current: Vec<u8>,
     last_seq_for_key: u64,
     /// Entries dropped as shadowed.
     pub dropped_shadowed: u64,
@@ -41,7 +43,7 @@ impl<'a> CompactionFilter<'a> {
         CompactionFilter {
             oldest_snapshot,
             bottommost: Box::new(bottommost),
-            current: None,
+            current: Vec::new(),
             last_seq_for_key: u64::MAX,
             dropped_shadowed: 0,
             dropped_tombstones: 0,
@@ -54,8 +56,9 @@ impl<'a> CompactionFilter<'a> {
         let Some((uk, seq, kind)) = ikey::split(ikey) else {
             return true;
         };
-        if self.current.as_deref() != Some(uk) {
-            self.current = Some(uk.to_vec());
+        if self.last_seq_for_key == u64::MAX || self.current != uk {
+            self.current.clear();
+            self.current.extend_from_slice(uk);
             self.last_seq_for_key = u64::MAX;
         }
         let keep = if self.last_seq_for_key <= self.oldest_snapshot {

@@ -134,34 +134,50 @@ pub struct RangeIter<I> {
     inner: I,
     lo: Option<Vec<u8>>,
     hi: Option<Vec<u8>>,
+    /// Whether `inner` is on an entry in range: checked once per move, not per `key`/`value`
+    /// (merges ask for both several times per entry).
+    on: bool,
 }
 
 impl<I: InternalIterator> RangeIter<I> {
     /// `inner` restricted to `[lo, hi)`.
     pub fn new(inner: I, lo: Option<Vec<u8>>, hi: Option<Vec<u8>>) -> Self {
-        RangeIter { inner, lo, hi }
+        RangeIter {
+            inner,
+            lo,
+            hi,
+            on: false,
+        }
     }
 
-    fn in_range(&self) -> bool {
-        let uk = ikey::user_key(self.inner.key());
-        self.lo.as_deref().is_none_or(|lo| uk >= lo) && self.hi.as_deref().is_none_or(|hi| uk < hi)
+    fn settle(&mut self) {
+        self.on = self.inner.valid() && {
+            let uk = ikey::user_key(self.inner.key());
+            self.lo.as_deref().is_none_or(|lo| uk >= lo) && self.hi.as_deref().is_none_or(|hi| uk < hi)
+        };
     }
 
     /// The first internal key of the range.
     fn first(&self) -> Option<ikey::InternalKey> {
         self.lo.as_deref().map(|lo| ikey::InternalKey::for_seek(lo, ikey::MAX_SEQNO))
     }
+
+    /// Whether `inner` is at or past `hi`.
+    fn past_hi(&self) -> bool {
+        self.inner.valid() && self.hi.as_deref().is_some_and(|hi| ikey::user_key(self.inner.key()) >= hi)
+    }
 }
 
 impl<I: InternalIterator> InternalIterator for RangeIter<I> {
     fn valid(&self) -> bool {
-        self.inner.valid() && self.in_range()
+        self.on
     }
     fn seek_to_first(&mut self) {
         match self.first() {
             Some(k) => self.inner.seek(k.encoded()),
             None => self.inner.seek_to_first(),
         }
+        self.settle();
     }
     fn seek_to_last(&mut self) {
         match self.hi.as_deref() {
@@ -169,37 +185,43 @@ impl<I: InternalIterator> InternalIterator for RangeIter<I> {
             Some(hi) => self.inner.seek_for_prev(ikey::InternalKey::for_seek(hi, ikey::MAX_SEQNO).encoded()),
             None => self.inner.seek_to_last(),
         }
-        if self.inner.valid() && self.hi.as_deref().is_some_and(|hi| ikey::user_key(self.inner.key()) >= hi) {
+        if self.past_hi() {
             self.inner.prev();
         }
+        self.settle();
     }
     fn seek(&mut self, target: &[u8]) {
         match self.first() {
             Some(k) if ikey::compare(target, k.encoded()).is_lt() => self.inner.seek(k.encoded()),
             _ => self.inner.seek(target),
         }
+        self.settle();
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.inner.seek_for_prev(target);
-        if self.inner.valid() && self.hi.as_deref().is_some_and(|hi| ikey::user_key(self.inner.key()) >= hi) {
+        if self.past_hi() {
             self.seek_to_last();
+        } else {
+            self.settle();
         }
     }
     fn next(&mut self) {
         self.inner.next();
+        self.settle();
     }
     fn prev(&mut self) {
         self.inner.prev();
+        self.settle();
     }
     fn key(&self) -> &[u8] {
-        if self.valid() {
+        if self.on {
             self.inner.key()
         } else {
             &[]
         }
     }
     fn value(&self) -> &[u8] {
-        if self.valid() {
+        if self.on {
             self.inner.value()
         } else {
             &[]

@@ -48,6 +48,11 @@ impl MergingIter {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
+                // A child stopped by an error stops the merge: skipping it would hide its keys.
+                if c.status().is_err() {
+                    self.current = None;
+                    return;
+                }
                 continue;
             }
             match best {
@@ -80,7 +85,8 @@ impl MergingIter {
 
 impl InternalIterator for MergingIter {
     fn valid(&self) -> bool {
-        self.current.is_some() && self.status().is_ok()
+        // `find` leaves no current entry once a child has failed (an error invalidates it).
+        self.current.is_some()
     }
 
     fn seek_to_first(&mut self) {

@@ -85,14 +85,22 @@ impl SortedRun {
         self.data.extend_from_slice(&(value.len() as u32).to_le_bytes());
         self.data.extend_from_slice(key);
         self.data.extend_from_slice(value);
-        let uk = ikey::user_key(key);
-        if self.offsets.len() == 1 {
-            self.smallest = uk.to_vec();
+    }
+
+    /// The user key of the last entry (empty when empty).
+    fn last_user_key(&self) -> &[u8] {
+        self.len().checked_sub(1).map_or(&[], |i| ikey::user_key(self.entry(i).0))
+    }
+
+    /// Sets the key range from the entries (once, when the run is complete).
+    fn seal(mut self) -> Self {
+        if !self.is_empty() {
+            self.smallest = ikey::user_key(self.entry(0).0).to_vec();
+            self.largest = self.last_user_key().to_vec();
         }
-        if self.largest.as_slice() != uk {
-            self.largest.clear();
-            self.largest.extend_from_slice(uk);
-        }
+        self.data.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        self
     }
 
     /// Appends `other`, whose keys all sort after this run's.
@@ -100,16 +108,6 @@ impl SortedRun {
         let base = self.data.len() as u32;
         self.offsets.extend(other.offsets.iter().map(|o| o + base));
         self.data.extend_from_slice(&other.data);
-        if self.smallest.is_empty() {
-            self.smallest = other.smallest;
-        }
-        self.largest = other.largest;
-    }
-
-    fn shrink(mut self) -> Self {
-        self.data.shrink_to_fit();
-        self.offsets.shrink_to_fit();
-        self
     }
 }
 
@@ -123,8 +121,17 @@ pub fn build_runs(
     target_bytes: usize,
     scratch: &AtomicUsize,
 ) -> crate::error::Result<Vec<SortedRun>> {
+    // Runs are built in place: `data` is reserved once (growing it by doubling would copy every
+    // run about once more), with room for the entry that passes the target, capped for callers
+    // that want one run of everything.
+    let reserve = target_bytes.min(64 << 20);
+    let reserve = reserve + reserve / 16;
+    let fresh = || SortedRun {
+        data: Vec::with_capacity(reserve),
+        ..SortedRun::default()
+    };
     let mut out: Vec<SortedRun> = Vec::new();
-    let mut cur = SortedRun::default();
+    let mut cur = fresh();
     let mut done_bytes = 0usize;
     let mut charged = 0usize;
     input.seek_to_first();
@@ -133,8 +140,8 @@ pub fn build_runs(
         if filter.keep(k) {
             let entry = 8 + k.len() + v.len();
             let full = cur.data.len() >= target_bytes || cur.data.len() + entry > u32::MAX as usize;
-            if full && !cur.is_empty() && cur.largest.as_slice() != ikey::user_key(k) {
-                let run = std::mem::take(&mut cur).shrink();
+            if full && !cur.is_empty() && cur.last_user_key() != ikey::user_key(k) {
+                let run = std::mem::replace(&mut cur, fresh()).seal();
                 done_bytes += run.bytes();
                 out.push(run);
             }
@@ -154,9 +161,9 @@ pub fn build_runs(
             Some(last) if cur.data.len() < target_bytes / 2 && last.data.len() + cur.data.len() <= u32::MAX as usize => {
                 let mut joined = std::mem::take(last);
                 joined.append(cur);
-                *last = joined.shrink();
+                *last = joined.seal();
             }
-            _ => out.push(cur.shrink()),
+            _ => out.push(cur.seal()),
         }
     }
     recharge(scratch, &mut charged, out.iter().map(SortedRun::bytes).sum());
@@ -167,7 +174,7 @@ pub fn build_runs(
 fn recharge(scratch: &AtomicUsize, charged: &mut usize, now: usize) {
     if now > *charged {
         scratch.fetch_add(now - *charged, AtomicOrdering::Relaxed);
-    } else {
+    } else if now < *charged {
         scratch.fetch_sub(*charged - now, AtomicOrdering::Relaxed);
     }
     *charged = now;
