@@ -9,6 +9,8 @@
 //! table readers and charged to the pinned-filter region, or — with `index_in_block_cache` —
 //! charged to the block cache's high-priority pool).
 
+pub(crate) mod pages;
+
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 

@@ -8,18 +8,20 @@
 //! offsets := u32 per entry (where it starts in data), in internal-key order
 //! ```
 //! Runs are built only from entries already in memory, so lengths are trusted; a run is cut
-//! before `data` would pass `u32::MAX`.
+//! before `data` would pass `u32::MAX`. `data` lives in a [`PageVec`] (mapped, not malloc'd:
+//! see `memory::pages`).
 
 use crate::compaction::iter::CompactionFilter;
 use crate::format::ikey;
 use crate::iter::InternalIterator;
+use crate::memory::pages::PageVec;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 /// One immutable sorted run.
 #[derive(Debug, Default)]
 pub struct SortedRun {
-    data: Vec<u8>,
+    data: PageVec,
     offsets: Vec<u32>,
     smallest: Vec<u8>,
     largest: Vec<u8>,
@@ -81,8 +83,8 @@ impl SortedRun {
 
     fn push(&mut self, key: &[u8], value: &[u8]) {
         self.offsets.push(self.data.len() as u32);
-        self.data.extend_from_slice(&(key.len() as u32).to_le_bytes());
-        self.data.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        let lens = (key.len() as u64) | (value.len() as u64) << 32;
+        self.data.extend_from_slice(&lens.to_le_bytes());
         self.data.extend_from_slice(key);
         self.data.extend_from_slice(value);
     }
@@ -127,7 +129,7 @@ pub fn build_runs(
     let reserve = target_bytes.min(64 << 20);
     let reserve = reserve + reserve / 16;
     let fresh = || SortedRun {
-        data: Vec::with_capacity(reserve),
+        data: PageVec::with_capacity(reserve),
         ..SortedRun::default()
     };
     let mut out: Vec<SortedRun> = Vec::new();
