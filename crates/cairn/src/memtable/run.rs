@@ -23,8 +23,6 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 pub struct SortedRun {
     data: PageVec,
     offsets: Vec<u32>,
-    smallest: Vec<u8>,
-    largest: Vec<u8>,
 }
 
 impl SortedRun {
@@ -45,12 +43,16 @@ impl SortedRun {
 
     /// Smallest user key (empty for an empty run).
     pub fn smallest(&self) -> &[u8] {
-        &self.smallest
+        if self.is_empty() {
+            &[]
+        } else {
+            ikey::user_key(self.entry(0).0)
+        }
     }
 
-    /// Largest user key.
+    /// Largest user key (empty for an empty run).
     pub fn largest(&self) -> &[u8] {
-        &self.largest
+        self.len().checked_sub(1).map_or(&[], |i| ikey::user_key(self.entry(i).0))
     }
 
     /// `(internal key, value)` of entry `i < len()`.
@@ -78,7 +80,7 @@ impl SortedRun {
 
     /// Whether `user_key` is within the run's key range (a lookup outside it is skipped).
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        !self.is_empty() && user_key >= self.smallest.as_slice() && user_key <= self.largest.as_slice()
+        !self.is_empty() && user_key >= self.smallest() && user_key <= self.largest()
     }
 
     fn push(&mut self, key: &[u8], value: &[u8]) {
@@ -89,17 +91,8 @@ impl SortedRun {
         self.data.extend_from_slice(value);
     }
 
-    /// The user key of the last entry (empty when empty).
-    fn last_user_key(&self) -> &[u8] {
-        self.len().checked_sub(1).map_or(&[], |i| ikey::user_key(self.entry(i).0))
-    }
-
-    /// Sets the key range from the entries (once, when the run is complete).
-    fn seal(mut self) -> Self {
-        if !self.is_empty() {
-            self.smallest = ikey::user_key(self.entry(0).0).to_vec();
-            self.largest = self.last_user_key().to_vec();
-        }
+    /// Frees the capacity a complete run does not use.
+    fn shrink(mut self) -> Self {
         self.data.shrink_to_fit();
         self.offsets.shrink_to_fit();
         self
@@ -142,8 +135,8 @@ pub fn build_runs(
         if filter.keep(k) {
             let entry = 8 + k.len() + v.len();
             let full = cur.data.len() >= target_bytes || cur.data.len() + entry > u32::MAX as usize;
-            if full && !cur.is_empty() && cur.last_user_key() != ikey::user_key(k) {
-                let run = std::mem::replace(&mut cur, fresh()).seal();
+            if full && !cur.is_empty() && cur.largest() != ikey::user_key(k) {
+                let run = std::mem::replace(&mut cur, fresh()).shrink();
                 done_bytes += run.bytes();
                 out.push(run);
             }
@@ -163,9 +156,9 @@ pub fn build_runs(
             Some(last) if cur.data.len() < target_bytes / 2 && last.data.len() + cur.data.len() <= u32::MAX as usize => {
                 let mut joined = std::mem::take(last);
                 joined.append(cur);
-                *last = joined.seal();
+                *last = joined.shrink();
             }
-            _ => out.push(cur.seal()),
+            _ => out.push(cur.shrink()),
         }
     }
     recharge(scratch, &mut charged, out.iter().map(SortedRun::bytes).sum());
