@@ -11,6 +11,20 @@
 
 pub(crate) mod pages;
 
+/// A hint to load the cache line holding `p` into the CPU cache: it reads nothing and cannot
+/// fault, whatever the address. Used where a lookup would otherwise take its memory misses one
+/// after another (each address known only from the previous load).
+#[inline(always)]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: no access is made, so no address can make it fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
