@@ -227,6 +227,16 @@ impl BlockCache {
     /// Looks a block up, counting a hit or a miss for `kind`. Takes no lock.
     #[inline]
     pub fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
+        self.with(key, kind, CachedBlock::clone)
+    }
+
+    /// Looks a block up and, on a hit, calls `f` on it in place, counting a hit or a miss for
+    /// `kind`. The entry stays alive through `f` by the map's epoch, not by a reference count:
+    /// a point lookup's search within its block then writes nothing to the block's shared
+    /// count (two locked instructions per lookup). `f` should be short: it delays the reclamation
+    /// of whatever is evicted meanwhile.
+    #[inline]
+    pub fn with<R>(&self, key: &BlockKey, kind: BlockKind, f: impl FnOnce(&CachedBlock) -> R) -> Option<R> {
         let found = {
             let map = self.map.pin();
             map.get(key).map(|s| {
@@ -235,7 +245,7 @@ impl BlockCache {
                 if s.clock.load(Relaxed) < want {
                     s.clock.store(want, Relaxed);
                 }
-                s.value.clone()
+                f(&s.value)
             })
         };
         let s = Stripe::current();

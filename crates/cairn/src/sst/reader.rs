@@ -464,7 +464,8 @@ impl TableReader {
         self.footer
     }
 
-    /// Calls `f` with each index entry: the data block's last internal key and its handle.
+    /// Calls `f` with each index entry: the data block's index key (a key separating it from
+    /// the next block: at or after its last key, before the next block's first) and handle.
     ///
     /// # Errors
     /// `Corruption` for an entry whose handle does not decode (`open` validated them, so only a
@@ -485,8 +486,9 @@ impl TableReader {
         &self.index
     }
 
-    /// Calls `f` with the user key of each data block's last entry, in order (the block
-    /// boundaries the index holds, with no I/O).
+    /// Calls `f` with the user key of each data block's index key, in order (the block
+    /// boundaries the index holds, with no I/O: each at or after its block's last user key and
+    /// at or before the next block's first).
     pub(crate) fn for_each_block_key(&self, mut f: impl FnMut(&[u8])) {
         let mut it = self.index.iter(KeyOrder::Internal);
         it.seek_to_first();
@@ -508,19 +510,31 @@ impl TableReader {
         from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
     ) -> Result<(Arc<T>, bool)> {
-        let key = BlockKey {
-            table: self.cache_id,
-            offset: handle.offset,
-        };
-        if let Some(cache) = &self.cache {
-            if let Some(v) = cache.get(&key, kind).and_then(&from_cache) {
-                stats.record_cache_hit(kind);
-                return Ok((v, true));
-            }
-            // A read that fills the cache takes the id out of the ghost (the block is back).
-            if self.ghost.as_ref().is_some_and(|g| g.probe(&key, fill_cache)) {
-                stats.record_ghost_hit(kind);
-            }
+        let key = self.block_key(handle);
+        if let Some(v) = self.cache.as_ref().and_then(|c| c.get(&key, kind)).and_then(&from_cache) {
+            stats.record_cache_hit(kind);
+            return Ok((v, true));
+        }
+        Ok((self.read_missed(handle, kind, prio, fill_cache, stats, readahead, decode)?, false))
+    }
+
+    /// The read of a block the cache was asked for and did not hold, filling the cache when
+    /// `fill_cache`.
+    #[expect(clippy::too_many_arguments, reason = "cached_or_read's arguments, passed on")]
+    fn read_missed<T>(
+        &self,
+        handle: BlockHandle,
+        kind: BlockKind,
+        prio: Priority,
+        fill_cache: bool,
+        stats: &IoStats,
+        readahead: Option<&mut Readahead>,
+        decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
+    ) -> Result<Arc<T>> {
+        let key = self.block_key(handle);
+        // A read that fills the cache takes the id out of the ghost (the block is back).
+        if self.cache.is_some() && self.ghost.as_ref().is_some_and(|g| g.probe(&key, fill_cache)) {
+            stats.record_ghost_hit(kind);
         }
         let raw = match readahead {
             Some(ra) => decode_block(ra.block(&*self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
@@ -530,16 +544,18 @@ impl TableReader {
         if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);
         }
-        Ok((v, false))
+        Ok(v)
     }
 
-    /// The data block at `handle`, through the block cache; `true` when it was cached.
-    pub(crate) fn data_block(&self, handle: BlockHandle) -> Result<(Arc<Block>, bool)> {
-        self.data_block_with(handle, true, &self.stats, None)
+    fn block_key(&self, handle: BlockHandle) -> BlockKey {
+        BlockKey {
+            table: self.cache_id,
+            offset: handle.offset,
+        }
     }
 
-    /// [`data_block`](Self::data_block), choosing whether a miss fills the cache and where the
-    /// read is counted.
+    /// The data block at `handle`, through the block cache (`true` when it was cached),
+    /// choosing whether a miss fills the cache and where the read is counted.
     pub(crate) fn data_block_with(
         &self,
         handle: BlockHandle,
@@ -558,12 +574,14 @@ impl TableReader {
                 CachedBlock::Block(b) => Some(b),
                 CachedBlock::Filter(_) => None,
             },
-            |raw| {
-                let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
-                let charge = b.size();
-                Ok((b.clone(), CachedBlock::Block(b), charge))
-            },
+            |raw| self.decode_data_block(raw, handle),
         )
+    }
+
+    fn decode_data_block(&self, raw: Vec<u8>, handle: BlockHandle) -> Result<(Arc<Block>, CachedBlock, usize)> {
+        let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
+        let charge = b.size();
+        Ok((b.clone(), CachedBlock::Block(b), charge))
     }
 
     /// Filter unit `unit` of segment `segment`, through the block cache (high priority).
@@ -757,11 +775,38 @@ impl TableReader {
         }
         let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
             .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
-        let (block, cached) = self.data_block(handle)?;
         out.data_block_read = true;
-        out.data_block_cached = cached;
         // The index cursor is done: its key buffer serves the data block.
-        let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(idx.key_buffer_mut()));
+        let buf = idx.key_buffer_mut();
+        if let Some(cache) = &self.cache {
+            // A hit is searched where the cache holds it, under the cache's epoch.
+            let hit = cache.with(&self.block_key(handle), BlockKind::Data, |c| match c {
+                CachedBlock::Block(b) => Some(self.search_block(b, handle, key, out, value, buf)),
+                CachedBlock::Filter(_) => None,
+            });
+            if let Some(Some(r)) = hit {
+                self.stats.record_cache_hit(BlockKind::Data);
+                out.data_block_cached = true;
+                return r;
+            }
+        }
+        let decode = |raw| self.decode_data_block(raw, handle);
+        let block = self.read_missed(handle, BlockKind::Data, Priority::Low, true, &self.stats, None, decode)?;
+        self.search_block(&block, handle, key, out, value, buf)
+    }
+
+    /// The search within a point lookup's data block (`buf`: the key buffer to build keys in).
+    fn search_block(
+        &self,
+        block: &Block,
+        handle: BlockHandle,
+        key: &LookupKey,
+        out: &mut GetOutcome,
+        value: &mut Vec<u8>,
+        buf: &mut Vec<u8>,
+    ) -> Result<()> {
+        let (seek, user_key) = (key.encoded(), key.user_key());
+        let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(buf));
         match block.hash_hint(key.hash()) {
             HashHint::Absent => {}
             HashHint::Restart(r) => it.seek_from_restart(r, seek),
@@ -782,7 +827,7 @@ impl TableReader {
             }
         }
         let r = it.status();
-        *idx.key_buffer_mut() = it.into_key_buffer();
+        *buf = it.into_key_buffer();
         r
     }
 
