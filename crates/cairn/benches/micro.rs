@@ -115,6 +115,37 @@ fn block_point_cursor(c: &mut Criterion) {
     });
 }
 
+/// Point seeks in blocks that are not in the CPU cache: 16,384 copies of the hash-indexed block
+/// (64 MiB), a random one per seek — where the interval prefetch pays (the entries of a block
+/// in memory but not in cache are one miss each when scanned without it).
+fn block_seek_out_of_cache(c: &mut Criterion) {
+    let (_, _, targets) = bench_block(true);
+    let blocks: Vec<Arc<Block>> = (0..16_384).map(|_| bench_block(true).0).collect();
+    let hashes: Vec<u64> = targets
+        .iter()
+        .map(|t| key_hash(cairn::format::ikey::user_key(t.encoded())))
+        .collect();
+    let (mut x, mut buf) = (1u64, Vec::new());
+    c.bench_function(
+        "block point seek, hash index hint, 16K blocks out of CPU cache",
+        |bch| {
+            bch.iter(|| {
+                let b = &blocks[lcg(&mut x) as usize % blocks.len()];
+                let t = lcg(&mut x) as usize % targets.len();
+                let mut it = b.iter_ref(KeyOrder::Internal, std::mem::take(&mut buf));
+                match b.hash_hint(hashes[t]) {
+                    cairn::sst::HashHint::Absent => {}
+                    cairn::sst::HashHint::Restart(r) => it.seek_from_restart(r, targets[t].encoded()),
+                    cairn::sst::HashHint::Search => it.seek(targets[t].encoded()),
+                }
+                let v = it.valid();
+                buf = it.into_key_buffer();
+                black_box(v)
+            })
+        },
+    );
+}
+
 /// Runs `op(thread, i)` `iters` times on each of `threads` threads at once; the time per
 /// iteration is the wall time of all threads doing one operation each.
 fn on_threads(threads: usize, iters: u64, op: &(dyn Fn(usize, u64) + Sync)) -> std::time::Duration {
@@ -307,6 +338,7 @@ criterion_group!(
     benches,
     block_seek,
     block_point_cursor,
+    block_seek_out_of_cache,
     counters,
     cache_hit,
     table_get,

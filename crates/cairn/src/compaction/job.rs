@@ -233,9 +233,9 @@ impl<I: InternalIterator> InternalIterator for RangeIter<I> {
 }
 
 /// Up to `n - 1` user keys that cut a job's inputs into `n` ranges of about equal data: the
-/// block boundaries of every input table (each index entry is a data block's last key), sorted,
-/// taken at even steps. The cuts are block-exact, so each range holds about as many data blocks
-/// of input as the others.
+/// block boundaries of every input table (each index entry separates a data block from the
+/// next), sorted, taken at even steps. The cuts fall between blocks, so each range holds about
+/// as many data blocks of input as the others.
 pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Vec<u8>> {
     if n < 2 {
         return Vec::new();
@@ -250,9 +250,9 @@ pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Ve
     if step == 0 {
         return Vec::new();
     }
-    // A cut at a block's last key: the range above starts just after it (the key itself,
-    // whose versions may continue in the next block, stays below). `k ‖ 0x00` is the least
-    // user key greater than `k`.
+    // A cut at a block's index key k: the range above starts just after it (k may be the
+    // block's last user key, whose versions may continue in the next block: it stays below).
+    // `k ‖ 0x00` is the least user key greater than `k`.
     let mut cuts: Vec<Vec<u8>> = (1..n)
         .map(|i| {
             let mut k = keys[i * step - 1].clone();

@@ -226,9 +226,82 @@ impl KeyOrder {
     }
 }
 
+/// Writes to `out` a short internal key `s` with `last ≤ s < next` (`last < next`, internal
+/// keys): the index key of a data block whose last key is `last` and whose successor block
+/// starts at `next`, which needs only to separate the two (RocksDB's shortest separator). With
+/// the user keys `a` of `last` and `b` of `next` first differing at byte `i`: `a` cut after
+/// byte `i` raised by one, if that stays below `b`; else (`b[i] = a[i] + 1`) `a` cut after the
+/// first byte past `i` that can be raised, raised — above `a` at that byte, below `b` at byte
+/// `i`. Taken only when shorter than `a`; otherwise `s = last`.
+pub fn separator(last: &[u8], next: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    let (a, b) = (user_key(last), user_key(next));
+    let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let cut = if i < a.len() && i < b.len() && a[i] < b[i] {
+        if a[i] + 1 < b[i] {
+            Some(i)
+        } else {
+            (i + 1..a.len()).find(|&j| a[j] < 0xff)
+        }
+    } else {
+        None // equal user keys, or `a` a prefix of `b`
+    };
+    match cut {
+        Some(j) if j + 1 < a.len() => {
+            out.extend_from_slice(&a[..=j]);
+            out[j] += 1;
+            // Above `a` and below `b` by its user key alone, so any trailer will do.
+            out.extend_from_slice(&pack_trailer(MAX_SEQNO, ValueKind::Put).to_le_bytes());
+        }
+        _ => out.extend_from_slice(last),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The separator lies between the two keys, is no longer than the first, and is a
+        /// valid internal key.
+        #[test]
+        fn separator_separates(
+            a in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xfe), Just(0xff), any::<u8>()], 0..10),
+            b in proptest::collection::vec(prop_oneof![Just(0u8), Just(1), Just(0xfe), Just(0xff), any::<u8>()], 0..10),
+            sa in 0..MAX_SEQNO, sb in 0..MAX_SEQNO, ka in any::<bool>(), kb in any::<bool>(),
+        ) {
+            let kind = |k| if k { ValueKind::Put } else { ValueKind::Delete };
+            let (x, y) = (InternalKey::new(&a, sa, kind(ka)), InternalKey::new(&b, sb, kind(kb)));
+            let (last, next) = if x < y { (x, y) } else { (y, x) };
+            prop_assume!(last < next);
+            let mut s = Vec::new();
+            separator(last.encoded(), next.encoded(), &mut s);
+            prop_assert!(compare(last.encoded(), &s).is_le(), "{:?} {:?} {:?}", last, s, next);
+            prop_assert!(compare(&s, next.encoded()).is_lt(), "{:?} {:?} {:?}", last, s, next);
+            prop_assert!(s.len() <= last.encoded().len());
+            prop_assert!(split(&s).is_some());
+        }
+    }
+
+    #[test]
+    fn separator_shortens_where_it_can() {
+        let k = |u: &[u8]| InternalKey::new(u, 7, ValueKind::Put);
+        let mut s = Vec::new();
+        separator(k(b"abcdef").encoded(), k(b"abzzzz").encoded(), &mut s);
+        assert_eq!(user_key(&s), b"abd");
+        // One apart at the first difference: the next byte that can be raised is.
+        separator(k(b"key-00120-xyz").encoded(), k(b"key-00130-abc").encoded(), &mut s);
+        assert_eq!(user_key(&s), b"key-00121");
+        separator(k(b"ab\xff\xffcd").encoded(), k(b"ac").encoded(), &mut s);
+        assert_eq!(user_key(&s), b"ab\xff\xffd");
+        // Differing in the last byte, a prefix of the next key, equal user keys, or nothing
+        // to raise before the last byte: kept whole.
+        for (a, b) in [(&b"abc"[..], &b"abz"[..]), (b"ab", b"abc"), (b"ab", b"ab"), (b"a\xff\xffb", b"b")] {
+            separator(k(a).encoded(), k(b).encoded(), &mut s);
+            assert_eq!(s, k(a).encoded(), "{a:?} {b:?}");
+        }
+    }
 
     #[test]
     fn ordering_newest_first() {

@@ -145,12 +145,12 @@ pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes,
     }
     w(out, format!("  index: {} entries", p.data_blocks))?;
     let mut index_lines = Vec::new();
-    t.for_each_index_entry(|last, h| {
+    t.for_each_index_entry(|key, h| {
         index_lines.push(format!(
-            "    block at {} ({} bytes): last {}",
+            "    block at {} ({} bytes): key {}",
             h.offset,
             h.size,
-            show_ikey(last)
+            show_ikey(key)
         ));
     })?;
     for l in index_lines {

@@ -45,6 +45,10 @@ pub struct TableBuilder {
     range: Option<RosettaBuilder>,
     distinct_keys: u64,
     last_key: Vec<u8>,
+    /// The handle of the last data block written, whose index entry waits for the next key:
+    /// its key only needs to separate the block from the next one ([`ikey::separator`]).
+    pending_index: Option<BlockHandle>,
+    separator: Vec<u8>,
 }
 
 impl TableBuilder {
@@ -96,6 +100,8 @@ impl TableBuilder {
             filter,
             distinct_keys: 0,
             last_key: Vec::new(),
+            pending_index: None,
+            separator: Vec::new(),
         }
     }
 
@@ -123,6 +129,10 @@ impl TableBuilder {
             return Err(Error::InvalidArgument(
                 "table entries must be added in increasing key order".into(),
             ));
+        }
+        if let Some(h) = self.pending_index.take() {
+            ikey::separator(&self.last_key, ikey, &mut self.separator);
+            index_entry(&mut self.index, &self.separator, h);
         }
         if self.seg.last_user_key.as_deref() != Some(user_key) {
             self.filter.add_key(user_key, key_hash(user_key));
@@ -178,9 +188,7 @@ impl TableBuilder {
         }
         let (contents, c) = compress(self.data.finish(), self.opts.compression);
         let handle = self.write_block(&contents, c)?;
-        let mut h = Vec::with_capacity(20);
-        handle.encode_to(&mut h);
-        self.index.add(&self.last_key, &h);
+        self.pending_index = Some(handle);
         self.data.reset();
         self.props.data_blocks += 1;
         let m = &mut self.seg.meta;
@@ -220,6 +228,10 @@ impl TableBuilder {
     /// I/O errors; the file is then incomplete and must be deleted by the caller.
     pub fn finish(mut self) -> Result<TableSummary> {
         self.flush_data_block()?;
+        // The last block's entry keeps its last key: the table's largest key bounds lookups.
+        if let Some(h) = self.pending_index.take() {
+            index_entry(&mut self.index, &self.last_key, h);
+        }
         self.close_segment();
         self.props.data_size = self.offset;
         if self.props.entries == 0 {
@@ -307,4 +319,10 @@ impl Default for TableOptions {
             range_filter: None,
         }
     }
+}
+
+fn index_entry(index: &mut BlockBuilder, key: &[u8], handle: BlockHandle) {
+    let mut h = Vec::with_capacity(20);
+    handle.encode_to(&mut h);
+    index.add(key, &h);
 }

@@ -25,7 +25,7 @@ pub struct TableIndex {
     readahead: Readahead,
     window: Option<BlockWindow>,
     /// With a window: a user key every entry still to come is ≥ (moving forward: the target of
-    /// the last seek, or the last key of the block just left), when `floor_known` (not moving
+    /// the last seek, or the index key of the block just left), when `floor_known` (not moving
     /// backward). The buffer is reused.
     floor: Vec<u8>,
     floor_known: bool,
@@ -33,7 +33,8 @@ pub struct TableIndex {
 
 /// User keys a range read may skip in a table, from its range filter: within the read's bounds
 /// the table holds no key below `lo` nor from `hi_excl` on. Data blocks that can only hold keys
-/// outside the bounds are then never read: one whose last key is `< lo`, and, moving forward,
+/// outside the bounds are then never read: one whose index key (at or after its last key) is
+/// `< lo`, and, moving forward,
 /// one whose keys all come at or after `hi_excl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockWindow {
@@ -87,6 +88,7 @@ impl TableIndex {
         let Some(w) = &self.window else {
             return false;
         };
+        // The index key is at or after the block's last key.
         let last = ikey::user_key(self.index.key());
         if w.lo.as_deref().is_some_and(|lo| last < lo) {
             return true;
@@ -111,13 +113,14 @@ impl TwoLevelIndex for TableIndex {
     }
     fn seek(&mut self, target: &[u8]) {
         self.set_floor(ikey::user_key(target));
-        // The first block whose last key is ≥ target.
+        // The first block whose index key is ≥ target.
         self.index.seek(target);
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.floor_known = false;
-        // The last key ≤ target is in the first block whose last key is ≥ target, or in an
-        // earlier one; past every block's last key it is the table's last key.
+        // The last key ≤ target is in the first block whose index key is ≥ target, or in an
+        // earlier one; past every index key it is the table's last key (the last block's
+        // index key is its last key).
         self.index.seek(target);
         if !self.index.valid() && self.index.status().is_ok() {
             self.index.seek_to_last();
@@ -125,7 +128,7 @@ impl TwoLevelIndex for TableIndex {
     }
     fn next(&mut self) {
         if self.window.is_some() && self.index.valid() {
-            // Every key of the next block comes after this block's last key.
+            // Every key of the next block comes after this block's index key.
             self.floor.clear();
             self.floor.extend_from_slice(ikey::user_key(self.index.key()));
             self.floor_known = true;

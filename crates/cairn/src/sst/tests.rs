@@ -512,7 +512,8 @@ fn out_of_order_keys_are_refused_by_the_builder() {
 }
 
 /// The whole file of a tiny table, pinned byte for byte (regenerate with `CAIRN_REWRITE=1`
-/// only for an intended format change, with a version bump).
+/// only for an intended change: of the format, with a version bump, or of what a writer
+/// chooses within it, keeping the older file as a read test, as `tiny-full-index-keys`).
 #[test]
 fn golden_table_bytes() {
     let mut model = Model::new();
@@ -645,18 +646,16 @@ fn table_cache_keeps_at_most_max_open_readers() {
         .is_err());
 }
 
-/// A table written by format version 1 (before data blocks had hash indexes; the golden file
-/// pinned before the change) is still read: every entry, by scan and by point lookup.
-#[test]
-fn version_1_tables_are_still_read() {
-    let hex = std::fs::read_to_string(crate::testutil::testdata("golden/tiny-v1.sst.hex")).unwrap();
+/// Reads the golden table `file` (the tiny table of `golden_table_bytes`, as an older writer
+/// wrote it): every entry by scan and by point lookup. Returns its footer's format version.
+fn read_old_golden_table(file: &str) -> u8 {
+    let hex = std::fs::read_to_string(crate::testutil::testdata(file)).unwrap();
     let hex: String = hex.split_whitespace().collect();
     let bytes: Vec<u8> = (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
         .collect();
-    assert_eq!(&bytes[bytes.len() - 16..bytes.len() - 12], &[1, 0, 0, 0], "footer version 1");
     let fs = fs();
-    let p = Path::new("/t/v1.sst");
+    let p = Path::new("/t/old.sst");
     write_all_synced(&fs, p, &bytes).unwrap();
     let t = open(&fs, p, None).unwrap();
     let mut it = t.iter();
@@ -666,11 +665,62 @@ fn version_1_tables_are_still_read() {
         n += 1;
         it.next();
     }
-    assert_eq!(n, 3);
+    assert_eq!(n, 3, "{file}");
     let got = |k: &[u8]| t.get(k, 10, UnitSelection::All).unwrap().found.map(|f| (f.kind, f.value));
-    assert_eq!(got(b"apple"), Some((ValueKind::Put, b"red".to_vec())));
-    assert_eq!(got(b"pear"), Some((ValueKind::Put, b"green".to_vec())));
-    assert_eq!(got(b"plum"), None);
+    assert_eq!(got(b"apple"), Some((ValueKind::Put, b"red".to_vec())), "{file}");
+    assert_eq!(got(b"banana"), None, "{file}");
+    assert_eq!(got(b"pear"), Some((ValueKind::Put, b"green".to_vec())), "{file}");
+    assert_eq!(got(b"plum"), None, "{file}");
+    bytes[bytes.len() - 16]
+}
+
+/// A table written by format version 1 (before data blocks had hash indexes; the golden file
+/// pinned before the change) is still read.
+#[test]
+fn version_1_tables_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-v1.sst.hex"), 1);
+}
+
+/// A table whose index keys are its blocks' last keys (written before separators were
+/// shortened, same format version) is still read.
+#[test]
+fn tables_with_full_index_keys_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-full-index-keys.sst.hex"), 2);
+}
+
+/// Index keys are short separators where the keys allow (`ikey::separator`), the last block's
+/// is its last key, and every lookup and seek still lands right, between the blocks too.
+#[test]
+fn index_keys_are_shortened_separators() {
+    let mut model = Model::new();
+    for i in 0..400u32 {
+        // Long keys sharing a prefix, differing early enough to shorten.
+        let k = format!("user-key-{:05}-{}", i * 10, "x".repeat(40));
+        model.insert(InternalKey::new(k.as_bytes(), 1, ValueKind::Put), vec![b'v'; 50]);
+    }
+    let fs = fs();
+    let p = Path::new("/t/sep.sst");
+    build(&fs, p, &model, TableOptions::default());
+    let t = open(&fs, p, None).unwrap();
+    let mut keys = Vec::new();
+    t.for_each_index_entry(|k, _| keys.push(k.to_vec())).unwrap();
+    assert!(keys.len() > 10);
+    let last = model.keys().last().unwrap().encoded().to_vec();
+    assert_eq!(keys.last(), Some(&last), "the last block's entry is its last key");
+    assert!(keys[..keys.len() - 1].iter().all(|k| k.len() < last.len() - 30), "{keys:?}");
+    for i in 0..4000u32 {
+        let k = format!("user-key-{:05}-{}", i, "x".repeat(40));
+        let found = t.get(k.as_bytes(), 5, UnitSelection::None).unwrap().found;
+        assert_eq!(found.is_some(), i % 10 == 0, "{k}");
+        let mut it = t.iter();
+        it.seek(InternalKey::for_seek(k.as_bytes(), 5).encoded());
+        let next = format!("user-key-{:05}-{}", i.div_ceil(10) * 10, "x".repeat(40));
+        if i <= 3990 {
+            assert_eq!(crate::format::ikey::user_key(it.key()), next.as_bytes());
+        } else {
+            assert!(!it.valid());
+        }
+    }
 }
 
 /// A point read finds a file's reader in the file's slot exactly while the table cache holds
