@@ -11,6 +11,9 @@
 
 pub(crate) mod pages;
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
 /// A hint to load the cache line holding `p` into the CPU cache: it reads nothing and cannot
 /// fault, whatever the address. Used where a lookup would otherwise take its memory misses one
 /// after another (each address known only from the previous load).
@@ -24,9 +27,6 @@ pub(crate) fn prefetch(p: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
-
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
 
 /// One memory region: a capacity and the bytes charged to it.
 #[derive(Debug, Default)]

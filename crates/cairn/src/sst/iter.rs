@@ -34,8 +34,7 @@ pub struct TableIndex {
 /// User keys a range read may skip in a table, from its range filter: within the read's bounds
 /// the table holds no key below `lo` nor from `hi_excl` on. Data blocks that can only hold keys
 /// outside the bounds are then never read: one whose index key (at or after its last key) is
-/// `< lo`, and, moving forward,
-/// one whose keys all come at or after `hi_excl`.
+/// `< lo`, and, moving forward, one whose keys all come at or after `hi_excl`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockWindow {
     /// Keys below this (within the read's bounds) are absent; `None`: no lower tightening.
