@@ -396,6 +396,13 @@ fn partitioned_memory_component() {
         db.memory().write_usage < 1024,
         "an explicit flush empties memory (the empty active memtable stays)"
     );
+    // Flushes by kind (whole, partial, log, full): no whole memtable, memory-triggered
+    // partial flushes, the explicit flush a full one; the kinds add up to the tree's bytes.
+    let tree = db.stats().trees[0].clone();
+    let [whole, partial, _log, full] = tree.flushes;
+    assert_eq!(whole, (0, 0));
+    assert!(partial.0 > 0 && full.0 > 0, "{:?}", tree.flushes);
+    assert_eq!(tree.flushes.iter().map(|f| f.1).sum::<u64>(), tree.flush_bytes);
     let wals = cairn::env::FileSystem::list(&fs, std::path::Path::new("/p"))
         .unwrap()
         .iter()

@@ -63,7 +63,10 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         // older WALs go: they are deleted only below every tree's logged number).
         edit.log_numbers = st.log_numbers(&job.runs);
         inner.log_and_apply(&mut st, edit, &job.runs)?;
-        inner.counters.tree(tree).record_flush(out.bytes_written);
+        inner
+            .counters
+            .tree(tree)
+            .record_flush(job.kind.index(), out.bytes_written);
         st.mems[tree].flushed(job);
         inner.install_super_version(&st, tree);
         Ok(())

@@ -428,6 +428,15 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
             "tree {:?}: gets {} memtable hits {} deepest L{} (levels added {} removed {})",
             t.name, t.gets, t.memtable_hits, shape.deepest, t.levels_added, t.levels_removed
         );
+        if t.flushes.iter().any(|f| f.0 > 0) {
+            let kinds: Vec<String> = crate::stats::counters::FLUSH_KINDS
+                .iter()
+                .zip(&t.flushes)
+                .filter(|(_, f)| f.0 > 0)
+                .map(|(k, (n, b))| format!("{k} {n} ({b} B)"))
+                .collect();
+            let _ = writeln!(o, "  flushes: {}", kinds.join(", "));
+        }
         if t.memory_merges > 0 {
             let _ = writeln!(
                 o,

@@ -35,6 +35,18 @@ pub(crate) enum FlushKind {
     Full,
 }
 
+impl FlushKind {
+    /// Its index in [`FLUSH_KINDS`](crate::stats::counters::FLUSH_KINDS).
+    pub fn index(self) -> usize {
+        match self {
+            FlushKind::Whole => 0,
+            FlushKind::Partial => 1,
+            FlushKind::Log => 2,
+            FlushKind::Full => 3,
+        }
+    }
+}
+
 /// Memory to write to L0 in one flush: disjoint from the rest of memory in the sense above.
 #[derive(Debug, Clone)]
 pub(crate) struct FlushJob {

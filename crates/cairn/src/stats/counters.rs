@@ -54,11 +54,18 @@ impl Default for ReadCounters {
     }
 }
 
+/// Kinds of flush, in the order [`TreeCounters::record_flush`] counts them: a monolithic
+/// component's whole memtable; a partitioned one's run of its deepest level (for memory), its
+/// oldest WAL data with what overlaps it (for the log), and everything.
+pub const FLUSH_KINDS: [&str; 4] = ["whole", "partial", "log", "full"];
+
 /// Counters of one tree.
 #[derive(Debug)]
 pub struct TreeCounters {
     reads: Striped<ReadCounters>,
     flush_bytes: AtomicU64,
+    /// Flushes by kind ([`FLUSH_KINDS`]): count and bytes written.
+    flushes: [[AtomicU64; 2]; 4],
     /// Memtable bytes switched (to be flushed) because write memory was full, and because the
     /// WALs were (the memory tuner's flush causes).
     switched_for_memory: AtomicU64,
@@ -80,6 +87,7 @@ impl TreeCounters {
         TreeCounters {
             reads: Striped::default(),
             flush_bytes: AtomicU64::new(0),
+            flushes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             switched_for_memory: AtomicU64::new(0),
             switched_for_log: AtomicU64::new(0),
             switched_manually: AtomicU64::new(0),
@@ -201,9 +209,13 @@ impl TreeCounters {
         });
     }
 
-    /// Bytes written by one flush.
-    pub fn record_flush(&self, bytes: u64) {
+    /// Bytes written by one flush of kind `kind` (an index into [`FLUSH_KINDS`]).
+    pub fn record_flush(&self, kind: usize, bytes: u64) {
         self.flush_bytes.fetch_add(bytes, Relaxed);
+        if let Some([n, b]) = self.flushes.get(kind) {
+            n.fetch_add(1, Relaxed);
+            b.fetch_add(bytes, Relaxed);
+        }
     }
 
     /// What a byte of this tree's write memory became on disk so far: bytes flushed per
@@ -268,6 +280,7 @@ impl TreeCounters {
             ranges: self.reads.sum(|r| r.ranges.load(Relaxed)),
             memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
             flush_bytes: self.flush_bytes.load(Relaxed),
+            flushes: self.flushes.each_ref().map(|[n, b]| (n.load(Relaxed), b.load(Relaxed))),
             switched_for_memory: self.switched_for_memory.load(Relaxed),
             switched_for_log: self.switched_for_log.load(Relaxed),
             levels_added: self.levels_added.load(Relaxed),
@@ -466,6 +479,8 @@ pub struct TreeStatsSnapshot {
     pub memtable_hits: u64,
     /// Bytes written by flushes.
     pub flush_bytes: u64,
+    /// Flushes by kind ([`FLUSH_KINDS`]): count and bytes written.
+    pub flushes: [(u64, u64); 4],
     /// Memtable bytes switched for flushing because write memory was full.
     pub switched_for_memory: u64,
     /// ... because the WALs passed `max_wal_size` (log truncation).
