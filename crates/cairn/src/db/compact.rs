@@ -257,7 +257,8 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
             .collect();
         deeper
     };
-    let input_bytes: u64 = job.inputs.iter().chain(&job.overlaps).map(|f| f.size).sum();
+    let upper_bytes: u64 = job.inputs.iter().map(|f| f.size).sum();
+    let input_bytes: u64 = upper_bytes + job.overlaps.iter().map(|f| f.size).sum::<u64>();
     let pieces = if job.level == 0 && job.output_level > 0 && input_bytes >= 2 * inner.opts.target_file_size {
         inner.opts.max_subcompactions
     } else {
@@ -328,10 +329,12 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         Some(e) => Err(e),
         None => (|| {
             inner.log_and_apply(&mut st, job.edit(out.files), &[])?;
-            inner
-                .counters
-                .tree(job.tree)
-                .record_compaction(job.output_level, input_bytes, out.bytes_written);
+            inner.counters.tree(job.tree).record_compaction(
+                job.output_level,
+                input_bytes,
+                upper_bytes,
+                out.bytes_written,
+            );
             Ok(())
         })(),
     };

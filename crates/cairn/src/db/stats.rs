@@ -446,7 +446,7 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
         }
         let _ = writeln!(
             o,
-            "  level files bytes entries | probes filt-neg filt-fp found data-rd data-hit unneeded | comp-read comp-write moves"
+            "  level files bytes entries | probes filt-neg filt-fp found data-rd data-hit unneeded | comps comp-read (from above) comp-write moves"
         );
         for (i, l) in t.levels.iter().enumerate() {
             let info = shape.levels.get(i).cloned().unwrap_or_default();
@@ -455,7 +455,7 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
             }
             let _ = writeln!(
                 o,
-                "  L{i} {} {} {} | {} {} {} {} {} {} {} | {} {} {}",
+                "  L{i} {} {} {} | {} {} {} {} {} {} {} | {} {} ({}) {} {}",
                 info.files,
                 info.bytes,
                 info.entries,
@@ -466,7 +466,9 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
                 l.data_reads,
                 l.data_cache_hits,
                 l.unnecessary_data_reads,
+                l.compactions,
                 l.compaction_bytes_read,
+                l.compaction_upper_bytes_read,
                 l.compaction_bytes_written,
                 l.moves
             );

@@ -23,7 +23,9 @@ struct LevelCounters {
     data_reads: AtomicU64,
     data_cache_hits: AtomicU64,
     unnecessary_data_reads: AtomicU64,
+    compactions: AtomicU64,
     compaction_read: AtomicU64,
+    compaction_upper_read: AtomicU64,
     compaction_written: AtomicU64,
     moves: AtomicU64,
     range_probes: AtomicU64,
@@ -248,10 +250,13 @@ impl TreeCounters {
         c.fetch_add(bytes, Relaxed);
     }
 
-    /// Bytes read and written by one compaction into `output_level`.
-    pub fn record_compaction(&self, output_level: usize, read: u64, written: u64) {
+    /// Bytes read (`upper` of them from the level above) and written by one compaction into
+    /// `output_level`.
+    pub fn record_compaction(&self, output_level: usize, read: u64, upper: u64, written: u64) {
         self.level(Stripe::FIRST, output_level, |l| {
+            Stripe::FIRST.add(&l.compactions, 1);
             Stripe::FIRST.add(&l.compaction_read, read);
+            Stripe::FIRST.add(&l.compaction_upper_read, upper);
             Stripe::FIRST.add(&l.compaction_written, written);
         });
     }
@@ -301,7 +306,9 @@ impl TreeCounters {
                     data_reads: l.sum(|c| c.data_reads.load(Relaxed)),
                     data_cache_hits: l.sum(|c| c.data_cache_hits.load(Relaxed)),
                     unnecessary_data_reads: l.sum(|c| c.unnecessary_data_reads.load(Relaxed)),
+                    compactions: l.sum(|c| c.compactions.load(Relaxed)),
                     compaction_bytes_read: l.sum(|c| c.compaction_read.load(Relaxed)),
+                    compaction_upper_bytes_read: l.sum(|c| c.compaction_upper_read.load(Relaxed)),
                     compaction_bytes_written: l.sum(|c| c.compaction_written.load(Relaxed)),
                     moves: l.sum(|c| c.moves.load(Relaxed)),
                     range_probes: l.sum(|c| c.range_probes.load(Relaxed)),
@@ -451,8 +458,12 @@ pub struct LevelStats {
     pub data_cache_hits: u64,
     /// Data blocks read (storage or cache) for a key the table did not hold.
     pub unnecessary_data_reads: u64,
+    /// Compactions into this level (trivial moves apart).
+    pub compactions: u64,
     /// Bytes read by compactions into this level.
     pub compaction_bytes_read: u64,
+    /// ... of them from the level above (the rest: this level's overlapping files).
+    pub compaction_upper_bytes_read: u64,
     /// Bytes written by compactions into this level.
     pub compaction_bytes_written: u64,
     /// Trivial moves into this level.
