@@ -192,6 +192,14 @@ impl Drop for TableReader {
     }
 }
 
+/// The data block a cache entry holds, if it holds one.
+fn as_block(c: &CachedBlock) -> Option<&Arc<Block>> {
+    match c {
+        CachedBlock::Block(b) => Some(b),
+        CachedBlock::Filter(_) => None,
+    }
+}
+
 impl TableReader {
     /// Opens the table at `path`: footer, metaindex, properties and index are read and
     /// cross-checked. `file_number`, when given, must match the number the table was written
@@ -498,8 +506,11 @@ impl TableReader {
         }
     }
 
+    /// The block at `handle` through the block cache, handed to `use_block` with whether it
+    /// was cached: a hit in place, under the cache's epoch (no reference-count write), a miss
+    /// after reading it (filling the cache when `fill_cache`).
     #[expect(clippy::too_many_arguments, reason = "one private helper for both block kinds; a struct would only rename the arguments")]
-    fn cached_or_read<T>(
+    fn cached_or_read<T, R>(
         &self,
         handle: BlockHandle,
         kind: BlockKind,
@@ -507,34 +518,24 @@ impl TableReader {
         fill_cache: bool,
         stats: &IoStats,
         readahead: Option<&mut Readahead>,
-        from_cache: impl Fn(CachedBlock) -> Option<Arc<T>>,
+        from_cache: impl Fn(&CachedBlock) -> Option<&Arc<T>>,
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
-    ) -> Result<(Arc<T>, bool)> {
-        let key = self.block_key(handle);
-        if let Some(v) = self.cache.as_ref().and_then(|c| c.get(&key, kind)).and_then(&from_cache) {
-            stats.record_cache_hit(kind);
-            return Ok((v, true));
-        }
-        Ok((self.read_missed(handle, kind, prio, fill_cache, stats, readahead, decode)?, false))
-    }
-
-    /// The read of a block the cache was asked for and did not hold, filling the cache when
-    /// `fill_cache`.
-    #[expect(clippy::too_many_arguments, reason = "cached_or_read's arguments, passed on")]
-    fn read_missed<T>(
-        &self,
-        handle: BlockHandle,
-        kind: BlockKind,
-        prio: Priority,
-        fill_cache: bool,
-        stats: &IoStats,
-        readahead: Option<&mut Readahead>,
-        decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
-    ) -> Result<Arc<T>> {
-        let key = self.block_key(handle);
-        // A read that fills the cache takes the id out of the ghost (the block is back).
-        if self.cache.is_some() && self.ghost.as_ref().is_some_and(|g| g.probe(&key, fill_cache)) {
-            stats.record_ghost_hit(kind);
+        mut use_block: impl FnMut(&Arc<T>, bool) -> R,
+    ) -> Result<R> {
+        let key = BlockKey {
+            table: self.cache_id,
+            offset: handle.offset,
+        };
+        if let Some(cache) = &self.cache {
+            let hit = cache.with(&key, kind, |c| from_cache(c).map(|v| use_block(v, true)));
+            if let Some(Some(r)) = hit {
+                stats.record_cache_hit(kind);
+                return Ok(r);
+            }
+            // A read that fills the cache takes the id out of the ghost (the block is back).
+            if self.ghost.as_ref().is_some_and(|g| g.probe(&key, fill_cache)) {
+                stats.record_ghost_hit(kind);
+            }
         }
         let raw = match readahead {
             Some(ra) => decode_block(ra.block(&*self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
@@ -544,14 +545,7 @@ impl TableReader {
         if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);
         }
-        Ok(v)
-    }
-
-    fn block_key(&self, handle: BlockHandle) -> BlockKey {
-        BlockKey {
-            table: self.cache_id,
-            offset: handle.offset,
-        }
+        Ok(use_block(&v, false))
     }
 
     /// The data block at `handle`, through the block cache (`true` when it was cached),
@@ -570,11 +564,9 @@ impl TableReader {
             fill_cache,
             stats,
             readahead,
-            |c| match c {
-                CachedBlock::Block(b) => Some(b),
-                CachedBlock::Filter(_) => None,
-            },
+            as_block,
             |raw| self.decode_data_block(raw, handle),
+            |b, cached| (b.clone(), cached),
         )
     }
 
@@ -605,8 +597,8 @@ impl TableReader {
                 let charge = f.memory_usage();
                 Ok((f.clone(), CachedBlock::Filter(f), charge))
             },
+            |f, _| f.clone(),
         )
-        .map(|(f, _)| f)
     }
 
     /// Filter unit `unit` of `segment` read from storage, bypassing the cache (ElasticBF's
@@ -778,21 +770,20 @@ impl TableReader {
         out.data_block_read = true;
         // The index cursor is done: its key buffer serves the data block.
         let buf = idx.key_buffer_mut();
-        if let Some(cache) = &self.cache {
-            // A hit is searched where the cache holds it, under the cache's epoch.
-            let hit = cache.with(&self.block_key(handle), BlockKind::Data, |c| match c {
-                CachedBlock::Block(b) => Some(self.search_block(b, handle, key, out, value, buf)),
-                CachedBlock::Filter(_) => None,
-            });
-            if let Some(Some(r)) = hit {
-                self.stats.record_cache_hit(BlockKind::Data);
-                out.data_block_cached = true;
-                return r;
-            }
-        }
-        let decode = |raw| self.decode_data_block(raw, handle);
-        let block = self.read_missed(handle, BlockKind::Data, Priority::Low, true, &self.stats, None, decode)?;
-        self.search_block(&block, handle, key, out, value, buf)
+        self.cached_or_read(
+            handle,
+            BlockKind::Data,
+            Priority::Low,
+            true,
+            &self.stats,
+            None,
+            as_block,
+            |raw| self.decode_data_block(raw, handle),
+            |b, cached| {
+                out.data_block_cached = cached;
+                self.search_block(b, handle, key, out, value, buf)
+            },
+        )?
     }
 
     /// The search within a point lookup's data block (`buf`: the key buffer to build keys in).
