@@ -66,7 +66,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         inner
             .counters
             .tree(tree)
-            .record_flush(job.kind.index(), out.bytes_written);
+            .record_flush(job.kind as usize, out.bytes_written);
         st.mems[tree].flushed(job);
         inner.install_super_version(&st, tree);
         Ok(())

@@ -22,7 +22,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Why a flush was chosen.
+/// Why a flush was chosen (in the order of
+/// [`FLUSH_KINDS`](crate::stats::counters::FLUSH_KINDS): `kind as usize` indexes it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlushKind {
     /// A whole memtable of a monolithic component.
@@ -33,18 +34,6 @@ pub(crate) enum FlushKind {
     Log,
     /// Every run and pending memtable.
     Full,
-}
-
-impl FlushKind {
-    /// Its index in [`FLUSH_KINDS`](crate::stats::counters::FLUSH_KINDS).
-    pub fn index(self) -> usize {
-        match self {
-            FlushKind::Whole => 0,
-            FlushKind::Partial => 1,
-            FlushKind::Log => 2,
-            FlushKind::Full => 3,
-        }
-    }
 }
 
 /// Memory to write to L0 in one flush: disjoint from the rest of memory in the sense above.

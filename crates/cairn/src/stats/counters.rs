@@ -65,7 +65,6 @@ pub const FLUSH_KINDS: [&str; 4] = ["whole", "partial", "log", "full"];
 #[derive(Debug)]
 pub struct TreeCounters {
     reads: Striped<ReadCounters>,
-    flush_bytes: AtomicU64,
     /// Flushes by kind ([`FLUSH_KINDS`]): count and bytes written.
     flushes: [[AtomicU64; 2]; 4],
     /// Memtable bytes switched (to be flushed) because write memory was full, and because the
@@ -88,7 +87,6 @@ impl TreeCounters {
     fn new(levels: usize) -> Self {
         TreeCounters {
             reads: Striped::default(),
-            flush_bytes: AtomicU64::new(0),
             flushes: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(0))),
             switched_for_memory: AtomicU64::new(0),
             switched_for_log: AtomicU64::new(0),
@@ -213,11 +211,15 @@ impl TreeCounters {
 
     /// Bytes written by one flush of kind `kind` (an index into [`FLUSH_KINDS`]).
     pub fn record_flush(&self, kind: usize, bytes: u64) {
-        self.flush_bytes.fetch_add(bytes, Relaxed);
         if let Some([n, b]) = self.flushes.get(kind) {
             n.fetch_add(1, Relaxed);
             b.fetch_add(bytes, Relaxed);
         }
+    }
+
+    /// Bytes written by flushes of every kind.
+    fn flush_bytes(&self) -> u64 {
+        self.flushes.iter().map(|[_, b]| b.load(Relaxed)).sum()
     }
 
     /// What a byte of this tree's write memory became on disk so far: bytes flushed per
@@ -228,7 +230,7 @@ impl TreeCounters {
         let switched = self.switched_for_memory.load(Relaxed)
             + self.switched_for_log.load(Relaxed)
             + self.switched_manually.load(Relaxed);
-        let flushed = self.flush_bytes.load(Relaxed);
+        let flushed = self.flush_bytes();
         (switched > 0 && flushed > 0).then(|| (flushed as f64 / switched as f64).clamp(0.05, 1.0))
     }
 
@@ -284,7 +286,7 @@ impl TreeCounters {
             gets: self.reads.sum(|r| r.gets.load(Relaxed)),
             ranges: self.reads.sum(|r| r.ranges.load(Relaxed)),
             memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
-            flush_bytes: self.flush_bytes.load(Relaxed),
+            flush_bytes: self.flush_bytes(),
             flushes: self.flushes.each_ref().map(|[n, b]| (n.load(Relaxed), b.load(Relaxed))),
             switched_for_memory: self.switched_for_memory.load(Relaxed),
             switched_for_log: self.switched_for_log.load(Relaxed),
