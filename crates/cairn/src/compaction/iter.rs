@@ -73,6 +73,16 @@ impl<'a> CompactionFilter<'a> {
         self.last_seq_for_key = seq;
         keep
     }
+
+    /// Continues as if `ikey` was the last entry passed to [`keep`](Self::keep) and kept (the
+    /// caller copied a stretch of already filtered entries ending at it without asking).
+    pub fn skip_to(&mut self, ikey: &[u8]) {
+        if let Some((uk, seq, _)) = ikey::split(ikey) {
+            self.current.clear();
+            self.current.extend_from_slice(uk);
+            self.last_seq_for_key = seq;
+        }
+    }
 }
 
 #[cfg(test)]

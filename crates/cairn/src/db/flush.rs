@@ -7,7 +7,6 @@ use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, InternalIterator, MergingIter};
-use crate::memtable::run::build_runs;
 use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
 use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
@@ -102,7 +101,7 @@ pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Re
     let input: u64 = job.lower.iter().map(|m| m.approximate_bytes() as u64).sum();
     let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
     let built = match &scratch {
-        Some(s) => build_runs(&mut job.iter(), &mut filter, inner.memory.write_buffer_size(), s),
+        Some(s) => job.build(&mut filter, inner.memory.write_buffer_size(), s),
         None => Ok(Vec::new()),
     };
     let mut st = inner.state.lock();

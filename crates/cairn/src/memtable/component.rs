@@ -17,7 +17,9 @@
 //! newer than a deeper one. So a run may be flushed only together with every deeper run that
 //! overlaps it, and a merge never takes a run chosen for a flush.
 
+use super::run::{build_runs, merge_runs, SortedRun};
 use super::Memtable;
+use crate::compaction::iter::CompactionFilter;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -77,6 +79,25 @@ impl MergeJob {
         let mut children: Vec<BoxedIter> = vec![Box::new(upper)];
         children.extend(self.lower.iter().map(|m| Box::new(m.iter()) as BoxedIter));
         crate::iter::MergingIter::new(children)
+    }
+
+    /// Builds the step's output runs, cut at `target` bytes, dropping what `filter` drops
+    /// (`scratch`: where their bytes are charged while they are built). The usual step — a run
+    /// into a run — merges by galloping over the lower run ([`merge_runs`]).
+    pub fn build(
+        &self,
+        filter: &mut CompactionFilter<'_>,
+        target: usize,
+        scratch: &AtomicUsize,
+    ) -> crate::error::Result<Vec<SortedRun>> {
+        match self.lower.as_deref().and_then(Memtable::as_run) {
+            Some(lower) => {
+                let mut upper =
+                    crate::compaction::job::RangeIter::new(self.upper.iter(), self.lo.clone(), self.hi.clone());
+                merge_runs(&mut upper, lower, filter, target, scratch)
+            }
+            None => build_runs(&mut self.iter(), filter, target, scratch),
+        }
     }
 
     /// The inputs' memtables.
@@ -626,17 +647,15 @@ fn insert_sorted(level: &mut Vec<Arc<Memtable>>, m: Arc<Memtable>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::iter::CompactionFilter;
     use crate::format::ikey::{self, LookupKey, ValueKind};
     use crate::iter::InternalIterator;
-    use crate::memtable::run::build_runs;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
 
     fn merge(c: &mut MemComponent, job: &MergeJob, run_size: usize) {
         let scratch = c.merge_scratch().unwrap();
         let mut keep = CompactionFilter::new(u64::MAX >> 8, |_| false);
-        let runs = build_runs(&mut job.iter(), &mut keep, run_size, &scratch).unwrap();
+        let runs = job.build(&mut keep, run_size, &scratch).unwrap();
         let wal = job.inputs().map(|m| m.first_wal()).min().unwrap();
         let runs = runs.into_iter().map(|r| Arc::new(Memtable::from_run(r, wal, 0))).collect();
         c.merged(job, Some(runs));

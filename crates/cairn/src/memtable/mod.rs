@@ -128,6 +128,14 @@ impl Memtable {
         Some(kind)
     }
 
+    /// The sorted run, when this is one (not a skiplist).
+    pub fn as_run(&self) -> Option<&SortedRun> {
+        match &self.body {
+            Body::List(_) => None,
+            Body::Run(run) => Some(run),
+        }
+    }
+
     /// Bytes charged: exactly what the entries' nodes occupy in the arena.
     pub fn approximate_bytes(&self) -> usize {
         match &self.body {
