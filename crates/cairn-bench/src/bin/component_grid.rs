@@ -222,7 +222,7 @@ fn report(a: &Args, rows: &[Row]) -> String {
         "# Memory components\n\n{} keys of 16 + 100 B loaded, {} operations per phase, zipf 0.99, buffered I/O, 64 MiB block cache, 1 thread; medians of {} round(s)\n\n",
         a.num, a.ops, a.rounds
     );
-    md.push_str("| workload | write memory | engine | ops/s | × monolithic | bytes to storage per byte put | flush+compaction write-amp | CPU s | memory-merge s | peak RSS MiB | MiB per level |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("| workload | write memory | engine | ops/s | × monolithic | bytes to storage per byte put | flush+compaction write-amp | CPU s | memory-merge CPU s | peak RSS MiB | MiB per level |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     let mut keys: Vec<(String, usize, String)> = Vec::new();
     for r in rows {
         let k = (r.workload.clone(), r.write_memory_mib, r.engine.clone());

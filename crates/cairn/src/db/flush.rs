@@ -94,7 +94,7 @@ fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
 /// inputs: a run cannot tell which WAL each entry came from, so the log is released no earlier
 /// than the inputs' oldest data allows — never too early.
 pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Result<()> {
-    let t0 = std::time::Instant::now();
+    let cpu0 = crate::stats::thread_cpu_nanos();
     let scratch = inner.state.lock().mems[tree].merge_scratch();
     let first_wal = job.inputs().map(|m| m.first_wal()).min().unwrap_or(u64::MAX);
     let max_seqno = job.inputs().map(|m| m.max_seqno()).max().unwrap_or(0);
@@ -121,8 +121,8 @@ pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Re
                 };
             st.mems[tree].merged(job, Some(runs));
             inner.install_super_version(&st, tree);
-            let nanos = t0.elapsed().as_nanos() as u64;
-            inner.counters.tree(tree).record_memory_merge(input, output, nanos);
+            let cpu = crate::stats::thread_cpu_nanos().saturating_sub(cpu0);
+            inner.counters.tree(tree).record_memory_merge(input, output, cpu);
             Ok(())
         }
         Err(e) => {

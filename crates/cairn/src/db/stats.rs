@@ -440,7 +440,7 @@ pub(super) fn text(inner: &Arc<DbInner>) -> String {
         if t.memory_merges > 0 {
             let _ = writeln!(
                 o,
-                "  memory merges {}: {} B of runs read, {} B built, {} us",
+                "  memory merges {}: {} B of runs read, {} B built, {} us CPU",
                 t.memory_merges, t.memory_merge_bytes_in, t.memory_merge_bytes_out, t.memory_merge_micros
             );
         }

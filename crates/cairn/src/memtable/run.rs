@@ -206,12 +206,16 @@ impl<'s> RunsBuilder<'s> {
         while i < j {
             self.make_room(run.entry(i).0, run.span_bytes(i, i + 1));
             // Entries i..m: up to the one that fills the current run (or all of them).
-            let room = self.target.saturating_sub(self.cur.data.len()).min(u32::MAX as usize - self.cur.data.len());
-            let m = if room == 0 {
+            let room = self.target.saturating_sub(self.cur.data.len());
+            let mut m = if room == 0 {
                 i + 1
             } else {
                 i + 1 + run.offsets[i + 1..j].partition_point(|&o| ((o - run.offsets[i]) as usize) < room)
             };
+            if self.cur.data.len() + run.span_bytes(i, m) > u32::MAX as usize {
+                // Offsets are u32: entry by entry, so that `make_room` cuts before the limit.
+                m = i + 1;
+            }
             let base = self.cur.data.len() as u32;
             let from = run.offsets[i];
             self.cur.offsets.extend(run.offsets[i..m].iter().map(|&o| o - from + base));

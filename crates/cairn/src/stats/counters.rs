@@ -239,7 +239,7 @@ impl TreeCounters {
         self.switched_manually.fetch_add(bytes, Relaxed);
     }
 
-    /// A memory merge read `input` bytes of runs and built `output` bytes in `nanos`.
+    /// A memory merge read `input` bytes of runs and built `output` bytes in `nanos` of CPU.
     pub fn record_memory_merge(&self, input: u64, output: u64, nanos: u64) {
         for (c, v) in self.memory_merges.iter().zip([1, input, output, nanos]) {
             c.fetch_add(v, Relaxed);
@@ -509,7 +509,8 @@ pub struct TreeStatsSnapshot {
     pub memory_merge_bytes_in: u64,
     /// ... and built.
     pub memory_merge_bytes_out: u64,
-    /// ... and the time they took (merges are CPU-bound: this is their CPU time).
+    /// ... and the CPU time of the thread that ran them (not wall time: on a busy machine a
+    /// merge step also waits for a core).
     pub memory_merge_micros: u64,
     /// Per level.
     pub levels: Vec<LevelStats>,
