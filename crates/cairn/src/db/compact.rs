@@ -365,8 +365,8 @@ fn merge_range(
         };
         let mut children: Vec<BoxedIter> = Vec::new();
         if job.level == 0 {
-            for f in &job.inputs {
-                children.push(Box::new(inner.open_table(f)?.iter_with(read.clone())));
+            for run in crate::version::l0_sorted_runs(&job.inputs) {
+                children.push(Box::new(LevelIter::with_options(run, opener(inner), read.clone())));
             }
         } else {
             children.push(Box::new(LevelIter::with_options(

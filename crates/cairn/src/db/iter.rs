@@ -46,7 +46,7 @@ fn cursor(
         };
         // Every table is read through a bounded level iterator: tables whose key range misses
         // the bounds are never opened, and the range filter is asked before any other. Each L0
-        // table is a level of its own.
+        // group is a level of its own.
         let bounded = |files: Vec<Arc<crate::version::FileMeta>>, level: usize| -> BoxedIter {
             Box::new(LevelIter::bounded(
                 files,
@@ -56,9 +56,12 @@ fn cursor(
                 log.map(|log| range_filter::table_skip(sv.clone(), tree as usize, level, forward, limits, log.clone())),
             ))
         };
-        for f in tv.level(0) {
-            if bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
-                children.push(bounded(vec![f.clone()], 0));
+        for run in crate::version::l0_sorted_runs(tv.level(0)) {
+            if run
+                .iter()
+                .any(|f| bounds.overlaps(f.smallest_user_key(), f.largest_user_key()))
+            {
+                children.push(bounded(run, 0));
             }
         }
         for level in 1..tv.levels.len() {

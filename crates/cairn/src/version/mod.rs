@@ -74,6 +74,27 @@ impl TreeVersion {
     }
 }
 
+/// L0 `files` as sorted runs, each ordered by key: the files of one group ≥ 1 together (they
+/// are disjoint, checked when a version is built, so one level iterator reads them in turn
+/// rather than a merge comparing every file's head per entry), each file of group 0 alone.
+pub(crate) fn l0_sorted_runs(files: &[Arc<FileMeta>]) -> Vec<Vec<Arc<FileMeta>>> {
+    let mut runs: Vec<Vec<Arc<FileMeta>>> = Vec::new();
+    let mut group_at: Vec<(u64, usize)> = Vec::new();
+    for f in files {
+        match group_at.iter().find(|(g, _)| f.l0_group != 0 && *g == f.l0_group) {
+            Some(&(_, i)) => runs[i].push(f.clone()),
+            None => {
+                group_at.push((f.l0_group, runs.len()));
+                runs.push(vec![f.clone()]);
+            }
+        }
+    }
+    for r in &mut runs {
+        r.sort_by(|a, b| a.smallest_user_key().cmp(b.smallest_user_key()));
+    }
+    runs
+}
+
 /// Sorted runs among L0 files given by their groups, newest first: a group ≥ 1 counts once,
 /// each file of group 0 (logged before groups) once.
 pub(crate) fn l0_runs(groups: impl Iterator<Item = u64>) -> usize {
@@ -236,5 +257,19 @@ mod tests {
         let mut e = VersionEdit::default();
         e.added.push((0, 0, FileMeta { l0_group: 1, ..meta(9, "b", "n") }));
         assert!(v.apply(&e).unwrap_err().contains("overlap"));
+    }
+
+    #[test]
+    fn l0_sorted_runs_are_groups_in_key_order_and_ungrouped_files_alone() {
+        // Group 2: [m-p] then [a-c] by seqno order; group 1: [d-f]; group 0: two files.
+        let v = l0(&[(1, "d", "f", 1), (2, "a", "c", 2), (3, "m", "p", 2), (4, "a", "z", 0), (5, "b", "y", 0)]);
+        let runs: Vec<Vec<u64>> = l0_sorted_runs(v.trees[0].level(0))
+            .iter()
+            .map(|r| r.iter().map(|f| f.number).collect())
+            .collect();
+        let mut sorted = runs.clone();
+        sorted.sort();
+        assert_eq!(sorted, [vec![1], vec![2, 3], vec![4], vec![5]]);
+        assert_eq!(runs.len(), v.trees[0].l0_groups());
     }
 }
