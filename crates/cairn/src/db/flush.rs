@@ -100,16 +100,16 @@ pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Re
     let max_seqno = job.inputs().map(|m| m.max_seqno()).max().unwrap_or(0);
     let input: u64 = job.lower.iter().map(|m| m.approximate_bytes() as u64).sum();
     let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
-    let built = match &scratch {
-        Some(s) => job.build(&mut filter, inner.memory.write_buffer_size(), s),
-        None => Ok(Vec::new()),
+    let Some(scratch) = scratch else {
+        return Ok(());
     };
+    let built = job.build(&mut filter, inner.memory.write_buffer_size(), &scratch);
     let mut st = inner.state.lock();
     match built {
         Ok(runs) => {
             let runs: Vec<Arc<Memtable>> = runs
                 .into_iter()
-                .map(|r| Arc::new(Memtable::from_run(r, first_wal, max_seqno)))
+                .map(|r| Arc::new(Memtable::from_run(r, first_wal, max_seqno).recycled_into(scratch.clone())))
                 .collect();
             let output: u64 = runs.iter().map(|m| m.approximate_bytes() as u64).sum();
             // The upper input counts once, at its last step.

@@ -17,11 +17,11 @@
 //! newer than a deeper one. So a run may be flushed only together with every deeper run that
 //! overlaps it, and a merge never takes a run chosen for a flush.
 
-use super::run::{build_runs, merge_runs, SortedRun};
+use super::run::{build_runs, merge_runs, MergeScratch, SortedRun};
 use super::Memtable;
 use crate::compaction::iter::CompactionFilter;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Why a flush was chosen (in the order of
@@ -79,7 +79,7 @@ impl MergeJob {
         &self,
         filter: &mut CompactionFilter<'_>,
         target: usize,
-        scratch: &AtomicUsize,
+        scratch: &MergeScratch,
     ) -> crate::error::Result<Vec<SortedRun>> {
         use crate::iter::BoxedIter;
         let mut upper = crate::compaction::job::RangeIter::new(self.upper.iter(), self.lo.clone(), self.hi.clone());
@@ -119,8 +119,9 @@ struct Partition {
     cursor: Option<Vec<u8>>,
     /// Bytes flushed for memory, with the WAL current when they were chosen (the β window).
     partial: VecDeque<(u64, usize)>,
-    /// Bytes of runs being built by the running merge (charged to write memory).
-    scratch: Arc<AtomicUsize>,
+    /// Runs being built by the running merge, and pages kept for the next (charged to write
+    /// memory).
+    scratch: Arc<MergeScratch>,
 }
 
 impl Partition {
@@ -198,7 +199,7 @@ impl MemComponent {
                 chunked: None,
                 cursor: None,
                 partial: VecDeque::new(),
-                scratch: Arc::new(AtomicUsize::new(0)),
+                scratch: Arc::default(),
             }),
             ..Self::new()
         }
@@ -270,6 +271,10 @@ impl MemComponent {
                 while p.levels.last().is_some_and(|l| l.is_empty()) {
                     p.levels.pop();
                 }
+                if p.levels.is_empty() {
+                    // No runs left to merge: no pages kept for merges either.
+                    p.scratch.spare.set_open(false);
+                }
                 self.immutable.retain(|m| !contains(&job.runs, m));
             }
         }
@@ -283,7 +288,7 @@ impl MemComponent {
     fn level_bytes(&self) -> usize {
         self.part.as_ref().map_or(0, |p| {
             p.levels.iter().flatten().map(|m| m.approximate_bytes()).sum::<usize>()
-                + p.scratch.load(Ordering::Relaxed)
+                + p.scratch.bytes()
         })
     }
 
@@ -305,7 +310,7 @@ impl MemComponent {
     pub fn retained_bytes(&self) -> usize {
         match &self.part {
             None => 0,
-            Some(_) => self.bytes() - self.active_bytes() - self.immutable_bytes(),
+            Some(p) => self.bytes() - self.active_bytes() - self.immutable_bytes() - p.scratch.spare.bytes(),
         }
     }
 
@@ -543,11 +548,12 @@ impl MemComponent {
         };
         p.merging = job.inputs().cloned().collect();
         p.chunked = (!job.last).then_some((upper, level, hi));
+        p.scratch.spare.set_open(true);
         Some(job)
     }
 
     /// The bytes counter a running merge charges its outputs to.
-    pub fn merge_scratch(&self) -> Option<Arc<AtomicUsize>> {
+    pub fn merge_scratch(&self) -> Option<Arc<MergeScratch>> {
         self.part.as_ref().map(|p| p.scratch.clone())
     }
 
@@ -560,7 +566,7 @@ impl MemComponent {
         p.merging.clear();
         let Some(outputs) = outputs else {
             p.chunked = None;
-            p.scratch.store(0, Ordering::Relaxed);
+            p.scratch.building.store(0, Ordering::Relaxed);
             return;
         };
         let out_bytes: usize = outputs.iter().map(|m| m.approximate_bytes()).sum();
@@ -579,7 +585,8 @@ impl MemComponent {
             }
             self.immutable.retain(|m| !Arc::ptr_eq(m, &job.upper));
         }
-        p.scratch.fetch_sub(out_bytes.min(p.scratch.load(Ordering::Relaxed)), Ordering::Relaxed);
+        let building = &p.scratch.building;
+        building.fetch_sub(out_bytes.min(building.load(Ordering::Relaxed)), Ordering::Relaxed);
         while p.levels.last().is_some_and(|l| l.is_empty()) {
             p.levels.pop();
         }
@@ -654,9 +661,12 @@ mod tests {
         let mut keep = CompactionFilter::new(u64::MAX >> 8, |_| false);
         let runs = job.build(&mut keep, run_size, &scratch).unwrap();
         let wal = job.inputs().map(|m| m.first_wal()).min().unwrap();
-        let runs = runs.into_iter().map(|r| Arc::new(Memtable::from_run(r, wal, 0))).collect();
+        let runs = runs
+            .into_iter()
+            .map(|r| Arc::new(Memtable::from_run(r, wal, 0).recycled_into(scratch.clone())))
+            .collect();
         c.merged(job, Some(runs));
-        assert_eq!(scratch.load(Ordering::Relaxed), 0, "the outputs' charge moves into the levels");
+        assert_eq!(scratch.building.load(Ordering::Relaxed), 0, "the outputs' charge moves into the levels");
     }
 
     #[test]

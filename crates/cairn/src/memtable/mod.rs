@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
 use arena::ArenaSkipList;
-use run::SortedRun;
+use run::{MergeScratch, SortedRun};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -27,6 +27,16 @@ pub struct Memtable {
     first_wal: AtomicU64,
     /// Largest seqno inserted.
     max_seqno: AtomicU64,
+    /// A run's: where its pages go when it is dropped (the merges of its component reuse them).
+    recycle: Option<Arc<MergeScratch>>,
+}
+
+impl Drop for Memtable {
+    fn drop(&mut self) {
+        if let (Body::Run(run), Some(s)) = (&mut self.body, &self.recycle) {
+            s.spare.offer(run.take_data());
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -44,6 +54,7 @@ impl Memtable {
             body: Body::List(ArenaSkipList::new()),
             first_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
+            recycle: None,
         }
     }
 
@@ -53,7 +64,14 @@ impl Memtable {
             body: Body::Run(run),
             first_wal: AtomicU64::new(first_wal),
             max_seqno: AtomicU64::new(max_seqno),
+            recycle: None,
         }
+    }
+
+    /// This run, giving its pages to `scratch`'s spare when dropped.
+    pub(crate) fn recycled_into(mut self, scratch: Arc<MergeScratch>) -> Self {
+        self.recycle = Some(scratch);
+        self
     }
 
     /// Inserts one entry logged in WAL `wal`. Only active memtables (skiplists) are written.

@@ -14,7 +14,7 @@
 use crate::compaction::iter::CompactionFilter;
 use crate::format::ikey;
 use crate::iter::InternalIterator;
-use crate::memory::pages::PageVec;
+use crate::memory::pages::{PageVec, Spare};
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
@@ -133,17 +133,40 @@ impl SortedRun {
         self
     }
 
-    /// Appends `other`, whose keys all sort after this run's.
-    fn append(&mut self, other: SortedRun) {
+    /// Appends `other`, whose keys all sort after this run's; gives back `other`'s buffer.
+    fn append(&mut self, other: SortedRun) -> PageVec {
         let base = self.data.len() as u32;
         self.offsets.extend(other.offsets.iter().map(|o| o + base));
         self.data.extend_from_slice(&other.data);
+        other.data
+    }
+
+    /// Takes the run's data buffer (for reuse), leaving it empty.
+    pub fn take_data(&mut self) -> PageVec {
+        self.offsets.clear();
+        std::mem::take(&mut self.data)
+    }
+}
+
+/// A memory merge's memory outside the memory levels, charged to write memory: the runs the
+/// running step has built so far, and one mapping kept from a dropped run for the next run to
+/// be built in.
+#[derive(Debug, Default)]
+pub(crate) struct MergeScratch {
+    pub building: AtomicUsize,
+    pub spare: Spare,
+}
+
+impl MergeScratch {
+    /// Bytes charged.
+    pub fn bytes(&self) -> usize {
+        self.building.load(AtomicOrdering::Relaxed) + self.spare.bytes()
     }
 }
 
 /// Runs being built, cut once one reaches `target` bytes — never between two versions of one
 /// user key, so the runs of a level never share a user key. `scratch` tracks the bytes built so
-/// far (a merge's memory, charged to write memory while it runs).
+/// far (a merge's memory, charged to write memory while it runs) and lends its spare pages.
 struct RunsBuilder<'s> {
     out: Vec<SortedRun>,
     cur: SortedRun,
@@ -151,11 +174,11 @@ struct RunsBuilder<'s> {
     reserve: usize,
     done_bytes: usize,
     charged: usize,
-    scratch: &'s AtomicUsize,
+    scratch: &'s MergeScratch,
 }
 
 impl<'s> RunsBuilder<'s> {
-    fn new(target: usize, scratch: &'s AtomicUsize) -> Self {
+    fn new(target: usize, scratch: &'s MergeScratch) -> Self {
         // Runs are built in place: `data` is reserved once (growing it by doubling would copy
         // every run about once more), with room for the entry that passes the target, capped
         // for callers that want one run of everything.
@@ -176,7 +199,7 @@ impl<'s> RunsBuilder<'s> {
 
     fn fresh(&self) -> SortedRun {
         SortedRun {
-            data: PageVec::with_capacity(self.reserve),
+            data: self.scratch.spare.take(self.reserve),
             ..SortedRun::default()
         }
     }
@@ -226,29 +249,32 @@ impl<'s> RunsBuilder<'s> {
     }
 
     fn recharge(&mut self) {
-        recharge(self.scratch, &mut self.charged, self.done_bytes + self.cur.bytes());
+        recharge(&self.scratch.building, &mut self.charged, self.done_bytes + self.cur.bytes());
     }
 
     fn finish(mut self) -> Vec<SortedRun> {
-        let cur = std::mem::take(&mut self.cur);
-        if !cur.is_empty() {
+        let mut cur = std::mem::take(&mut self.cur);
+        if cur.is_empty() {
+            self.scratch.spare.offer(cur.take_data());
+        } else {
             // A small remainder joins the run before it rather than stay a small run of its
             // own (merges cut one run of a level at a time: remainders would fragment it).
             match self.out.last_mut() {
                 Some(last) if cur.data.len() < self.target / 2 && last.data.len() + cur.data.len() <= u32::MAX as usize => {
                     let mut joined = std::mem::take(last);
-                    joined.append(cur);
+                    self.scratch.spare.offer(joined.append(cur));
                     *last = joined.shrink();
                 }
                 _ => self.out.push(cur.shrink()),
             }
         }
-        recharge(self.scratch, &mut self.charged, self.out.iter().map(SortedRun::bytes).sum());
+        recharge(&self.scratch.building, &mut self.charged, self.out.iter().map(SortedRun::bytes).sum());
         self.out
     }
 
     fn abandon(mut self) {
-        recharge(self.scratch, &mut self.charged, 0);
+        self.scratch.spare.offer(self.cur.take_data());
+        recharge(&self.scratch.building, &mut self.charged, 0);
     }
 }
 
@@ -258,7 +284,7 @@ pub fn build_runs(
     input: &mut dyn InternalIterator,
     filter: &mut CompactionFilter<'_>,
     target_bytes: usize,
-    scratch: &AtomicUsize,
+    scratch: &MergeScratch,
 ) -> crate::error::Result<Vec<SortedRun>> {
     let mut b = RunsBuilder::new(target_bytes, scratch);
     input.seek_to_first();
@@ -289,7 +315,7 @@ pub fn merge_runs(
     lower: &SortedRun,
     filter: &mut CompactionFilter<'_>,
     target_bytes: usize,
-    scratch: &AtomicUsize,
+    scratch: &MergeScratch,
 ) -> crate::error::Result<Vec<SortedRun>> {
     let mut b = RunsBuilder::new(target_bytes, scratch);
     let mut li = 0;
@@ -365,7 +391,7 @@ mod tests {
             let k = format!("k{:04}", i % 300);
             m.insert(k.as_bytes(), i + 1, ValueKind::Put, &i.to_le_bytes(), 1);
         }
-        let scratch = AtomicUsize::new(0);
+        let scratch = MergeScratch::default();
         // A snapshot at 0 keeps every version.
         let mut keep_all = CompactionFilter::new(0, |_| false);
         let runs = build_runs(&mut m.iter(), &mut keep_all, 4096, &scratch).unwrap();
@@ -373,13 +399,13 @@ mod tests {
         let sizes: Vec<usize> = runs.iter().map(|r| r.data.len()).collect();
         assert!(sizes.iter().all(|&s| s >= 2048), "no small remainder run: {sizes:?}");
         assert_eq!(runs.iter().map(SortedRun::len).sum::<usize>(), 1000);
-        assert_eq!(scratch.load(AtomicOrdering::Relaxed), runs.iter().map(SortedRun::bytes).sum::<usize>());
+        assert_eq!(scratch.bytes(), runs.iter().map(SortedRun::bytes).sum::<usize>());
         for w in runs.windows(2) {
             assert!(w[0].largest() < w[1].smallest(), "runs share no user key");
         }
         // Newest version only, with the last seqno as the oldest snapshot.
         let mut newest = CompactionFilter::new(1000, |_| false);
-        let one = build_runs(&mut m.iter(), &mut newest, usize::MAX, &AtomicUsize::new(0)).unwrap();
+        let one = build_runs(&mut m.iter(), &mut newest, usize::MAX, &MergeScratch::default()).unwrap();
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].len(), 300);
         let r = &one[0];
@@ -404,7 +430,7 @@ mod tests {
         for i in 0..500u64 {
             m.insert(format!("k{:04}", (i * 7) % 400).as_bytes(), i + 1, ValueKind::Put, b"v", 1);
         }
-        let run = build_runs(&mut m.iter(), &mut CompactionFilter::new(0, |_| false), usize::MAX, &AtomicUsize::new(0))
+        let run = build_runs(&mut m.iter(), &mut CompactionFilter::new(0, |_| false), usize::MAX, &MergeScratch::default())
             .unwrap()
             .remove(0);
         for t in (0..420u64).step_by(3) {
@@ -445,17 +471,17 @@ mod tests {
             }
             let snapshot = (seq as f64 * snapshot_at) as u64;
             let filter = || CompactionFilter::new(snapshot.min(seq), |_| false);
-            let lower = build_runs(&mut lower_m.iter(), &mut filter(), usize::MAX, &AtomicUsize::new(0)).unwrap();
+            let lower = build_runs(&mut lower_m.iter(), &mut filter(), usize::MAX, &MergeScratch::default()).unwrap();
             let lower = Arc::new(Memtable::from_run(lower.into_iter().next().unwrap_or_default(), 1, 0));
             let upper = if upper_is_run {
-                let r = build_runs(&mut upper_m.iter(), &mut filter(), usize::MAX, &AtomicUsize::new(0)).unwrap();
+                let r = build_runs(&mut upper_m.iter(), &mut filter(), usize::MAX, &MergeScratch::default()).unwrap();
                 Arc::new(Memtable::from_run(r.into_iter().next().unwrap_or_default(), 1, 0))
             } else {
                 upper_m.clone()
             };
             let (lo, hi) = (bounds.0.min(bounds.1), bounds.0.max(bounds.1));
             let range = || crate::compaction::job::RangeIter::new(upper.iter(), Some(key(lo)), (hi < 310).then(|| key(hi)));
-            let (s1, s2) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let (s1, s2) = (MergeScratch::default(), MergeScratch::default());
             let mut f1 = filter();
             let fast = merge_runs(&mut range(), lower.as_run().unwrap(), &mut f1, target, &s1).unwrap();
             let mut merged = crate::iter::MergingIter::new(vec![Box::new(range()), Box::new(lower.iter())]);
@@ -463,7 +489,7 @@ mod tests {
             let slow = build_runs(&mut merged, &mut f2, target, &s2).unwrap();
             prop_assert_eq!(entries(&fast), entries(&slow));
             prop_assert_eq!(f1.dropped_shadowed, f2.dropped_shadowed);
-            prop_assert_eq!(s1.load(AtomicOrdering::Relaxed), fast.iter().map(SortedRun::bytes).sum::<usize>());
+            prop_assert_eq!(s1.bytes(), fast.iter().map(SortedRun::bytes).sum::<usize>());
         }
     }
 }
