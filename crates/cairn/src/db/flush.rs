@@ -6,7 +6,8 @@ use super::inner::DbInner;
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
-use crate::iter::{BoxedIter, InternalIterator, MergingIter};
+use crate::iter::{BoxedIter, InternalIterator, KeyBounds, MergingIter};
+use crate::memtable::level::{self, LevelRuns};
 use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
 use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
@@ -78,14 +79,22 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     r
 }
 
-/// One iterator over memtables or runs (merged when there are several).
+/// One iterator over memtables or runs (merged when there are several; the runs of a memory
+/// level read in turn, as one child).
 fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
-    match runs {
-        [one] => Box::new(one.iter()),
-        _ => Box::new(MergingIter::new(
-            runs.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect(),
-        )),
+    let mut children: Vec<BoxedIter> = level::chains(runs)
+        .into_iter()
+        .map(|chain| match chain {
+            [one] => Box::new(one.iter()) as BoxedIter,
+            runs => Box::new(LevelRuns::iter(runs, &KeyBounds::all())),
+        })
+        .collect();
+    if children.len() == 1 {
+        if let Some(only) = children.pop() {
+            return only;
+        }
     }
+    Box::new(MergingIter::new(children))
 }
 
 /// Runs memory merge `job` of `tree` (claimed by its component) outside the state lock and

@@ -4,6 +4,7 @@
 
 mod arena;
 mod component;
+pub(crate) mod level;
 pub(crate) mod run;
 
 pub(crate) use component::{FlushJob, FlushKind, MemComponent, MergeJob};

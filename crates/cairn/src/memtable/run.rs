@@ -142,7 +142,7 @@ impl SortedRun {
     }
 
     /// Takes the run's data buffer (for reuse), leaving it empty.
-    pub fn take_data(&mut self) -> PageVec {
+    pub(crate) fn take_data(&mut self) -> PageVec {
         self.offsets.clear();
         std::mem::take(&mut self.data)
     }
