@@ -15,7 +15,9 @@
 //!
 //! Engines: `monolithic` (memtables of half the write memory, the default), `partitioned`
 //! (runs of 1/16 of it, memory levels 10 apart), `rocksdb` (write buffers of half, two of them).
-//! Rounds interleave the engines; results.md/json report medians and every round.
+//! Rounds interleave the engines; results.md/json report medians and every round, and the
+//! bytes written over the three phases; components.png charts throughput and those bytes
+//! against write memory, relative to the monolithic component (the paper's Figs. 5–6).
 //!
 //! ```sh
 //! component_grid --out docs/results/DATE/component --num 20000000 --ops 10000000
@@ -23,7 +25,7 @@
 
 use cairn_bench::report::{Phase, RunReport};
 use clap::Parser;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
@@ -50,9 +52,13 @@ struct Args {
     /// Also run 10 trees with 80-20 skew at the middle write memory (cairn's engines only).
     #[arg(long)]
     trees: bool,
+    /// Run nothing: rewrite results.md and components.png from `--out`'s results.json (with
+    /// `--num` and `--ops` as they were run).
+    #[arg(long)]
+    replot: bool,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row {
     workload: String,
     engine: String,
@@ -60,14 +66,22 @@ struct Row {
     round: usize,
     ops_per_sec: f64,
     /// Bytes written to storage per byte put (WAL included).
+    #[serde(deserialize_with = "nan_if_null")]
     device_write_amp: f64,
     /// cairn: (flush + compaction bytes) / user bytes since open; NaN for RocksDB.
+    #[serde(deserialize_with = "nan_if_null")]
     write_amp: f64,
+    #[serde(deserialize_with = "nan_if_null")]
     cpu_secs: f64,
     memory_merge_secs: f64,
     peak_rss_mb: u64,
     /// MiB per level of the default tree after the phase (cairn).
     shape: Vec<u64>,
+}
+
+/// JSON writes NaN (a figure an engine does not have) as null.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -123,8 +137,17 @@ fn row(workload: &str, engine: &str, mib: usize, round: usize, p: &Phase, put_by
 }
 
 fn main() {
-    let a = Args::parse();
+    let mut a = Args::parse();
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
+    if a.replot {
+        let json = std::fs::read(a.out.join("results.json")).unwrap_or_else(|e| fail(e));
+        let rows: Vec<Row> = serde_json::from_slice(&json).unwrap_or_else(|e| fail(e));
+        a.rounds = rows.iter().map(|r| r.round + 1).max().unwrap_or(1);
+        a.write_memory.retain(|m| rows.iter().any(|r| r.write_memory_mib == *m));
+        a.engines.retain(|e| rows.iter().any(|r| &r.engine == e));
+        print!("{}", report(&a, &rows));
+        return;
+    }
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
     let db = a.out.join("db");
@@ -258,6 +281,172 @@ fn report(a: &Args, rows: &[Row]) -> String {
             md.push_str(&format!("| {w} | {m} MiB | {e} | {} |\n", v.join(", ")));
         }
     }
+    let totals = phase_totals(a, rows);
+    if !totals.is_empty() {
+        md.push_str("\nOver the three phases (load, updates, mixed; medians over rounds), relative to the monolithic component:\n\n| write memory | engine | bytes to storage | flush+compaction bytes |\n|---|---|---|---|\n");
+        for t in &totals {
+            md.push_str(&format!(
+                "| {} MiB | {} | {:.2} | {:.2} |\n",
+                t.mib, t.engine, t.device, t.flush_compaction
+            ));
+        }
+    }
     cairn_bench::write_results(&a.out, &md, &rows).unwrap_or_else(|e| fail(e));
+    if let Err(e) = chart(&a.out.join("components.png"), a, rows, &totals) {
+        eprintln!("component_grid: components.png: {e}");
+    }
     md
+}
+
+/// One engine's bytes over the three phases at one write memory, ÷ the monolithic component's.
+struct Total {
+    mib: usize,
+    engine: String,
+    device: f64,
+    flush_compaction: f64,
+}
+
+/// Per write memory and engine: the median over rounds of the bytes the three phases wrote
+/// (each phase's per-byte-put figure × its puts), relative to the monolithic component's.
+fn phase_totals(a: &Args, rows: &[Row]) -> Vec<Total> {
+    let puts = |w: &str| match w {
+        "load" => a.num as f64,
+        "updates" => a.ops as f64,
+        "mixed" => (a.ops / 2) as f64,
+        _ => 0.0,
+    };
+    // Bytes per round (None unless all three phases ran), device and flush + compaction.
+    let per_round = |mib: usize, engine: &str, f: fn(&Row) -> f64| -> Vec<f64> {
+        (0..a.rounds)
+            .filter_map(|round| {
+                let rs: Vec<&Row> = rows
+                    .iter()
+                    .filter(|r| {
+                        r.write_memory_mib == mib && r.engine == engine && r.round == round && puts(&r.workload) > 0.0
+                    })
+                    .collect();
+                (rs.len() == 3).then(|| rs.iter().map(|r| f(r) * puts(&r.workload)).sum())
+            })
+            .collect()
+    };
+    let mut out = Vec::new();
+    for &mib in &a.write_memory {
+        let base_dev = median(per_round(mib, "monolithic", |r| r.device_write_amp));
+        let base_fc = median(per_round(mib, "monolithic", |r| r.write_amp));
+        for engine in &a.engines {
+            let dev = per_round(mib, engine, |r| r.device_write_amp);
+            if dev.is_empty() {
+                continue;
+            }
+            out.push(Total {
+                mib,
+                engine: engine.clone(),
+                device: median(dev) / base_dev,
+                flush_compaction: median(per_round(mib, engine, |r| r.write_amp)) / base_fc,
+            });
+        }
+    }
+    out
+}
+
+/// Left: each engine's throughput per phase ÷ the monolithic component's; right: bytes over
+/// the three phases ÷ the monolithic component's; both against write memory.
+fn chart(path: &Path, a: &Args, rows: &[Row], totals: &[Total]) -> Result<(), String> {
+    use plotters::prelude::*;
+    cairn_bench::plot::register_font()?;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let root = BitMapBackend::new(path, (1200, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (left, right) = root.split_horizontally(600);
+    let sizes = &a.write_memory;
+    let x_max = sizes.len() as f64 - 0.5;
+    let label = |x: &f64| {
+        let i = x.round();
+        match sizes.get(i as usize) {
+            Some(m) if (x - i).abs() < 1e-6 && i >= 0.0 => format!("{m} MiB"),
+            _ => String::new(),
+        }
+    };
+    let med_ops = |w: &str, m: usize, e: &str| {
+        median(
+            rows.iter()
+                .filter(|r| r.workload == w && r.write_memory_mib == m && r.engine == e)
+                .map(|r| r.ops_per_sec)
+                .collect(),
+        )
+    };
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for e in a.engines.iter().filter(|e| *e != "monolithic") {
+        for w in ["load", "updates", "mixed"] {
+            let pts: Vec<(f64, f64)> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| (i as f64, med_ops(w, m, e) / med_ops(w, m, "monolithic")))
+                .filter(|p| p.1.is_finite())
+                .collect();
+            if !pts.is_empty() {
+                lines.push((format!("{e}, {w}"), pts));
+            }
+        }
+    }
+    let y_max = lines
+        .iter()
+        .flat_map(|l| l.1.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let mut ch = ChartBuilder::on(&left)
+        .caption("throughput ÷ monolithic component", ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(-0.5..x_max, 0.0..y_max)
+        .map_err(|e| err(&e))?;
+    ch.configure_mesh()
+        .x_labels(sizes.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .x_desc("write memory")
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, (name, pts)) in lines.into_iter().enumerate() {
+        cairn_bench::plot::marked_line(&mut ch, pts, Palette99::pick(i).stroke_width(2), name)?;
+    }
+    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::LowerRight)?;
+    let y_max = totals
+        .iter()
+        .map(|t| t.device.max(t.flush_compaction))
+        .fold(1.0f64, f64::max)
+        * 1.15;
+    let mut ch = ChartBuilder::on(&right)
+        .caption("bytes written over the three phases ÷ monolithic", ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(-0.5..x_max, 0.0..y_max)
+        .map_err(|e| err(&e))?;
+    ch.configure_mesh()
+        .x_labels(sizes.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .x_desc("write memory")
+        .draw()
+        .map_err(|e| err(&e))?;
+    let index = |m: usize| sizes.iter().position(|&s| s == m).unwrap_or(0) as f64;
+    for (i, e) in a.engines.iter().enumerate() {
+        let dev: Vec<(f64, f64)> = totals
+            .iter()
+            .filter(|t| &t.engine == e)
+            .map(|t| (index(t.mib), t.device))
+            .collect();
+        let fc: Vec<(f64, f64)> = totals
+            .iter()
+            .filter(|t| &t.engine == e && t.flush_compaction.is_finite())
+            .map(|t| (index(t.mib), t.flush_compaction))
+            .collect();
+        let color = Palette99::pick(i + 6);
+        cairn_bench::plot::marked_line(&mut ch, dev, color.stroke_width(2), format!("{e}, all bytes"))?;
+        if !fc.is_empty() {
+            cairn_bench::plot::marked_line(&mut ch, fc, color.stroke_width(1), format!("{e}, flush + compaction"))?;
+        }
+    }
+    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::LowerLeft)?;
+    root.present().map_err(|e| err(&e))
 }

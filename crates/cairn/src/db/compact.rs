@@ -356,54 +356,52 @@ fn merge_range(
     readahead: usize,
 ) -> (Result<JobOutput>, Vec<u64>) {
     let mut allocated = Vec::new();
-    let r = (|| {
-        // Compaction inputs do not fill the block cache, and their reads are counted apart.
-        let read = crate::sst::IterOptions {
-            fill_cache: false,
-            stats: Some(inner.compaction_io.clone()),
-            readahead,
-        };
-        let mut children: Vec<BoxedIter> = Vec::new();
-        if job.level == 0 {
-            for run in crate::version::l0_sorted_runs(&job.inputs) {
-                children.push(Box::new(LevelIter::with_options(run, opener(inner), read.clone())));
-            }
-        } else {
-            children.push(Box::new(LevelIter::with_options(
-                job.inputs.clone(),
-                opener(inner),
-                read.clone(),
-            )));
+    // Compaction inputs do not fill the block cache, and their reads are counted apart.
+    let read = crate::sst::IterOptions {
+        fill_cache: false,
+        stats: Some(inner.compaction_io.clone()),
+        readahead,
+    };
+    let mut children: Vec<BoxedIter> = Vec::new();
+    if job.level == 0 {
+        for run in crate::version::l0_sorted_runs(&job.inputs) {
+            children.push(Box::new(LevelIter::with_options(run, opener(inner), read.clone())));
         }
+    } else {
         children.push(Box::new(LevelIter::with_options(
-            job.overlaps.clone(),
+            job.inputs.clone(),
             opener(inner),
-            read,
+            read.clone(),
         )));
-        let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
-        let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
-            !deeper
-                .iter()
-                .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
-        });
-        let mut alloc = || {
-            let n = inner.allocate_output();
-            allocated.push(n);
-            n
-        };
-        write_outputs(
-            &mut merged,
-            &mut filter,
-            &mut Outputs {
-                fs: &*inner.fs,
-                dir: &inner.dir,
-                table,
-                target_file_size: inner.opts.target_file_size,
-                stats: inner.io.clone(),
-                new_file_number: &mut alloc,
-            },
-        )
-    })();
+    }
+    children.push(Box::new(LevelIter::with_options(
+        job.overlaps.clone(),
+        opener(inner),
+        read,
+    )));
+    let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
+    let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
+        !deeper
+            .iter()
+            .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
+    });
+    let mut alloc = || {
+        let n = inner.allocate_output();
+        allocated.push(n);
+        n
+    };
+    let r = write_outputs(
+        &mut merged,
+        &mut filter,
+        &mut Outputs {
+            fs: &*inner.fs,
+            dir: &inner.dir,
+            table,
+            target_file_size: inner.opts.target_file_size,
+            stats: inner.io.clone(),
+            new_file_number: &mut alloc,
+        },
+    );
     (r, allocated)
 }
 
