@@ -349,24 +349,18 @@ fn phase_totals(a: &Args, rows: &[Row]) -> Vec<Total> {
     out
 }
 
+/// A named line of a chart, in its style.
+type Line = (String, Vec<(f64, f64)>, plotters::style::ShapeStyle);
+
 /// Left: each engine's throughput per phase ÷ the monolithic component's; right: bytes over
 /// the three phases ÷ the monolithic component's; both against write memory.
 fn chart(path: &Path, a: &Args, rows: &[Row], totals: &[Total]) -> Result<(), String> {
     use plotters::prelude::*;
     cairn_bench::plot::register_font()?;
-    let err = |e: &dyn std::fmt::Display| e.to_string();
     let root = BitMapBackend::new(path, (1200, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
     let (left, right) = root.split_horizontally(600);
     let sizes = &a.write_memory;
-    let x_max = sizes.len() as f64 - 0.5;
-    let label = |x: &f64| {
-        let i = x.round();
-        match sizes.get(i as usize) {
-            Some(m) if (x - i).abs() < 1e-6 && i >= 0.0 => format!("{m} MiB"),
-            _ => String::new(),
-        }
-    };
     let med_ops = |w: &str, m: usize, e: &str| {
         median(
             rows.iter()
@@ -375,7 +369,7 @@ fn chart(path: &Path, a: &Args, rows: &[Row], totals: &[Total]) -> Result<(), St
                 .collect(),
         )
     };
-    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     for e in a.engines.iter().filter(|e| *e != "monolithic") {
         for w in ["load", "updates", "mixed"] {
             let pts: Vec<(f64, f64)> = sizes
@@ -385,68 +379,83 @@ fn chart(path: &Path, a: &Args, rows: &[Row], totals: &[Total]) -> Result<(), St
                 .filter(|p| p.1.is_finite())
                 .collect();
             if !pts.is_empty() {
-                lines.push((format!("{e}, {w}"), pts));
+                let style = Palette99::pick(lines.len()).stroke_width(2);
+                lines.push((format!("{e}, {w}"), pts, style));
             }
         }
     }
+    panel(
+        &left,
+        sizes,
+        "throughput ÷ monolithic component",
+        lines,
+        SeriesLabelPosition::LowerRight,
+    )?;
+    let index = |m: usize| sizes.iter().position(|&s| s == m).unwrap_or(0) as f64;
+    let mut lines: Vec<Line> = Vec::new();
+    for (i, e) in a.engines.iter().enumerate() {
+        let color = Palette99::pick(i + 6);
+        let of = |f: fn(&Total) -> f64| -> Vec<(f64, f64)> {
+            totals
+                .iter()
+                .filter(|t| &t.engine == e && f(t).is_finite())
+                .map(|t| (index(t.mib), f(t)))
+                .collect()
+        };
+        lines.push((format!("{e}, all bytes"), of(|t| t.device), color.stroke_width(2)));
+        let fc = of(|t| t.flush_compaction);
+        if !fc.is_empty() {
+            lines.push((format!("{e}, flush + compaction"), fc, color.stroke_width(1)));
+        }
+    }
+    panel(
+        &right,
+        sizes,
+        "bytes written over the three phases ÷ monolithic",
+        lines,
+        SeriesLabelPosition::LowerLeft,
+    )?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// One chart of `lines` against the write memory sizes (one tick each), from 0 to above the
+/// highest point or 1.
+fn panel(
+    area: &plotters::drawing::DrawingArea<plotters::backend::BitMapBackend<'_>, plotters::coord::Shift>,
+    sizes: &[usize],
+    caption: &str,
+    lines: Vec<Line>,
+    legend: plotters::chart::SeriesLabelPosition,
+) -> Result<(), String> {
+    use plotters::prelude::*;
+    let err = |e: &dyn std::fmt::Display| e.to_string();
     let y_max = lines
         .iter()
         .flat_map(|l| l.1.iter().map(|p| p.1))
         .fold(1.0f64, f64::max)
         * 1.15;
-    let mut ch = ChartBuilder::on(&left)
-        .caption("throughput ÷ monolithic component", ("sans-serif", 20))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(50)
-        .build_cartesian_2d(-0.5..x_max, 0.0..y_max)
-        .map_err(|e| err(&e))?;
-    ch.configure_mesh()
-        .x_labels(sizes.len() * 2 + 1)
-        .x_label_formatter(&label)
-        .x_desc("write memory")
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, (name, pts)) in lines.into_iter().enumerate() {
-        cairn_bench::plot::marked_line(&mut ch, pts, Palette99::pick(i).stroke_width(2), name)?;
-    }
-    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::LowerRight)?;
-    let y_max = totals
-        .iter()
-        .map(|t| t.device.max(t.flush_compaction))
-        .fold(1.0f64, f64::max)
-        * 1.15;
-    let mut ch = ChartBuilder::on(&right)
-        .caption("bytes written over the three phases ÷ monolithic", ("sans-serif", 20))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(50)
-        .build_cartesian_2d(-0.5..x_max, 0.0..y_max)
-        .map_err(|e| err(&e))?;
-    ch.configure_mesh()
-        .x_labels(sizes.len() * 2 + 1)
-        .x_label_formatter(&label)
-        .x_desc("write memory")
-        .draw()
-        .map_err(|e| err(&e))?;
-    let index = |m: usize| sizes.iter().position(|&s| s == m).unwrap_or(0) as f64;
-    for (i, e) in a.engines.iter().enumerate() {
-        let dev: Vec<(f64, f64)> = totals
-            .iter()
-            .filter(|t| &t.engine == e)
-            .map(|t| (index(t.mib), t.device))
-            .collect();
-        let fc: Vec<(f64, f64)> = totals
-            .iter()
-            .filter(|t| &t.engine == e && t.flush_compaction.is_finite())
-            .map(|t| (index(t.mib), t.flush_compaction))
-            .collect();
-        let color = Palette99::pick(i + 6);
-        cairn_bench::plot::marked_line(&mut ch, dev, color.stroke_width(2), format!("{e}, all bytes"))?;
-        if !fc.is_empty() {
-            cairn_bench::plot::marked_line(&mut ch, fc, color.stroke_width(1), format!("{e}, flush + compaction"))?;
+    let label = |x: &f64| {
+        let i = x.round();
+        match sizes.get(i as usize) {
+            Some(m) if (x - i).abs() < 1e-6 && i >= 0.0 => format!("{m} MiB"),
+            _ => String::new(),
         }
+    };
+    let mut ch = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(-0.5..sizes.len() as f64 - 0.5, 0.0..y_max)
+        .map_err(|e| err(&e))?;
+    ch.configure_mesh()
+        .x_labels(sizes.len() * 2 + 1)
+        .x_label_formatter(&label)
+        .x_desc("write memory")
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (name, pts, style) in lines {
+        cairn_bench::plot::marked_line(&mut ch, pts, style, name)?;
     }
-    cairn_bench::plot::legend(&mut ch, SeriesLabelPosition::LowerLeft)?;
-    root.present().map_err(|e| err(&e))
+    cairn_bench::plot::legend(&mut ch, legend)
 }
