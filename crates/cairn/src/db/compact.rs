@@ -362,23 +362,16 @@ fn merge_range(
         stats: Some(inner.compaction_io.clone()),
         readahead,
     };
-    let mut children: Vec<BoxedIter> = Vec::new();
-    if job.level == 0 {
-        for run in crate::version::l0_sorted_runs(&job.inputs) {
-            children.push(Box::new(LevelIter::with_options(run, opener(inner), read.clone())));
-        }
-    } else {
-        children.push(Box::new(LevelIter::with_options(
-            job.inputs.clone(),
-            opener(inner),
-            read.clone(),
-        )));
-    }
-    children.push(Box::new(LevelIter::with_options(
-        job.overlaps.clone(),
-        opener(inner),
-        read,
-    )));
+    // Each sorted run of the inputs (an L0 group, or the one level) and the overlapped files.
+    let mut runs = match job.level {
+        0 => crate::version::l0_sorted_runs(&job.inputs),
+        _ => vec![job.inputs.clone()],
+    };
+    runs.push(job.overlaps.clone());
+    let children: Vec<BoxedIter> = runs
+        .into_iter()
+        .map(|run| Box::new(LevelIter::with_options(run, opener(inner), read.clone())) as BoxedIter)
+        .collect();
     let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
     let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
         !deeper

@@ -6,8 +6,7 @@ use super::inner::DbInner;
 use crate::compaction::iter::CompactionFilter;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
-use crate::iter::{BoxedIter, InternalIterator, KeyBounds, MergingIter};
-use crate::memtable::level::{self, LevelRuns};
+use crate::iter::{InternalIterator, KeyBounds, MergingIter};
 use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
 use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
@@ -82,13 +81,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
 /// One iterator over memtables or runs (merged when there are several; the runs of a memory
 /// level read in turn, as one child).
 fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
-    let mut children: Vec<BoxedIter> = level::chains(runs)
-        .into_iter()
-        .map(|chain| match chain {
-            [one] => Box::new(one.iter()) as BoxedIter,
-            runs => Box::new(LevelRuns::iter(runs, &KeyBounds::all())),
-        })
-        .collect();
+    let mut children = crate::memtable::level::children(runs, &KeyBounds::all());
     if children.len() == 1 {
         if let Some(only) = children.pop() {
             return only;

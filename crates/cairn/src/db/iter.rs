@@ -8,7 +8,6 @@ use crate::error::Result;
 use crate::filter::rosetta::ProbeLimits;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
-use crate::memtable::level::{self, LevelRuns};
 use crate::sst::IterOptions;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
@@ -37,13 +36,7 @@ fn cursor(
     forward: bool,
 ) -> Cursor {
     let sv = sv.clone();
-    let mut children: Vec<BoxedIter> = Vec::new();
-    for chain in level::chains(&sv.mems) {
-        match chain {
-            [one] => children.push(Box::new(one.iter())),
-            runs => children.push(Box::new(LevelRuns::iter(runs, bounds))),
-        }
-    }
+    let mut children = crate::memtable::level::children(&sv.mems, bounds);
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         let i = inner.clone();
         let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));

@@ -94,9 +94,7 @@ impl Pages {
             self.len = keep;
         }
     }
-}
 
-impl Pages {
     /// Resizes the mapping to `len` bytes (whole pages), moving it if it must: the pages kept
     /// keep their bytes and are not faulted in again. False (mapping unchanged) if refused.
     fn resize(&mut self, len: usize) -> bool {
@@ -161,16 +159,12 @@ impl PageVec {
     /// An empty buffer with room for `cap` bytes in the pages of `old` when it has some (the
     /// ones kept are not faulted in and zeroed again), else in fresh ones.
     fn reuse(old: PageVec, cap: usize) -> PageVec {
-        match old.0 {
-            Store::Mapped { mut pages, .. } if cap >= MAP_MIN => {
-                if pages.resize(cap) {
-                    PageVec(Store::Mapped { pages, len: 0 })
-                } else {
-                    PageVec::with_capacity(cap)
-                }
+        if let Store::Mapped { mut pages, .. } = old.0 {
+            if cap >= MAP_MIN && pages.resize(cap) {
+                return PageVec(Store::Mapped { pages, len: 0 });
             }
-            _ => PageVec::with_capacity(cap),
         }
+        PageVec::with_capacity(cap)
     }
 
     /// Bytes held.
@@ -270,12 +264,7 @@ impl Spare {
 
     /// An empty buffer with room for `cap` bytes, in the kept pages if there are some.
     pub fn take(&self, cap: usize) -> PageVec {
-        let kept = {
-            let mut slot = self.slot.lock();
-            self.bytes.store(0, Ordering::Relaxed);
-            slot.take()
-        };
-        match kept {
+        match self.kept() {
             Some(v) => PageVec::reuse(v, cap),
             None => PageVec::with_capacity(cap),
         }
@@ -285,8 +274,15 @@ impl Spare {
     pub fn set_open(&self, open: bool) {
         self.open.store(open, Ordering::Relaxed);
         if !open {
-            drop(self.take(0));
+            drop(self.kept());
         }
+    }
+
+    /// Takes what is kept (freed outside the lock by the caller).
+    fn kept(&self) -> Option<PageVec> {
+        let mut slot = self.slot.lock();
+        self.bytes.store(0, Ordering::Relaxed);
+        slot.take()
     }
 
     /// Bytes kept.

@@ -5,7 +5,7 @@
 use super::{Memtable, MemtableIter};
 use crate::error::Result;
 use crate::format::ikey;
-use crate::iter::{KeyBounds, TwoLevelIndex, TwoLevelIter};
+use crate::iter::{BoxedIter, KeyBounds, TwoLevelIndex, TwoLevelIter};
 use std::sync::Arc;
 
 /// `mems` cut into chains that read as one sorted run each: a stretch of memory runs each of
@@ -25,6 +25,18 @@ pub(crate) fn chains(mems: &[Arc<Memtable>]) -> Vec<&[Arc<Memtable>]> {
         }
     }
     out
+}
+
+/// One iterator per chain of `mems` ([`chains`]): a lone memtable's own, or the chain's runs
+/// read in turn (those that may hold keys within `bounds`).
+pub(crate) fn children(mems: &[Arc<Memtable>], bounds: &KeyBounds) -> Vec<BoxedIter> {
+    chains(mems)
+        .into_iter()
+        .map(|chain| match chain {
+            [one] => Box::new(one.iter()) as BoxedIter,
+            runs => Box::new(LevelRuns::iter(runs, bounds)),
+        })
+        .collect()
 }
 
 /// The runs of one memory level, as the outer level of a [`TwoLevelIter`].
@@ -94,23 +106,14 @@ mod tests {
     use crate::iter::InternalIterator;
     use crate::memtable::run::{build_runs, MergeScratch};
     use rand::{Rng, SeedableRng};
-    use std::collections::BTreeMap;
     use std::ops::Bound;
 
     #[test]
     fn a_level_of_runs_reads_as_one_sorted_run() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let m = Arc::new(Memtable::new());
-        let mut model = BTreeMap::new();
-        for seq in 1..3000u64 {
-            // Several versions of most keys, so seeks land between the versions of a run's
-            // first and last keys.
-            let uk: Vec<u8> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(b'a'..b'g')).collect();
-            let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
-            let v = if kind == ValueKind::Put { seq.to_le_bytes().to_vec() } else { Vec::new() };
-            m.insert(&uk, seq, kind, &v, 1);
-            model.insert(InternalKey::new(&uk, seq, kind), v);
-        }
+        // Several versions of most keys, so seeks land between the versions of a run's first
+        // and last keys.
+        let (m, model) = crate::memtable::tests::random_memtable(&mut rng, 3000);
         let mut keep_all = CompactionFilter::new(0, |_| false);
         let runs: Vec<Arc<Memtable>> = build_runs(&mut m.iter(), &mut keep_all, 2048, &MergeScratch::default())
             .unwrap()

@@ -293,18 +293,18 @@ impl InternalIterator for MemtableIter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::ikey::InternalKey;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
 
-    #[test]
-    fn get_and_conformance() {
-        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    /// A memtable of seqnos `1..end` over short keys of `a`..`f` (several versions of most
+    /// keys, a fifth of them deletions), with the same entries in a model.
+    pub(crate) fn random_memtable(rng: &mut impl Rng, end: u64) -> (Arc<Memtable>, BTreeMap<InternalKey, Vec<u8>>) {
         let m = Arc::new(Memtable::new());
         let mut model = BTreeMap::new();
-        for seq in 1..2000u64 {
+        for seq in 1..end {
             let uk: Vec<u8> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(b'a'..b'g')).collect();
             let kind = if rng.gen_bool(0.2) {
                 ValueKind::Delete
@@ -319,6 +319,13 @@ mod tests {
             m.insert(&uk, seq, kind, &v, 1);
             model.insert(InternalKey::new(&uk, seq, kind), v);
         }
+        (m, model)
+    }
+
+    #[test]
+    fn get_and_conformance() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let (m, model) = random_memtable(&mut rng, 2000);
         assert_eq!(m.len(), model.len());
         assert_eq!(m.max_seqno(), 1999);
         for (k, v) in model.iter().step_by(13) {
