@@ -153,7 +153,12 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
             .iter()
             .map(|t| pending_bytes(&*inner.policy, t.deepest, t.levels.len(), |l| t.level_bytes(l)))
             .sum(),
-        wal_bytes: st.old_wals.values().sum::<u64>() + wal.writer.as_ref().map_or(0, |w| w.size()),
+        wals: st
+            .old_wals
+            .iter()
+            .map(|(&n, &b)| (n, b))
+            .chain(wal.writer.as_ref().map(|w| (st.wal_number, w.size())))
+            .collect(),
         current_wal: st.wal_number,
         slowed,
         delay: wal.delay,

@@ -15,7 +15,10 @@
 //!   the flush policy when the mutable memtables reach 7/8 of the budget, or everything reaches
 //!   the budget with at least half of it still mutable (memory held by immutable memtables is
 //!   freed by flushes, not switches); and, when the WALs pass `max_wal_size`, the tree holding
-//!   the oldest WAL data (log truncation), if its data is in its active memtable.
+//!   the oldest data not yet on its way to storage (log truncation) — but only while the WALs
+//!   from that data's on still pass the limit: older WALs go once the flushes already chosen
+//!   end (RocksDB's `getting_flushed`), and flushing newer data then would only cut memtables
+//!   and runs into small L0 pieces.
 //! - **Flush policies** (Luo & Carey §4.2), among trees with a non-empty active memtable:
 //!   max-memory takes the largest; min-lsn the one holding the oldest WAL data; optimal the one
 //!   whose share of write memory (active + immutable) most exceeds its share of the recent
@@ -125,8 +128,8 @@ pub struct WriteView {
     pub l0_files: usize,
     /// Estimated bytes compaction still has to move.
     pub pending_compaction_bytes: u64,
-    /// Bytes in every live WAL.
-    pub wal_bytes: u64,
+    /// Every live WAL, oldest first: its number and bytes (the one being written last).
+    pub wals: Vec<(u64, u64)>,
     /// The WAL being written.
     pub current_wal: u64,
     /// This group was already delayed once.
@@ -242,19 +245,18 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
         }
     }
     let mut for_log = None;
-    if view.wal_bytes > limits.max_wal_size {
+    let oldest_unflushed = (0..view.trees.len())
+        .filter_map(|t| view.trees[t].active_oldest_wal.map(|w| (t, w)))
+        .min_by_key(|&(_, w)| w);
+    if let Some((t, wal)) = oldest_unflushed {
+        // The WALs that stay once the flushes already chosen end.
+        let staying: u64 = view.wals.iter().filter(|&&(n, _)| n >= wal).map(|&(_, b)| b).sum();
+        // A tree whose data is all in the current WAL frees nothing by flushing, unless
+        // nothing else is being flushed either.
         let no_immutable = view.trees.iter().all(|t| t.immutable_bytes == 0);
-        if let Some((t, wal)) = (0..view.trees.len())
-            .filter(|&t| view.trees[t].immutable_bytes == 0)
-            .filter_map(|t| view.trees[t].active_oldest_wal.map(|w| (t, w)))
-            .min_by_key(|&(_, w)| w)
-        {
-            // A tree whose data is all in the current WAL frees nothing by flushing, unless
-            // nothing else is being flushed either.
-            if wal < view.current_wal || no_immutable {
-                switch.push(t);
-                for_log = Some(t);
-            }
+        if staying > limits.max_wal_size && (wal < view.current_wal || no_immutable) {
+            switch.push(t);
+            for_log = Some(t);
         }
     }
     switch.sort_unstable();
@@ -325,7 +327,7 @@ mod tests {
         }
     }
 
-    /// `decide <limits> l0= pending= wal_bytes= wal= slowed` with one line per tree:
+    /// `decide <limits> l0= pending= wals=N:B,N:B wal= slowed` with one line per tree:
     /// `active=B imm=B [wal=N]`.
     fn view(c: &Case) -> WriteView {
         WriteView {
@@ -350,7 +352,14 @@ mod tests {
                 .collect(),
             l0_files: c.arg("l0", 0),
             pending_compaction_bytes: c.arg("pending", 0),
-            wal_bytes: c.arg("wal_bytes", 0),
+            wals: c.args.get("wals").map_or(Vec::new(), |w| {
+                w.split(',')
+                    .filter_map(|nb| {
+                        let (n, b) = nb.split_once(':')?;
+                        Some((n.parse().ok()?, b.parse().ok()?))
+                    })
+                    .collect()
+            }),
             current_wal: c.arg("wal", 1),
             slowed: c.args.contains_key("slowed"),
             delay: c.args.get("prev").and_then(|p| {
