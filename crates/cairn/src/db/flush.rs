@@ -82,12 +82,10 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
 /// level read in turn, as one child).
 fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
     let mut children = crate::memtable::level::children(runs, &KeyBounds::all());
-    if children.len() == 1 {
-        if let Some(only) = children.pop() {
-            return only;
-        }
+    match children.len() {
+        1 => children.swap_remove(0),
+        _ => Box::new(MergingIter::new(children)),
     }
-    Box::new(MergingIter::new(children))
 }
 
 /// Runs memory merge `job` of `tree` (claimed by its component) outside the state lock and
@@ -97,14 +95,14 @@ fn runs_iter(runs: &[Arc<Memtable>]) -> Box<dyn InternalIterator + Send> {
 /// than the inputs' oldest data allows — never too early.
 pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Result<()> {
     let cpu0 = crate::stats::thread_cpu_nanos();
-    let scratch = inner.state.lock().mems[tree].merge_scratch();
+    // Only a partitioned component, which always has scratch, makes merge jobs.
+    let Some(scratch) = inner.state.lock().mems[tree].merge_scratch() else {
+        return Ok(());
+    };
     let first_wal = job.inputs().map(|m| m.first_wal()).min().unwrap_or(u64::MAX);
     let max_seqno = job.inputs().map(|m| m.max_seqno()).max().unwrap_or(0);
     let input: u64 = job.lower.iter().map(|m| m.approximate_bytes() as u64).sum();
     let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
-    let Some(scratch) = scratch else {
-        return Ok(());
-    };
     let built = job.build(&mut filter, inner.memory.write_buffer_size(), &scratch);
     let mut st = inner.state.lock();
     match built {

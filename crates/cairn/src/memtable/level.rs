@@ -11,27 +11,18 @@ use std::sync::Arc;
 /// `mems` cut into chains that read as one sorted run each: a stretch of memory runs each of
 /// whose user keys all follow the one before's (a memory level, in key order), or a single
 /// memtable. Only runs chain: a skiplist may be the active memtable, whose range grows.
-pub(crate) fn chains(mems: &[Arc<Memtable>]) -> Vec<&[Arc<Memtable>]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    for i in 1..=mems.len() {
-        let follows = i < mems.len()
-            && mems[i - 1].as_run().is_some()
-            && mems[i].as_run().is_some()
-            && matches!((mems[i - 1].key_bounds(), mems[i].key_bounds()), (Some((_, a)), Some((b, _))) if a < b);
-        if !follows {
-            out.push(&mems[start..i]);
-            start = i;
-        }
-    }
-    out
+pub(crate) fn chains(mems: &[Arc<Memtable>]) -> impl Iterator<Item = &[Arc<Memtable>]> {
+    mems.chunk_by(|a, b| {
+        a.as_run().is_some()
+            && b.as_run().is_some()
+            && matches!((a.key_bounds(), b.key_bounds()), (Some((_, a_hi)), Some((b_lo, _))) if a_hi < b_lo)
+    })
 }
 
 /// One iterator per chain of `mems` ([`chains`]): a lone memtable's own, or the chain's runs
 /// read in turn (those that may hold keys within `bounds`).
 pub(crate) fn children(mems: &[Arc<Memtable>], bounds: &KeyBounds) -> Vec<BoxedIter> {
     chains(mems)
-        .into_iter()
         .map(|chain| match chain {
             [one] => Box::new(one.iter()) as BoxedIter,
             runs => Box::new(LevelRuns::iter(runs, bounds)),
@@ -125,7 +116,7 @@ mod tests {
         let mut mems = vec![m.clone()];
         mems.extend(runs.iter().cloned());
         mems.push(runs[0].clone());
-        let lens: Vec<usize> = chains(&mems).iter().map(|c| c.len()).collect();
+        let lens: Vec<usize> = chains(&mems).map(|c| c.len()).collect();
         assert_eq!(lens, [1, runs.len(), 1]);
         let mut it = LevelRuns::iter(&runs, &KeyBounds::all());
         crate::iter::conformance::check(&mut it, &model, &mut rng, 500, 30, |r| {
