@@ -207,7 +207,7 @@ fn inspection_beside_a_writer() {
     }
     let options = ok(&["options", db]);
     assert!(
-        options.contains("bpk_policy=monkey") && options.contains("block_size=1024"),
+        options.contains("filters.policy=monkey") && options.contains("table.block_size=1024"),
         "{options}"
     );
     let json: serde_json::Value = serde_json::from_str(&ok(&["--json", "options", db])).unwrap();

@@ -30,7 +30,8 @@ pub struct Case {
     pub input: Vec<String>,
 }
 
-fn rewrite() -> bool {
+/// Whether golden files are rewritten (`CAIRN_REWRITE` set).
+pub fn rewrite() -> bool {
     std::env::var_os("CAIRN_REWRITE").is_some()
 }
 

@@ -218,9 +218,17 @@ fn reopening_starts_from_the_initial_units() {
         assert!(db.get(common::key(2 * i)).unwrap().is_some());
         assert!(db.get(common::key(2 * i + 1)).unwrap().is_none());
     }
-    // Under another policy the same tables are probed with every unit, as before.
+    // Under another policy the same tables are probed with every unit, as before. Uniform is
+    // the default, which a reopen would take as "keep the stored policy": say it is meant.
     drop(db);
-    let db = Db::open("/o", options(&fs, BpkPolicy::Uniform)).unwrap();
+    let uniform = Options {
+        keep_stored: false,
+        elastic_life_time: 0,
+        elastic_interval_ms: Options::default().elastic_interval_ms,
+        ..options(&fs, BpkPolicy::Uniform)
+    };
+    let db = Db::open("/o", uniform).unwrap();
+    assert_eq!(db.options().bpk_policy, BpkPolicy::Uniform);
     assert_eq!(db.stats().elastic, cairn::ElasticStats::default());
     for i in 0..4000u32 {
         assert!(db.get(common::key(2 * i)).unwrap().is_some());

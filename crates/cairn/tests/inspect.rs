@@ -181,7 +181,7 @@ fn dumps_decode_the_files() {
 
     let (path, stored) = inspect::stored_options(&fs, Path::new(DIR)).unwrap().unwrap();
     assert!(path.to_string_lossy().contains("OPTIONS-"));
-    assert_eq!(stored["bpk_policy"], "elastic");
+    assert_eq!(stored["filters.policy"], "elastic");
     let back = Options {
         fs: Arc::new(fs.clone()),
         ..Options::default()

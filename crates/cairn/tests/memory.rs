@@ -296,6 +296,8 @@ fn levels_follow_write_memory() {
     let fs = MemFs::new();
     let o = Options {
         level_targets: cairn::LevelTargets::WriteMemory,
+        // L1's capacity follows write memory: no fixed base.
+        max_bytes_for_level_base: Options::default().max_bytes_for_level_base,
         ..common::small(Arc::new(fs.clone()), 16 << 10)
     };
     let db = Db::open("/lv", o.clone()).unwrap();

@@ -206,7 +206,9 @@ fn configs() -> Vec<Config> {
         o.bpk_policy = policy;
         o.elastic_interval_ms = 1;
         o.elastic_life_time = 100;
-        o.elastic_solve_every = 500;
+        if policy == BpkPolicy::MnemosyneElastic {
+            o.elastic_solve_every = 500;
+        }
         out.push(Config {
             name: format!("{} with {} units", out[i].name, policy.name()),
             opts: o,
@@ -248,6 +250,7 @@ fn configs() -> Vec<Config> {
         let mut o = out[i].opts.clone();
         o.merge_policy = MergePolicyKind::Leveling;
         o.level_targets = cairn::LevelTargets::WriteMemory;
+        o.max_bytes_for_level_base = Options::default().max_bytes_for_level_base;
         // Write memory small beside the data, so that levels are added.
         o.write_buffer_size = 1024;
         o.write_memory_budget = 4096;

@@ -164,6 +164,7 @@ fn an_empty_range_between_keys_reads_no_data_block() {
         Options {
             block_cache_size: 0,
             range_filter_bits_per_key: 0.0,
+            keep_stored: false,
             ..options(&fs)
         },
     )

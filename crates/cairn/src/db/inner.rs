@@ -114,6 +114,10 @@ pub(crate) struct DbInner {
     pub db_id: u64,
     pub dir: PathBuf,
     pub fs: Arc<dyn FileSystem>,
+    /// The options as configured (the caller's with the stored configuration merged; what
+    /// OPTIONS records).
+    pub configured: Options,
+    /// The options the engine runs with (`configured`, resolved).
     pub opts: Options,
     pub policy: Box<dyn MergePolicy>,
     pub bpk: Arc<dyn BpkAllocator>,

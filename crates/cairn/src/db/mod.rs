@@ -104,6 +104,8 @@ impl std::ops::Deref for Db {
 
 impl Db {
     /// Opens (creating if missing and allowed) the database in `path`.
+    /// Reopening keeps the database's stored configuration for the settings `opts` leaves at
+    /// their defaults (see [`Options`]).
     ///
     /// # Errors
     /// `InvalidOptions` naming a bad option, `Locked` if another handle holds the directory,
@@ -125,6 +127,14 @@ impl Db {
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
         let inner = open::open_read_only(path.as_ref(), opts)?;
         Ok(Db::from_inner(inner))
+    }
+
+    /// The options this open configured: the caller's, with the database's stored settings
+    /// merged in where the caller left them at their defaults ([`Options`]' reopen rule).
+    /// Region sizes are as configured, not as the memory tuner has moved them
+    /// ([`Db::memory`](Db::memory) has those).
+    pub fn options(&self) -> Options {
+        self.handle.inner.configured.clone()
     }
 
     fn from_inner(inner: Arc<DbInner>) -> Db {

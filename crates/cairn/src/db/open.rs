@@ -84,13 +84,48 @@ fn fresh(dir: &Path) -> Result<Recovered> {
     })
 }
 
-/// The options validated, resolved (the regions of `memory_budget`) and validated again (what
-/// was derived must hold too).
-fn checked(opts: Options) -> Result<Options> {
-    opts.validate()?;
-    let opts = opts.resolved();
-    opts.validate()?;
-    Ok(opts)
+/// The options of this open: the caller's with the database's stored configuration merged in
+/// (`Options::keep_stored`; `stored` is the newest OPTIONS file, if any), validated; and the
+/// same resolved (the regions of `memory_budget`) and checked again.
+fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Options, Options)> {
+    let caller = given.clone();
+    let mut taken = Vec::new();
+    if let Some((path, stored)) = stored {
+        check_compatible(stored, &given)?;
+        taken = given.merge_stored(stored).map_err(|e| Error::corruption(path, 0, e))?;
+    }
+    if let Err(Error::InvalidOptions { option, reason }) = given.validate() {
+        // Name the stored settings that took part when the caller's options alone were fine.
+        let reason = if !taken.is_empty() && caller.validate().is_ok() {
+            format!(
+                "{reason} (kept from the database's OPTIONS: {}; set them, or keep_stored = false)",
+                taken.join(", ")
+            )
+        } else {
+            reason
+        };
+        return Err(Error::InvalidOptions { option, reason });
+    }
+    if !taken.is_empty() {
+        tracing::info!(settings = %taken.join(", "), "kept the database's stored settings the options left at their defaults");
+    }
+    let resolved = given.clone().resolved();
+    resolved.validate_resolved()?;
+    Ok((given, resolved))
+}
+
+/// The newest OPTIONS file among `names` in `dir`, parsed.
+fn read_stored(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> Result<Option<(std::path::PathBuf, BTreeMap<String, String>)>> {
+    let Some(&n) = filename::numbers(names, FileKind::Options).last() else {
+        return Ok(None);
+    };
+    let path = filename::options(dir, n);
+    let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
+    Ok(Some((path, stored)))
 }
 
 /// Refuses a database with files deeper than `max_levels` allows.
@@ -227,11 +262,12 @@ fn over_replay_limit(opts: &Options, mems: &[MemComponent]) -> Option<usize> {
 }
 
 /// Opens or creates the database.
-pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    let opts = checked(opts)?;
-    let fs = opts.fs.clone();
+pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
+    let fs = given.fs.clone();
     if !fs.exists(dir)? {
-        if !opts.create_if_missing {
+        // Nothing stored to merge: bad options fail before anything is created.
+        given.validate()?;
+        if !given.create_if_missing {
             return Err(Error::InvalidArgument(format!(
                 "{} does not exist (create_if_missing is false)",
                 dir.display()
@@ -245,17 +281,14 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
     let lock = fs.lock(&filename::lock(dir))?;
     let names = fs.list(dir)?;
     let exists = names.iter().any(|n| n == "CURRENT");
-    if exists && opts.error_if_exists {
+    if exists && given.error_if_exists {
         return Err(Error::InvalidArgument(format!(
             "{} already holds a database (error_if_exists)",
             dir.display()
         )));
     }
-    if let Some(&n) = filename::numbers(&names, FileKind::Options).last() {
-        let path = filename::options(dir, n);
-        let stored = parse_options_file(&read_all(&*fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
-        check_compatible(&stored, &opts)?;
-    }
+    let stored = read_stored(&*fs, dir, &names)?;
+    let (given, opts) = checked(given, stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
 
     let mut rec = if exists { set::recover(&*fs, dir)? } else { fresh(dir)? };
     let db_id = rec.db_id.unwrap_or_else(rand::random);
@@ -331,13 +364,14 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
             max_manifest_size: opts.max_manifest_size,
         },
     )?;
-    filename::write_atomically(&*fs, &filename::options(dir, options_number), &opts.encode_file())?;
+    filename::write_atomically(&*fs, &filename::options(dir, options_number), &given.encode_file())?;
     fs.sync_dir(dir)?;
     versions.make_current()?;
 
     let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts)).collect();
     let inner = assemble(
         dir,
+        given,
         opts,
         Parts {
             db_id,
@@ -373,9 +407,8 @@ pub(super) fn open(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
 /// a reader sees the last state the writer pushed to the OS. A writer in another process may
 /// be changing the files meanwhile (a new manifest, a flushed WAL deleted): an attempt that
 /// fails while CURRENT or its manifest changed under it is retried on the new state.
-pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> {
-    let opts = checked(opts)?;
-    let fs = opts.fs.clone();
+pub(super) fn open_read_only(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
+    let fs = given.fs.clone();
     if !fs.exists(&filename::current(dir))? {
         return Err(Error::InvalidArgument(format!(
             "{} holds no database (no CURRENT file)",
@@ -385,8 +418,8 @@ pub(super) fn open_read_only(dir: &Path, opts: Options) -> Result<Arc<DbInner>> 
     let mut attempts = 0;
     loop {
         let before = durable_mark(&*fs, dir);
-        match recover_read_only(dir, &opts) {
-            Ok(parts) => return Ok(assemble(dir, opts, parts)),
+        match recover_read_only(dir, &given) {
+            Ok((configured, opts, parts)) => return Ok(assemble(dir, configured, opts, parts)),
             Err(e) if attempts < 10 && durable_mark(&*fs, dir) != before => {
                 tracing::debug!(error = %e, "the database changed during a read-only open; retrying");
                 attempts += 1;
@@ -405,22 +438,22 @@ fn durable_mark(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
     Some((current, size))
 }
 
-fn recover_read_only(dir: &Path, opts: &Options) -> Result<Parts> {
-    let fs = &*opts.fs;
+/// The configured and the resolved options (the stored configuration merged as a writable
+/// open would) and the recovered state.
+fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Options, Parts)> {
+    let fs = &*given.fs;
     // The manifest first, then the listing: every WAL the manifest needs was created before
     // the edit that names it, so it is listed (unless a newer edit already released it).
     let rec = set::recover(fs, dir)?;
-    check_levels(&rec, opts)?;
     let names = fs.list(dir)?;
-    if let Some(&n) = filename::numbers(&names, FileKind::Options).last() {
-        let path = filename::options(dir, n);
-        let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
-        check_compatible(&stored, opts)?;
-    }
+    let stored = read_stored(fs, dir, &names)?;
+    let (configured, opts) = checked(given.clone(), stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
+    let opts = &opts;
+    check_levels(&rec, opts)?;
     let (mems, last_seq) = replay_wals(fs, dir, opts, &names, &rec, true, None)?;
     let db_id = rec.db_id.unwrap_or(0);
     let wal_number = filename::numbers(&names, FileKind::Wal).last().copied().unwrap_or(0);
-    Ok(Parts {
+    let parts = Parts {
         db_id,
         bpk: allocator(opts),
         io: Arc::new(IoStats::new()),
@@ -431,7 +464,8 @@ fn recover_read_only(dir: &Path, opts: &Options) -> Result<Parts> {
         lock: None,
         last_seq,
         options_number: 0,
-    })
+    };
+    Ok((configured, opts.clone(), parts))
 }
 
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.
@@ -475,7 +509,7 @@ struct Parts {
 }
 
 /// The engine over `p`, every tree's super-version installed; no thread started.
-fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
+fn assemble(dir: &Path, configured: Options, opts: Options, p: Parts) -> Arc<DbInner> {
     let ntrees = p.mems.len();
     let read_only = p.writer.is_none();
     let cache = opts
@@ -541,6 +575,7 @@ fn assemble(dir: &Path, opts: Options, p: Parts) -> Arc<DbInner> {
         lock: Mutex::new(p.lock),
         options_number: p.options_number,
         read_only,
+        configured,
         opts,
     });
     let st = inner.state.lock();

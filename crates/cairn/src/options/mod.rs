@@ -1,16 +1,26 @@
 //! Options: plain fields with documented defaults (and the RocksDB equivalent), validated at
-//! open, persisted in an OPTIONS file (spec: `docs/format/options.md`).
+//! open, persisted in an OPTIONS file (spec: `docs/format/options.md`; every option:
+//! `docs/options.md`).
+//!
+//! One table (the `options!` invocation below) lists every setting once: its field, default,
+//! name in OPTIONS and `Options::set` (`group.setting`; the field's name is an alias), how its
+//! text is read, its valid range, whether a reopen keeps the stored value, and when it has an
+//! effect. The struct, `Default`, `set`, the OPTIONS file, range validation and the generated
+//! docs table all come from it; `validate` adds the checks that relate several settings.
 
 mod file;
+mod spec;
 
 pub(crate) use file::check_compatible;
 pub use file::parse_options_file;
+pub(crate) use spec::{show_bytes, Spec};
 
 use crate::cache::BlockCache;
 use crate::env::{FileSystem, StdFs};
 use crate::error::{Error, Result};
 use crate::sst::Compression;
 use crate::wal::RecoveryMode;
+use spec::{above, within, Cond, Kind, OptionValue, Scope, ANY};
 use std::sync::Arc;
 
 /// Which merge policy shapes the trees.
@@ -74,23 +84,6 @@ pub enum MemoryComponent {
     Partitioned,
 }
 
-impl MemoryComponent {
-    /// The setting's name (as in OPTIONS).
-    pub fn name(self) -> &'static str {
-        match self {
-            MemoryComponent::Monolithic => "monolithic",
-            MemoryComponent::Partitioned => "partitioned",
-        }
-    }
-
-    /// The setting named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [MemoryComponent::Monolithic, MemoryComponent::Partitioned]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
-}
-
 /// How the sorted levels' capacities are set (leveling only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LevelTargets {
@@ -105,262 +98,341 @@ pub enum LevelTargets {
     WriteMemory,
 }
 
-impl LevelTargets {
-    /// The setting's name (as in OPTIONS).
-    pub fn name(self) -> &'static str {
-        match self {
-            LevelTargets::Fixed => "fixed",
-            LevelTargets::WriteMemory => "write-memory",
+/// `name()` (as OPTIONS spells it) and `parse(name)` for the setting enums.
+macro_rules! named {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The setting's name (as in OPTIONS).
+            pub fn name(self) -> &'static str {
+                self.label()
+            }
+
+            /// The setting named `name`.
+            pub fn parse(name: &str) -> Option<Self> {
+                <Self as OptionValue>::parse(name, Kind::Choice).ok()
+            }
         }
-    }
-
-    /// The setting named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [LevelTargets::Fixed, LevelTargets::WriteMemory]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
+    )*};
 }
-
-impl FlushPolicy {
-    /// The policy's name (as in OPTIONS).
-    pub fn name(self) -> &'static str {
-        match self {
-            FlushPolicy::MaxMemory => "max-memory",
-            FlushPolicy::MinLsn => "min-lsn",
-            FlushPolicy::Optimal => "optimal",
-        }
-    }
-
-    /// The policy named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [FlushPolicy::MaxMemory, FlushPolicy::MinLsn, FlushPolicy::Optimal]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
-}
+named!(BpkPolicy, FlushPolicy, MemoryComponent, LevelTargets);
 
 impl BpkPolicy {
-    /// The policy's name (as in OPTIONS and in each table's properties).
-    pub fn name(self) -> &'static str {
-        match self {
-            BpkPolicy::Uniform => "uniform",
-            BpkPolicy::Monkey => "monkey",
-            BpkPolicy::Mnemosyne => "mnemosyne",
-            BpkPolicy::Optimal => "optimal",
-            BpkPolicy::Elastic => "elastic",
-            BpkPolicy::MnemosyneElastic => "mnemosyne-elastic",
-        }
-    }
-
     /// Whether filter units are loaded and unloaded at run time (ElasticBF).
     pub fn is_elastic(self) -> bool {
         matches!(self, BpkPolicy::Elastic | BpkPolicy::MnemosyneElastic)
     }
-
-    /// The policy named `name`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [
-            BpkPolicy::Uniform,
-            BpkPolicy::Monkey,
-            BpkPolicy::Mnemosyne,
-            BpkPolicy::Optimal,
-            BpkPolicy::Elastic,
-            BpkPolicy::MnemosyneElastic,
-        ]
-        .into_iter()
-        .find(|p| p.name() == name)
-    }
 }
 
-/// Engine options. Construct with `Options::default()` and set fields.
-#[derive(Clone)]
-pub struct Options {
-    /// File system (default: real files). Tests pass `MemFs` or `FaultFs`.
-    pub fs: Arc<dyn FileSystem>,
-    /// Create the directory and database if missing (default true).
-    pub create_if_missing: bool,
-    /// Fail if the database exists (default false).
-    pub error_if_exists: bool,
-    /// Memtable size at which a tree's memtable is flushed (default 64 MiB; RocksDB
-    /// `write_buffer_size`).
-    pub write_buffer_size: usize,
-    /// Write memory shared by all trees' memtables: when the mutable memtables reach 7/8 of it
-    /// (or all memtables reach it with at least half mutable) the largest tree's memtable is
-    /// switched and flushed (default 128 MiB; RocksDB `db_write_buffer_size`). Changeable at
-    /// run time with `Db::resize_memory`.
-    pub write_memory_budget: usize,
-    /// Which tree a memory-triggered flush picks (default max-memory; see [`FlushPolicy`]).
-    pub flush_policy: FlushPolicy,
-    /// Monolithic or partitioned memory components (default monolithic; see
-    /// [`MemoryComponent`]). With `partitioned`, `write_buffer_size` is the active memtable's
-    /// size and the size memory runs are cut at.
-    pub memory_component: MemoryComponent,
-    /// Size ratio between memory levels of a partitioned component (default 10).
-    pub memory_size_ratio: usize,
-    /// Luo & Carey's β: a log-triggered flush of a partitioned component writes everything
-    /// unless more than this fraction of its memory was flushed for memory since the oldest
-    /// live WAL was started (then only the oldest data and what it overlaps; default 0.5).
-    pub memory_flush_beta: f64,
-    /// Total WAL bytes after which the tree holding the oldest WAL data is flushed; 0 (the
-    /// default) means 4 × the current write memory, following its resizes (RocksDB
-    /// `max_total_wal_size`, whose 0 means the same).
-    pub max_wal_size: u64,
-    /// Target data block size (default 4096; RocksDB `block_size`).
-    pub block_size: usize,
-    /// Entries between restart points in data blocks (default 16).
-    pub block_restart_interval: usize,
-    /// Write a hash index in each data block so a point lookup skips the block's binary search
-    /// (default true; RocksDB's `data_block_index_type = kDataBlockBinaryAndHash`).
-    pub data_block_hash_index: bool,
-    /// Data block compression (default none).
-    pub compression: Compression,
-    /// Data bytes per filter segment (default 4 MiB).
-    pub segment_size: u64,
-    /// Bloom filter bits per key on average over a tree's files (default 10; 0 = no filters).
-    pub bloom_bits_per_key: f64,
-    /// How those bits are spread over files (default uniform). May change between opens: new
-    /// files follow the new policy.
-    pub bpk_policy: BpkPolicy,
-    /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
-    pub merlin_window: usize,
-    /// Elastic policies: bytes of loaded filter units (default 0: `bloom_bits_per_key` bits
-    /// per live key, following the data). Changeable at run time with `Db::resize_memory`.
-    pub filter_memory: usize,
-    /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).
-    pub elastic_units: u32,
-    /// Elastic policies: bits per key of each unit (0 < b ≤ 16, default 4; the paper's).
-    pub elastic_unit_bpk: f64,
-    /// Elastic policies: Gets after its last access at which a segment expires and may lose
-    /// units (default 0: the number of live segments, the paper's rule; the authors' code
-    /// uses 20,000).
-    pub elastic_life_time: u64,
-    /// `mnemosyne-elastic`: lookups between solves of the optimum (default 100,000).
-    pub elastic_solve_every: u64,
-    /// Elastic policies: milliseconds between the background adjuster's rounds while lookups
-    /// arrive (default 5; 0: no background adjuster, rounds only through `Db::adjust_filters`).
-    pub elastic_interval_ms: u64,
-    /// Range-filter (Rosetta) bits per key in every new table (default 0: no range filter, and
-    /// range reads consult none). Tables written before it was set have none; bounded range
-    /// reads consult the filters of the tables that have one.
-    pub range_filter_bits_per_key: f64,
-    /// Give tables that more empty range reads reach a larger share of the range-filter bits
-    /// (default true; the same solver as Mnemosyne's point filters, over per-file counts of
-    /// empty range reads); false: every table gets `range_filter_bits_per_key`.
-    pub range_filter_by_workload: bool,
-    /// User-key bytes the range filter skips before its 8-byte key projection (default 0; set
-    /// it to the length of a prefix all keys share, such as a table tag, so the projection
-    /// covers the bytes that differ). At most 255.
-    pub range_filter_key_offset: usize,
-    /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default 32,
-    /// the Rosetta authors' value).
-    pub range_filter_max_depth: u32,
-    /// Bloom probes one range read may spend on one table's range filter before it answers
-    /// "maybe" (default 100, the Rosetta authors' value).
-    pub range_filter_probe_budget: u32,
-    /// Block cache capacity in bytes when `block_cache` is not given (default 32 MiB).
-    pub block_cache_size: usize,
-    /// Simulated bytes of the ghost cache: the ids of the blocks most recently evicted from
-    /// the block cache, so storage reads a larger cache would have saved are counted
-    /// (`KindSnapshot::ghost_hits`, user and compaction reads apart). The memory tuner's read
-    /// cost comes from it. Default 0: off (the paper's tuner simulates 128 MiB; about 40 bytes
-    /// per id of memory).
-    pub ghost_cache_size: usize,
-    /// One memory budget (Luo & Carey §3; default 0: off, the regions are sized by
-    /// `write_memory_budget`, `block_cache_size` and `filter_memory`). When set, it is split
-    /// into write memory (`memory_write_share` of it; memtables switch at half of it), filter
-    /// memory for the elastic policies (`memory_filter_share`) and the block cache (the rest,
-    /// which also holds the index blocks and, for the other policies, the filter units):
-    /// those three options are then derived from it, and `block_cache` must not be given.
-    pub memory_budget: usize,
-    /// Write memory's starting share of `memory_budget` (default 0.25).
-    pub memory_write_share: f64,
-    /// Filter memory's starting share of `memory_budget` under an elastic `bpk_policy`
-    /// (default 0.1; ignored by the other policies).
-    pub memory_filter_share: f64,
-    /// Run the memory tuner (default false; needs `memory_budget`): every `max_wal_size` of
-    /// log, or every `memory_tuner_period_ms` without that much, move memory between write
-    /// memory, the block cache and (elastic policies) filter memory where it saves the most
-    /// I/O per operation. Turns on a 128 MiB ghost cache when `ghost_cache_size` is 0.
-    pub memory_tuner: bool,
-    /// The tuner's timer cycle in milliseconds (default 10 000).
-    pub memory_tuner_period_ms: u64,
-    /// The least any region keeps under the tuner (default 32 MiB, the paper's).
-    pub memory_tuner_floor: usize,
-    /// ω: the weight of a page write against a page read in the tuner's cost (default 1; the
-    /// paper uses 2 on SSDs whose writes cost twice their reads).
-    pub memory_tuner_write_weight: f64,
-    /// Tune filter memory too, as a third region (★ ours; default true; only the elastic
-    /// policies have a filter region to tune): false keeps its starting share.
-    pub memory_tuner_filters: bool,
-    /// A block cache to share between databases.
-    pub block_cache: Option<Arc<BlockCache>>,
-    /// Share of the cache reserved for filter units and other meta blocks (default 0.5).
-    pub high_pri_pool_ratio: f64,
-    /// Charge the index blocks table readers pin to the block cache (default false): the cache
-    /// then holds data blocks and filter units in what the pinned indexes leave, so the block
-    /// cache size bounds all three (RocksDB's `cache_index_and_filter_blocks`).
-    pub index_in_block_cache: bool,
-    /// Table readers kept open (default 1000; RocksDB `max_open_files`).
-    pub max_open_files: usize,
-    /// Merge policy (default leveling).
-    pub merge_policy: MergePolicyKind,
-    /// Size ratio T between levels (default 10).
-    pub size_ratio: f64,
-    /// L0 files that trigger a compaction (default 4).
-    pub l0_compaction_trigger: usize,
-    /// L0 files at which writes are delayed (default 8, twice the compaction trigger; RocksDB's
-    /// 20 lets a fast load leave a deep L0 that the reads after it pay for). Delayed writes go
-    /// at a rate that adapts to whether compaction is catching up (`delayed_write_rate`).
-    pub l0_slowdown_trigger: usize,
-    /// L0 files at which writes stop until compaction catches up (default 16).
-    pub l0_stop_trigger: usize,
-    /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`) with fixed
-    /// `level_targets`.
-    pub max_bytes_for_level_base: u64,
-    /// Whether level capacities are fixed or follow write memory (default fixed; see
-    /// [`LevelTargets`]).
-    pub level_targets: LevelTargets,
-    /// Target size of compaction output files (default 64 MiB).
-    pub target_file_size: u64,
-    /// Levels including L0 (default 7; RocksDB `num_levels`).
-    pub max_levels: usize,
-    /// Estimated pending compaction bytes at which writes slow down (default 64 GiB).
-    pub soft_pending_compaction_bytes: u64,
-    /// ... and stop (default 256 GiB).
-    pub hard_pending_compaction_bytes: u64,
-    /// Background compaction threads (default: the machine's cores, at most 4; RocksDB
-    /// `max_background_compactions`). Flushes have a thread of their own.
-    pub compaction_threads: usize,
-    /// Key-range pieces a large L0 → L1 compaction is split into, each merged by its own
-    /// thread into one output run (default: as `compaction_threads`; RocksDB
-    /// `max_subcompactions`).
-    pub max_subcompactions: usize,
-    /// Write rate, in bytes per second, when writes start being delayed; it then falls while
-    /// L0 and the compaction debt grow and rises while they shrink (default 64 MiB/s; RocksDB
-    /// `delayed_write_rate`, 16 MiB/s).
-    pub delayed_write_rate: u64,
-    /// How a damaged WAL is treated at open (default point-in-time).
-    pub wal_recovery_mode: RecoveryMode,
-    /// O_DIRECT reads of tables (default false).
-    pub use_direct_reads: bool,
-    /// Manifest size after which a new manifest (a snapshot of the current version) is started
-    /// (default 64 MiB; RocksDB `max_manifest_file_size`).
-    pub max_manifest_size: u64,
-    /// Largest key accepted (default 64 KiB).
-    pub max_key_size: usize,
-    /// Largest value accepted (default 256 MiB).
-    pub max_value_size: usize,
-    /// Largest write batch accepted, encoded (default 1 GiB).
-    pub max_batch_size: usize,
+/// The struct, its defaults and the option table from one list. Each setting:
+/// `field: type = default => "group.name", kind, valid range, scope, when it has an effect;`.
+macro_rules! options {
+    (
+        $(#[doc = $sdoc:literal])*
+        pub struct Options {
+            $( $(#[doc = $fdoc:literal])* pub $fixed:ident : $fixed_ty:ty = $fixed_default:expr, )*
+            ;
+            $(
+                $(#[doc = $doc:literal])*
+                pub $field:ident: $ty:ty = $default:expr
+                    => $name:literal, $kind:ident, $range:expr, $scope:ident, $when:ident;
+            )*
+        }
+    ) => {
+        $(#[doc = $sdoc])*
+        #[derive(Clone)]
+        pub struct Options {
+            $( $(#[doc = $fdoc])* pub $fixed: $fixed_ty, )*
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+        }
+
+        impl Default for Options {
+            fn default() -> Self {
+                Options { $($fixed: $fixed_default,)* $($field: $default,)* }
+            }
+        }
+
+        /// Every setting, in the order of the struct.
+        pub(crate) static SPECS: &[Spec] = &[$(
+            Spec {
+                name: $name,
+                field: stringify!($field),
+                kind: Kind::$kind,
+                range: $range,
+                scope: Scope::$scope,
+                when: Cond::$when,
+                doc: concat!($($doc, "\n"),*),
+                get: |o| OptionValue::show(&o.$field),
+                number: |o| OptionValue::number(&o.$field),
+                set: |o, v| {
+                    o.$field = OptionValue::parse(v, Kind::$kind)?;
+                    Ok(())
+                },
+                choices: <$ty as OptionValue>::CHOICES,
+            },
+        )*];
+    };
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+const GIB: f64 = (1u64 << 30) as f64;
+const INF: f64 = f64::INFINITY;
+
+options! {
+    /// Engine options. Construct with `Options::default()` (or [`Options::with_memory`]) and set
+    /// fields, or set them by name with [`Options::set`] (`"memory.budget"`, `"64MiB"`). Every
+    /// setting, its name, default and valid values: `docs/options.md`.
+    ///
+    /// Checked at open: a value out of range, or a setting that has no effect under the others
+    /// (for example `write_memory_budget` together with `memory_budget`, or `filter_memory`
+    /// with a non-elastic policy), fails with [`Error::InvalidOptions`] naming it.
+    ///
+    /// **Reopening.** The database's configuration (every setting whose scope is "stored" in
+    /// `docs/options.md`: filters, range filter, memory, memtable, compaction, table format,
+    /// limits) is kept from its OPTIONS file for each setting these options leave at its
+    /// default; a setting given another value replaces the stored one. `keep_stored = false`
+    /// applies these options exactly as given. [`crate::Db::options`] shows what an open used.
+    pub struct Options {
+        /// File system (default: real files). Tests pass `MemFs` or `FaultFs`.
+        pub fs: Arc<dyn FileSystem> = Arc::new(StdFs::new()),
+        /// A block cache to share between databases (default none: the engine makes its own of
+        /// `block_cache_size`, or of its share of `memory_budget`).
+        pub block_cache: Option<Arc<BlockCache>> = None,
+        ;
+        /// Create the directory and database if missing (default true).
+        pub create_if_missing: bool = true => "create_if_missing", Bool, ANY, Open, Always;
+        /// Fail if the database exists (default false).
+        pub error_if_exists: bool = false => "error_if_exists", Bool, ANY, Open, Always;
+        /// Keep the database's stored configuration for the settings these options leave at
+        /// their defaults (default true); false: use these options exactly as given.
+        pub keep_stored: bool = true => "keep_stored", Bool, ANY, Open, Always;
+
+        /// One memory budget (Luo & Carey §3; default 0: off, the regions are sized by
+        /// `write_memory_budget`, `block_cache_size` and `filter_memory`). When set, it is split
+        /// into write memory (`memory_write_share` of it; memtables switch at half of it),
+        /// filter memory for the elastic policies (`memory_filter_share`) and the block cache
+        /// (the rest, which also holds the index blocks and, for the other policies, the filter
+        /// units); those three regions are not set on their own then, and `block_cache` must
+        /// not be given. 0, or at least 4 MiB.
+        pub memory_budget: usize = 0 => "memory.budget", Bytes, ANY, Stored, Always;
+        /// Write memory's starting share of `memory_budget` (default 0.25).
+        pub memory_write_share: f64 = 0.25 => "memory.write_share", Float, above(0.0, 0.95), Stored, Budget;
+        /// Filter memory's starting share of `memory_budget` under an elastic `bpk_policy`
+        /// (default 0.1).
+        pub memory_filter_share: f64 = 0.1
+            => "memory.filter_share", Float, within(0.0, 0.95), Stored, BudgetElastic;
+        /// Run the memory tuner (default false; needs `memory_budget`): every `max_wal_size` of
+        /// log, or every `memory_tuner_period_ms` without that much, move memory between write
+        /// memory, the block cache and (elastic policies) filter memory where it saves the most
+        /// I/O per operation. Turns on a 128 MiB ghost cache when `ghost_cache_size` is 0.
+        pub memory_tuner: bool = false => "memory.tuner", Bool, ANY, Stored, Budget;
+        /// The tuner's timer cycle in milliseconds (default 10 000).
+        pub memory_tuner_period_ms: u64 = 10_000
+            => "memory.tuner_period_ms", Count, within(1.0, INF), Stored, Tuner;
+        /// The least the tuner leaves write memory and the block cache (default 0: 32 MiB, the
+        /// paper's, or a sixteenth of `memory_budget` when that is smaller). An explicit floor
+        /// must not exceed the regions' starting sizes.
+        pub memory_tuner_floor: usize = 0 => "memory.tuner_floor", Bytes, ANY, Stored, Tuner;
+        /// ω: the weight of a page write against a page read in the tuner's cost (default 1;
+        /// the paper uses 2 on SSDs whose writes cost twice their reads).
+        pub memory_tuner_write_weight: f64 = 1.0
+            => "memory.tuner_write_weight", Float, within(0.0, INF), Stored, Tuner;
+        /// Tune filter memory too, as a third region (★ ours; default true; only the elastic
+        /// policies have a filter region to tune): false keeps its starting share.
+        pub memory_tuner_filters: bool = true => "memory.tuner_filters", Bool, ANY, Stored, TunerElastic;
+        /// Write memory shared by all trees' memtables without `memory_budget`: when the
+        /// mutable memtables reach 7/8 of it (or all memtables reach it with at least half
+        /// mutable) the largest tree's memtable is switched and flushed (default 128 MiB;
+        /// RocksDB `db_write_buffer_size`). Changeable at run time with `Db::resize_memory`.
+        pub write_memory_budget: usize = 128 << 20
+            => "memory.write_memory", Bytes, within(1.0, INF), Stored, NoBudget;
+        /// Block cache capacity without `memory_budget` and `block_cache` (default 32 MiB).
+        pub block_cache_size: usize = 32 << 20 => "memory.block_cache", Bytes, ANY, Stored, OwnCache;
+        /// Bytes of loaded filter units for the elastic policies without `memory_budget`
+        /// (default 0: `bloom_bits_per_key` bits per live key, following the data). Changeable
+        /// at run time with `Db::resize_memory`.
+        pub filter_memory: usize = 0 => "memory.filter_memory", Bytes, ANY, Stored, NoBudgetElastic;
+        /// Simulated bytes of the ghost cache: the ids of the blocks most recently evicted from
+        /// the block cache, so storage reads a larger cache would have saved are counted
+        /// (`KindSnapshot::ghost_hits`, user and compaction reads apart). The memory tuner's
+        /// read cost comes from it. Default 0: off (the tuner then simulates 128 MiB, the
+        /// paper's; about 40 bytes per id of memory).
+        pub ghost_cache_size: usize = 0 => "memory.ghost_cache", Bytes, ANY, Stored, Always;
+
+        /// Share of the block cache reserved for filter units and other meta blocks (default
+        /// 0.5).
+        pub high_pri_pool_ratio: f64 = 0.5
+            => "cache.high_pri_pool_ratio", Float, within(0.0, 1.0), Stored, NoSharedCache;
+        /// Charge the index blocks table readers pin to the block cache (default false; always
+        /// so with `memory_budget`): the cache then holds data blocks and filter units in what
+        /// the pinned indexes leave, so the block cache size bounds all three (RocksDB's
+        /// `cache_index_and_filter_blocks`).
+        pub index_in_block_cache: bool = false => "cache.index_in_block_cache", Bool, ANY, Stored, NoBudget;
+
+        /// Memtable size at which a tree's memtable is flushed, without `memory_budget`
+        /// (default 64 MiB; RocksDB `write_buffer_size`). With a partitioned component, the
+        /// active memtable's size and the size memory runs are cut at.
+        pub write_buffer_size: usize = 64 << 20 => "memtable.size", Bytes, within(1.0, INF), Stored, NoBudget;
+        /// Which tree a memory-triggered flush picks (default max-memory; see [`FlushPolicy`]).
+        pub flush_policy: FlushPolicy = FlushPolicy::MaxMemory => "memtable.flush_policy", Choice, ANY, Stored, Always;
+        /// Monolithic or partitioned memory components (default monolithic; see
+        /// [`MemoryComponent`]).
+        pub memory_component: MemoryComponent = MemoryComponent::Monolithic
+            => "memtable.component", Choice, ANY, Stored, Always;
+        /// Size ratio between memory levels of a partitioned component (default 10).
+        pub memory_size_ratio: usize = 10
+            => "memtable.partitioned_size_ratio", Count, within(2.0, INF), Stored, Partitioned;
+        /// Luo & Carey's β: a log-triggered flush of a partitioned component writes everything
+        /// unless more than this fraction of its memory was flushed for memory since the oldest
+        /// live WAL was started (then only the oldest data and what it overlaps; default 0.5).
+        pub memory_flush_beta: f64 = 0.5
+            => "memtable.partitioned_flush_beta", Float, within(0.0, 1.0), Stored, Partitioned;
+
+        /// Total WAL bytes after which the tree holding the oldest WAL data is flushed; 0 (the
+        /// default) means 4 × the current write memory, following its resizes (RocksDB
+        /// `max_total_wal_size`, whose 0 means the same).
+        pub max_wal_size: u64 = 0 => "wal.max_size", Bytes, ANY, Stored, Always;
+        /// How a damaged WAL is treated at open (default point-in-time).
+        pub wal_recovery_mode: RecoveryMode = RecoveryMode::PointInTime
+            => "wal.recovery_mode", Choice, ANY, Open, Always;
+
+        /// Target data block size (default 4096; RocksDB `block_size`).
+        pub block_size: usize = 4096 => "table.block_size", Bytes, within(64.0, 64.0 * MIB), Stored, Always;
+        /// Entries between restart points in data blocks (default 16).
+        pub block_restart_interval: usize = 16
+            => "table.restart_interval", Count, within(1.0, 65_535.0), Stored, Always;
+        /// Write a hash index in each data block so a point lookup skips the block's binary
+        /// search (default true; RocksDB's `data_block_index_type = kDataBlockBinaryAndHash`).
+        pub data_block_hash_index: bool = true => "table.hash_index", Bool, ANY, Stored, Always;
+        /// Data block compression (default none).
+        pub compression: Compression = Compression::None => "table.compression", Choice, ANY, Stored, Always;
+
+        /// Bloom filter bits per key on average over a tree's files (default 10; 0 = no
+        /// filters; the elastic policies: the default filter memory, per live key).
+        pub bloom_bits_per_key: f64 = 10.0 => "filters.bits_per_key", Float, within(0.0, 64.0), Stored, BitsPerKey;
+        /// How those bits are spread over files (default uniform). May change between opens:
+        /// new files follow the new policy.
+        pub bpk_policy: BpkPolicy = BpkPolicy::Uniform => "filters.policy", Choice, ANY, Stored, Always;
+        /// Data bytes per filter segment (default 4 MiB).
+        pub segment_size: u64 = 4 << 20 => "filters.segment_size", Bytes, within(1.0, INF), Stored, Always;
+        /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
+        pub merlin_window: usize = 64 => "filters.merlin_window", Count, within(2.0, 64.0), Stored, Always;
+        /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).
+        pub elastic_units: u32 = 6 => "filters.elastic_units", Count, within(1.0, 16.0), Stored, Elastic;
+        /// Elastic policies: bits per key of each unit (0 < b ≤ 16, default 4; the paper's).
+        pub elastic_unit_bpk: f64 = 4.0
+            => "filters.elastic_unit_bits_per_key", Float, above(0.0, 16.0), Stored, Elastic;
+        /// Elastic policies: Gets after its last access at which a segment expires and may
+        /// lose units (default 0: the number of live segments, the paper's rule; the authors'
+        /// code uses 20,000).
+        pub elastic_life_time: u64 = 0 => "filters.elastic_life_time", Count, ANY, Stored, Elastic;
+        /// `mnemosyne-elastic`: lookups between solves of the optimum (default 100,000).
+        pub elastic_solve_every: u64 = 100_000
+            => "filters.elastic_solve_every", Count, within(1.0, INF), Stored, MnemosyneElastic;
+        /// Elastic policies: milliseconds between the background adjuster's rounds while
+        /// lookups arrive (default 5; 0: no background adjuster, rounds only through
+        /// `Db::adjust_filters`).
+        pub elastic_interval_ms: u64 = 5 => "filters.elastic_interval_ms", Count, ANY, Stored, Elastic;
+
+        /// Range-filter (Rosetta) bits per key in every new table (default 0: no range filter,
+        /// and range reads consult none). Tables written before it was set have none; bounded
+        /// range reads consult the filters of the tables that have one.
+        pub range_filter_bits_per_key: f64 = 0.0
+            => "range_filter.bits_per_key", Float, within(0.0, 64.0), Stored, Always;
+        /// Give tables that more empty range reads reach a larger share of the range-filter
+        /// bits (default true; the same solver as Mnemosyne's point filters, over per-file
+        /// counts of empty range reads); false: every table gets `range_filter_bits_per_key`.
+        pub range_filter_by_workload: bool = true
+            => "range_filter.by_workload", Bool, ANY, Stored, RangeFilter;
+        /// User-key bytes the range filter skips before its 8-byte key projection (default 0;
+        /// set it to the length of a prefix all keys share, such as a table tag, so the
+        /// projection covers the bytes that differ). At most 255.
+        pub range_filter_key_offset: usize = 0
+            => "range_filter.key_offset", Count, within(0.0, 255.0), Stored, RangeFilter;
+        /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default
+        /// 32, the Rosetta authors' value).
+        pub range_filter_max_depth: u32 = 32
+            => "range_filter.max_depth", Count, within(1.0, 64.0), Stored, RangeFilter;
+        /// Bloom probes one range read may spend on one table's range filter before it
+        /// answers "maybe" (default 100, the Rosetta authors' value).
+        pub range_filter_probe_budget: u32 = 100
+            => "range_filter.probe_budget", Count, within(1.0, INF), Stored, RangeFilter;
+
+        /// Merge policy (default leveling; `garnering:C` for Autumn's Garnering).
+        pub merge_policy: MergePolicyKind = MergePolicyKind::Leveling
+            => "compaction.merge_policy", Choice, ANY, Stored, Always;
+        /// Size ratio T between levels (default 10).
+        pub size_ratio: f64 = 10.0 => "compaction.size_ratio", Float, within(2.0, INF), Stored, Always;
+        /// L0 files that trigger a compaction (default 4).
+        pub l0_compaction_trigger: usize = 4
+            => "compaction.l0_trigger", Count, within(1.0, INF), Stored, Always;
+        /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`) with fixed
+        /// `level_targets`.
+        pub max_bytes_for_level_base: u64 = 256 << 20
+            => "compaction.max_bytes_for_level_base", Bytes, within(1.0, INF), Stored, FixedTargets;
+        /// Whether level capacities are fixed or follow write memory (default fixed; leveling
+        /// only; see [`LevelTargets`]).
+        pub level_targets: LevelTargets = LevelTargets::Fixed
+            => "compaction.level_targets", Choice, ANY, Stored, Leveling;
+        /// Target size of compaction output files (default 64 MiB).
+        pub target_file_size: u64 = 64 << 20
+            => "compaction.target_file_size", Bytes, within(1.0, INF), Stored, Always;
+        /// Levels including L0 (default 7; RocksDB `num_levels`).
+        pub max_levels: usize = 7 => "compaction.max_levels", Count, within(2.0, 32.0), Stored, Always;
+        /// Background compaction threads (default: the machine's cores, at most 4; RocksDB
+        /// `max_background_compactions`). Flushes have a thread of their own.
+        pub compaction_threads: usize = default_threads()
+            => "background.compaction_threads", Count, within(1.0, 64.0), Open, Always;
+        /// Key-range pieces a large L0 → L1 compaction is split into, each merged by its own
+        /// thread into one output run (default: as `compaction_threads`; RocksDB
+        /// `max_subcompactions`).
+        pub max_subcompactions: usize = default_threads()
+            => "background.max_subcompactions", Count, within(1.0, 64.0), Open, Always;
+
+        /// L0 files at which writes are delayed (default 8, twice the compaction trigger;
+        /// RocksDB's 20 lets a fast load leave a deep L0 that the reads after it pay for).
+        /// Delayed writes go at a rate that adapts to whether compaction is catching up
+        /// (`delayed_write_rate`).
+        pub l0_slowdown_trigger: usize = 8
+            => "write_stalls.l0_slowdown_trigger", Count, within(1.0, INF), Stored, Always;
+        /// L0 files at which writes stop until compaction catches up (default 16).
+        pub l0_stop_trigger: usize = 16 => "write_stalls.l0_stop_trigger", Count, within(1.0, INF), Stored, Always;
+        /// Estimated pending compaction bytes at which writes slow down (default 64 GiB).
+        pub soft_pending_compaction_bytes: u64 = 64 << 30
+            => "write_stalls.soft_pending_compaction_bytes", Bytes, ANY, Stored, Always;
+        /// ... and stop (default 256 GiB).
+        pub hard_pending_compaction_bytes: u64 = 256 << 30
+            => "write_stalls.hard_pending_compaction_bytes", Bytes, ANY, Stored, Always;
+        /// Write rate, in bytes per second, when writes start being delayed; it then falls
+        /// while L0 and the compaction debt grow and rises while they shrink (default 64
+        /// MiB/s; RocksDB `delayed_write_rate`, 16 MiB/s).
+        pub delayed_write_rate: u64 = 64 << 20
+            => "write_stalls.delayed_write_rate", Bytes, within(1024.0, INF), Stored, Always;
+
+        /// Table readers kept open (default 1000; RocksDB `max_open_files`).
+        pub max_open_files: usize = 1000 => "files.max_open_files", Count, within(1.0, INF), Open, Always;
+        /// O_DIRECT reads of tables (default false).
+        pub use_direct_reads: bool = false => "files.use_direct_reads", Bool, ANY, Open, Always;
+        /// Manifest size after which a new manifest (a snapshot of the current version) is
+        /// started (default 64 MiB; RocksDB `max_manifest_file_size`).
+        pub max_manifest_size: u64 = 64 << 20
+            => "files.max_manifest_size", Bytes, within(1024.0, INF), Stored, Always;
+
+        /// Largest key accepted (default 64 KiB).
+        pub max_key_size: usize = 64 << 10 => "limits.max_key_size", Bytes, within(1.0, 64.0 * MIB), Stored, Always;
+        /// Largest value accepted (default 256 MiB).
+        pub max_value_size: usize = 256 << 20 => "limits.max_value_size", Bytes, within(0.0, GIB), Stored, Always;
+        /// Largest write batch accepted, encoded (default 1 GiB).
+        pub max_batch_size: usize = 1 << 30 => "limits.max_batch_size", Bytes, within(1.0, GIB), Stored, Always;
+    }
 }
 
 impl std::fmt::Debug for Options {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("Options");
-        for (k, v) in self.to_map() {
-            d.field(k, &v);
+        for s in SPECS {
+            d.field(s.field, &(s.get)(self));
         }
+        d.field("block_cache", &self.block_cache.as_ref().map(|c| c.capacity()));
         d.finish()
     }
 }
@@ -368,76 +440,6 @@ impl std::fmt::Debug for Options {
 /// The machine's cores, at most 4: background threads beyond that mostly contend for the disk.
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            fs: Arc::new(StdFs::new()),
-            create_if_missing: true,
-            error_if_exists: false,
-            write_buffer_size: 64 << 20,
-            write_memory_budget: 128 << 20,
-            flush_policy: FlushPolicy::MaxMemory,
-            memory_component: MemoryComponent::Monolithic,
-            memory_size_ratio: 10,
-            memory_flush_beta: 0.5,
-            max_wal_size: 0,
-            block_size: 4096,
-            block_restart_interval: 16,
-            data_block_hash_index: true,
-            compression: Compression::None,
-            segment_size: 4 << 20,
-            bloom_bits_per_key: 10.0,
-            range_filter_bits_per_key: 0.0,
-            range_filter_by_workload: true,
-            range_filter_key_offset: 0,
-            range_filter_max_depth: 32,
-            range_filter_probe_budget: 100,
-            bpk_policy: BpkPolicy::Uniform,
-            merlin_window: 64,
-            filter_memory: 0,
-            elastic_units: 6,
-            elastic_unit_bpk: 4.0,
-            elastic_life_time: 0,
-            elastic_solve_every: 100_000,
-            elastic_interval_ms: 5,
-            block_cache_size: 32 << 20,
-            ghost_cache_size: 0,
-            memory_budget: 0,
-            memory_write_share: 0.25,
-            memory_filter_share: 0.1,
-            memory_tuner: false,
-            memory_tuner_period_ms: 10_000,
-            memory_tuner_floor: 32 << 20,
-            memory_tuner_write_weight: 1.0,
-            memory_tuner_filters: true,
-            block_cache: None,
-            high_pri_pool_ratio: 0.5,
-            index_in_block_cache: false,
-            max_open_files: 1000,
-            merge_policy: MergePolicyKind::Leveling,
-            size_ratio: 10.0,
-            l0_compaction_trigger: 4,
-            l0_slowdown_trigger: 8,
-            l0_stop_trigger: 16,
-            max_bytes_for_level_base: 256 << 20,
-            level_targets: LevelTargets::Fixed,
-            target_file_size: 64 << 20,
-            max_levels: 7,
-            soft_pending_compaction_bytes: 64 << 30,
-            hard_pending_compaction_bytes: 256 << 30,
-            compaction_threads: default_threads(),
-            max_subcompactions: default_threads(),
-            delayed_write_rate: 64 << 20,
-            wal_recovery_mode: RecoveryMode::PointInTime,
-            use_direct_reads: false,
-            max_manifest_size: 64 << 20,
-            max_key_size: 64 << 10,
-            max_value_size: 256 << 20,
-            max_batch_size: 1 << 30,
-        }
-    }
 }
 
 fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
@@ -454,10 +456,32 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The ghost cache the memory tuner simulates when `ghost_cache_size` is 0 (the paper's).
 pub const TUNER_GHOST_BYTES: usize = 128 << 20;
 
+/// The tuner's floor when `memory_tuner_floor` is 0: the paper's 32 MiB, or a sixteenth of
+/// the budget when that is smaller.
+fn auto_floor(budget: usize) -> usize {
+    (32 << 20).min(budget / 16)
+}
+
+/// The spec of the setting whose field is `field`.
+pub(crate) fn spec(field: &str) -> &'static Spec {
+    SPECS.iter().find(|s| s.field == field).unwrap_or(&SPECS[0])
+}
+
 impl Options {
+    /// The memory-adaptive configuration for one budget: `memory_budget = bytes` split
+    /// between write memory, the block cache and filter memory, and the memory tuner moving
+    /// memory between them at run time. Other settings as in `Options::default()`.
+    pub fn with_memory(bytes: usize) -> Options {
+        Options {
+            memory_budget: bytes,
+            memory_tuner: true,
+            ..Options::default()
+        }
+    }
+
     /// The options the engine runs with: with `memory_budget`, the region sizes derived from
     /// it (write memory, memtable size, filter memory, block cache, index blocks charged to
-    /// the cache) and the tuner's ghost cache.
+    /// the cache), the tuner's floor and its ghost cache.
     pub(crate) fn resolved(mut self) -> Options {
         if self.memory_budget == 0 {
             return self;
@@ -478,22 +502,72 @@ impl Options {
         self.filter_memory = filter;
         self.block_cache_size = self.memory_budget - write - filter;
         self.index_in_block_cache = true;
-        if self.memory_tuner && self.ghost_cache_size == 0 {
-            self.ghost_cache_size = TUNER_GHOST_BYTES;
+        if self.memory_tuner {
+            if self.ghost_cache_size == 0 {
+                self.ghost_cache_size = TUNER_GHOST_BYTES;
+            }
+            if self.memory_tuner_floor == 0 {
+                self.memory_tuner_floor = auto_floor(self.memory_budget);
+            }
         }
         self
     }
 
-    /// Checks every option; the error names the first invalid one.
+    /// Checks every option as given: each value in its range, no setting that has no effect
+    /// under the others left away from its default, and the settings that relate to each
+    /// other consistent. The error names the option (the one the caller changed, where several
+    /// are involved), shows the values and, for an enum, its valid choices.
     pub fn validate(&self) -> Result<()> {
+        self.check_ranges()?;
+        let default = Options::default();
+        for s in SPECS {
+            if !s.when.holds(self) && (s.get)(self) != (s.get)(&default) {
+                return Err(invalid(
+                    s.field,
+                    format!("{} = {} has no effect: {}", s.name, s.show(self), s.when.why_not(self)),
+                ));
+            }
+        }
+        self.check_relations(&default)
+    }
+
+    fn check_ranges(&self) -> Result<()> {
+        for s in SPECS {
+            if let Some(x) = (s.number)(self) {
+                if !s.range.contains(x) {
+                    return Err(invalid(
+                        s.field,
+                        format!("{} = {} must be {}", s.name, s.show(self), s.range.describe(s.kind)),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks between settings. Where two are involved, the error names the one that differs
+    /// from its default (the one the caller set), or the first when both do.
+    fn check_relations(&self, default: &Options) -> Result<()> {
+        let set = |field: &str| (spec(field).get)(self) != (spec(field).get)(default);
+        let pair = |a: &'static str, b: &'static str, why: String| -> Error {
+            let named = if set(a) || !set(b) { a } else { b };
+            let show = |f: &str| format!("{} = {}", spec(f).name, spec(f).show(self));
+            invalid(named, format!("{} with {}: {why}", show(a), show(b)))
+        };
         if self.memory_budget > 0 {
             if self.memory_budget < 4 << 20 {
-                return Err(invalid("memory_budget", "must be 0 (off) or at least 4 MiB"));
+                return Err(invalid(
+                    "memory_budget",
+                    format!(
+                        "memory.budget = {} must be 0 (off) or at least 4 MiB",
+                        show_bytes(self.memory_budget as u64)
+                    ),
+                ));
             }
             if self.block_cache.is_some() {
                 return Err(invalid(
                     "memory_budget",
-                    "sizes its own block cache: do not also give block_cache",
+                    "memory.budget sizes its own block cache: do not also give block_cache",
                 ));
             }
             let filter = if self.bpk_policy.is_elastic() {
@@ -501,136 +575,105 @@ impl Options {
             } else {
                 0.0
             };
-            if !(self.memory_write_share > 0.0 && self.memory_write_share < 1.0) {
-                return Err(invalid("memory_write_share", "must be in (0, 1)"));
-            }
-            if !(0.0..1.0).contains(&filter) || self.memory_write_share + filter > 0.95 {
-                return Err(invalid(
+            if self.memory_write_share + filter > 0.95 {
+                return Err(pair(
+                    "memory_write_share",
                     "memory_filter_share",
-                    "must be in [0, 1) and leave the block cache at least 5% with memory_write_share",
+                    "together at most 0.95, so the block cache keeps at least 5% of the budget".into(),
+                ));
+            }
+            if self.memory_tuner && self.memory_tuner_floor > 0 {
+                let budget = self.memory_budget as f64;
+                let write = budget * self.memory_write_share;
+                let cache = budget * (1.0 - self.memory_write_share - filter);
+                let least = write.min(cache);
+                if self.memory_tuner_floor as f64 > least {
+                    return Err(invalid(
+                        "memory_tuner_floor",
+                        format!(
+                            "memory.tuner_floor = {} exceeds the starting {} of {} ({} of memory.budget = {}): \
+                             lower the floor, or leave it 0 for the automatic one",
+                            show_bytes(self.memory_tuner_floor as u64),
+                            if write <= cache { "write memory" } else { "block cache" },
+                            show_bytes(least as u64),
+                            if write <= cache {
+                                "memory.write_share"
+                            } else {
+                                "what the other shares leave"
+                            },
+                            show_bytes(self.memory_budget as u64),
+                        ),
+                    ));
+                }
+            }
+        } else if self.write_memory_budget < self.write_buffer_size {
+            return Err(pair(
+                "write_buffer_size",
+                "write_memory_budget",
+                "a memtable must fit in write memory".into(),
+            ));
+        }
+        if self.bpk_policy.is_elastic()
+            && self.bloom_bits_per_key == 0.0
+            && self.filter_memory == 0
+            && self.memory_budget == 0
+        {
+            return Err(pair(
+                "bloom_bits_per_key",
+                "bpk_policy",
+                "the elastic policies write filter units and load them into filter memory sized by \
+                 bits per key (or memory.filter_memory, or memory.budget); 0 bits per key would load none: \
+                 set filters.policy = uniform for no filters, or bits per key above 0"
+                    .into(),
+            ));
+        }
+        if let MergePolicyKind::Garnering { c } = self.merge_policy {
+            if !(c > 0.0 && c <= 1.0) {
+                return Err(invalid(
+                    "merge_policy",
+                    format!("compaction.merge_policy = garnering:{c}: Garnering's c must be above 0 and at most 1"),
                 ));
             }
         }
-        if self.memory_tuner && self.memory_budget == 0 {
-            return Err(invalid("memory_tuner", "needs memory_budget"));
-        }
-        if self.memory_tuner_period_ms == 0 {
-            return Err(invalid("memory_tuner_period_ms", "must be at least 1"));
-        }
-        if !(self.memory_tuner_write_weight >= 0.0 && self.memory_tuner_write_weight.is_finite()) {
-            return Err(invalid("memory_tuner_write_weight", "must be a non-negative number"));
-        }
-        let pos = |name, v: usize| {
-            if v == 0 {
-                Err(invalid(name, "must be at least 1"))
-            } else {
-                Ok(())
-            }
-        };
-        pos("write_buffer_size", self.write_buffer_size)?;
-        if self.write_memory_budget < self.write_buffer_size {
-            return Err(invalid("write_memory_budget", "must be at least write_buffer_size"));
-        }
-        if !(64..=(64 << 20)).contains(&self.block_size) {
-            return Err(invalid("block_size", "must be between 64 B and 64 MiB"));
-        }
-        pos("block_restart_interval", self.block_restart_interval)?;
-        if self.segment_size == 0 {
-            return Err(invalid("segment_size", "must be at least 1"));
-        }
-        if !(0.0..=64.0).contains(&self.bloom_bits_per_key) {
-            return Err(invalid("bloom_bits_per_key", "must be between 0 and 64"));
-        }
-        if !(0.0..=64.0).contains(&self.range_filter_bits_per_key) {
-            return Err(invalid("range_filter_bits_per_key", "must be between 0 and 64"));
-        }
-        if self.range_filter_key_offset > 255 {
-            return Err(invalid("range_filter_key_offset", "must be at most 255"));
-        }
-        if !(1..=64).contains(&self.range_filter_max_depth) {
-            return Err(invalid("range_filter_max_depth", "must be between 1 and 64"));
-        }
-        if self.range_filter_probe_budget == 0 {
-            return Err(invalid("range_filter_probe_budget", "must be at least 1"));
-        }
-        if !(2..=64).contains(&self.merlin_window) {
-            return Err(invalid("merlin_window", "must be between 2 and 64"));
-        }
-        if !(1..=16).contains(&self.elastic_units) {
-            return Err(invalid("elastic_units", "must be between 1 and 16"));
-        }
-        if !(self.elastic_unit_bpk > 0.0 && self.elastic_unit_bpk <= 16.0) {
-            return Err(invalid("elastic_unit_bpk", "must be above 0 and at most 16"));
-        }
-        if self.elastic_solve_every == 0 {
-            return Err(invalid("elastic_solve_every", "must be at least 1"));
-        }
-        if !(0.0..=1.0).contains(&self.high_pri_pool_ratio) {
-            return Err(invalid("high_pri_pool_ratio", "must be between 0 and 1"));
-        }
-        pos("max_open_files", self.max_open_files)?;
-        if let MergePolicyKind::Garnering { c } = self.merge_policy {
-            if !(c > 0.0 && c <= 1.0) {
-                return Err(invalid("merge_policy", format!("Garnering c = {c} must be in (0, 1]")));
-            }
-        }
-        if self.size_ratio.is_nan() || self.size_ratio < 2.0 {
-            return Err(invalid("size_ratio", "must be at least 2"));
-        }
-        pos("l0_compaction_trigger", self.l0_compaction_trigger)?;
         if self.l0_slowdown_trigger < self.l0_compaction_trigger {
-            return Err(invalid("l0_slowdown_trigger", "must be at least l0_compaction_trigger"));
+            return Err(pair(
+                "l0_slowdown_trigger",
+                "l0_compaction_trigger",
+                "writes would slow down before a compaction starts".into(),
+            ));
         }
         if self.l0_stop_trigger < self.l0_slowdown_trigger {
-            return Err(invalid("l0_stop_trigger", "must be at least l0_slowdown_trigger"));
-        }
-        if self.max_bytes_for_level_base == 0 {
-            return Err(invalid("max_bytes_for_level_base", "must be at least 1"));
-        }
-        if self.memory_size_ratio < 2 {
-            return Err(invalid("memory_size_ratio", "must be at least 2"));
-        }
-        if !(0.0..=1.0).contains(&self.memory_flush_beta) {
-            return Err(invalid("memory_flush_beta", "must be in [0, 1]"));
-        }
-        if self.level_targets == LevelTargets::WriteMemory && self.merge_policy != MergePolicyKind::Leveling {
-            return Err(invalid(
-                "level_targets",
-                "write-memory needs merge_policy leveling (Garnering sets its own capacities)",
+            return Err(pair(
+                "l0_stop_trigger",
+                "l0_slowdown_trigger",
+                "writes would stop before they slow down".into(),
             ));
-        }
-        if self.target_file_size == 0 {
-            return Err(invalid("target_file_size", "must be at least 1"));
-        }
-        if !(2..=32).contains(&self.max_levels) {
-            return Err(invalid("max_levels", "must be between 2 and 32"));
         }
         if self.hard_pending_compaction_bytes < self.soft_pending_compaction_bytes {
-            return Err(invalid(
+            return Err(pair(
                 "hard_pending_compaction_bytes",
-                "must be at least soft_pending_compaction_bytes",
+                "soft_pending_compaction_bytes",
+                "writes would stop before they slow down".into(),
             ));
         }
-        if !(1..=64).contains(&self.compaction_threads) {
-            return Err(invalid("compaction_threads", "must be between 1 and 64"));
+        if self.max_batch_size < self.max_key_size {
+            return Err(pair(
+                "max_batch_size",
+                "max_key_size",
+                "a batch must hold at least one key".into(),
+            ));
         }
-        if !(1..=64).contains(&self.max_subcompactions) {
-            return Err(invalid("max_subcompactions", "must be between 1 and 64"));
-        }
-        if self.delayed_write_rate < 1024 {
-            return Err(invalid("delayed_write_rate", "must be at least 1 KiB/s"));
-        }
-        if self.max_manifest_size < 1024 {
-            return Err(invalid("max_manifest_size", "must be at least 1 KiB"));
-        }
-        if self.max_key_size == 0 || self.max_key_size > (64 << 20) {
-            return Err(invalid("max_key_size", "must be between 1 B and 64 MiB"));
-        }
-        if self.max_value_size > (1 << 30) {
-            return Err(invalid("max_value_size", "must be at most 1 GiB"));
-        }
-        if self.max_batch_size < self.max_key_size || self.max_batch_size > (1 << 30) {
-            return Err(invalid("max_batch_size", "must be between max_key_size and 1 GiB"));
+        Ok(())
+    }
+
+    /// Checks what `resolved` derived (the ranges; the regions of a budget must hold too).
+    pub(crate) fn validate_resolved(&self) -> Result<()> {
+        self.check_ranges()?;
+        if self.write_memory_budget < self.write_buffer_size {
+            return Err(invalid(
+                "memory_budget",
+                "write memory derived from memory.budget is smaller than a memtable",
+            ));
         }
         Ok(())
     }
@@ -685,147 +728,276 @@ mod tests {
         }
     }
 
-    /// Every field is in the OPTIONS file, except the two that are objects rather than settings.
-    /// The destructuring is exhaustive: a new field does not compile until it is listed here.
+    /// One row per setting: names unique, grouped (`group.setting`) except the per-open flags,
+    /// and the OPTIONS file holds each one.
     #[test]
-    fn the_options_file_covers_every_field() {
-        let Options {
-            fs: _,
-            block_cache: _,
-            create_if_missing: _,
-            error_if_exists: _,
-            write_buffer_size: _,
-            write_memory_budget: _,
-            flush_policy: _,
-            memory_component: _,
-            memory_size_ratio: _,
-            memory_flush_beta: _,
-            max_wal_size: _,
-            block_size: _,
-            block_restart_interval: _,
-            data_block_hash_index: _,
-            compression: _,
-            segment_size: _,
-            bloom_bits_per_key: _,
-            bpk_policy: _,
-            merlin_window: _,
-            filter_memory: _,
-            elastic_units: _,
-            elastic_unit_bpk: _,
-            elastic_life_time: _,
-            elastic_solve_every: _,
-            elastic_interval_ms: _,
-            range_filter_bits_per_key: _,
-            range_filter_by_workload: _,
-            range_filter_key_offset: _,
-            range_filter_max_depth: _,
-            range_filter_probe_budget: _,
-            block_cache_size: _,
-            ghost_cache_size: _,
-            memory_budget: _,
-            memory_write_share: _,
-            memory_filter_share: _,
-            memory_tuner: _,
-            memory_tuner_period_ms: _,
-            memory_tuner_floor: _,
-            memory_tuner_write_weight: _,
-            memory_tuner_filters: _,
-            high_pri_pool_ratio: _,
-            index_in_block_cache: _,
-            max_open_files: _,
-            merge_policy: _,
-            size_ratio: _,
-            l0_compaction_trigger: _,
-            l0_slowdown_trigger: _,
-            l0_stop_trigger: _,
-            max_bytes_for_level_base: _,
-            level_targets: _,
-            target_file_size: _,
-            max_levels: _,
-            soft_pending_compaction_bytes: _,
-            hard_pending_compaction_bytes: _,
-            compaction_threads: _,
-            max_subcompactions: _,
-            delayed_write_rate: _,
-            wal_recovery_mode: _,
-            use_direct_reads: _,
-            max_manifest_size: _,
-            max_key_size: _,
-            max_value_size: _,
-            max_batch_size: _,
-        } = Options::default();
-        let fields = [
-            "create_if_missing",
-            "error_if_exists",
-            "write_buffer_size",
-            "write_memory_budget",
-            "flush_policy",
-            "memory_component",
-            "memory_size_ratio",
-            "memory_flush_beta",
-            "max_wal_size",
-            "block_size",
-            "block_restart_interval",
-            "data_block_hash_index",
-            "compression",
-            "segment_size",
-            "bloom_bits_per_key",
-            "bpk_policy",
-            "merlin_window",
-            "filter_memory",
-            "elastic_units",
-            "elastic_unit_bpk",
-            "elastic_life_time",
-            "elastic_solve_every",
-            "elastic_interval_ms",
-            "range_filter_bits_per_key",
-            "range_filter_by_workload",
-            "range_filter_key_offset",
-            "range_filter_max_depth",
-            "range_filter_probe_budget",
-            "block_cache_size",
-            "ghost_cache_size",
-            "memory_budget",
-            "memory_write_share",
-            "memory_filter_share",
-            "memory_tuner",
-            "memory_tuner_period_ms",
-            "memory_tuner_floor",
-            "memory_tuner_write_weight",
-            "memory_tuner_filters",
-            "high_pri_pool_ratio",
-            "index_in_block_cache",
-            "max_open_files",
-            "merge_policy",
-            "size_ratio",
-            "l0_compaction_trigger",
-            "l0_slowdown_trigger",
-            "l0_stop_trigger",
-            "max_bytes_for_level_base",
-            "level_targets",
-            "target_file_size",
-            "max_levels",
-            "soft_pending_compaction_bytes",
-            "hard_pending_compaction_bytes",
-            "compaction_threads",
-            "max_subcompactions",
-            "delayed_write_rate",
-            "wal_recovery_mode",
-            "use_direct_reads",
-            "max_manifest_size",
-            "max_key_size",
-            "max_value_size",
-            "max_batch_size",
-        ];
-        let map = Options::default().to_map();
-        for f in fields {
-            assert!(map.contains_key(f), "{f} is missing from the OPTIONS file");
+    fn the_table_names_every_setting_once() {
+        let mut names = std::collections::BTreeSet::new();
+        for s in SPECS {
+            assert!(names.insert(s.name), "{} twice", s.name);
+            assert!(names.insert(s.field) || s.field == s.name, "{} twice", s.field);
+            assert!(
+                s.name.contains('.') || s.scope == Scope::Open,
+                "{}: stored settings have a group",
+                s.name
+            );
+            assert!(!s.doc.trim().is_empty(), "{} has no doc", s.name);
         }
+        let map = Options::default().to_map();
         assert_eq!(
             map.len(),
-            fields.len() + 2,
-            "format_version and comparator besides the fields"
+            SPECS.len() + 2,
+            "format_version and comparator besides the settings"
         );
+    }
+
+    /// `docs/options.md` is generated from the table (`CAIRN_REWRITE=1` rewrites it).
+    #[test]
+    fn docs_table_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/options.md");
+        let actual = file::options_table();
+        if crate::testutil::rewrite() {
+            std::fs::write(&path, &actual).unwrap();
+        }
+        let golden = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            golden == actual,
+            "docs/options.md is stale: run CAIRN_REWRITE=1 cargo test -p cairn --lib options"
+        );
+    }
+
+    fn refused(o: &Options) -> (&'static str, String) {
+        match o.validate() {
+            Err(Error::InvalidOptions { option, reason }) => (option, reason),
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+
+    /// Each combination that used to be ignored or overridden without a word is refused,
+    /// naming the setting the caller changed and showing the values.
+    #[test]
+    fn ignored_combinations_are_refused() {
+        // A budget with fixed region sizes: the budget used to win silently.
+        let (option, why) = refused(&Options {
+            memory_budget: 64 << 20,
+            write_memory_budget: 512 << 20,
+            block_cache_size: 1 << 30,
+            ..Options::default()
+        });
+        assert_eq!(option, "write_memory_budget");
+        assert!(
+            why.contains("512 MiB") && why.contains("memory.budget = 64 MiB"),
+            "{why}"
+        );
+        let (option, _) = refused(&Options {
+            memory_budget: 64 << 20,
+            block_cache_size: 1 << 30,
+            ..Options::default()
+        });
+        assert_eq!(option, "block_cache_size");
+        // Filter memory with a policy that loads no units.
+        let (option, why) = refused(&Options {
+            filter_memory: 8 << 20,
+            ..Options::default()
+        });
+        assert_eq!(option, "filter_memory");
+        assert!(why.contains("filters.policy = uniform"), "{why}");
+        // No bits per key with an elastic policy and nothing else to size filter memory.
+        let (option, why) = refused(&Options {
+            bloom_bits_per_key: 0.0,
+            bpk_policy: BpkPolicy::MnemosyneElastic,
+            ..Options::default()
+        });
+        assert_eq!(option, "bloom_bits_per_key");
+        assert!(why.contains("mnemosyne-elastic"), "{why}");
+        // Bits per key that filter memory overrides.
+        let (option, _) = refused(&Options {
+            bloom_bits_per_key: 6.0,
+            bpk_policy: BpkPolicy::Elastic,
+            filter_memory: 1 << 20,
+            ..Options::default()
+        });
+        assert_eq!(option, "bloom_bits_per_key");
+        // A tuner floor above a starting region; the automatic floor fits every budget.
+        let (option, why) = refused(&Options {
+            memory_tuner_floor: 32 << 20,
+            ..Options::with_memory(64 << 20)
+        });
+        assert_eq!(option, "memory_tuner_floor");
+        assert!(why.contains("32 MiB") && why.contains("16 MiB"), "{why}");
+        for budget in [4usize << 20, 64 << 20, 1 << 30, 16 << 30] {
+            let o = Options::with_memory(budget);
+            o.validate().unwrap();
+            let r = o.resolved();
+            assert!(
+                r.memory_tuner_floor <= r.write_memory_budget.min(r.block_cache_size),
+                "{budget}"
+            );
+        }
+        // Settings of a feature that is off.
+        for (field, o) in [
+            (
+                "memory_tuner_period_ms",
+                Options {
+                    memory_tuner_period_ms: 5,
+                    ..Options::default()
+                },
+            ),
+            (
+                "memory_write_share",
+                Options {
+                    memory_write_share: 0.5,
+                    ..Options::default()
+                },
+            ),
+            (
+                "elastic_units",
+                Options {
+                    elastic_units: 8,
+                    ..Options::default()
+                },
+            ),
+            (
+                "memory_size_ratio",
+                Options {
+                    memory_size_ratio: 4,
+                    ..Options::default()
+                },
+            ),
+            (
+                "range_filter_key_offset",
+                Options {
+                    range_filter_key_offset: 4,
+                    ..Options::default()
+                },
+            ),
+            (
+                "index_in_block_cache",
+                Options {
+                    index_in_block_cache: true,
+                    ..Options::with_memory(64 << 20)
+                },
+            ),
+            (
+                "level_targets",
+                Options {
+                    merge_policy: MergePolicyKind::Garnering { c: 0.8 },
+                    level_targets: LevelTargets::WriteMemory,
+                    ..Options::default()
+                },
+            ),
+        ] {
+            assert_eq!(refused(&o).0, field);
+        }
+    }
+
+    /// The error names the option the caller set, with both values.
+    #[test]
+    fn relations_name_the_option_set() {
+        let (option, why) = refused(&Options {
+            write_buffer_size: 256 << 20,
+            ..Options::default()
+        });
+        assert_eq!(option, "write_buffer_size");
+        assert!(
+            why.contains("memtable.size = 256 MiB") && why.contains("memory.write_memory = 128 MiB"),
+            "{why}"
+        );
+        let (option, _) = refused(&Options {
+            write_memory_budget: 32 << 20,
+            ..Options::default()
+        });
+        assert_eq!(option, "write_memory_budget");
+        let (option, why) = refused(&Options {
+            block_size: 10,
+            ..Options::default()
+        });
+        assert_eq!(option, "block_size");
+        assert_eq!(why, "table.block_size = 10 B must be between 64 B and 64 MiB");
+    }
+
+    /// OPTIONS files written before the names had groups (flat names; with a budget, the
+    /// derived region sizes too) still apply: to a default configuration exactly, and with a
+    /// budget to the budget without the sizes it derived.
+    #[test]
+    fn options_files_before_groups_still_apply() {
+        let text = std::fs::read(crate::testutil::testdata("golden/OPTIONS-before-groups")).unwrap();
+        let mut stored = parse_options_file(&text).unwrap();
+        let mut o = Options::default();
+        o.apply_stored(&stored, false).unwrap();
+        let want = Options {
+            compaction_threads: 2,
+            max_subcompactions: 2,
+            ..Options::default()
+        };
+        assert_eq!(o.to_map(), want.to_map());
+        // What the old writer stored for a 64 MiB budget with the tuner and elastic units.
+        for (k, v) in [
+            ("memory_budget", "67108864"),
+            ("memory_tuner", "true"),
+            ("bpk_policy", "elastic"),
+            ("write_memory_budget", "16777216"),
+            ("write_buffer_size", "8388608"),
+            ("filter_memory", "6710886"),
+            ("block_cache_size", "43620762"),
+            ("index_in_block_cache", "true"),
+            ("ghost_cache_size", "134217728"),
+            ("memory_tuner_floor", "33554432"),
+            ("wal_recovery_mode", "TolerateCorruptedTail"),
+        ] {
+            stored.insert(k.into(), v.into());
+        }
+        let mut o = Options::default();
+        let taken = o.merge_stored(&stored).unwrap();
+        o.validate().unwrap();
+        assert_eq!(
+            (o.memory_budget, o.memory_tuner, o.bpk_policy),
+            (64 << 20, true, BpkPolicy::Elastic)
+        );
+        assert_eq!(o.write_memory_budget, 128 << 20, "derived sizes are not taken");
+        assert_eq!(
+            o.memory_tuner_floor, 0,
+            "the old default floor becomes the automatic one"
+        );
+        assert_eq!(
+            o.wal_recovery_mode,
+            RecoveryMode::PointInTime,
+            "per-open settings are the caller's"
+        );
+        assert!(
+            taken.contains(&"memory.budget") && !taken.contains(&"memory.write_memory"),
+            "{taken:?}"
+        );
+    }
+
+    #[test]
+    fn set_takes_names_aliases_and_units() {
+        let mut o = Options::default();
+        o.set("memory.budget", "64MiB").unwrap();
+        assert_eq!(o.memory_budget, 64 << 20);
+        o.set("memory_budget", "1.5 GiB").unwrap();
+        assert_eq!(o.memory_budget, 3 << 29);
+        o.set("table.block_size", "8k").unwrap();
+        assert_eq!(o.block_size, 8192);
+        o.set("filters.policy", "mnemosyne-elastic").unwrap();
+        o.set("wal_recovery_mode", "AbsoluteConsistency").unwrap();
+        assert_eq!(o.wal_recovery_mode, RecoveryMode::AbsoluteConsistency);
+        o.set("compression", "Zstd").unwrap();
+        assert_eq!(o.compression, Compression::Zstd);
+        for s in SPECS {
+            let now = (s.get)(&o);
+            o.set(s.field, &now).unwrap_or_else(|e| panic!("{}: {e}", s.field));
+            o.set(s.name, &now).unwrap_or_else(|e| panic!("{}: {e}", s.name));
+        }
+        let e = o.set("bpk_policy", "elastik").unwrap_err().to_string();
+        assert!(
+            e.contains("bpk_policy") && e.contains("\"elastik\"") && e.contains("uniform, monkey, mnemosyne"),
+            "{e}"
+        );
+        let e = o.set("memory.budget", "64 MB/s").unwrap_err().to_string();
+        assert!(e.contains("not a size"), "{e}");
+        let e = o.set("bloom_bits", "4").unwrap_err().to_string();
+        assert!(e.contains("filters.bits_per_key"), "{e}");
     }
 
     /// The OPTIONS file of the default options, pinned (`docs/format/options.md`).
@@ -846,7 +1018,7 @@ mod tests {
         let o = Options::default();
         let bytes = o.encode_file();
         let m = parse_options_file(&bytes).unwrap();
-        assert_eq!(m["block_size"], "4096");
+        assert_eq!(m["table.block_size"], "4096");
         assert!(check_compatible(&m, &o).is_ok());
         let mut bad = bytes.clone();
         bad[40] ^= 1;
