@@ -164,6 +164,14 @@ pub struct EngineArgs {
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
+    /// cairn's starting point: `bench` (db_bench's defaults for every flag not given: no
+    /// filters, an 8 MiB cache — for side-by-side runs) or `engine` (`Options::default()`,
+    /// what a user of the library gets, with only the flags given applied).
+    #[arg(long, default_value = "bench")]
+    pub defaults: String,
+    /// The flags given on the command line (set by the runner from clap's matches).
+    #[arg(skip)]
+    pub given: std::collections::BTreeSet<String>,
 }
 
 impl EngineArgs {
@@ -330,80 +338,147 @@ pub struct CairnEngine {
 }
 
 impl CairnEngine {
-    /// Opens cairn with the flags mapped onto [`cairn::Options`].
+    /// Opens cairn with the flags mapped onto [`cairn::Options`] ([`cairn_options`]).
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
-        let merge_policy = match a.merge_policy.as_str() {
-            "leveling" => cairn::MergePolicyKind::Leveling,
-            "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
-            other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
-        };
-        let bpk_policy = cairn::BpkPolicy::parse(&a.bpk_policy).ok_or_else(|| {
+        Ok(CairnEngine {
+            db: cairn::Db::open(dir, cairn_options(a)?)?,
+            trees: std::sync::OnceLock::new(),
+        })
+    }
+}
+
+/// The flags as cairn options. `--defaults=bench`: every flag at db_bench's default unless
+/// given (no filters, an 8 MiB cache), as side-by-side runs with RocksDB's db_bench need.
+/// `--defaults=engine`: `Options::default()` with only the flags given applied — what a user
+/// of the library gets. Either way `--memory_budget` sizes the regions itself, so the region
+/// flags (--cache_size, --write_buffer_size, --db_write_buffer_size) apply only without it.
+pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
+    let engine_defaults = match a.defaults.as_str() {
+        "bench" => false,
+        "engine" => true,
+        other => return Err(format!("--defaults={other}: expected bench or engine").into()),
+    };
+    // A flag with a db_bench default applies when given, or always under bench defaults.
+    let take = |flag: &str| !engine_defaults || a.given.contains(flag);
+    let mut o = cairn::Options::default();
+    if take("bloom_bits") {
+        o.bloom_bits_per_key = a.bloom_bits.max(0.0);
+    }
+    if take("bpk_policy") {
+        o.bpk_policy = cairn::BpkPolicy::parse(&a.bpk_policy).ok_or_else(|| {
             format!(
                 "--bpk_policy={}: expected uniform, monkey, mnemosyne, optimal, elastic or mnemosyne-elastic",
                 a.bpk_policy
             )
         })?;
-        let d = cairn::Options::default();
-        let opts = cairn::Options {
-            compaction_threads: a.max_background_compactions.unwrap_or(d.compaction_threads),
-            max_subcompactions: a.subcompactions.unwrap_or(d.max_subcompactions),
-            l0_slowdown_trigger: a.level0_slowdown_writes_trigger.unwrap_or(d.l0_slowdown_trigger),
-            l0_stop_trigger: a.level0_stop_writes_trigger.unwrap_or(d.l0_stop_trigger),
-            delayed_write_rate: a.delayed_write_rate.unwrap_or(d.delayed_write_rate),
-            bloom_bits_per_key: a.bloom_bits.max(0.0),
-            range_filter_bits_per_key: a.range_filter_bits_per_key,
-            bpk_policy,
-            merlin_window: a.merlin_window.unwrap_or(d.merlin_window),
-            segment_size: a.segment_size.unwrap_or(d.segment_size),
-            filter_memory: a.filter_memory.unwrap_or(d.filter_memory),
-            elastic_units: a.elastic_units.unwrap_or(d.elastic_units),
-            elastic_unit_bpk: a.elastic_unit_bpk.unwrap_or(d.elastic_unit_bpk),
-            elastic_life_time: a.elastic_life_time.unwrap_or(d.elastic_life_time),
-            index_in_block_cache: a.cache_index_and_filter_blocks,
-            data_block_hash_index: a.data_block_index_type.map_or(d.data_block_hash_index, |t| t == 1),
-            block_cache_size: a.cache_size,
-            write_buffer_size: a.write_buffer_size,
-            write_memory_budget: a.memory(),
-            use_direct_reads: a.use_direct_reads,
-            compression: compression(&a.compression_type)?,
-            block_size: a.block_size,
-            max_bytes_for_level_base: a.max_bytes_for_level_base,
-            size_ratio: a.max_bytes_for_level_multiplier,
-            l0_compaction_trigger: a.level0_file_num_compaction_trigger,
-            target_file_size: a.target_file_size_base,
-            merge_policy,
-            flush_policy: cairn::FlushPolicy::parse(&a.flush_policy).ok_or_else(|| {
-                format!(
-                    "--flush_policy={}: expected max-memory, min-lsn or optimal",
-                    a.flush_policy
-                )
-            })?,
-            memory_component: cairn::MemoryComponent::parse(&a.memory_component).ok_or_else(|| {
-                format!(
-                    "--memory_component={}: expected monolithic or partitioned",
-                    a.memory_component
-                )
-            })?,
-            memory_size_ratio: a.memory_size_ratio.unwrap_or(d.memory_size_ratio),
-            level_targets: cairn::LevelTargets::parse(&a.level_targets)
-                .ok_or_else(|| format!("--level_targets={}: expected fixed or write-memory", a.level_targets))?,
-            memory_budget: a.memory_budget.unwrap_or(0),
-            memory_write_share: a.memory_write_share.unwrap_or(d.memory_write_share),
-            memory_tuner: a.memory_tuner,
-            memory_tuner_period_ms: a.memory_tuner_period_ms.unwrap_or(d.memory_tuner_period_ms),
-            memory_tuner_floor: a.memory_tuner_floor.unwrap_or(d.memory_tuner_floor),
-            memory_tuner_write_weight: a.memory_tuner_write_weight.unwrap_or(d.memory_tuner_write_weight),
-            memory_tuner_filters: a.memory_tuner_filters,
-            memory_filter_share: a.memory_filter_share.unwrap_or(d.memory_filter_share),
-            ghost_cache_size: a.ghost_cache_size.unwrap_or(d.ghost_cache_size),
-            max_wal_size: a.max_total_wal_size.unwrap_or(d.max_wal_size),
-            ..cairn::Options::default()
-        };
-        Ok(CairnEngine {
-            db: cairn::Db::open(dir, opts)?,
-            trees: std::sync::OnceLock::new(),
-        })
     }
+    if take("merge_policy") || a.given.contains("garnering_c") {
+        o.merge_policy = match a.merge_policy.as_str() {
+            "leveling" => cairn::MergePolicyKind::Leveling,
+            "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
+            other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
+        };
+    }
+    if take("flush_policy") {
+        o.flush_policy = cairn::FlushPolicy::parse(&a.flush_policy).ok_or_else(|| {
+            format!(
+                "--flush_policy={}: expected max-memory, min-lsn or optimal",
+                a.flush_policy
+            )
+        })?;
+    }
+    if take("memory_component") {
+        o.memory_component = cairn::MemoryComponent::parse(&a.memory_component).ok_or_else(|| {
+            format!(
+                "--memory_component={}: expected monolithic or partitioned",
+                a.memory_component
+            )
+        })?;
+    }
+    if take("level_targets") {
+        o.level_targets = cairn::LevelTargets::parse(&a.level_targets)
+            .ok_or_else(|| format!("--level_targets={}: expected fixed or write-memory", a.level_targets))?;
+    }
+    if take("compression_type") {
+        o.compression = compression(&a.compression_type)?;
+    }
+    if take("use_direct_reads") {
+        o.use_direct_reads = a.use_direct_reads;
+    }
+    if take("block_size") {
+        o.block_size = a.block_size;
+    }
+    if take("max_bytes_for_level_base") && o.level_targets == cairn::LevelTargets::Fixed {
+        o.max_bytes_for_level_base = a.max_bytes_for_level_base;
+    }
+    if take("max_bytes_for_level_multiplier") {
+        o.size_ratio = a.max_bytes_for_level_multiplier;
+    }
+    if take("level0_file_num_compaction_trigger") {
+        o.l0_compaction_trigger = a.level0_file_num_compaction_trigger;
+    }
+    if take("target_file_size_base") {
+        o.target_file_size = a.target_file_size_base;
+    }
+    if take("range_filter_bits_per_key") {
+        o.range_filter_bits_per_key = a.range_filter_bits_per_key;
+    }
+    if let Some(b) = a.memory_budget {
+        o.memory_budget = b;
+    }
+    if take("memory_tuner") {
+        o.memory_tuner = a.memory_tuner;
+    }
+    if o.memory_budget == 0 {
+        if take("cache_size") {
+            o.block_cache_size = a.cache_size;
+        }
+        if take("write_buffer_size") {
+            o.write_buffer_size = a.write_buffer_size;
+        }
+        if take("write_buffer_size") || a.db_write_buffer_size.is_some() {
+            o.write_memory_budget = a.memory();
+        }
+        if take("cache_index_and_filter_blocks") {
+            o.index_in_block_cache = a.cache_index_and_filter_blocks;
+        }
+    }
+    if a.given.contains("memory_tuner_filters") {
+        o.memory_tuner_filters = a.memory_tuner_filters;
+    }
+    // Flags without a db_bench default: applied when given.
+    macro_rules! given {
+        ($($flag:ident => $field:ident),* $(,)?) => {$(
+            if let Some(v) = a.$flag {
+                o.$field = v;
+            }
+        )*};
+    }
+    given!(
+        max_background_compactions => compaction_threads,
+        subcompactions => max_subcompactions,
+        level0_slowdown_writes_trigger => l0_slowdown_trigger,
+        level0_stop_writes_trigger => l0_stop_trigger,
+        delayed_write_rate => delayed_write_rate,
+        merlin_window => merlin_window,
+        segment_size => segment_size,
+        filter_memory => filter_memory,
+        elastic_units => elastic_units,
+        elastic_unit_bpk => elastic_unit_bpk,
+        elastic_life_time => elastic_life_time,
+        memory_size_ratio => memory_size_ratio,
+        memory_write_share => memory_write_share,
+        memory_tuner_period_ms => memory_tuner_period_ms,
+        memory_tuner_floor => memory_tuner_floor,
+        memory_tuner_write_weight => memory_tuner_write_weight,
+        memory_filter_share => memory_filter_share,
+        ghost_cache_size => ghost_cache_size,
+        max_total_wal_size => max_wal_size,
+    );
+    if let Some(t) = a.data_block_index_type {
+        o.data_block_hash_index = t == 1;
+    }
+    Ok(o)
 }
 
 fn compression(name: &str) -> EResult<cairn::Compression> {

@@ -7,6 +7,21 @@ pub mod report;
 pub mod timeline;
 pub mod ycsb;
 
+/// Parses the command line, also returning the ids of the arguments given on it (not
+/// defaulted), for `EngineArgs::given`.
+pub fn parse_args<P: clap::Parser>() -> (P, std::collections::BTreeSet<String>) {
+    let m = P::command().get_matches();
+    let given = m
+        .ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| id.to_string())
+        .collect();
+    match P::from_arg_matches(&m) {
+        Ok(p) => (p, given),
+        Err(e) => e.exit(),
+    }
+}
+
 /// Peak resident set size of this process in bytes (Linux `VmHWM`), if known.
 pub fn peak_rss_bytes() -> Option<u64> {
     rss_bytes("VmHWM")

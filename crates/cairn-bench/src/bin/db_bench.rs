@@ -690,7 +690,8 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
 }
 
 fn main() {
-    let args = Args::parse();
+    let (mut args, given) = cairn_bench::parse_args::<Args>();
+    args.engine.given = given;
     let dir = args
         .db
         .clone()

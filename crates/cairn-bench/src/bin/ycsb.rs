@@ -223,7 +223,8 @@ fn run(db: &Db, w: &Workload, threads: usize, seed: u64, trees: TreeChoice) -> P
 }
 
 fn main() {
-    let args = Args::parse();
+    let (mut args, given) = cairn_bench::parse_args::<Args>();
+    args.engine.given = given;
     let text =
         std::fs::read_to_string(&args.workload).unwrap_or_else(|e| fail(format!("{}: {e}", args.workload.display())));
     let mut props = Properties::parse(&text).unwrap_or_else(|e| fail(e));
