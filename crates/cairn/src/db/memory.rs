@@ -241,16 +241,26 @@ impl DbInner {
         let user_reads = reads(&b.io) - reads(&a.io);
         let merge_reads = reads(&b.compaction_io) - reads(&a.compaction_io);
         let written = (b.flush_bytes - a.flush_bytes + b.compaction_written - a.compaction_written) as f64 / PAGE;
-        let (mems, levels) = {
+        let (mems, levels, filter_bytes) = {
             let st = self.state.lock();
             let mems: Vec<f64> = st.mems.iter().map(|m| m.bytes() as f64).collect();
-            let levels: Vec<f64> = st
-                .version()
-                .trees
+            let trees = &st.version().trees;
+            let levels: Vec<f64> = trees
                 .iter()
                 .map(|t| t.level_bytes(t.deepest_nonempty()) as f64)
                 .collect();
-            (mems, levels)
+            // Filter units of the other policies are cached beside the data (elastic units
+            // have their own region).
+            let filter_bytes: f64 = if self.opts.bpk_policy.is_elastic() {
+                0.0
+            } else {
+                trees
+                    .iter()
+                    .flat_map(|t| t.levels.iter().flatten())
+                    .map(|f| f.entries as f64 * f.filter_bpk / 8.0)
+                    .sum()
+            };
+            (mems, levels, filter_bytes)
         };
         let total_mem: f64 = mems.iter().sum();
         let trees = b
@@ -288,6 +298,7 @@ impl DbInner {
             cost: (w * written + (user_reads + merge_reads) as f64) / ops,
             filter_benefit: gain,
             filter_loss: loss,
+            meta_bytes: self.cache.reserved() as u64 + filter_bytes as u64,
         }
     }
 }

@@ -17,7 +17,8 @@
 //! cycles (least squares); with fewer than 2 distinct x, a line that does not rise (A ≤ 0), or a
 //! step the line says does not lower the cost, a fixed step of 5% of M against the sign of
 //! `cost'`. A step takes at most 10% of the region it shrinks and leaves each region at least
-//! `floor`; no step is taken below 0.5% of M or when the expected gain is below 0.1% of the
+//! `floor` (the cache also the index and filter blocks charged to it, which the ghost cache's
+//! data-block view cannot price); no step is taken below 0.5% of M or when the expected gain is below 0.1% of the
 //! cycle's cost (the stop rules).
 //!
 //! **Three-way (★).** With `filter_benefit` (expected I/O per operation saved by one more byte
@@ -64,6 +65,10 @@ pub struct Cycle {
     pub filter_benefit: Option<f64>,
     /// Three-way only: I/O per operation the last byte of filter memory saves.
     pub filter_loss: Option<f64>,
+    /// Bytes of index and filter blocks the block cache must hold (charged to it): below
+    /// them every lookup reads its index or filter from storage, a cost the ghost cache's
+    /// data-block view does not see. The cache's floor is at least this plus `floor`.
+    pub meta_bytes: u64,
 }
 
 /// Region sizes in bytes.
@@ -214,6 +219,8 @@ impl Tuner {
     /// Decides the next sizes from the current ones and the cycle just ended.
     pub fn step(&mut self, now: Sizes, cycle: &Cycle) -> Step {
         let c = self.config;
+        // The cache keeps the index and filter blocks charged to it, and `floor` besides.
+        let cache_floor = c.floor.saturating_add(cycle.meta_bytes);
         let total = now.total() as f64;
         let x = now.write as f64;
         let w = write_derivative(x, cycle);
@@ -227,14 +234,14 @@ impl Tuner {
             d,
             total,
             cycle.cost,
-            [(now.write, c.floor), (now.cache + now.filter, c.floor)],
+            [(now.write, c.floor), (now.cache + now.filter, cache_floor)],
             cycle.sim_bytes > 0.0 || w != 0.0,
         );
         let mut sizes = now;
         apply(&mut sizes.write, &mut sizes.cache, write.step);
-        if sizes.cache < c.floor.min(now.cache) {
+        if sizes.cache < cache_floor.min(now.cache) {
             // The cache never goes below its floor: filters pay the rest.
-            let short = c.floor.min(now.cache) - sizes.cache;
+            let short = cache_floor.min(now.cache) - sizes.cache;
             sizes.cache += short;
             sizes.filter -= short.min(sizes.filter);
         }
@@ -258,7 +265,7 @@ impl Tuner {
                     g,
                     total,
                     cycle.cost,
-                    [(sizes.filter, 0), (sizes.cache, c.floor)],
+                    [(sizes.filter, 0), (sizes.cache, cache_floor)],
                     true,
                 );
                 apply(&mut sizes.filter, &mut sizes.cache, m.step);
@@ -380,7 +387,7 @@ mod tests {
     }
 
     /// `step write= cache= [filter=] sim= saved_q= saved_m= merge_reads= cost= [gain= loss=]
-    /// [floor=] [omega= gamma=]`, one input line per tree: `merge= last= share= mem= log=`.
+    /// [meta=] [floor=] [omega= gamma=]`, one input line per tree: `merge= last= share= mem= log=`.
     /// `reset` forgets the history (each file section starts with one).
     fn cycle(c: &Case) -> Cycle {
         Cycle {
@@ -414,6 +421,7 @@ mod tests {
             cost: arg(c, "cost", 1.0),
             filter_benefit: c.args.get("gain").map(|v| num(v)),
             filter_loss: c.args.get("loss").map(|v| num(v)),
+            meta_bytes: arg(c, "meta", 0.0) as u64,
         }
     }
 
