@@ -360,7 +360,11 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     };
     // A flag with a db_bench default applies when given, or always under bench defaults.
     let take = |flag: &str| !engine_defaults || a.given.contains(flag);
-    let mut o = cairn::Options::default();
+    let mut o = cairn::Options {
+        // Bench defaults name every setting: a reopen (--use_existing_db) uses exactly them.
+        keep_stored: engine_defaults,
+        ..cairn::Options::default()
+    };
     if take("bloom_bits") {
         o.bloom_bits_per_key = a.bloom_bits.max(0.0);
     }

@@ -211,7 +211,7 @@ fn inspection_beside_a_writer() {
         "{options}"
     );
     let json: serde_json::Value = serde_json::from_str(&ok(&["--json", "options", db])).unwrap();
-    assert_eq!(json["range_filter_bits_per_key"], "16");
+    assert_eq!(json["range_filter.bits_per_key"], "16");
 
     let manifest = ok(&["manifest", db]);
     assert!(manifest.contains("new tree 1 \"users\""), "{manifest}");

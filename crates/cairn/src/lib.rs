@@ -1,4 +1,39 @@
-#![doc = include_str!("../../../README.md")]
+//! cairn: an embedded LSM-tree key-value engine, read-optimized and memory-adaptive. Given one
+//! memory budget ([`Options::with_memory`]) it spends each byte — write buffers, block cache,
+//! point filters, range filters — where it saves the most I/O for the workload it serves.
+//!
+//! ```
+//! use cairn::{Db, Options, WriteBatch, WriteOptions};
+//!
+//! # fn main() -> cairn::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let path = dir.path().join("db");
+//! let db = Db::open(&path, Options::with_memory(64 << 20))?;
+//! db.put(b"apple", b"red")?;
+//! let users = db.tree("users")?; // a named tree (column family)
+//! let mut batch = WriteBatch::new(); // atomic across trees
+//! batch.delete(b"apple");
+//! batch.put_in(&users, b"alice", b"admin");
+//! db.write(batch, &WriteOptions { sync: true, ..Default::default() })?;
+//! assert_eq!(db.get(b"apple")?, None);
+//! let keys: Vec<Vec<u8>> = users.iter().map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! assert_eq!(keys, vec![b"alice".to_vec()]);
+//! db.close()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! - [`Options`]: every setting, validated at open; by name with [`Options::set`]
+//!   (`"filters.policy"`, `"memory.budget"`); a reopen keeps the stored configuration.
+//! - [`Db`] and [`Tree`]: reads, writes, iterators, snapshots; [`Db::stats`] and
+//!   [`Db::property`] for what the engine decided and what it cost.
+//! - [`Error`]: one error type; a failed fsync turns the database read-only
+//!   ([`Error::Poisoned`]).
+
+/// The README's examples run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
 
 /// Declares the engine's internal modules: crate-private in a normal build; public but hidden
 /// from the docs with the `test-util` feature, which the crate's own integration tests,

@@ -86,6 +86,10 @@ struct Args {
     /// uniform | zipf:θ | normal:σ | latest (our flag).
     #[arg(long, default_value = "uniform")]
     key_dist: String,
+    /// Key distribution of fillrandom and overwrite (our flag; default: --key_dist), so one
+    /// run loads uniform keys and then reads skewed ones.
+    #[arg(long)]
+    fill_key_dist: Option<String>,
     /// Every N lookups of a phase the popular keys move to another part of the key space
     /// (each key number shifts by a further 0.382 × num; our flag; 0: never).
     #[arg(long, default_value_t = 0)]
@@ -169,6 +173,7 @@ struct Bench<'a> {
     args: &'a Args,
     db: &'a dyn Engine,
     dist: KeyDist,
+    fill_dist: KeyDist,
     phase_no: std::sync::atomic::AtomicU64,
     /// Every lookup key so far (`--merlin_truth`).
     history: std::sync::Mutex<Vec<Vec<u8>>>,
@@ -375,7 +380,7 @@ impl Bench<'_> {
                         // Threads share one sequence so fillseq stays sequential overall.
                         next.fetch_add(1, Ordering::Relaxed) % a.num
                     } else {
-                        self.dist.next(a.num, rng)
+                        self.fill_dist.next(a.num, rng)
                     };
                     db_bench_key(self.stride(k), a.key_size, &mut key);
                     let value = values.next(a.value_size);
@@ -717,6 +722,8 @@ fn main() {
         ));
     }
     let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
+    let fill_dist =
+        KeyDist::parse(args.fill_key_dist.as_deref().unwrap_or(&args.key_dist), args.num).unwrap_or_else(|e| fail(e));
     let trees =
         cairn_bench::keys::TreeChoice::new(args.num_trees, args.tree_skew.as_deref()).unwrap_or_else(|e| fail(e));
     let start_rss = cairn_bench::rss_bytes("VmRSS").unwrap_or(0);
@@ -736,6 +743,7 @@ fn main() {
         args: &args,
         db: db.as_ref(),
         dist,
+        fill_dist,
         phase_no: std::sync::atomic::AtomicU64::new(0),
         history: std::sync::Mutex::new(Vec::new()),
         phase_lookups: std::sync::atomic::AtomicU64::new(0),

@@ -25,7 +25,7 @@ use std::sync::Arc;
 /// databases can share one cache) and the block's file offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockKey {
-    /// [`TableReader::cache_id`](crate::sst::TableReader::cache_id).
+    /// The table's cache id (unique per open table reader).
     pub table: u64,
     /// Offset of the block in its file.
     pub offset: u64,

@@ -35,7 +35,7 @@ pub enum MergePolicyKind {
     },
 }
 
-/// How point-filter memory is spread over files (docs/design.md §1 [C]).
+/// How point-filter memory is spread over files (`docs/design.md` §1, the point filters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BpkPolicy {
     /// `bloom_bits_per_key` for every file (RocksDB's way).

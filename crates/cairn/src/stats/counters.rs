@@ -65,7 +65,7 @@ pub const FLUSH_KINDS: [&str; 4] = ["whole", "partial", "log", "full"];
 #[derive(Debug)]
 pub struct TreeCounters {
     reads: Striped<ReadCounters>,
-    /// Flushes by kind ([`FLUSH_KINDS`]): count and bytes written.
+    /// Flushes by kind (whole, partial, log, full, in that order): count and bytes written.
     flushes: [[AtomicU64; 2]; 4],
     /// Memtable bytes switched (to be flushed) because write memory was full, and because the
     /// WALs were (the memory tuner's flush causes).
@@ -492,7 +492,7 @@ pub struct TreeStatsSnapshot {
     pub memtable_hits: u64,
     /// Bytes written by flushes.
     pub flush_bytes: u64,
-    /// Flushes by kind ([`FLUSH_KINDS`]): count and bytes written.
+    /// Flushes by kind (whole, partial, log, full, in that order): count and bytes written.
     pub flushes: [(u64, u64); 4],
     /// Memtable bytes switched for flushing because write memory was full.
     pub switched_for_memory: u64,
