@@ -188,7 +188,10 @@ impl DbInner {
         }
         let ops = now.ops.saturating_sub(last.ops);
         if ops == 0 {
-            last.at = now.at;
+            // Nothing ran: restart the cycle, so that background work done meanwhile (a
+            // compaction catching up after an open) is not charged to the next cycle's
+            // operations.
+            *last = now;
             return None;
         }
         let cycle = self.cycle(last, &now, ops as f64);
