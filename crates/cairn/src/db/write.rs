@@ -330,7 +330,7 @@ pub(super) fn switch_memtables(
         st.old_wals.insert(old.log_number(), old.size());
     }
     for &t in &trees {
-        st.mems[t].switch();
+        st.mems[t].switch(inner.memory.write_buffer_size());
         inner.install_super_version(st, t);
     }
     inner.bg_cv.notify_all();

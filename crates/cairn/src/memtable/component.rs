@@ -180,11 +180,16 @@ impl MemComponent {
         }
     }
 
-    /// An empty component of the shape `opts` asks for.
+    /// An empty component of the shape `opts` asks for, its memtable filtered for
+    /// `write_buffer_size`.
     pub fn for_options(opts: &crate::options::Options) -> Self {
-        match opts.memory_component {
+        let c = match opts.memory_component {
             crate::options::MemoryComponent::Monolithic => Self::new(),
             crate::options::MemoryComponent::Partitioned => Self::partitioned(opts.memory_size_ratio),
+        };
+        MemComponent {
+            active: Arc::new(Memtable::with_filter(opts.write_buffer_size)),
+            ..c
         }
     }
 
@@ -215,13 +220,14 @@ impl MemComponent {
         &self.active
     }
 
-    /// Makes the active memtable immutable and starts an empty one; false (and nothing done)
-    /// when the active memtable is empty. (Partitioned: it waits for a merge into M1.)
-    pub fn switch(&mut self) -> bool {
+    /// Makes the active memtable immutable and starts an empty one, filtered for `bytes` (0:
+    /// no filter); false (and nothing done) when the active memtable is empty. (Partitioned: it
+    /// waits for a merge into M1.)
+    pub fn switch(&mut self, bytes: usize) -> bool {
         if self.active.is_empty() {
             return false;
         }
-        let full = std::mem::replace(&mut self.active, Arc::new(Memtable::new()));
+        let full = std::mem::replace(&mut self.active, Arc::new(Memtable::with_filter(bytes)));
         self.immutable.push_back(full);
         true
     }
@@ -707,7 +713,7 @@ mod tests {
                         wal_of.insert(seq, wal);
                     }
                     75..=79 => {
-                        if c.switch() {
+                        if c.switch(0) {
                             wal += 1;
                         }
                     }

@@ -4,6 +4,7 @@
 
 mod arena;
 mod component;
+mod filter;
 pub(crate) mod level;
 pub(crate) mod run;
 
@@ -13,9 +14,15 @@ use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
 use arena::ArenaSkipList;
+use filter::MemFilter;
 use run::{MergeScratch, SortedRun};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Entries from which a lookup asks the whole-key filter before the skiplist (a descent of a
+/// list this small stays in the CPU cache; the filter's line, sized for the full memtable,
+/// often does not).
+const FILTERED_FROM: usize = 4096;
 
 /// One memtable: an arena skiplist written by one thread at a time (the group-commit leader)
 /// and read concurrently. Readers see entries as soon as they are inserted and filter by
@@ -30,6 +37,8 @@ pub struct Memtable {
     max_seqno: AtomicU64,
     /// A run's: where its pages go when it is dropped (the merges of its component reuse them).
     recycle: Option<Arc<MergeScratch>>,
+    /// A skiplist's whole-key filter: lookups of keys it does not hold skip the descent.
+    filter: Option<MemFilter>,
 }
 
 impl Drop for Memtable {
@@ -56,7 +65,16 @@ impl Memtable {
             first_wal: AtomicU64::new(u64::MAX),
             max_seqno: AtomicU64::new(0),
             recycle: None,
+            filter: None,
         }
+    }
+
+    /// An empty memtable that will hold about `bytes`, with a whole-key filter sized for it
+    /// (a 64th of that; none for 0).
+    pub fn with_filter(bytes: usize) -> Self {
+        let mut m = Memtable::new();
+        m.filter = (bytes > 0).then(|| MemFilter::for_memtable(bytes));
+        m
     }
 
     /// A memory run holding data first logged in WAL `first_wal` (the oldest of its inputs').
@@ -66,6 +84,7 @@ impl Memtable {
             first_wal: AtomicU64::new(first_wal),
             max_seqno: AtomicU64::new(max_seqno),
             recycle: None,
+            filter: None,
         }
     }
 
@@ -82,7 +101,17 @@ impl Memtable {
             return;
         };
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
+        // The filter line loads during the skiplist's search; its bits are set before the
+        // sequence number is published, which is all readers need (filter.rs).
+        let hash = self.filter.as_ref().map(|f| {
+            let h = crate::filter::key_hash(user_key);
+            f.prefetch(h);
+            h
+        });
         list.insert(user_key, ikey::pack_trailer(seqno, kind), value);
+        if let (Some(f), Some(h)) = (&self.filter, hash) {
+            f.insert(h);
+        }
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
     }
 
@@ -121,6 +150,10 @@ impl Memtable {
     pub fn lookup_into(&self, key: &ikey::LookupKey, value: &mut Vec<u8>) -> Option<ValueKind> {
         let (k, v) = match &self.body {
             Body::List(list) => {
+                // A small list is searched faster than the filter's line is loaded.
+                if list.len() >= FILTERED_FROM && self.filter.as_ref().is_some_and(|f| !f.may_contain(key.hash())) {
+                    return None;
+                }
                 let off = list.seek(key.encoded());
                 if off == 0 {
                     return None;
@@ -158,7 +191,7 @@ impl Memtable {
     /// Bytes charged: exactly what the entries' nodes occupy in the arena.
     pub fn approximate_bytes(&self) -> usize {
         match &self.body {
-            Body::List(list) => list.used_bytes(),
+            Body::List(list) => list.used_bytes() + self.filter.as_ref().map_or(0, MemFilter::bytes),
             Body::Run(run) => run.bytes(),
         }
     }
@@ -300,9 +333,11 @@ pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     /// A memtable of seqnos `1..end` over short keys of `a`..`f` (several versions of most
-    /// keys, a fifth of them deletions), with the same entries in a model.
+    /// keys, a fifth of them deletions), with the same entries in a model. It has a small
+    /// whole-key filter (64 KiB of memtable: 16 lines), so lookups go through both of its
+    /// answers.
     pub(crate) fn random_memtable(rng: &mut impl Rng, end: u64) -> (Arc<Memtable>, BTreeMap<InternalKey, Vec<u8>>) {
-        let m = Arc::new(Memtable::new());
+        let m = Arc::new(Memtable::with_filter(64 << 10));
         let mut model = BTreeMap::new();
         for seq in 1..end {
             let uk: Vec<u8> = (0..rng.gen_range(1..4)).map(|_| rng.gen_range(b'a'..b'g')).collect();
@@ -325,18 +360,35 @@ pub(crate) mod tests {
     #[test]
     fn get_and_conformance() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(3);
-        let (m, model) = random_memtable(&mut rng, 2000);
+        // Past FILTERED_FROM entries, so lookups ask the filter first.
+        let (m, model) = random_memtable(&mut rng, 6000);
         assert_eq!(m.len(), model.len());
-        assert_eq!(m.max_seqno(), 1999);
+        assert!(m.len() >= FILTERED_FROM);
+        assert_eq!(m.max_seqno(), 5999);
         for (k, v) in model.iter().step_by(13) {
             let (uk, seq, kind) = ikey::split(k.encoded()).unwrap();
             assert_eq!(m.get(uk, seq), Some((kind, v.clone())));
         }
-        assert_eq!(m.get(b"zz", 5000), None);
+        assert_eq!(m.get(b"zz", 7000), None);
+        // Keys with a `g` were never inserted: the filter rules most out, the skiplist the rest.
+        let f = m.filter.as_ref().unwrap();
+        let mut ruled_out = 0;
+        for a in b'a'..=b'g' {
+            for b in b'a'..=b'g' {
+                for k in [vec![b'g', a, b], vec![a, b'g', b], vec![a, b, b'g']] {
+                    assert_eq!(m.get(&k, 7000), None);
+                    ruled_out += usize::from(!f.may_contain(crate::filter::key_hash(&k)));
+                }
+            }
+        }
+        assert!(ruled_out > 100, "the filter ruled out {ruled_out} of 147 absent keys");
+        for k in model.keys() {
+            assert!(f.may_contain(crate::filter::key_hash(k.user_key())));
+        }
         let mut it = m.iter();
         crate::iter::conformance::check(&mut it, &model, &mut rng, 300, 20, |r| {
             let uk: Vec<u8> = (0..r.gen_range(1..4)).map(|_| r.gen_range(b'a'..b'h')).collect();
-            InternalKey::new(&uk, r.gen_range(0..2100), ValueKind::Put)
+            InternalKey::new(&uk, r.gen_range(0..6100), ValueKind::Put)
         });
     }
 }
