@@ -368,13 +368,17 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     if take("bloom_bits") {
         o.bloom_bits_per_key = a.bloom_bits.max(0.0);
     }
-    if take("bpk_policy") {
-        o.bpk_policy = cairn::BpkPolicy::parse(&a.bpk_policy).ok_or_else(|| {
-            format!(
-                "--bpk_policy={}: expected uniform, monkey, mnemosyne, optimal, elastic or mnemosyne-elastic",
-                a.bpk_policy
-            )
-        })?;
+    // Enums by name, as OPTIONS spells them (an unknown one names its valid choices).
+    for (flag, option, value) in [
+        ("bpk_policy", "filters.policy", &a.bpk_policy),
+        ("flush_policy", "memtable.flush_policy", &a.flush_policy),
+        ("memory_component", "memtable.component", &a.memory_component),
+        ("level_targets", "compaction.level_targets", &a.level_targets),
+        ("compression_type", "table.compression", &a.compression_type),
+    ] {
+        if take(flag) {
+            o.set(option, value).map_err(|e| format!("--{flag}={value}: {e}"))?;
+        }
     }
     if take("merge_policy") || a.given.contains("garnering_c") {
         o.merge_policy = match a.merge_policy.as_str() {
@@ -382,29 +386,6 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
             "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
             other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
         };
-    }
-    if take("flush_policy") {
-        o.flush_policy = cairn::FlushPolicy::parse(&a.flush_policy).ok_or_else(|| {
-            format!(
-                "--flush_policy={}: expected max-memory, min-lsn or optimal",
-                a.flush_policy
-            )
-        })?;
-    }
-    if take("memory_component") {
-        o.memory_component = cairn::MemoryComponent::parse(&a.memory_component).ok_or_else(|| {
-            format!(
-                "--memory_component={}: expected monolithic or partitioned",
-                a.memory_component
-            )
-        })?;
-    }
-    if take("level_targets") {
-        o.level_targets = cairn::LevelTargets::parse(&a.level_targets)
-            .ok_or_else(|| format!("--level_targets={}: expected fixed or write-memory", a.level_targets))?;
-    }
-    if take("compression_type") {
-        o.compression = compression(&a.compression_type)?;
     }
     if take("use_direct_reads") {
         o.use_direct_reads = a.use_direct_reads;
@@ -483,15 +464,6 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         o.data_block_hash_index = t == 1;
     }
     Ok(o)
-}
-
-fn compression(name: &str) -> EResult<cairn::Compression> {
-    match name {
-        "none" => Ok(cairn::Compression::None),
-        "lz4" => Ok(cairn::Compression::Lz4),
-        "zstd" => Ok(cairn::Compression::Zstd),
-        other => Err(format!("--compression_type={other}: expected none, lz4 or zstd").into()),
-    }
 }
 
 impl Engine for CairnEngine {

@@ -834,60 +834,47 @@ mod tests {
                 "{budget}"
             );
         }
-        // Settings of a feature that is off.
-        for (field, o) in [
+        // Settings of a feature that is off, set by name.
+        for (base, name, value, field) in [
             (
+                Options::default(),
+                "memory.tuner_period_ms",
+                "5",
                 "memory_tuner_period_ms",
-                Options {
-                    memory_tuner_period_ms: 5,
-                    ..Options::default()
-                },
             ),
+            (Options::default(), "memory.write_share", "0.5", "memory_write_share"),
+            (Options::default(), "filters.elastic_units", "8", "elastic_units"),
             (
-                "memory_write_share",
-                Options {
-                    memory_write_share: 0.5,
-                    ..Options::default()
-                },
-            ),
-            (
-                "elastic_units",
-                Options {
-                    elastic_units: 8,
-                    ..Options::default()
-                },
-            ),
-            (
+                Options::default(),
+                "memtable.partitioned_size_ratio",
+                "4",
                 "memory_size_ratio",
-                Options {
-                    memory_size_ratio: 4,
-                    ..Options::default()
-                },
             ),
             (
+                Options::default(),
+                "range_filter.key_offset",
+                "4",
                 "range_filter_key_offset",
-                Options {
-                    range_filter_key_offset: 4,
-                    ..Options::default()
-                },
             ),
             (
+                Options::with_memory(64 << 20),
+                "cache.index_in_block_cache",
+                "true",
                 "index_in_block_cache",
-                Options {
-                    index_in_block_cache: true,
-                    ..Options::with_memory(64 << 20)
-                },
             ),
             (
+                Options::default(),
+                "compaction.merge_policy",
+                "garnering:0.8",
                 "level_targets",
-                Options {
-                    merge_policy: MergePolicyKind::Garnering { c: 0.8 },
-                    level_targets: LevelTargets::WriteMemory,
-                    ..Options::default()
-                },
             ),
         ] {
-            assert_eq!(refused(&o).0, field);
+            let mut o = base;
+            o.set(name, value).unwrap();
+            if field == "level_targets" {
+                o.level_targets = LevelTargets::WriteMemory;
+            }
+            assert_eq!(refused(&o).0, field, "{name} = {value}");
         }
     }
 
