@@ -387,32 +387,28 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
             other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
         };
     }
-    if take("use_direct_reads") {
-        o.use_direct_reads = a.use_direct_reads;
+    // Flags with a db_bench default, mapped as they are.
+    macro_rules! taken {
+        ($($flag:ident => $field:ident),* $(,)?) => {$(
+            if take(stringify!($flag)) {
+                o.$field = a.$flag;
+            }
+        )*};
     }
-    if take("block_size") {
-        o.block_size = a.block_size;
-    }
+    taken!(
+        use_direct_reads => use_direct_reads,
+        block_size => block_size,
+        max_bytes_for_level_multiplier => size_ratio,
+        level0_file_num_compaction_trigger => l0_compaction_trigger,
+        target_file_size_base => target_file_size,
+        range_filter_bits_per_key => range_filter_bits_per_key,
+        memory_tuner => memory_tuner,
+    );
     if take("max_bytes_for_level_base") && o.level_targets == cairn::LevelTargets::Fixed {
         o.max_bytes_for_level_base = a.max_bytes_for_level_base;
     }
-    if take("max_bytes_for_level_multiplier") {
-        o.size_ratio = a.max_bytes_for_level_multiplier;
-    }
-    if take("level0_file_num_compaction_trigger") {
-        o.l0_compaction_trigger = a.level0_file_num_compaction_trigger;
-    }
-    if take("target_file_size_base") {
-        o.target_file_size = a.target_file_size_base;
-    }
-    if take("range_filter_bits_per_key") {
-        o.range_filter_bits_per_key = a.range_filter_bits_per_key;
-    }
     if let Some(b) = a.memory_budget {
         o.memory_budget = b;
-    }
-    if take("memory_tuner") {
-        o.memory_tuner = a.memory_tuner;
     }
     if o.memory_budget == 0 {
         if take("cache_size") {

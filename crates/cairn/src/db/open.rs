@@ -88,15 +88,16 @@ fn fresh(dir: &Path) -> Result<Recovered> {
 /// (`Options::keep_stored`; `stored` is the newest OPTIONS file, if any), validated; and the
 /// same resolved (the regions of `memory_budget`) and checked again.
 fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Options, Options)> {
-    let caller = given.clone();
+    let mut caller = None;
     let mut taken = Vec::new();
     if let Some((path, stored)) = stored {
-        check_compatible(stored, &given)?;
+        check_compatible(stored)?;
+        caller = Some(given.clone());
         taken = given.merge_stored(stored).map_err(|e| Error::corruption(path, 0, e))?;
     }
     if let Err(Error::InvalidOptions { option, reason }) = given.validate() {
         // Name the stored settings that took part when the caller's options alone were fine.
-        let reason = if !taken.is_empty() && caller.validate().is_ok() {
+        let reason = if !taken.is_empty() && caller.is_some_and(|c| c.validate().is_ok()) {
             format!(
                 "{reason} (kept from the database's OPTIONS: {}; set them, or keep_stored = false)",
                 taken.join(", ")
@@ -448,14 +449,13 @@ fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Options, P
     let names = fs.list(dir)?;
     let stored = read_stored(fs, dir, &names)?;
     let (configured, opts) = checked(given.clone(), stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
-    let opts = &opts;
-    check_levels(&rec, opts)?;
-    let (mems, last_seq) = replay_wals(fs, dir, opts, &names, &rec, true, None)?;
+    check_levels(&rec, &opts)?;
+    let (mems, last_seq) = replay_wals(fs, dir, &opts, &names, &rec, true, None)?;
     let db_id = rec.db_id.unwrap_or(0);
     let wal_number = filename::numbers(&names, FileKind::Wal).last().copied().unwrap_or(0);
     let parts = Parts {
         db_id,
-        bpk: allocator(opts),
+        bpk: allocator(&opts),
         io: Arc::new(IoStats::new()),
         versions: VersionSet::read_only(opts.fs.clone(), dir, rec, db_id),
         mems,
@@ -465,7 +465,7 @@ fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Options, P
         last_seq,
         options_number: 0,
     };
-    Ok((configured, opts.clone(), parts))
+    Ok((configured, opts, parts))
 }
 
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.

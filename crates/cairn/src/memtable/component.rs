@@ -162,6 +162,22 @@ fn contains(list: &[Arc<Memtable>], m: &Arc<Memtable>) -> bool {
 }
 
 /// Whether user-key ranges `[lo, hi]` overlap.
+impl Partition {
+    /// No memory levels yet, levels `ratio` apart.
+    fn new(ratio: usize) -> Self {
+        Partition {
+            ratio: ratio.max(2),
+            levels: Vec::new(),
+            flushes: VecDeque::new(),
+            merging: Vec::new(),
+            chunked: None,
+            cursor: None,
+            partial: VecDeque::new(),
+            scratch: Arc::default(),
+        }
+    }
+}
+
 fn overlaps((alo, ahi): (&[u8], &[u8]), (blo, bhi): (&[u8], &[u8])) -> bool {
     alo <= bhi && blo <= ahi
 }
@@ -183,29 +199,19 @@ impl MemComponent {
     /// An empty component of the shape `opts` asks for, its memtable filtered for
     /// `write_buffer_size`.
     pub fn for_options(opts: &crate::options::Options) -> Self {
-        let c = match opts.memory_component {
-            crate::options::MemoryComponent::Monolithic => Self::new(),
-            crate::options::MemoryComponent::Partitioned => Self::partitioned(opts.memory_size_ratio),
-        };
         MemComponent {
             active: Arc::new(Memtable::with_filter(opts.write_buffer_size)),
-            ..c
+            immutable: VecDeque::new(),
+            part: (opts.memory_component == crate::options::MemoryComponent::Partitioned)
+                .then(|| Partition::new(opts.memory_size_ratio)),
         }
     }
 
     /// An empty partitioned component with memory levels `ratio` apart.
+    #[cfg(test)]
     pub fn partitioned(ratio: usize) -> Self {
         MemComponent {
-            part: Some(Partition {
-                ratio: ratio.max(2),
-                levels: Vec::new(),
-                flushes: VecDeque::new(),
-                merging: Vec::new(),
-                chunked: None,
-                cursor: None,
-                partial: VecDeque::new(),
-                scratch: Arc::default(),
-            }),
+            part: Some(Partition::new(ratio)),
             ..Self::new()
         }
     }

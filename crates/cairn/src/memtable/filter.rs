@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 const PROBES: u32 = 6;
 
 /// Bytes of filter per byte of memtable.
-pub(crate) const FILTER_SHARE: usize = 64;
+const FILTER_SHARE: usize = 64;
 
 /// The filter: lines of 8 words.
 #[derive(Debug)]
@@ -44,18 +44,22 @@ impl MemFilter {
         self.words.len() * 8
     }
 
+    /// The first word of the line of `hash`.
+    #[inline]
+    fn base(&self, hash: u64) -> usize {
+        ((u128::from(hash) * u128::from(self.lines)) >> 64) as usize * 8
+    }
+
     /// The line of `hash` and the bit positions (0..512) within it.
     #[inline]
     fn probes(&self, hash: u64) -> (usize, impl Iterator<Item = u32>) {
-        let line = ((u128::from(hash) * u128::from(self.lines)) >> 64) as usize;
         let bits = fmix64(hash);
-        (line * 8, (0..PROBES).map(move |i| ((bits >> (9 * i)) & 511) as u32))
+        (self.base(hash), (0..PROBES).map(move |i| ((bits >> (9 * i)) & 511) as u32))
     }
 
     /// Starts loading the line of `hash` (an insert then finds it in the CPU cache).
     pub(crate) fn prefetch(&self, hash: u64) {
-        let (base, _) = self.probes(hash);
-        if let Some(w) = self.words.get(base) {
+        if let Some(w) = self.words.get(self.base(hash)) {
             crate::memory::prefetch(w.as_ptr().cast::<u8>().cast_const());
         }
     }

@@ -103,13 +103,13 @@ impl Memtable {
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
         // The filter line loads during the skiplist's search; its bits are set before the
         // sequence number is published, which is all readers need (filter.rs).
-        let hash = self.filter.as_ref().map(|f| {
+        let filter = self.filter.as_ref().map(|f| {
             let h = crate::filter::key_hash(user_key);
             f.prefetch(h);
-            h
+            (f, h)
         });
         list.insert(user_key, ikey::pack_trailer(seqno, kind), value);
-        if let (Some(f), Some(h)) = (&self.filter, hash) {
+        if let Some((f, h)) = filter {
             f.insert(h);
         }
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);

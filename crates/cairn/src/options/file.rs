@@ -9,8 +9,14 @@ use crate::format::coding::masked_crc;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The settings OPTIONS holds that are not options: they must match this build.
-const FIXED: [(&str, &str); 2] = [("format_version", "1"), ("comparator", "bytewise")];
+/// The entries OPTIONS holds that are not options, with this build's values: a database
+/// keeps them for life.
+fn fixed() -> [(&'static str, String); 2] {
+    [
+        ("format_version", FORMAT_VERSION.to_string()),
+        ("comparator", "bytewise".to_string()),
+    ]
+}
 
 /// The setting called `name`: its `group.setting` name or its field's name.
 fn find(name: &str) -> Option<&'static Spec> {
@@ -30,12 +36,7 @@ impl Options {
     /// its valid names). Ranges and combinations are checked by [`validate`](Self::validate)
     /// at open.
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
-        if let Some(&(option, want)) = FIXED.iter().find(|(k, _)| *k == name) {
-            let want = if option == "format_version" {
-                FORMAT_VERSION.to_string()
-            } else {
-                want.to_string()
-            };
+        if let Some((option, want)) = fixed().into_iter().find(|(k, _)| *k == name) {
             if value != want {
                 return Err(invalid(
                     option,
@@ -92,11 +93,14 @@ impl Options {
         let legacy = !stored.keys().any(|k| k.contains('.'));
         let mut taken = Vec::new();
         for s in SPECS {
-            let open_only = s.scope == Scope::Open;
-            if (open_only
-                && (only_defaults || matches!(s.field, "create_if_missing" | "error_if_exists" | "keep_stored")))
-                || (only_defaults && (s.get)(self) != (s.get)(&default))
-            {
+            let skip = match s.scope {
+                // A reopen takes none of them; a tool (`with_stored`) all but the open's flags.
+                Scope::Open => {
+                    only_defaults || matches!(s.field, "create_if_missing" | "error_if_exists" | "keep_stored")
+                }
+                Scope::Stored => only_defaults && (s.get)(self) != (s.get)(&default),
+            };
+            if skip {
                 continue;
             }
             let Some(v) = stored.get(s.name).or_else(|| stored.get(s.field)) else {
@@ -112,24 +116,17 @@ impl Options {
                 taken.push(s.name);
             }
         }
-        // Resetting one can make another inactive (the tuner's settings follow the budget).
-        for _ in 0..3 {
-            for s in SPECS {
-                if taken.contains(&s.name) && !s.when.holds(self) {
-                    (s.set)(self, &(s.get)(&default))?;
-                    taken.retain(|n| *n != s.name);
-                }
-            }
+        // Until none is left: resetting one can make another inactive.
+        while let Some(s) = SPECS.iter().find(|s| taken.contains(&s.name) && !s.when.holds(self)) {
+            (s.set)(self, &(s.get)(&default))?;
+            taken.retain(|n| *n != s.name);
         }
         Ok(taken)
     }
 
     /// Every setting by its OPTIONS name (with `format_version` and `comparator`).
     pub(crate) fn to_map(&self) -> BTreeMap<&'static str, String> {
-        let mut m: BTreeMap<&'static str, String> = SPECS.iter().map(|s| (s.name, (s.get)(self))).collect();
-        m.insert("format_version", FORMAT_VERSION.to_string());
-        m.insert("comparator", FIXED[1].1.to_string());
-        m
+        SPECS.iter().map(|s| (s.name, (s.get)(self))).chain(fixed()).collect()
     }
 
     /// The OPTIONS file contents: `key=value` lines, then `checksum=<masked crc32c hex>` over
@@ -191,13 +188,12 @@ pub fn parse_options_file(bytes: &[u8]) -> std::result::Result<BTreeMap<String, 
     Ok(m)
 }
 
-/// Checks options stored by an earlier open against the new ones: the on-disk format and key
+/// Checks options stored by an earlier open against this build: the on-disk format and key
 /// order must not change.
-pub(crate) fn check_compatible(stored: &BTreeMap<String, String>, new: &Options) -> Result<()> {
-    let now = new.to_map();
-    for option in ["format_version", "comparator"] {
+pub(crate) fn check_compatible(stored: &BTreeMap<String, String>) -> Result<()> {
+    for (option, now) in fixed() {
         if let Some(old) = stored.get(option) {
-            if now.get(option) != Some(old) {
+            if *old != now {
                 return Err(invalid(
                     option,
                     format!("the database was created with {option}={old}, which cannot change"),

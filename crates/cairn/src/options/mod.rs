@@ -583,24 +583,21 @@ impl Options {
                 ));
             }
             if self.memory_tuner && self.memory_tuner_floor > 0 {
-                let budget = self.memory_budget as f64;
-                let write = budget * self.memory_write_share;
-                let cache = budget * (1.0 - self.memory_write_share - filter);
-                let least = write.min(cache);
-                if self.memory_tuner_floor as f64 > least {
+                let start = self.clone().resolved();
+                let (write, cache) = (start.write_memory_budget, start.block_cache_size);
+                let (region, share, least) = if write <= cache {
+                    ("write memory", "memory.write_share", write)
+                } else {
+                    ("block cache", "what the other shares leave", cache)
+                };
+                if self.memory_tuner_floor > least {
                     return Err(invalid(
                         "memory_tuner_floor",
                         format!(
-                            "memory.tuner_floor = {} exceeds the starting {} of {} ({} of memory.budget = {}): \
+                            "memory.tuner_floor = {} exceeds the starting {region} of {} ({share} of memory.budget = {}): \
                              lower the floor, or leave it 0 for the automatic one",
                             show_bytes(self.memory_tuner_floor as u64),
-                            if write <= cache { "write memory" } else { "block cache" },
                             show_bytes(least as u64),
-                            if write <= cache {
-                                "memory.write_share"
-                            } else {
-                                "what the other shares leave"
-                            },
                             show_bytes(self.memory_budget as u64),
                         ),
                     ));
@@ -910,6 +907,10 @@ mod tests {
     fn options_files_before_groups_still_apply() {
         let text = std::fs::read(crate::testutil::testdata("golden/OPTIONS-before-groups")).unwrap();
         let mut stored = parse_options_file(&text).unwrap();
+        // Every name of that file is still a name `set` takes, with the value it wrote.
+        for (k, v) in &stored {
+            Options::default().set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
         let mut o = Options::default();
         o.apply_stored(&stored, false).unwrap();
         let want = Options {
@@ -1006,13 +1007,13 @@ mod tests {
         let bytes = o.encode_file();
         let m = parse_options_file(&bytes).unwrap();
         assert_eq!(m["table.block_size"], "4096");
-        assert!(check_compatible(&m, &o).is_ok());
+        assert!(check_compatible(&m).is_ok());
         let mut bad = bytes.clone();
         bad[40] ^= 1;
         assert!(parse_options_file(&bad).is_err());
         let mut m2 = m.clone();
         m2.insert("comparator".into(), "reverse".into());
-        let e = check_compatible(&m2, &o).unwrap_err();
+        let e = check_compatible(&m2).unwrap_err();
         assert!(e.to_string().contains("comparator"), "{e}");
     }
 

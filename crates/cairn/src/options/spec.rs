@@ -84,92 +84,92 @@ pub(crate) enum Cond {
 }
 
 impl Cond {
+    /// The conditions a compound one is made of (a compound holds when all of them do).
+    fn parts(self) -> Option<[Cond; 2]> {
+        match self {
+            Cond::BudgetElastic => Some([Cond::Budget, Cond::Elastic]),
+            Cond::TunerElastic => Some([Cond::Tuner, Cond::Elastic]),
+            Cond::NoBudgetElastic => Some([Cond::NoBudget, Cond::Elastic]),
+            Cond::OwnCache => Some([Cond::NoBudget, Cond::NoSharedCache]),
+            _ => None,
+        }
+    }
+
     pub(crate) fn holds(self, o: &Options) -> bool {
+        if let Some(parts) = self.parts() {
+            return parts.iter().all(|c| c.holds(o));
+        }
         let budget = o.memory_budget > 0;
         let elastic = o.bpk_policy.is_elastic();
         match self {
-            Cond::Always => true,
             Cond::BitsPerKey => !elastic || (o.filter_memory == 0 && !(budget && o.memory_filter_share > 0.0)),
             Cond::NoBudget => !budget,
             Cond::Budget => budget,
-            Cond::BudgetElastic => budget && elastic,
             Cond::Tuner => o.memory_tuner,
-            Cond::TunerElastic => o.memory_tuner && elastic,
             Cond::Elastic => elastic,
             Cond::MnemosyneElastic => o.bpk_policy == BpkPolicy::MnemosyneElastic,
-            Cond::NoBudgetElastic => !budget && elastic,
             Cond::Partitioned => o.memory_component == MemoryComponent::Partitioned,
             Cond::RangeFilter => o.range_filter_bits_per_key > 0.0,
             Cond::Leveling => o.merge_policy == MergePolicyKind::Leveling,
             Cond::FixedTargets => o.level_targets == LevelTargets::Fixed,
-            Cond::OwnCache => !budget && o.block_cache.is_none(),
             Cond::NoSharedCache => o.block_cache.is_none(),
+            _ => true,
         }
     }
 
     /// When the setting applies, for the docs table.
-    pub(crate) fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> String {
+        if let Some(parts) = self.parts() {
+            return parts.map(Cond::label).join(", ");
+        }
         match self {
-            Cond::Always => "always",
             Cond::BitsPerKey => "filter policy not elastic, or no filter memory",
             Cond::NoBudget => "memory.budget = 0",
             Cond::Budget => "memory.budget set",
-            Cond::BudgetElastic => "memory.budget set, elastic policy",
             Cond::Tuner => "memory.tuner",
-            Cond::TunerElastic => "memory.tuner, elastic policy",
             Cond::Elastic => "elastic policy",
             Cond::MnemosyneElastic => "mnemosyne-elastic",
-            Cond::NoBudgetElastic => "memory.budget = 0, elastic policy",
             Cond::Partitioned => "memtable.component = partitioned",
             Cond::RangeFilter => "range_filter.bits_per_key > 0",
             Cond::Leveling => "leveling",
             Cond::FixedTargets => "compaction.level_targets = fixed",
-            Cond::OwnCache => "memory.budget = 0, no shared block_cache",
             Cond::NoSharedCache => "no shared block_cache",
+            _ => "always",
         }
+        .into()
     }
 
-    /// Why the setting has no effect under `o` (the settings that decide it, with their values).
+    /// Why the setting has no effect under `o` (the settings that decide it, with their
+    /// values): for a compound condition, the first of its parts that does not hold.
     pub(crate) fn why_not(self, o: &Options) -> String {
-        let budget = || format!("memory.budget = {}", show_bytes(o.memory_budget as u64));
-        let policy = || format!("filters.policy = {}", o.bpk_policy.name());
+        if let Some(parts) = self.parts() {
+            return parts
+                .into_iter()
+                .find(|c| !c.holds(o))
+                .map_or_else(String::new, |c| c.why_not(o));
+        }
+        let budget = format!("memory.budget = {}", show_bytes(o.memory_budget as u64));
+        let policy = format!("filters.policy = {}", o.bpk_policy.name());
         match self {
-            Cond::Always => String::new(),
             Cond::BitsPerKey => format!(
-                "with filters.policy = {} the filter memory ({}) decides how many units are loaded; \
-                 bits per key size it only when it is 0",
-                o.bpk_policy.name(),
-                if budget_on(o) {
+                "with {policy} the filter memory ({}) decides how many units are loaded; bits per key \
+                 size it only when it is 0",
+                if o.memory_budget > 0 {
                     "memory.filter_share of memory.budget"
                 } else {
                     "memory.filter_memory"
                 }
             ),
             Cond::NoBudget => format!(
-                "{} sizes write memory, the block cache and filter memory itself (change their split \
-                 with memory.write_share and memory.filter_share, or set memory.budget = 0)",
-                budget()
+                "{budget} sizes write memory, the block cache and filter memory itself (change their split \
+                 with memory.write_share and memory.filter_share, or set memory.budget = 0)"
             ),
             Cond::Budget => "it applies only with memory.budget set (memory.budget = 0)".into(),
-            Cond::BudgetElastic if o.memory_budget == 0 => {
-                "it applies only with memory.budget set (memory.budget = 0)".into()
-            }
-            Cond::BudgetElastic | Cond::Elastic | Cond::TunerElastic if !o.bpk_policy.is_elastic() => format!(
-                "only the elastic policies (elastic, mnemosyne-elastic) load filter units into filter memory ({})",
-                policy()
+            Cond::Tuner => "it applies only with memory.tuner = true (memory.tuner = false)".into(),
+            Cond::Elastic => format!(
+                "only the elastic policies (elastic, mnemosyne-elastic) load filter units into filter memory ({policy})"
             ),
-            Cond::Tuner | Cond::TunerElastic => {
-                "it applies only with memory.tuner = true (memory.tuner = false)".into()
-            }
-            Cond::BudgetElastic | Cond::Elastic => String::new(),
-            Cond::MnemosyneElastic => format!("it applies only with filters.policy = mnemosyne-elastic ({})", policy()),
-            Cond::NoBudgetElastic if o.memory_budget > 0 => {
-                format!("{} sizes filter memory as memory.filter_share of it", budget())
-            }
-            Cond::NoBudgetElastic => format!(
-                "only the elastic policies (elastic, mnemosyne-elastic) load filter units into filter memory ({})",
-                policy()
-            ),
+            Cond::MnemosyneElastic => format!("it applies only with filters.policy = mnemosyne-elastic ({policy})"),
             Cond::Partitioned => format!(
                 "it applies only with memtable.component = partitioned (memtable.component = {})",
                 o.memory_component.name()
@@ -182,16 +182,10 @@ impl Cond {
             Cond::FixedTargets => {
                 "with compaction.level_targets = write-memory, L1's capacity follows write memory".into()
             }
-            Cond::OwnCache if o.memory_budget > 0 => Cond::NoBudget.why_not(o),
-            Cond::OwnCache | Cond::NoSharedCache => {
-                "the shared block_cache given in the options has its own capacity and pool".into()
-            }
+            Cond::NoSharedCache => "the shared block_cache given in the options has its own capacity and pool".into(),
+            _ => String::new(),
         }
     }
-}
-
-fn budget_on(o: &Options) -> bool {
-    o.memory_budget > 0
 }
 
 /// A numeric setting's valid values.

@@ -18,8 +18,8 @@
 //! step the line says does not lower the cost, a fixed step of 5% of M against the sign of
 //! `cost'`. A step takes at most 10% of the region it shrinks and leaves each region at least
 //! `floor` (the cache also the index and filter blocks charged to it, which the ghost cache's
-//! data-block view cannot price); no step is taken below 0.5% of M or when the expected gain is below 0.1% of the
-//! cycle's cost (the stop rules).
+//! data-block view cannot price); no step is taken below 0.5% of M or when the expected gain
+//! is below 0.1% of the cycle's cost (the stop rules).
 //!
 //! **Three-way (★).** With `filter_benefit` (expected I/O per operation saved by one more byte
 //! of filter memory: ElasticBF's best unit not loaded) and `filter_loss` (what the last loaded
