@@ -92,7 +92,10 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
-pub use options::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options, WriteOptions};
+pub use options::{
+    BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options, WriteOptions, DEFAULT_BUDGET,
+    MIN_BUDGET,
+};
 pub use sst::Compression;
 pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};
 pub use wal::RecoveryMode;

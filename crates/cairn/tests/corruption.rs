@@ -84,8 +84,11 @@ fn build(fs: &MemFs, seed: u64) -> (Model, Vec<Vec<u8>>) {
         ..options(fs, RecoveryMode::PointInTime)
     };
     let db = Db::open(DIR, settled).unwrap();
-    db.put(b"k-last", b"flushed last").unwrap();
-    m1.insert(b"k-last".to_vec(), b"flushed last".to_vec());
+    // Seeded like every value: the other database's table must differ in content, not only
+    // in its creation time.
+    let last = format!("flushed last {seed}").into_bytes();
+    db.put(b"k-last", &last).unwrap();
+    m1.insert(b"k-last".to_vec(), last);
     db.flush().unwrap();
     let mut wal = Vec::new();
     for j in 0..WAL_WRITES {

@@ -10,7 +10,7 @@
 mod common;
 
 use cairn::env::{CrashMode, FaultFs, FaultKind, FileSystem, MemFs, OpClass};
-use cairn::{Db, Error, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use cairn::{BpkPolicy, Db, Error, MergePolicyKind, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -563,6 +563,7 @@ fn per_file_access_records_and_no_filter_option() {
         let fs = MemFs::new();
         let o = Options {
             bloom_bits_per_key: bpk,
+            bpk_policy: BpkPolicy::Uniform,
             ..small(Arc::new(fs))
         };
         let db = Db::open("/f", o).unwrap();

@@ -122,7 +122,15 @@ fn files_whose_filter_no_longer_pays_are_not_probed() {
     load(&db, 4000, 0);
     db.compact_range::<&[u8], _>(..).unwrap();
     drop(db);
-    let db = Db::open("/s", options(&fs, BpkPolicy::Mnemosyne)).unwrap();
+    // Mnemosyne is the default, which a reopen does not take over the stored Uniform.
+    let db = Db::open(
+        "/s",
+        Options {
+            keep_stored: false,
+            ..options(&fs, BpkPolicy::Mnemosyne)
+        },
+    )
+    .unwrap();
     let unit_lookups = |db: &Db| {
         let s = db.stats();
         let probed: u64 = s

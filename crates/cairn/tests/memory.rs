@@ -162,11 +162,13 @@ fn one_budget_is_split_and_every_region_is_reported() {
     // Bad combinations name the option.
     for (o, name) in [
         (
+            // A memtable size selects fixed sizes: a share of the budget then has no effect.
             Options {
-                memory_tuner: true,
+                write_buffer_size: 1 << 20,
+                memory_write_share: 0.5,
                 ..Options::default()
             },
-            "memory_tuner",
+            "memory_write_share",
         ),
         (
             Options {

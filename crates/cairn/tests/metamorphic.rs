@@ -289,6 +289,45 @@ fn configs() -> Vec<Config> {
             direct: false,
         });
     }
+    // What a user gets: `Options::default()` (one budget, the memory tuner, Mnemosyne point
+    // filters, range filters by workload) at the least budget, so that memtables fill and
+    // levels form, with the tuner on a 1 ms timer so that it resizes the regions under the
+    // operations; then each default feature switched off in turn.
+    let defaults = Options {
+        memory_budget: cairn::MIN_BUDGET,
+        memory_tuner_period_ms: 1,
+        max_bytes_for_level_base: 16 << 10,
+        target_file_size: 8 << 10,
+        segment_size: 2 << 10,
+        size_ratio: 4.0,
+        ..Options::default()
+    };
+    type Switch = fn(&mut Options);
+    let off: [(&str, Switch); 5] = [
+        ("", |_| {}),
+        (" without the tuner", |o| {
+            o.memory_tuner = false;
+            o.memory_tuner_period_ms = Options::default().memory_tuner_period_ms;
+        }),
+        (" with fixed sizes instead of the budget", |o| {
+            o.memory_budget = 0;
+            o.memory_tuner_period_ms = Options::default().memory_tuner_period_ms;
+            o.write_buffer_size = 16 << 10;
+            o.write_memory_budget = 64 << 10;
+            o.block_cache_size = 64 << 10;
+        }),
+        (" with uniform point filters", |o| o.bpk_policy = BpkPolicy::Uniform),
+        (" without range filters", |o| o.range_filter_bits_per_key = 0.0),
+    ];
+    for (what, switch) in off {
+        let mut o = defaults.clone();
+        switch(&mut o);
+        out.push(Config {
+            name: format!("defaults at 256 KiB{what}"),
+            opts: o,
+            direct: false,
+        });
+    }
     for (i, block) in [(0usize, 4096usize), (1, 512)] {
         let mut o = out[i].opts.clone();
         o.block_size = block;
@@ -333,6 +372,11 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
     for (step, op) in ops.iter().enumerate() {
         let e = |what: String| format!("step {step} {op:?}: {what}");
         let io = |r: cairn::Error| e(format!("error: {r}"));
+        // A tuning cycle every few operations (besides the tuner's own timer, which a short
+        // run between reopens may never reach): regions resize under the operations.
+        if step % 8 == 7 {
+            db.tune_memory();
+        }
         match op {
             Op::Put(t, k, v) => {
                 match &trees[*t] {

@@ -21,6 +21,8 @@ use std::sync::Arc;
 fn options(fs: &MemFs) -> Options {
     Options {
         range_filter_bits_per_key: 22.0,
+        // Every table gets the bits (by workload, the first tables would get none).
+        range_filter_by_workload: false,
         ..common::small(Arc::new(fs.clone()), 32 << 10)
     }
 }
@@ -229,6 +231,7 @@ fn tables_that_empty_ranges_reach_get_more_range_filter_bits() {
     let fs = MemFs::new();
     let opts = Options {
         range_filter_bits_per_key: 12.0,
+        range_filter_by_workload: true,
         target_file_size: 64 << 10,
         ..options(&fs)
     };

@@ -23,8 +23,7 @@ fn base(fs: &MemFs) -> Options {
 fn configured(fs: &MemFs) -> Options {
     Options {
         memory_budget: 64 << 20,
-        memory_tuner: true,
-        bpk_policy: BpkPolicy::Mnemosyne,
+        bpk_policy: BpkPolicy::Monkey,
         memory_component: MemoryComponent::Partitioned,
         range_filter_bits_per_key: 16.0,
         merge_policy: MergePolicyKind::Garnering { c: 0.8 },
@@ -73,10 +72,10 @@ fn a_reopen_with_defaults_keeps_the_configuration() {
     assert_eq!(shape(&db.options()), want);
     // The engine runs with it, and the OPTIONS file the reopen wrote still holds it.
     let stats = db.property("cairn.stats").unwrap();
-    assert!(stats.contains("filter allocation mnemosyne"), "{stats}");
+    assert!(stats.contains("filter allocation monkey"), "{stats}");
     assert_eq!(db.memory().write_capacity + db.memory().cache_capacity, 64 << 20);
     let file = stored(&fs);
-    assert_eq!(file["filters.policy"], "mnemosyne");
+    assert_eq!(file["filters.policy"], "monkey");
     assert_eq!(file["memtable.component"], "partitioned");
     assert_eq!(file["memory.budget"], (64u64 << 20).to_string());
     for i in 0..2000u32 {
@@ -96,19 +95,19 @@ fn a_setting_the_caller_changes_replaces_the_stored_one() {
     let db = Db::open(
         "/db",
         Options {
-            bpk_policy: BpkPolicy::Monkey,
+            bpk_policy: BpkPolicy::Optimal,
             memory_budget: 32 << 20,
             ..base(&fs)
         },
     )
     .unwrap();
     let o = db.options();
-    assert_eq!((o.bpk_policy, o.memory_budget), (BpkPolicy::Monkey, 32 << 20));
+    assert_eq!((o.bpk_policy, o.memory_budget), (BpkPolicy::Optimal, 32 << 20));
     // The rest is kept.
     assert_eq!(o.memory_component, MemoryComponent::Partitioned);
     assert!(o.memory_tuner);
     db.close().unwrap();
-    assert_eq!(stored(&fs)["filters.policy"], "monkey");
+    assert_eq!(stored(&fs)["filters.policy"], "optimal");
 
     // keep_stored = false: exactly the options given, defaults included.
     let db = Db::open(
@@ -122,8 +121,8 @@ fn a_setting_the_caller_changes_replaces_the_stored_one() {
     let o = db.options();
     assert_eq!(shape(&o), shape(&Options::default()));
     db.close().unwrap();
-    assert_eq!(stored(&fs)["filters.policy"], "uniform");
-    assert_eq!(stored(&fs)["memory.budget"], "0");
+    assert_eq!(stored(&fs)["filters.policy"], "mnemosyne");
+    assert_eq!(stored(&fs)["memory.budget"], (256u64 << 20).to_string());
 }
 
 /// A caller's setting that conflicts with a stored one is refused, naming both and the way

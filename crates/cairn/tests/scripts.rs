@@ -51,6 +51,8 @@ impl Script {
                 let opts = Options {
                     bloom_bits_per_key: c.arg("bpk", 10.0),
                     range_filter_bits_per_key: c.arg("rbpk", 0.0),
+                    // The same bits in every table, from the first.
+                    range_filter_by_workload: false,
                     l0_compaction_trigger: l0,
                     l0_slowdown_trigger: l0.max(20),
                     l0_stop_trigger: l0.max(36),

@@ -92,8 +92,10 @@ struct AtomicCounters {
     evictions: AtomicU64,
 }
 
-/// Smallest per-shard capacity worth splitting for (RocksDB uses the same 512 KiB floor).
-const MIN_SHARD_BYTES: usize = 512 * 1024;
+/// Smallest per-shard capacity worth splitting for. RocksDB splits down to 512 KiB, where one
+/// 64 MiB table's filter block (~700 KB at 10 bits per key) is larger than a shard and is then
+/// never cached: every lookup reads it from storage. 2 MiB holds a few of them.
+const MIN_SHARD_BYTES: usize = 2 << 20;
 const MAX_SHARDS: usize = 64;
 
 /// One shard's eviction state: its keys in CLOCK order (a FIFO queue where a swept entry
@@ -194,7 +196,14 @@ impl BlockCache {
     /// A cache of `capacity` bytes, reserving up to `high_pri_ratio` of it for high-priority
     /// (meta) blocks. The shard count is fixed at creation from the initial capacity.
     pub fn new(capacity: usize, high_pri_ratio: f64) -> Self {
-        let n = (capacity / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
+        Self::with_least(capacity, capacity, high_pri_ratio)
+    }
+
+    /// A cache of `capacity` bytes that may be resized down to `least` (the memory tuner's
+    /// floor): the shard count, fixed at creation, comes from `least`, so that shrinking the
+    /// cache never leaves shards too small for a meta block.
+    pub fn with_least(capacity: usize, least: usize, high_pri_ratio: f64) -> Self {
+        let n = (least.min(capacity) / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
         let n = if n.is_power_of_two() {
             n
         } else {
@@ -585,8 +594,22 @@ mod tests {
     #[test]
     fn shard_count_follows_capacity() {
         assert_eq!(BlockCache::new(0, 0.5).shards.len(), 1);
-        assert_eq!(BlockCache::new(8 << 20, 0.5).shards.len(), 16);
-        assert_eq!(BlockCache::new(3 << 20, 0.5).shards.len(), 4);
+        assert_eq!(BlockCache::new(8 << 20, 0.5).shards.len(), 4);
+        assert_eq!(BlockCache::new(7 << 20, 0.5).shards.len(), 2);
         assert_eq!(BlockCache::new(1 << 40, 0.5).shards.len(), 64);
+        // A cache the tuner may shrink to 4 MiB: shards sized for that.
+        assert_eq!(BlockCache::with_least(192 << 20, 4 << 20, 0.5).shards.len(), 2);
+    }
+
+    /// A shard holds a 64 MiB table's whole-key filter (~700 KB at 10 bits per key) even at
+    /// the least capacity the cache may be shrunk to.
+    #[test]
+    fn a_large_meta_block_fits_a_shard_at_the_least_capacity() {
+        let least = 4 << 20;
+        let cache = BlockCache::with_least(192 << 20, least, 0.5);
+        cache.set_capacity(least);
+        let key = BlockKey { table: 1, offset: 0 };
+        cache.insert(key, filter(), BlockKind::FilterUnit, 700_000, Priority::High);
+        assert!(cache.get(&key, BlockKind::FilterUnit).is_some());
     }
 }

@@ -115,7 +115,7 @@ impl DecideRange for OutputDecider {
     /// the job's inputs standing in for its outputs (a job that rewrites a whole level writes
     /// outputs none of which exists yet) — and the output takes its bits from the optimum's
     /// multiplier C: `bpk = −(ln(n/z) + C)/(ln 2)²`. Before any empty range read has been
-    /// counted, every file gets the average.
+    /// counted, no file gets any: range filters cost nothing where range reads do not happen.
     fn range_bits_per_key(&self, t: &TableOutput<'_>) -> f64 {
         let avg = self.range_bpk.unwrap_or(0.0);
         let seed = self.seed(t);
@@ -138,7 +138,7 @@ impl DecideRange for OutputDecider {
             })
             .collect();
         let Some(c) = sort_and_search(&population, avg, 1.0).c else {
-            return avg; // no empty range read counted yet
+            return 0.0; // no empty range read counted yet
         };
         if seed.range_empty <= 0.0 || t.keys == 0 {
             return 0.0;
@@ -180,6 +180,7 @@ impl DecideFilter for OutputDecider {
 /// `range` when given, when the options ask for one.
 fn with_filter(
     opts: &Options,
+    db_id: u64,
     filter: FilterDecision,
     decider: Option<Arc<dyn DecideFilter>>,
     range: Option<Arc<dyn DecideRange>>,
@@ -200,6 +201,7 @@ fn with_filter(
             sizes,
             probe_budget: opts.range_filter_probe_budget,
         }),
+        db_id,
     }
 }
 
@@ -222,11 +224,18 @@ impl DbInner {
         let point_fixed = self.bpk.fixed();
         let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
         if let (Some(fixed), true) = (point_fixed.clone(), range_fixed) {
-            return Ok(with_filter(&self.opts, fixed, None, None, sizes));
+            return Ok(with_filter(&self.opts, self.db_id, fixed, None, None, sizes));
         }
         let version = self.state.lock().version().clone();
         let Some(tv) = version.trees.get(tree) else {
-            return Ok(with_filter(&self.opts, FilterDecision::uniform(0.0), None, None, sizes));
+            return Ok(with_filter(
+                &self.opts,
+                self.db_id,
+                FilterDecision::uniform(0.0),
+                None,
+                None,
+                sizes,
+            ));
         };
         let stats = self.stats_snapshot(&version, Some(tree));
         let input = |f: &Arc<FileMeta>| -> Result<Option<Input>> {
@@ -268,7 +277,7 @@ impl DbInner {
             None => (FilterDecision::uniform(0.0), Some(decider.clone())),
         };
         let range: Option<Arc<dyn DecideRange>> = if range_fixed { None } else { Some(decider) };
-        Ok(with_filter(&self.opts, filter, point, range, sizes))
+        Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
     }
 }
 
@@ -289,11 +298,12 @@ fn next_probed(tv: &TreeVersion) -> Vec<Arc<FileMeta>> {
 /// no statistics, no seeds).
 pub(super) fn recovery_table_options(
     opts: &Options,
+    db_id: u64,
     allocator: &Arc<dyn BpkAllocator>,
     tv: Option<&TreeVersion>,
 ) -> TableOptions {
     if let Some(fixed) = allocator.fixed() {
-        return with_filter(opts, fixed, None, None, None);
+        return with_filter(opts, db_id, fixed, None, None, None);
     }
     let stats = StatsSnapshot {
         files: tv
@@ -318,7 +328,14 @@ pub(super) fn recovery_table_options(
         range_bpk: None,
         last_seed: Mutex::new(None),
     };
-    with_filter(opts, FilterDecision::uniform(0.0), Some(Arc::new(decider)), None, None)
+    with_filter(
+        opts,
+        db_id,
+        FilterDecision::uniform(0.0),
+        Some(Arc::new(decider)),
+        None,
+        None,
+    )
 }
 
 fn blank_stats(level: usize, f: &FileMeta) -> FileStatsSnapshot {

@@ -308,6 +308,16 @@ impl DbInner {
                 },
             )?;
             let p = t.properties();
+            if p.db_id != 0 && self.db_id != 0 && p.db_id != self.db_id {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!(
+                        "table written by another database (id {:016x}; this database is {:016x})",
+                        p.db_id, self.db_id
+                    ),
+                ));
+            }
             let matches = t.file_size() == f.size
                 && p.smallest_key == f.smallest
                 && p.largest_key == f.largest

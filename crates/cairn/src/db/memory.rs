@@ -40,7 +40,7 @@ pub struct TunerRecord {
     /// ...
     pub filter_step: i64,
     /// Why the write step is what it is: `newton`, `fallback`, `small-step`, `small-gain`,
-    /// `no-data`.
+    /// `no-data`, `idle`.
     pub rule: &'static str,
     /// Write memory, block cache and filter memory after the step.
     pub write: u64,
@@ -55,6 +55,7 @@ pub struct TunerRecord {
 struct Mark {
     at: Option<Instant>,
     wal_bytes: u64,
+    user_writes: u64,
     ops: u64,
     io: IoSnapshot,
     compaction_io: IoSnapshot,
@@ -97,6 +98,7 @@ fn rule_name(r: Rule) -> &'static str {
         Rule::SmallStep => "small-step",
         Rule::SmallGain => "small-gain",
         Rule::NoData => "no-data",
+        Rule::Idle => "idle",
     }
 }
 
@@ -146,6 +148,7 @@ impl DbInner {
         Mark {
             at: Some(Instant::now()),
             wal_bytes: w.wal_bytes,
+            user_writes: w.user_ops,
             ops: w.user_ops + trees.iter().map(|t| t.gets + t.ranges).sum::<u64>(),
             io: self.io.snapshot(),
             compaction_io: self.compaction_io.snapshot(),
@@ -302,6 +305,7 @@ impl DbInner {
             filter_benefit: gain,
             filter_loss: loss,
             meta_bytes: self.cache.reserved() as u64 + filter_bytes as u64,
+            writes_idle: b.user_writes == a.user_writes,
         }
     }
 }

@@ -95,6 +95,7 @@ fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)
         caller = Some(given.clone());
         taken = given.merge_stored(stored).map_err(|e| Error::corruption(path, 0, e))?;
     }
+    let given = given.sizing();
     if let Err(Error::InvalidOptions { option, reason }) = given.validate() {
         // Name the stored settings that took part when the caller's options alone were fine.
         let reason = if !taken.is_empty() && caller.is_some_and(|c| c.validate().is_ok()) {
@@ -309,7 +310,7 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
     let mut version = rec.version.clone();
     let mut next_file = rec.next_file;
     let mut flush_replayed = |t: usize, m: &Arc<Memtable>| -> Result<()> {
-        let table = super::filters::recovery_table_options(&opts, &bpk, version.trees.get(t));
+        let table = super::filters::recovery_table_options(&opts, db_id, &bpk, version.trees.get(t));
         let mut alloc = || {
             let n = next_file;
             next_file += 1;
@@ -512,10 +513,19 @@ struct Parts {
 fn assemble(dir: &Path, configured: Options, opts: Options, p: Parts) -> Arc<DbInner> {
     let ntrees = p.mems.len();
     let read_only = p.writer.is_none();
-    let cache = opts
-        .block_cache
-        .clone()
-        .unwrap_or_else(|| Arc::new(BlockCache::new(opts.block_cache_size, opts.high_pri_pool_ratio)));
+    // The tuner may shrink the cache to its floor (and the meta blocks charged to it).
+    let least = if opts.memory_tuner {
+        opts.memory_tuner_floor
+    } else {
+        opts.block_cache_size
+    };
+    let cache = opts.block_cache.clone().unwrap_or_else(|| {
+        Arc::new(BlockCache::with_least(
+            opts.block_cache_size,
+            least,
+            opts.high_pri_pool_ratio,
+        ))
+    });
     let ghost = (opts.ghost_cache_size > 0).then(|| crate::cache::GhostCache::attach(&cache, opts.ghost_cache_size));
     let inner = Arc::new(DbInner {
         db_id: p.db_id,

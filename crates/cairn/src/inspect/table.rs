@@ -184,13 +184,20 @@ fn kind_name(k: ValueKind) -> &'static str {
 /// agree with its properties, and that every filter unit holds every key of its segment.
 pub fn verify_table(fs: &dyn FileSystem, path: &Path) -> VerifyReport {
     let mut report = VerifyReport::default();
-    check_table(fs, path, None, &mut report);
+    check_table(fs, path, None, None, &mut report);
     report
 }
 
-/// Adds what is wrong with table `path` (checked against its manifest entry `meta` when
-/// given) to `report`.
-pub(super) fn check_table(fs: &dyn FileSystem, path: &Path, meta: Option<&FileMeta>, report: &mut VerifyReport) {
+/// Adds what is wrong with table `path` to `report`: every block's checksum and structure, its
+/// properties against what it holds and, when given, against its manifest entry `meta` and
+/// the database's id.
+pub(super) fn check_table(
+    fs: &dyn FileSystem,
+    path: &Path,
+    meta: Option<&FileMeta>,
+    db_id: Option<u64>,
+    report: &mut VerifyReport,
+) {
     report.checked.push(("table", path.to_path_buf()));
     let t = match open(fs, path) {
         Ok(t) => t,
@@ -319,6 +326,15 @@ pub(super) fn check_table(fs: &dyn FileSystem, path: &Path, meta: Option<&FileMe
             );
         }
         expect("size", &t.file_size(), &m.size, manifest);
+        if let Some(id) = db_id.filter(|&id| p.db_id != 0 && id != p.db_id) {
+            damaged(
+                0,
+                format!(
+                    "written by another database (id {:016x}; the manifest's is {id:016x})",
+                    p.db_id
+                ),
+            );
+        }
         expect("segments", &p.segments.len(), &m.segments, manifest);
     }
     report.damage.append(&mut damage.borrow_mut());

@@ -65,7 +65,7 @@ pub fn verify(fs: &dyn FileSystem, dir: &Path) -> Result<VerifyReport> {
     if let Some(r) = &recovered {
         for f in r.version.trees.iter().flat_map(|t| t.levels.iter().flatten()) {
             live.insert(f.number);
-            check_table(fs, &filename::table(dir, f.number), Some(f), &mut report);
+            check_table(fs, &filename::table(dir, f.number), Some(f), r.db_id, &mut report);
         }
     }
     for n in filename::numbers(&names, FileKind::Table) {
@@ -76,7 +76,7 @@ pub fn verify(fs: &dyn FileSystem, dir: &Path) -> Result<VerifyReport> {
                 path.display()
             )),
             Some(_) => {}
-            None => check_table(fs, &path, None, &mut report),
+            None => check_table(fs, &path, None, None, &mut report),
         }
     }
 

@@ -117,7 +117,10 @@ impl Options {
             }
         }
         // Until none is left: resetting one can make another inactive.
-        while let Some(s) = SPECS.iter().find(|s| taken.contains(&s.name) && !s.when.holds(self)) {
+        while let Some(s) = SPECS
+            .iter()
+            .find(|s| taken.contains(&s.name) && !s.when.holds(self) && !s.is_off(self))
+        {
             (s.set)(self, &(s.get)(&default))?;
             taken.retain(|n| *n != s.name);
         }

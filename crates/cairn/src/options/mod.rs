@@ -206,27 +206,31 @@ options! {
         /// their defaults (default true); false: use these options exactly as given.
         pub keep_stored: bool = true => "keep_stored", Bool, ANY, Open, Always;
 
-        /// One memory budget (Luo & Carey §3; default 0: off, the regions are sized by
-        /// `write_memory_budget`, `block_cache_size` and `filter_memory`). When set, it is split
-        /// into write memory (`memory_write_share` of it; memtables switch at half of it),
-        /// filter memory for the elastic policies (`memory_filter_share`) and the block cache
-        /// (the rest, which also holds the index blocks and, for the other policies, the filter
-        /// units); those three regions are not set on their own then, and `block_cache` must
-        /// not be given. 0, or at least 4 MiB.
-        pub memory_budget: usize = 0 => "memory.budget", Bytes, ANY, Stored, Always;
+        /// One memory budget for write memory, the block cache and filter memory (Luo & Carey
+        /// §3; default 256 MiB). It is split into write memory (`memory_write_share` of it;
+        /// memtables switch at half of it), filter memory for the elastic policies
+        /// (`memory_filter_share`) and the block cache (the rest, which also holds the index
+        /// blocks and, for the other policies, the filters), and the memory tuner moves memory
+        /// between them. 0: fixed sizes, from `write_memory_budget`, `write_buffer_size`,
+        /// `block_cache_size` and `filter_memory`; setting one of those (or giving a shared
+        /// `block_cache`) and leaving this at its default selects fixed sizes too. 0, or at
+        /// least 256 KiB (small budgets are for tests and tiny devices).
+        pub memory_budget: usize = DEFAULT_BUDGET => "memory.budget", Bytes, ANY, Stored, Always;
         /// Write memory's starting share of `memory_budget` (default 0.25).
         pub memory_write_share: f64 = 0.25 => "memory.write_share", Float, above(0.0, 0.95), Stored, Budget;
         /// Filter memory's starting share of `memory_budget` under an elastic `bpk_policy`
         /// (default 0.1).
         pub memory_filter_share: f64 = 0.1
             => "memory.filter_share", Float, within(0.0, 0.95), Stored, BudgetElastic;
-        /// Run the memory tuner (default false; needs `memory_budget`): every `max_wal_size` of
+        /// Run the memory tuner (default true; needs `memory_budget`): every `max_wal_size` of
         /// log, or every `memory_tuner_period_ms` without that much, move memory between write
         /// memory, the block cache and (elastic policies) filter memory where it saves the most
         /// I/O per operation. Turns on a 128 MiB ghost cache when `ghost_cache_size` is 0.
-        pub memory_tuner: bool = false => "memory.tuner", Bool, ANY, Stored, Budget;
-        /// The tuner's timer cycle in milliseconds (default 10 000).
-        pub memory_tuner_period_ms: u64 = 10_000
+        pub memory_tuner: bool = true => "memory.tuner", Bool, ANY, Stored, Budget;
+        /// The tuner's timer cycle in milliseconds (default 1000; the paper's 10 minutes suit
+        /// hour-long phases, and a read phase after a load must not wait that long for its
+        /// cache).
+        pub memory_tuner_period_ms: u64 = 1000
             => "memory.tuner_period_ms", Count, within(1.0, INF), Stored, Tuner;
         /// The least the tuner leaves write memory and the block cache (default 0: 32 MiB, the
         /// paper's, or a sixteenth of `memory_budget` when that is smaller). An explicit floor
@@ -309,9 +313,9 @@ options! {
         /// Bloom filter bits per key on average over a tree's files (default 10; 0 = no
         /// filters; the elastic policies: the default filter memory, per live key).
         pub bloom_bits_per_key: f64 = 10.0 => "filters.bits_per_key", Float, within(0.0, 64.0), Stored, BitsPerKey;
-        /// How those bits are spread over files (default uniform). May change between opens:
-        /// new files follow the new policy.
-        pub bpk_policy: BpkPolicy = BpkPolicy::Uniform => "filters.policy", Choice, ANY, Stored, Always;
+        /// How those bits are spread over files (default mnemosyne: by the lookups each file
+        /// sees; see `BpkPolicy`). May change between opens: new files follow the new policy.
+        pub bpk_policy: BpkPolicy = BpkPolicy::Mnemosyne => "filters.policy", Choice, ANY, Stored, Always;
         /// Data bytes per filter segment (default 4 MiB).
         pub segment_size: u64 = 4 << 20 => "filters.segment_size", Bytes, within(1.0, INF), Stored, Always;
         /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
@@ -333,14 +337,19 @@ options! {
         /// `Db::adjust_filters`).
         pub elastic_interval_ms: u64 = 5 => "filters.elastic_interval_ms", Count, ANY, Stored, Elastic;
 
-        /// Range-filter (Rosetta) bits per key in every new table (default 0: no range filter,
-        /// and range reads consult none). Tables written before it was set have none; bounded
-        /// range reads consult the filters of the tables that have one.
-        pub range_filter_bits_per_key: f64 = 0.0
+        /// Range-filter (Rosetta) bits per key, on average over a tree's tables (default 10;
+        /// 0: no range filter, and range reads consult none). With `range_filter_by_workload`
+        /// (the default) a table gets bits only when empty bounded range reads have reached
+        /// the data it is written from: where such reads do not happen, the range filter
+        /// costs nothing. A table's filter is loaded at its first range read and charged to
+        /// the block cache (so to `memory_budget`). Tables written before it was set have
+        /// none; bounded range reads consult the filters of the tables that have one.
+        pub range_filter_bits_per_key: f64 = 10.0
             => "range_filter.bits_per_key", Float, within(0.0, 64.0), Stored, Always;
         /// Give tables that more empty range reads reach a larger share of the range-filter
-        /// bits (default true; the same solver as Mnemosyne's point filters, over per-file
-        /// counts of empty range reads); false: every table gets `range_filter_bits_per_key`.
+        /// bits, and none to tables that no empty range read reached (default true; the same
+        /// solver as Mnemosyne's point filters, over per-file counts of empty range reads);
+        /// false: every table gets `range_filter_bits_per_key`.
         pub range_filter_by_workload: bool = true
             => "range_filter.by_workload", Bool, ANY, Stored, RangeFilter;
         /// User-key bytes the range filter skips before its 8-byte key projection (default 0;
@@ -453,6 +462,14 @@ fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
 /// refused at open.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// `memory_budget`'s default: what a user who sets nothing gets, about what an embedded
+/// engine of this kind is given (RocksDB's default write buffers and a small cache come to
+/// about as much).
+pub const DEFAULT_BUDGET: usize = 256 << 20;
+
+/// The least `memory_budget`.
+pub const MIN_BUDGET: usize = 256 << 10;
+
 /// The ghost cache the memory tuner simulates when `ghost_cache_size` is 0 (the paper's).
 pub const TUNER_GHOST_BYTES: usize = 128 << 20;
 
@@ -461,6 +478,17 @@ pub const TUNER_GHOST_BYTES: usize = 128 << 20;
 fn auto_floor(budget: usize) -> usize {
     (32 << 20).min(budget / 16)
 }
+
+/// Settings that size the regions by hand. Setting one of them (or sharing a `block_cache`)
+/// while `memory_budget` is left at its default selects fixed region sizes: the budget, and
+/// the tuner when left at its default, are off (`Options::sizing`).
+const BY_HAND: [&str; 5] = [
+    "write_memory_budget",
+    "block_cache_size",
+    "filter_memory",
+    "write_buffer_size",
+    "index_in_block_cache",
+];
 
 /// The spec of the setting whose field is `field`.
 pub(crate) fn spec(field: &str) -> &'static Spec {
@@ -479,10 +507,29 @@ impl Options {
         }
     }
 
+    /// The sizing these options choose: one budget (the default), or fixed region sizes when
+    /// a region is sized by hand (`BY_HAND`) and the budget left at its default — a program
+    /// that sizes its memtables or cache as before keeps doing so. Setting both the budget and
+    /// a region is refused by `validate`.
+    pub(crate) fn sizing(mut self) -> Options {
+        let default = Options::default();
+        let by_hand =
+            self.block_cache.is_some() || BY_HAND.iter().any(|f| (spec(f).get)(&self) != (spec(f).get)(&default));
+        if by_hand && self.memory_budget == default.memory_budget {
+            self.memory_budget = 0;
+        }
+        // The tuner (on by default) tunes a budget: without one there is nothing to tune.
+        if self.memory_budget == 0 {
+            self.memory_tuner = false;
+        }
+        self
+    }
+
     /// The options the engine runs with: with `memory_budget`, the region sizes derived from
     /// it (write memory, memtable size, filter memory, block cache, index blocks charged to
     /// the cache), the tuner's floor and its ghost cache.
     pub(crate) fn resolved(mut self) -> Options {
+        self = self.sizing();
         if self.memory_budget == 0 {
             return self;
         }
@@ -518,10 +565,14 @@ impl Options {
     /// other consistent. The error names the option (the one the caller changed, where several
     /// are involved), shows the values and, for an enum, its valid choices.
     pub fn validate(&self) -> Result<()> {
+        self.clone().sizing().check()
+    }
+
+    fn check(&self) -> Result<()> {
         self.check_ranges()?;
         let default = Options::default();
         for s in SPECS {
-            if !s.when.holds(self) && (s.get)(self) != (s.get)(&default) {
+            if !s.is_off(self) && !s.when.holds(self) && (s.get)(self) != (s.get)(&default) {
                 return Err(invalid(
                     s.field,
                     format!("{} = {} has no effect: {}", s.name, s.show(self), s.when.why_not(self)),
@@ -555,11 +606,11 @@ impl Options {
             invalid(named, format!("{} with {}: {why}", show(a), show(b)))
         };
         if self.memory_budget > 0 {
-            if self.memory_budget < 4 << 20 {
+            if self.memory_budget < MIN_BUDGET {
                 return Err(invalid(
                     "memory_budget",
                     format!(
-                        "memory.budget = {} must be 0 (off) or at least 4 MiB",
+                        "memory.budget = {} must be 0 (off) or at least 256 KiB",
                         show_bytes(self.memory_budget as u64)
                     ),
                 ));
@@ -798,7 +849,7 @@ mod tests {
             ..Options::default()
         });
         assert_eq!(option, "filter_memory");
-        assert!(why.contains("filters.policy = uniform"), "{why}");
+        assert!(why.contains("filters.policy = mnemosyne"), "{why}");
         // No bits per key with an elastic policy and nothing else to size filter memory.
         let (option, why) = refused(&Options {
             bloom_bits_per_key: 0.0,
@@ -822,7 +873,7 @@ mod tests {
         });
         assert_eq!(option, "memory_tuner_floor");
         assert!(why.contains("32 MiB") && why.contains("16 MiB"), "{why}");
-        for budget in [4usize << 20, 64 << 20, 1 << 30, 16 << 30] {
+        for budget in [MIN_BUDGET, 4 << 20, 64 << 20, 1 << 30, 16 << 30] {
             let o = Options::with_memory(budget);
             o.validate().unwrap();
             let r = o.resolved();
@@ -832,14 +883,13 @@ mod tests {
             );
         }
         // Settings of a feature that is off, set by name.
+        let fixed = || Options {
+            memory_budget: 0,
+            ..Options::default()
+        };
         for (base, name, value, field) in [
-            (
-                Options::default(),
-                "memory.tuner_period_ms",
-                "5",
-                "memory_tuner_period_ms",
-            ),
-            (Options::default(), "memory.write_share", "0.5", "memory_write_share"),
+            (fixed(), "memory.tuner_period_ms", "5", "memory_tuner_period_ms"),
+            (fixed(), "memory.write_share", "0.5", "memory_write_share"),
             (Options::default(), "filters.elastic_units", "8", "elastic_units"),
             (
                 Options::default(),
@@ -848,7 +898,10 @@ mod tests {
                 "memory_size_ratio",
             ),
             (
-                Options::default(),
+                Options {
+                    range_filter_bits_per_key: 0.0,
+                    ..Options::default()
+                },
                 "range_filter.key_offset",
                 "4",
                 "range_filter_key_offset",
@@ -913,9 +966,15 @@ mod tests {
         }
         let mut o = Options::default();
         o.apply_stored(&stored, false).unwrap();
+        // The defaults of that time: fixed sizes, uniform filters, no range filter (its tuner timer had no
+        // effect without the tuner, and goes back to the default).
         let want = Options {
             compaction_threads: 2,
             max_subcompactions: 2,
+            memory_budget: 0,
+            memory_tuner: false,
+            bpk_policy: BpkPolicy::Uniform,
+            range_filter_bits_per_key: 0.0,
             ..Options::default()
         };
         assert_eq!(o.to_map(), want.to_map());

@@ -261,6 +261,11 @@ impl std::fmt::Debug for Spec {
 }
 
 impl Spec {
+    /// A switch turned off: never in conflict with what would make it have no effect.
+    pub(crate) fn is_off(&self, o: &Options) -> bool {
+        matches!(self.kind, Kind::Bool) && (self.get)(o) == "false"
+    }
+
     /// The value shown to a person: sizes with units.
     pub(crate) fn show(&self, o: &Options) -> String {
         match (self.kind, (self.number)(o)) {

@@ -76,6 +76,7 @@ impl TableBuilder {
                 .map_or(0, |d| d.as_secs()),
             filter: opts.filter.clone(),
             segments: Vec::new(),
+            db_id: opts.db_id,
         };
         let filter = Box::new(BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()));
         let range = opts
@@ -317,6 +318,7 @@ impl Default for TableOptions {
             filter: FilterDecision::uniform(10.0),
             filter_decider: None,
             range_filter: None,
+            db_id: 0,
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct TableOptions {
     pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilter>>,
     /// The range filter to build (none by default).
     pub range_filter: Option<RangeFilterOptions>,
+    /// The database the table belongs to, recorded in its properties (0: none).
+    pub db_id: u64,
 }
 
 /// How a table's range filter is built.

@@ -9,14 +9,18 @@
 //! segment_count { first_block block_count data_offset data_len entries distinct_keys
 //!                 smallest_user_key:lp largest_user_key:lp
 //!                 { unit_offset unit_size }*unit_count }*segment_count
+//! db_id                                                          (version 2 only)
 //! ```
 //! `lp` = varint length + bytes. Keys are internal keys; segment key ranges are user keys.
+//! Version 2 (2026-11-25) adds the id of the database that wrote the table, so that a table
+//! from another database put in its place is found; version 1 tables read with id 0
+//! (unknown).
 
 use super::footer::BlockHandle;
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 
 /// One filter unit's parameters, the same for every segment of a file.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -127,6 +131,8 @@ pub struct Properties {
     pub filter: FilterDecision,
     /// Segments in file order.
     pub segments: Vec<SegmentMeta>,
+    /// The database that wrote the table (0: unknown, a version 1 table or a lone table).
+    pub db_id: u64,
 }
 
 impl Properties {
@@ -178,13 +184,15 @@ impl Properties {
                 h.encode_to(&mut o);
             }
         }
+        put_varint64(&mut o, self.db_id);
         o
     }
 
     /// Decodes the block contents (structure only; the reader checks consistency).
     pub fn decode(b: &[u8]) -> Result<Self, &'static str> {
         let mut d = Decoder::new(b);
-        if d.u8("properties version")? != VERSION {
+        let version = d.u8("properties version")?;
+        if !(1..=VERSION).contains(&version) {
             return Err("unknown properties version");
         }
         let mut nums = [0u64; 9];
@@ -234,6 +242,7 @@ impl Properties {
             }
             segments.push(s);
         }
+        let db_id = if version >= 2 { d.varint64("database id")? } else { 0 };
         if !d.is_empty() {
             return Err("trailing bytes after properties");
         }
@@ -259,6 +268,7 @@ impl Properties {
             creation_time,
             filter: FilterDecision { policy, units },
             segments,
+            db_id,
         })
     }
 }
@@ -308,7 +318,20 @@ mod tests {
                     },
                 ],
             }],
+            db_id: 77,
         }
+    }
+
+    /// A version 1 block (before the database id) still reads, with id 0.
+    #[test]
+    fn version_1_reads_without_a_database_id() {
+        let mut v1 = sample().encode();
+        v1.pop(); // the one-byte varint 77
+        v1[0] = 1;
+        let p = Properties::decode(&v1).unwrap();
+        assert_eq!(p, Properties { db_id: 0, ..sample() });
+        v1[0] = 3;
+        assert!(Properties::decode(&v1).is_err());
     }
 
     #[test]

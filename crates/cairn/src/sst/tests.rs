@@ -156,6 +156,7 @@ fn round_trip_random_tables() {
             },
             filter_decider: None,
             range_filter: None,
+            db_id: round as u64,
         };
         let p = PathBuf::from(format!("/t/{round}.sst"));
         let s = build(&fs, &p, &model, opts.clone());
@@ -686,6 +687,13 @@ fn version_1_tables_are_still_read() {
 #[test]
 fn tables_with_full_index_keys_are_still_read() {
     assert_eq!(read_old_golden_table("golden/tiny-full-index-keys.sst.hex"), 2);
+}
+
+/// A table whose properties block is version 1 (no database id; pinned before the id was
+/// added) is still read, with id 0.
+#[test]
+fn tables_without_a_database_id_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-properties-v1.sst.hex"), 2);
 }
 
 /// Index keys are short separators where the keys allow (`ikey::separator`), the last block's

@@ -19,7 +19,8 @@
 //! `cost'`. A step takes at most 10% of the region it shrinks and leaves each region at least
 //! `floor` (the cache also the index and filter blocks charged to it, which the ghost cache's
 //! data-block view cannot price); no step is taken below 0.5% of M or when the expected gain
-//! is below 0.1% of the cycle's cost (the stop rules).
+//! is below 0.1% of the cycle's cost (the stop rules). ★ A cycle with no user write at all
+//! (a read phase) hands all write memory above `floor` to the other side in one step.
 //!
 //! **Three-way (★).** With `filter_benefit` (expected I/O per operation saved by one more byte
 //! of filter memory: ElasticBF's best unit not loaded) and `filter_loss` (what the last loaded
@@ -69,6 +70,8 @@ pub struct Cycle {
     /// them every lookup reads its index or filter from storage, a cost the ghost cache's
     /// data-block view does not see. The cache's floor is at least this plus `floor`.
     pub meta_bytes: u64,
+    /// No user write in the cycle: write memory buffered nothing.
+    pub writes_idle: bool,
 }
 
 /// Region sizes in bytes.
@@ -137,6 +140,8 @@ pub enum Rule {
     SmallGain,
     /// Nothing to decide from (no derivative).
     NoData,
+    /// ★ No write in the cycle: write memory above the floor went to the other side at once.
+    Idle,
 }
 
 /// One coordinate's decision.
@@ -227,7 +232,19 @@ impl Tuner {
         let r = read_derivative(x, cycle);
         let d = c.write_weight * w + c.read_weight * r;
         // Write memory against everything else: the cache pays first, then filters.
-        let write = decide(
+        let write = if cycle.writes_idle && now.write > c.floor {
+            // The 10% cap guards a region in use against diminishing returns; write memory
+            // that buffered no write in a whole cycle has none, and a read phase after a load
+            // would otherwise wait tens of cycles for the cache it needs. The write history
+            // describes the load, not what follows: forget it.
+            self.write_history.clear();
+            Move {
+                derivative: d,
+                step: -((now.write - c.floor) as i64),
+                rule: Rule::Idle,
+            }
+        } else {
+            decide(
             &mut self.write_history,
             &c,
             x,
@@ -236,7 +253,8 @@ impl Tuner {
             cycle.cost,
             [(now.write, c.floor), (now.cache + now.filter, cache_floor)],
             cycle.sim_bytes > 0.0 || w != 0.0,
-        );
+            )
+        };
         let mut sizes = now;
         apply(&mut sizes.write, &mut sizes.cache, write.step);
         if sizes.cache < cache_floor.min(now.cache) {
@@ -422,6 +440,7 @@ mod tests {
             filter_benefit: c.args.get("gain").map(|v| num(v)),
             filter_loss: c.args.get("loss").map(|v| num(v)),
             meta_bytes: arg(c, "meta", 0.0) as u64,
+            writes_idle: c.args.contains_key("idle"),
         }
     }
 
