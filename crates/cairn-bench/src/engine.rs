@@ -407,10 +407,15 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     if take("max_bytes_for_level_base") && o.level_targets == cairn::LevelTargets::Fixed {
         o.max_bytes_for_level_base = a.max_bytes_for_level_base;
     }
-    if let Some(b) = a.memory_budget {
-        o.memory_budget = b;
+    // db_bench has no budget: bench defaults size the regions from its flags. Under engine
+    // defaults a region flag given without --memory_budget selects fixed sizes, as it does
+    // for `Options` (and with --memory_budget is refused at open).
+    match a.memory_budget {
+        Some(b) => o.memory_budget = b,
+        None if !engine_defaults => o.memory_budget = 0,
+        None => {}
     }
-    if o.memory_budget == 0 {
+    if o.memory_budget == 0 || a.memory_budget.is_none() {
         if take("cache_size") {
             o.block_cache_size = a.cache_size;
         }
