@@ -24,7 +24,10 @@
 //! ```
 //!
 //! - [`Options`]: every setting, validated at open; by name with [`Options::set`]
-//!   (`"filters.policy"`, `"memory.budget"`); a reopen keeps the stored configuration.
+//!   (`"filters.policy"`, `"memory.budget"`); a reopen keeps the stored configuration. The
+//!   default is the adaptive engine: a 256 MiB budget ([`DEFAULT_BUDGET`]) with the memory
+//!   tuner, Mnemosyne point filters and range filters by workload; sizing a region by hand
+//!   (`write_buffer_size`, `block_cache_size`, …) selects fixed sizes instead.
 //! - [`Db`] and [`Tree`]: reads, writes, iterators, snapshots; [`Db::stats`] and
 //!   [`Db::property`] for what the engine decided and what it cost.
 //! - [`Error`]: one error type; a failed fsync turns the database read-only

@@ -55,14 +55,15 @@ fn decode(v: &[u8]) -> u32 {
     s[1..s.find('-').unwrap()].parse().unwrap()
 }
 
+/// The defaults (one budget with the memory tuner, Mnemosyne filters, range filters) at 1 MiB,
+/// with the tuner on a 10 ms timer so that regions resize while the child writes.
 fn options() -> Options {
     Options {
-        write_buffer_size: 64 << 10,
-        write_memory_budget: 256 << 10,
+        memory_budget: 1 << 20,
+        memory_tuner_period_ms: 10,
         max_bytes_for_level_base: 256 << 10,
         target_file_size: 64 << 10,
         l0_compaction_trigger: 2,
-        block_cache_size: 1 << 20,
         ..Options::default()
     }
 }

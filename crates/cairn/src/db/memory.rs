@@ -304,9 +304,21 @@ impl DbInner {
             cost: (w * written + (user_reads + merge_reads) as f64) / ops,
             filter_benefit: gain,
             filter_loss: loss,
-            meta_bytes: self.cache.reserved() as u64 + filter_bytes as u64,
+            // Cached filter units stay resident only within the high-priority share.
+            meta_bytes: self.cache.reserved() as u64
+                + (filter_bytes / high_share(self.opts.high_pri_pool_ratio)) as u64,
             writes_idle: b.user_writes == a.user_writes,
         }
+    }
+}
+
+/// The share of the cache filter units may hold at high priority (all of it when none is
+/// reserved for them: they then compete with data blocks on equal terms).
+fn high_share(ratio: f64) -> f64 {
+    if ratio > 0.0 {
+        ratio
+    } else {
+        1.0
     }
 }
 
