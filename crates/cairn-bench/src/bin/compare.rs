@@ -105,7 +105,14 @@ fn parse_db_bench_lines(text: &str) -> Vec<Phase> {
     out
 }
 
-fn run_once(args: &Args, tool_exe: &Path, cfg: &Config, workload: Option<&Path>, tag: &str) -> Vec<Phase> {
+/// One run's phases and the process's peak RSS in bytes (our runners only).
+fn run_once(
+    args: &Args,
+    tool_exe: &Path,
+    cfg: &Config,
+    workload: Option<&Path>,
+    tag: &str,
+) -> (Vec<Phase>, Option<u64>) {
     let db = args.work.join(format!("db-{}", cfg.name));
     let _ = std::fs::remove_dir_all(&db);
     let json = args.work.join(format!("{}-{tag}.json", cfg.name));
@@ -133,11 +140,11 @@ fn run_once(args: &Args, tool_exe: &Path, cfg: &Config, workload: Option<&Path>,
         ));
     }
     if cfg.exe.is_some() {
-        return parse_db_bench_lines(&stdout);
+        return (parse_db_bench_lines(&stdout), None);
     }
     let text = std::fs::read_to_string(&json).unwrap_or_else(|e| fail(format!("{}: {e}", json.display())));
     let report: RunReport = serde_json::from_str(&text).unwrap_or_else(|e| fail(format!("{}: {e}", json.display())));
-    report.phases
+    (report.phases, Some(report.peak_rss_bytes).filter(|&b| b > 0))
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -250,6 +257,7 @@ fn main() {
     std::fs::create_dir_all(&args.work).unwrap_or_else(|e| fail(format!("{}: {e}", args.work.display())));
     std::fs::create_dir_all(&args.out).unwrap_or_else(|e| fail(format!("{}: {e}", args.out.display())));
     let mut results = Results::new();
+    let mut rss: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     let total = args.rounds * configs.len() * workloads.len();
     let bar = indicatif::ProgressBar::new(total as u64);
@@ -263,7 +271,12 @@ fn main() {
             for i in 0..configs.len() {
                 let cfg = &configs[(i + round) % configs.len()];
                 say(&bar, format!("round {} {prefix}{}", round + 1, cfg.name));
-                let phases = run_once(&args, &tool_exe, cfg, w.as_deref(), &format!("r{round}"));
+                let (phases, peak) = run_once(&args, &tool_exe, cfg, w.as_deref(), &format!("r{round}"));
+                if let Some(b) = peak {
+                    rss.entry(cfg.name.clone())
+                        .or_default()
+                        .push(b as f64 / (1u64 << 20) as f64);
+                }
                 for p in phases {
                     let name = format!("{prefix}{}", p.name);
                     say(&bar, format!("  {name:<20} {:>12.0} ops/s", p.ops_per_sec));
@@ -341,6 +354,42 @@ fn main() {
                 range_fpr.map_or("–".to_string(), |x| format!("{x:.2e}")),
                 p.debt_after.map_or("–".to_string(), |d| d.l0_files.to_string()),
             ));
+        }
+    }
+    // CPU per operation (our runners: the process's user + system time in the phase).
+    md.push_str("\n| benchmark |");
+    for c in &configs {
+        md.push_str(&format!(" {} CPU µs/op |", c.name));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---:|".repeat(configs.len()));
+    md.push('\n');
+    for (pi, name) in order.iter().enumerate() {
+        md.push_str(&format!("| {name} |"));
+        for c in &configs {
+            let mut v: Vec<f64> = results
+                .get(&(pi, c.name.clone()))
+                .map(|runs| {
+                    runs.iter()
+                        .filter_map(|p| Some(p.cpu_secs? * 1e6 / p.ops.max(1) as f64))
+                        .collect()
+                })
+                .unwrap_or_default();
+            md.push_str(&if v.is_empty() {
+                " – |".to_string()
+            } else {
+                format!(" {:.2} |", median(&mut v))
+            });
+        }
+        md.push('\n');
+    }
+    if !rss.is_empty() {
+        md.push_str("\n| configuration | peak RSS MiB (median of runs) | max |\n|---|---:|---:|\n");
+        for c in &configs {
+            if let Some(v) = rss.get_mut(&c.name) {
+                let max = v.iter().copied().fold(0.0, f64::max);
+                md.push_str(&format!("| {} | {:.0} | {max:.0} |\n", c.name, median(v)));
+            }
         }
     }
     print!("\n{md}");

@@ -233,8 +233,13 @@ impl Ctx {
     }
 
     fn budget(&self) -> Vec<String> {
+        vec![format!("--memory_budget={}", self.a.budget)]
+    }
+
+    /// The tuner on, with its floor and timer (refused without the tuner: no effect).
+    fn tuner(&self) -> Vec<String> {
         vec![
-            format!("--memory_budget={}", self.a.budget),
+            "--memory_tuner=1".into(),
             format!("--memory_tuner_floor={}", self.a.floor),
             format!("--memory_tuner_period_ms={}", self.a.period_ms),
         ]
@@ -263,7 +268,7 @@ fn sweep(c: &Ctx, rows: &mut Vec<Row>, engine_cmp: bool) {
     for s in [5u32, 80] {
         let mut f = c.budget();
         f.push(format!("--memory_write_share={}", f64::from(s) / 100.0));
-        f.push("--memory_tuner=1".into());
+        f.extend(c.tuner());
         runs.push((format!("tuner from {s}%"), f64::from(s), f.clone()));
         if engine_cmp {
             // ... and with level targets that follow write memory.
@@ -305,7 +310,7 @@ fn phase(c: &Ctx, rows: &mut Vec<Row>) {
     let base = c.a.out.join("base");
     c.load(&base, &[]);
     let mut f = c.budget();
-    f.push("--memory_tuner=1".into());
+    f.extend(c.tuner());
     f.extend([
         "--benchmarks=readrandomwriterandom:20,readrandomwriterandom:95".to_string(),
         format!("--reads={}", c.a.ops),
@@ -367,7 +372,7 @@ fn levels(c: &Ctx, rows: &mut Vec<Row>) {
             f.extend(extra.iter().cloned());
             f.push(format!("--memory_write_share={}", f64::from(share) / 100.0));
             if tuner {
-                f.push("--memory_tuner=1".into());
+                f.extend(c.tuner());
             }
             f.extend(mixed(20, c.a.ops));
             let r = c.run_on(&base, &f);
@@ -418,11 +423,8 @@ fn threeway(c: &Ctx, rows: &mut Vec<Row>) {
     for (name, filters) in [("two-way (filters fixed at 10%)", "0"), ("three-way", "1")] {
         let mut f = c.budget();
         f.extend(elastic.iter().cloned());
-        f.extend([
-            "--memory_tuner=1".to_string(),
-            format!("--memory_tuner_filters={filters}"),
-            "--empty_ratio=0.5".into(),
-        ]);
+        f.extend(c.tuner());
+        f.extend([format!("--memory_tuner_filters={filters}"), "--empty_ratio=0.5".into()]);
         f.extend(mixed(90, c.a.ops));
         let r = c.run_on(&base, &f);
         let row = row("threeway", name, 25.0, c.a.budget, &r);
