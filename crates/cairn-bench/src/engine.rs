@@ -415,7 +415,8 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         None if !engine_defaults => o.memory_budget = 0,
         None => {}
     }
-    if o.memory_budget == 0 || a.memory_budget.is_none() {
+    // Under bench defaults the region flags always have values, which a budget replaces.
+    if engine_defaults || o.memory_budget == 0 {
         if take("cache_size") {
             o.block_cache_size = a.cache_size;
         }

@@ -308,7 +308,7 @@ impl DbInner {
                 },
             )?;
             let p = t.properties();
-            if p.db_id != 0 && self.db_id != 0 && p.db_id != self.db_id {
+            if p.written_by_other(self.db_id) {
                 return Err(Error::corruption(
                     &path,
                     0,

@@ -247,26 +247,28 @@ impl DbInner {
         let user_reads = reads(&b.io) - reads(&a.io);
         let merge_reads = reads(&b.compaction_io) - reads(&a.compaction_io);
         let written = (b.flush_bytes - a.flush_bytes + b.compaction_written - a.compaction_written) as f64 / PAGE;
-        let (mems, levels, filter_bytes) = {
+        // The state lock (which writers take to switch memtables) only for what it guards.
+        let (mems, version) = {
             let st = self.state.lock();
             let mems: Vec<f64> = st.mems.iter().map(|m| m.bytes() as f64).collect();
-            let trees = &st.version().trees;
-            let levels: Vec<f64> = trees
+            (mems, st.version().clone())
+        };
+        let levels: Vec<f64> = version
+            .trees
+            .iter()
+            .map(|t| t.level_bytes(t.deepest_nonempty()) as f64)
+            .collect();
+        // Filter units of the other policies are cached beside the data (elastic units have
+        // their own region).
+        let filter_bytes: f64 = if self.opts.bpk_policy.is_elastic() {
+            0.0
+        } else {
+            version
+                .trees
                 .iter()
-                .map(|t| t.level_bytes(t.deepest_nonempty()) as f64)
-                .collect();
-            // Filter units of the other policies are cached beside the data (elastic units
-            // have their own region).
-            let filter_bytes: f64 = if self.opts.bpk_policy.is_elastic() {
-                0.0
-            } else {
-                trees
-                    .iter()
-                    .flat_map(|t| t.levels.iter().flatten())
-                    .map(|f| f.entries as f64 * f.filter_bpk / 8.0)
-                    .sum()
-            };
-            (mems, levels, filter_bytes)
+                .flat_map(|t| t.levels.iter().flatten())
+                .map(|f| f.entries as f64 * f.filter_bpk / 8.0)
+                .sum()
         };
         let total_mem: f64 = mems.iter().sum();
         let trees = b

@@ -96,7 +96,7 @@ fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)
         taken = given.merge_stored(stored).map_err(|e| Error::corruption(path, 0, e))?;
     }
     let given = given.sizing();
-    if let Err(Error::InvalidOptions { option, reason }) = given.validate() {
+    if let Err(Error::InvalidOptions { option, reason }) = given.check() {
         // Name the stored settings that took part when the caller's options alone were fine.
         let reason = if !taken.is_empty() && caller.is_some_and(|c| c.validate().is_ok()) {
             format!(

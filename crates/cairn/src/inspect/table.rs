@@ -326,7 +326,7 @@ pub(super) fn check_table(
             );
         }
         expect("size", &t.file_size(), &m.size, manifest);
-        if let Some(id) = db_id.filter(|&id| p.db_id != 0 && id != p.db_id) {
+        if let Some(id) = db_id.filter(|&id| p.written_by_other(id)) {
             damaged(
                 0,
                 format!(

@@ -161,7 +161,6 @@ fn contains(list: &[Arc<Memtable>], m: &Arc<Memtable>) -> bool {
     list.iter().any(|x| Arc::ptr_eq(x, m))
 }
 
-/// Whether user-key ranges `[lo, hi]` overlap.
 impl Partition {
     /// No memory levels yet, levels `ratio` apart.
     fn new(ratio: usize) -> Self {
@@ -178,6 +177,7 @@ impl Partition {
     }
 }
 
+/// Whether user-key ranges `[lo, hi]` overlap.
 fn overlaps((alo, ahi): (&[u8], &[u8]), (blo, bhi): (&[u8], &[u8])) -> bool {
     alo <= bhi && blo <= ahi
 }

@@ -527,9 +527,9 @@ impl Options {
 
     /// The options the engine runs with: with `memory_budget`, the region sizes derived from
     /// it (write memory, memtable size, filter memory, block cache, index blocks charged to
-    /// the cache), the tuner's floor and its ghost cache.
+    /// the cache), the tuner's floor and its ghost cache. Takes options already through
+    /// [`sizing`](Self::sizing) (`validate` and the open do that).
     pub(crate) fn resolved(mut self) -> Options {
-        self = self.sizing();
         if self.memory_budget == 0 {
             return self;
         }
@@ -568,7 +568,8 @@ impl Options {
         self.clone().sizing().check()
     }
 
-    fn check(&self) -> Result<()> {
+    /// [`validate`](Self::validate) of options already through [`sizing`](Self::sizing).
+    pub(crate) fn check(&self) -> Result<()> {
         self.check_ranges()?;
         let default = Options::default();
         for s in SPECS {

@@ -136,6 +136,12 @@ pub struct Properties {
 }
 
 impl Properties {
+    /// Whether the table was written by a database other than `db_id` (unknown ids, 0 on
+    /// either side, never count).
+    pub fn written_by_other(&self, db_id: u64) -> bool {
+        self.db_id != 0 && db_id != 0 && self.db_id != db_id
+    }
+
     /// Encodes the block contents.
     pub fn encode(&self) -> Vec<u8> {
         let mut o = vec![VERSION];
