@@ -360,15 +360,14 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     };
     // A flag with a db_bench default applies when given, or always under bench defaults.
     let take = |flag: &str| !engine_defaults || a.given.contains(flag);
-    let mut o = cairn::Options {
-        // Bench defaults name every setting: a reopen (--use_existing_db) uses exactly them.
-        keep_stored: engine_defaults,
-        ..cairn::Options::default()
-    };
+    // Settings by name (as OPTIONS spells them), applied together at the end: an unknown
+    // value names its valid choices, and a region size beside a budget is refused.
+    let mut set: Vec<(&str, &str, String)> = Vec::new();
+    // Bench defaults name every setting: a reopen (--use_existing_db) uses exactly them.
+    set.push(("defaults", "keep_stored", engine_defaults.to_string()));
     if take("bloom_bits") {
-        o.bloom_bits_per_key = a.bloom_bits.max(0.0);
+        set.push(("bloom_bits", "filters.bits_per_key", a.bloom_bits.max(0.0).to_string()));
     }
-    // Enums by name, as OPTIONS spells them (an unknown one names its valid choices).
     for (flag, option, value) in [
         ("bpk_policy", "filters.policy", &a.bpk_policy),
         ("flush_policy", "memtable.flush_policy", &a.flush_policy),
@@ -377,94 +376,122 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         ("compression_type", "table.compression", &a.compression_type),
     ] {
         if take(flag) {
-            o.set(option, value).map_err(|e| format!("--{flag}={value}: {e}"))?;
+            set.push((flag, option, value.clone()));
         }
     }
     if take("merge_policy") || a.given.contains("garnering_c") {
-        o.merge_policy = match a.merge_policy.as_str() {
-            "leveling" => cairn::MergePolicyKind::Leveling,
-            "garnering" => cairn::MergePolicyKind::Garnering { c: a.garnering_c },
-            other => return Err(format!("--merge_policy={other}: expected leveling or garnering").into()),
+        let policy = match a.merge_policy.as_str() {
+            "garnering" => format!("garnering:{}", a.garnering_c),
+            other => other.to_string(),
         };
+        set.push(("merge_policy", "compaction.merge_policy", policy));
     }
     // Flags with a db_bench default, mapped as they are.
     macro_rules! taken {
-        ($($flag:ident => $field:ident),* $(,)?) => {$(
+        ($($flag:ident => $option:literal),* $(,)?) => {$(
             if take(stringify!($flag)) {
-                o.$field = a.$flag;
+                set.push((stringify!($flag), $option, a.$flag.to_string()));
             }
         )*};
     }
     taken!(
-        use_direct_reads => use_direct_reads,
-        block_size => block_size,
-        max_bytes_for_level_multiplier => size_ratio,
-        level0_file_num_compaction_trigger => l0_compaction_trigger,
-        target_file_size_base => target_file_size,
-        range_filter_bits_per_key => range_filter_bits_per_key,
-        memory_tuner => memory_tuner,
+        use_direct_reads => "files.use_direct_reads",
+        block_size => "table.block_size",
+        max_bytes_for_level_multiplier => "compaction.size_ratio",
+        level0_file_num_compaction_trigger => "compaction.l0_trigger",
+        target_file_size_base => "compaction.target_file_size",
+        range_filter_bits_per_key => "range_filter.bits_per_key",
     );
-    if take("max_bytes_for_level_base") && o.level_targets == cairn::LevelTargets::Fixed {
-        o.max_bytes_for_level_base = a.max_bytes_for_level_base;
+    if take("max_bytes_for_level_base") && a.level_targets == "fixed" {
+        set.push((
+            "max_bytes_for_level_base",
+            "compaction.max_bytes_for_level_base",
+            a.max_bytes_for_level_base.to_string(),
+        ));
     }
     // db_bench has no budget: bench defaults size the regions from its flags. Under engine
     // defaults a region flag given without --memory_budget selects fixed sizes, as it does
-    // for `Options` (and with --memory_budget is refused at open).
-    match a.memory_budget {
-        Some(b) => o.memory_budget = b,
-        None if !engine_defaults => o.memory_budget = 0,
-        None => {}
+    // for `Options::set` (and with --memory_budget is refused).
+    let budget = match a.memory_budget {
+        Some(b) => Some(b),
+        None if !engine_defaults => Some(0),
+        None => None,
+    };
+    if let Some(b) = budget {
+        set.push(("memory_budget", "memory.budget", b.to_string()));
+    }
+    if budget != Some(0) && take("memory_tuner") {
+        set.push(("memory_tuner", "memory.tuner", a.memory_tuner.to_string()));
     }
     // Under bench defaults the region flags always have values, which a budget replaces.
-    if engine_defaults || o.memory_budget == 0 {
+    if engine_defaults || budget == Some(0) {
         if take("cache_size") {
-            o.block_cache_size = a.cache_size;
+            set.push(("cache_size", "memory.block_cache", a.cache_size.to_string()));
         }
         if take("write_buffer_size") {
-            o.write_buffer_size = a.write_buffer_size;
+            set.push(("write_buffer_size", "memtable.size", a.write_buffer_size.to_string()));
         }
         if take("write_buffer_size") || a.db_write_buffer_size.is_some() {
-            o.write_memory_budget = a.memory();
+            set.push(("db_write_buffer_size", "memory.write_memory", a.memory().to_string()));
         }
         if take("cache_index_and_filter_blocks") {
-            o.index_in_block_cache = a.cache_index_and_filter_blocks;
+            set.push((
+                "cache_index_and_filter_blocks",
+                "cache.index_in_block_cache",
+                a.cache_index_and_filter_blocks.to_string(),
+            ));
         }
     }
     if a.given.contains("memory_tuner_filters") {
-        o.memory_tuner_filters = a.memory_tuner_filters;
+        set.push((
+            "memory_tuner_filters",
+            "memory.tuner_filters",
+            a.memory_tuner_filters.to_string(),
+        ));
     }
     // Flags without a db_bench default: applied when given.
     macro_rules! given {
-        ($($flag:ident => $field:ident),* $(,)?) => {$(
+        ($($flag:ident => $option:literal),* $(,)?) => {$(
             if let Some(v) = a.$flag {
-                o.$field = v;
+                set.push((stringify!($flag), $option, v.to_string()));
             }
         )*};
     }
     given!(
-        max_background_compactions => compaction_threads,
-        subcompactions => max_subcompactions,
-        level0_slowdown_writes_trigger => l0_slowdown_trigger,
-        level0_stop_writes_trigger => l0_stop_trigger,
-        delayed_write_rate => delayed_write_rate,
-        merlin_window => merlin_window,
-        segment_size => segment_size,
-        filter_memory => filter_memory,
-        elastic_units => elastic_units,
-        elastic_unit_bpk => elastic_unit_bpk,
-        elastic_life_time => elastic_life_time,
-        memory_size_ratio => memory_size_ratio,
-        memory_write_share => memory_write_share,
-        memory_tuner_period_ms => memory_tuner_period_ms,
-        memory_tuner_floor => memory_tuner_floor,
-        memory_tuner_write_weight => memory_tuner_write_weight,
-        memory_filter_share => memory_filter_share,
-        ghost_cache_size => ghost_cache_size,
-        max_total_wal_size => max_wal_size,
+        max_background_compactions => "background.compaction_threads",
+        subcompactions => "background.max_subcompactions",
+        level0_slowdown_writes_trigger => "write_stalls.l0_slowdown_trigger",
+        level0_stop_writes_trigger => "write_stalls.l0_stop_trigger",
+        delayed_write_rate => "write_stalls.delayed_write_rate",
+        merlin_window => "filters.merlin_window",
+        segment_size => "filters.segment_size",
+        filter_memory => "memory.filter_memory",
+        elastic_units => "filters.elastic_units",
+        elastic_unit_bpk => "filters.elastic_unit_bits_per_key",
+        elastic_life_time => "filters.elastic_life_time",
+        memory_size_ratio => "memtable.partitioned_size_ratio",
+        memory_write_share => "memory.write_share",
+        memory_tuner_period_ms => "memory.tuner_period_ms",
+        memory_tuner_floor => "memory.tuner_floor",
+        memory_tuner_write_weight => "memory.tuner_write_weight",
+        memory_filter_share => "memory.filter_share",
+        ghost_cache_size => "memory.ghost_cache",
+        max_total_wal_size => "wal.max_size",
     );
     if let Some(t) = a.data_block_index_type {
-        o.data_block_hash_index = t == 1;
+        set.push(("data_block_index_type", "table.hash_index", (t == 1).to_string()));
     }
+    let mut o = cairn::Options::default();
+    o.set_all(set.iter().map(|(_, option, value)| (*option, value.as_str())))
+        .map_err(|e| {
+            // Name the flag behind the option the error names.
+            let flags: Vec<String> = set
+                .iter()
+                .filter(|(_, option, _)| e.to_string().contains(option))
+                .map(|(flag, _, value)| format!("--{flag}={value}"))
+                .collect();
+            format!("{}: {e}", flags.join(" "))
+        })?;
     Ok(o)
 }
 
@@ -610,5 +637,78 @@ impl Engine for CairnEngine {
             filter: io.kind(cairn::BlockKind::FilterUnit).reads,
             index: io.kind(cairn::BlockKind::Index).reads,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, FromArgMatches};
+
+    #[derive(clap::Parser)]
+    struct Args {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    /// The flags parsed as the runners parse them (with the set of flags given).
+    fn args(flags: &[&str]) -> EngineArgs {
+        let m = Args::command().get_matches_from(std::iter::once("bench").chain(flags.iter().copied()));
+        let mut a = Args::from_arg_matches(&m)
+            .map(|a| a.engine)
+            .unwrap_or_else(|e| panic!("{e}"));
+        a.given = m
+            .ids()
+            .filter(|id| m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine))
+            .map(|id| id.to_string())
+            .collect();
+        a
+    }
+
+    fn get(o: &cairn::Options, name: &str) -> String {
+        o.get(name).unwrap_or_else(|| panic!("{name}"))
+    }
+
+    #[test]
+    fn bench_defaults_are_db_benchs() {
+        let o = cairn_options(&args(&[])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "memory.budget"), "0");
+        assert_eq!(get(&o, "filters.bits_per_key"), "0");
+        assert_eq!(get(&o, "memory.block_cache"), (8u64 << 20).to_string());
+        assert_eq!(get(&o, "keep_stored"), "false");
+        let o =
+            cairn_options(&args(&["--memory_budget=67108864", "--bloom_bits=10"])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "memory.budget"), (64u64 << 20).to_string());
+        assert_eq!(get(&o, "memory.tuner"), "false");
+        assert_eq!(get(&o, "filters.bits_per_key"), "10");
+    }
+
+    #[test]
+    fn engine_defaults_apply_only_the_flags_given() {
+        let o = cairn_options(&args(&["--defaults=engine"])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(format!("{o:?}"), format!("{:?}", cairn::Options::default()));
+        // A region flag selects fixed sizes; beside --memory_budget it is refused, naming it.
+        let o = cairn_options(&args(&["--defaults=engine", "--cache_size=1048576"])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "memory.budget"), "0");
+        let e = cairn_options(&args(&[
+            "--defaults=engine",
+            "--memory_budget=67108864",
+            "--cache_size=1048576",
+        ]))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains("--cache_size=1048576") && e.contains("memory.block_cache"),
+            "{e}"
+        );
+        // Elastic parameters may come before the policy on the command line.
+        let o = cairn_options(&args(&[
+            "--defaults=engine",
+            "--elastic_units=8",
+            "--bpk_policy=elastic",
+        ]))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "filters.elastic_units"), "8");
     }
 }

@@ -110,15 +110,16 @@ fn errors_are_one_line_and_exit_2() {
 /// A database with tables in several levels (Monkey's filters, range filters), a tombstone,
 /// two trees and writes only its WAL holds; returns the handle (still open for writing).
 fn build(db: &Path) -> Db {
-    let opts = Options {
-        write_buffer_size: 32 << 10,
-        write_memory_budget: 128 << 10,
-        max_bytes_for_level_base: 128 << 10,
-        target_file_size: 32 << 10,
-        block_size: 1024,
-        bpk_policy: BpkPolicy::Monkey,
-        range_filter_bits_per_key: 16.0,
-        ..Options::default()
+    let opts = {
+        let mut o = Options::default();
+        o.filters.policy = BpkPolicy::Monkey.into();
+        o.memory.fixed_mut().memtable_size = 32 << 10;
+        o.memory.fixed_mut().write_memory = 128 << 10;
+        o.compaction.max_bytes_for_level_base = 128 << 10;
+        o.compaction.target_file_size = 32 << 10;
+        o.table.block_size = 1024;
+        o.range_filter.bits_per_key = 16.0;
+        o
     };
     let d = Db::open(db, opts).unwrap();
     for i in 0..6000u32 {

@@ -41,7 +41,10 @@ fn main() -> cairn::Result<()> {
         .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().expect("temporary directory");
     let opts = Options::default();
-    let budget_mb = ((opts.write_memory_budget + opts.block_cache_size) >> 20) as u64;
+    let budget_mb = match &opts.memory {
+        cairn::Memory::Budget(b) => (b.bytes >> 20) as u64,
+        cairn::Memory::Fixed(_) => 0,
+    };
     let db = Db::open(dir.path().join("db"), opts)?;
     let mut order: Vec<u64> = (0..n).collect();
     order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(7));

@@ -23,11 +23,12 @@
 //! # }
 //! ```
 //!
-//! - [`Options`]: every setting, validated at open; by name with [`Options::set`]
-//!   (`"filters.policy"`, `"memory.budget"`); a reopen keeps the stored configuration. The
-//!   default is the adaptive engine: a 256 MiB budget ([`DEFAULT_BUDGET`]) with the memory
-//!   tuner, Mnemosyne point filters and range filters by workload; sizing a region by hand
-//!   (`write_buffer_size`, `block_cache_size`, …) selects fixed sizes instead.
+//! - [`Options`]: every setting in groups (`memory`, `filters`, `compaction`, …), the
+//!   alternatives as enums ([`Memory`], [`FilterPolicy`]), validated at open; by name with
+//!   [`Options::set`] (`"filters.policy"`, `"memory.budget"`); a reopen keeps the stored
+//!   configuration. The default is the adaptive engine: a 256 MiB budget ([`DEFAULT_BUDGET`])
+//!   with the memory tuner, Mnemosyne point filters and range filters by workload;
+//!   [`Options::with_fixed_memory`] sizes the regions by hand instead.
 //! - [`Db`] and [`Tree`]: reads, writes, iterators, snapshots; [`Db::stats`] and
 //!   [`Db::property`] for what the engine decided and what it cost.
 //! - [`Error`]: one error type; a failed fsync turns the database read-only
@@ -96,8 +97,10 @@ pub use db::{
 pub use error::{Error, Result};
 pub use memory::{MemoryLimits, MemoryUsage};
 pub use options::{
-    BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options, WriteOptions, DEFAULT_BUDGET,
-    MIN_BUDGET,
+    BackgroundOptions, BpkPolicy, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions,
+    FilterOptions, FilterPolicy, FixedMemory, FlushPolicy, LevelTargets, Limits, Memory, MemoryComponent,
+    MemtableOptions, MergePolicyKind, Options, RangeFilterOptions, TableFormat, Tuner, WalOptions, WriteOptions,
+    WriteStallOptions, DEFAULT_BUDGET, MIN_BUDGET,
 };
 pub use sst::Compression;
 pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};

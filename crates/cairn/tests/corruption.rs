@@ -30,18 +30,17 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 const WAL_WRITES: usize = 150;
 
 fn options(fs: &MemFs, mode: RecoveryMode) -> Options {
-    Options {
-        block_size: 256,
-        max_bytes_for_level_base: 32 << 10,
-        target_file_size: 8 << 10,
-        segment_size: 2 << 10,
-        // Nothing is pending at reopen, so no background job touches a damaged table.
-        l0_compaction_trigger: 8,
-        bloom_bits_per_key: 10.0,
-        range_filter_bits_per_key: 16.0,
-        wal_recovery_mode: mode,
-        ..common::small(Arc::new(fs.clone()), 32 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+    o.table.block_size = 256;
+    o.compaction.max_bytes_for_level_base = 32 << 10;
+    o.compaction.target_file_size = 8 << 10;
+    o.filters.segment_size = 2 << 10;
+    // Nothing is pending at reopen, so no background job touches a damaged table.
+    o.compaction.l0_trigger = 8;
+    o.filters.bits_per_key = 10.0;
+    o.range_filter.bits_per_key = 16.0;
+    o.wal.recovery_mode = mode;
+    o
 }
 
 fn wkey(j: usize) -> Vec<u8> {
@@ -76,12 +75,13 @@ fn build(fs: &MemFs, seed: u64) -> (Model, Vec<Vec<u8>>) {
     // The manifest's last edit must be a flush (the test of a lost last edit relies on it),
     // whatever order the background flushes, merges and trivial moves above ran in: reopen with
     // nothing for compaction to do, and flush one more key.
-    let settled = Options {
-        max_bytes_for_level_base: 1 << 40,
-        l0_compaction_trigger: 64,
-        l0_slowdown_trigger: 64,
-        l0_stop_trigger: 64,
-        ..options(fs, RecoveryMode::PointInTime)
+    let settled = {
+        let mut o = options(fs, RecoveryMode::PointInTime);
+        o.compaction.max_bytes_for_level_base = 1 << 40;
+        o.compaction.l0_trigger = 64;
+        o.write_stalls.l0_slowdown_trigger = 64;
+        o.write_stalls.l0_stop_trigger = 64;
+        o
     };
     let db = Db::open(DIR, settled).unwrap();
     // Seeded like every value: the other database's table must differ in content, not only

@@ -58,14 +58,13 @@ fn decode(v: &[u8]) -> u32 {
 /// The defaults (one budget with the memory tuner, Mnemosyne filters, range filters) at 1 MiB,
 /// with the tuner on a 10 ms timer so that regions resize while the child writes.
 fn options() -> Options {
-    Options {
-        memory_budget: 1 << 20,
-        memory_tuner_period_ms: 10,
-        max_bytes_for_level_base: 256 << 10,
-        target_file_size: 64 << 10,
-        l0_compaction_trigger: 2,
-        ..Options::default()
-    }
+    let mut o = Options::default();
+    o.memory.budget_mut().bytes = 1 << 20;
+    o.memory.budget_mut().tuner_mut().period_ms = 10;
+    o.compaction.max_bytes_for_level_base = 256 << 10;
+    o.compaction.target_file_size = 64 << 10;
+    o.compaction.l0_trigger = 2;
+    o
 }
 
 fn open_trees(dir: &Path) -> (Db, cairn::Tree) {

@@ -21,13 +21,12 @@ use std::sync::Arc;
 type State = (BTreeMap<Vec<u8>, Vec<u8>>, BTreeMap<Vec<u8>, Vec<u8>>);
 
 fn options(fs: &FaultFs) -> Options {
-    Options {
-        target_file_size: 4096,
-        segment_size: 4 << 20,
-        l0_compaction_trigger: 2,
-        max_manifest_size: 1024,
-        ..common::small(Arc::new(fs.clone()), 2048)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 2048);
+    o.compaction.target_file_size = 4096;
+    o.filters.segment_size = 4 << 20;
+    o.compaction.l0_trigger = 2;
+    o.files.max_manifest_size = 1024;
+    o
 }
 
 /// The write history: `states[i]` is the state after write `i` (`states[0]` is empty).

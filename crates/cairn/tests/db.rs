@@ -18,10 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 fn small(fs: Arc<dyn FileSystem>) -> Options {
-    Options {
-        target_file_size: 32 << 10,
-        ..common::small(fs, 16 << 10)
-    }
+    let mut o = common::small(fs, 16 << 10);
+    o.compaction.target_file_size = 32 << 10;
+    o
 }
 
 fn k(i: u32) -> Vec<u8> {
@@ -56,10 +55,11 @@ fn reopen_after_close_and_after_drop() {
 fn recovery_from_wal_only() {
     let fs = MemFs::new();
     // A write buffer that holds everything: the data stays in the WAL only.
-    let opts = || Options {
-        write_buffer_size: 1 << 20,
-        write_memory_budget: 4 << 20,
-        ..small(Arc::new(fs.clone()))
+    let opts = || {
+        let mut o = small(Arc::new(fs.clone()));
+        o.memory.fixed_mut().memtable_size = 1 << 20;
+        o.memory.fixed_mut().write_memory = 4 << 20;
+        o
     };
     let db = Db::open("/w", opts()).unwrap();
     let t = db.tree("other").unwrap();
@@ -105,9 +105,9 @@ fn cross_tree_batches_survive_crashes_atomically() {
         let fs = FaultFs::new(Arc::new(MemFs::new()), seed);
         let opts = || {
             let mut o = small(Arc::new(fs.clone()));
-            o.write_buffer_size = 2048;
-            o.write_memory_budget = 8192;
-            o.l0_compaction_trigger = 2;
+            o.memory.fixed_mut().memtable_size = 2048;
+            o.memory.fixed_mut().write_memory = 8192;
+            o.compaction.l0_trigger = 2;
             o
         };
         // Model states after each batch, per tree.
@@ -181,7 +181,7 @@ fn cross_tree_batches_survive_crashes_atomically() {
 fn snapshots_survive_compactions() {
     let fs = MemFs::new();
     let mut o = small(Arc::new(fs));
-    o.l0_compaction_trigger = 1;
+    o.compaction.l0_trigger = 1;
     let db = Db::open("/s", o).unwrap();
     for i in 0..2000 {
         db.put(k(i), b"old").unwrap();
@@ -270,9 +270,9 @@ fn iterators_are_stable_under_concurrent_writers() {
 fn limits_are_checked_before_the_wal() {
     let fs = MemFs::new();
     let mut o = small(Arc::new(fs.clone()));
-    o.max_key_size = 100;
-    o.max_value_size = 1000;
-    o.max_batch_size = 5000;
+    o.limits.max_key_size = 100;
+    o.limits.max_value_size = 1000;
+    o.limits.max_batch_size = 5000;
     let db = Db::open("/l", o).unwrap();
     db.put(b"ok", b"v").unwrap();
     let wal_size = || -> u64 {
@@ -300,9 +300,10 @@ fn limits_are_checked_before_the_wal() {
 fn invalid_options_and_locking() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("db");
-    let bad = Options {
-        block_size: 1,
-        ..Options::default()
+    let bad = {
+        let mut o = Options::default();
+        o.table.block_size = 1;
+        o
     };
     match Db::open(&p, bad) {
         Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "block_size"),
@@ -316,7 +317,7 @@ fn invalid_options_and_locking() {
     // Fewer levels than the data uses is incompatible.
     let fs = MemFs::new();
     let mut o = small(Arc::new(fs.clone()));
-    o.l0_compaction_trigger = 1;
+    o.compaction.l0_trigger = 1;
     let db = Db::open("/o", o.clone()).unwrap();
     for i in 0..20000 {
         db.put(k(i), [7u8; 20]).unwrap();
@@ -325,7 +326,7 @@ fn invalid_options_and_locking() {
     let deepest = db.levels()[0].levels.len() - 1;
     drop(db);
     let mut fewer = o.clone();
-    fewer.max_levels = deepest;
+    fewer.compaction.max_levels = deepest;
     match Db::open("/o", fewer) {
         Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "max_levels"),
         other => panic!("{other:?}"),
@@ -383,17 +384,20 @@ fn failed_fsync_poisons_the_database() {
 
 fn load(policy: MergePolicyKind, n: u32) -> (usize, f64) {
     let fs = MemFs::new();
-    let o = Options {
-        fs: Arc::new(fs),
-        merge_policy: policy,
-        write_buffer_size: 64 << 10,
-        write_memory_budget: 256 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        target_file_size: 64 << 10,
-        size_ratio: 4.0,
-        max_levels: 12,
-        block_cache_size: 1 << 20,
-        ..Options::default()
+    let o = {
+        let mut o = Options {
+            fs: Arc::new(fs),
+            ..Options::default()
+        };
+        o.compaction.merge_policy = policy;
+        o.memory.fixed_mut().memtable_size = 64 << 10;
+        o.memory.fixed_mut().write_memory = 256 << 10;
+        o.compaction.max_bytes_for_level_base = 256 << 10;
+        o.compaction.target_file_size = 64 << 10;
+        o.compaction.size_ratio = 4.0;
+        o.compaction.max_levels = 12;
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(1 << 20);
+        o
     };
     let db = Db::open("/g", o).unwrap();
     let mut rng = StdRng::seed_from_u64(5);
@@ -424,9 +428,10 @@ fn garnering_ends_with_fewer_levels_than_leveling() {
 fn max_wal_size_triggers_flush_and_wal_deletion() {
     for max_wal_size in [64 << 10, 0] {
         let fs = MemFs::new();
-        let o = Options {
-            max_wal_size,
-            ..small(Arc::new(fs.clone()))
+        let o = {
+            let mut o = small(Arc::new(fs.clone()));
+            o.wal.max_size = max_wal_size;
+            o
         };
         let db = Db::open("/m", o).unwrap();
         let cold = db.tree("cold").unwrap();
@@ -462,9 +467,10 @@ fn max_wal_size_triggers_flush_and_wal_deletion() {
 #[test]
 fn recovery_spills_replay_past_write_memory() {
     let fs = MemFs::new();
-    let opts = |write_buffer: usize| Options {
-        max_wal_size: 1 << 40,
-        ..common::small(Arc::new(fs.clone()), write_buffer)
+    let opts = |write_buffer: usize| {
+        let mut o = common::small(Arc::new(fs.clone()), write_buffer);
+        o.wal.max_size = 1 << 40;
+        o
     };
     // The largest file number in the directory (`.wal` files only with `wal_only`).
     let newest = |wal_only: bool| {
@@ -511,14 +517,15 @@ fn recovery_spills_replay_past_write_memory() {
 fn close_flushes_a_partitioned_component() {
     for partitioned in [false, true] {
         let fs = MemFs::new();
-        let opts = || Options {
-            max_wal_size: 1 << 40,
-            memory_component: if partitioned {
+        let opts = || {
+            let mut o = common::small(Arc::new(fs.clone()), 64 << 10);
+            o.wal.max_size = 1 << 40;
+            o.memtable.component = if partitioned {
                 cairn::MemoryComponent::Partitioned
             } else {
                 cairn::MemoryComponent::Monolithic
-            },
-            ..common::small(Arc::new(fs.clone()), 64 << 10)
+            };
+            o
         };
         let db = Db::open("/c", opts()).unwrap();
         for round in 0..3u32 {
@@ -561,10 +568,11 @@ fn close_flushes_a_partitioned_component() {
 fn per_file_access_records_and_no_filter_option() {
     for bpk in [10.0, 0.0] {
         let fs = MemFs::new();
-        let o = Options {
-            bloom_bits_per_key: bpk,
-            bpk_policy: BpkPolicy::Uniform,
-            ..small(Arc::new(fs))
+        let o = {
+            let mut o = small(Arc::new(fs));
+            o.filters.policy = BpkPolicy::Uniform.into();
+            o.filters.bits_per_key = bpk;
+            o
         };
         let db = Db::open("/f", o).unwrap();
         for i in 0..1000 {

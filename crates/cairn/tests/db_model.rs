@@ -23,14 +23,13 @@ use std::sync::Arc;
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn tiny(fs: &MemFs, policy: MergePolicyKind) -> Options {
-    Options {
-        l0_compaction_trigger: 1,
-        max_bytes_for_level_base: 8192,
-        size_ratio: 4.0,
-        merge_policy: policy,
-        block_cache_size: 64 << 10,
-        ..common::small(Arc::new(fs.clone()), 4096)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 4096);
+    o.compaction.l0_trigger = 1;
+    o.compaction.max_bytes_for_level_base = 8192;
+    o.compaction.size_ratio = 4.0;
+    o.compaction.merge_policy = policy;
+    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(64 << 10);
+    o
 }
 
 fn key(rng: &mut StdRng) -> Vec<u8> {

@@ -14,21 +14,22 @@
 mod common;
 
 use cairn::env::MemFs;
-use cairn::{BlockKind, BpkPolicy, Db, MemoryLimits, Options};
+use cairn::{BlockKind, BpkPolicy, Db, FilterPolicy, MemoryLimits, Options};
 use std::sync::Arc;
 
 fn options(fs: &MemFs, policy: BpkPolicy) -> Options {
-    Options {
-        bloom_bits_per_key: 4.0,
-        bpk_policy: policy,
-        elastic_life_time: 500,
-        elastic_interval_ms: 0,
-        l0_compaction_trigger: 64,
-        l0_slowdown_trigger: 64,
-        l0_stop_trigger: 64,
-        max_bytes_for_level_base: 1 << 30,
-        ..common::small(Arc::new(fs.clone()), 32 << 10)
+    let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+    o.filters.policy = policy.into();
+    o.filters.bits_per_key = 4.0;
+    if let Some(u) = o.filters.policy.units_mut() {
+        u.life_time = 500;
+        u.interval_ms = 0;
     }
+    o.compaction.l0_trigger = 64;
+    o.write_stalls.l0_slowdown_trigger = 64;
+    o.write_stalls.l0_stop_trigger = 64;
+    o.compaction.max_bytes_for_level_base = 1 << 30;
+    o
 }
 
 /// Even keys `key00000`, `key00002`, …: odd keys are absent but inside the tables' ranges.
@@ -187,9 +188,12 @@ fn compaction_outputs_inherit_the_hotness_of_their_inputs() {
 #[test]
 fn the_combined_mode_applies_the_optimum_through_loaded_units() {
     let fs = MemFs::new();
-    let opts = Options {
-        elastic_solve_every: 1000,
-        ..options(&fs, BpkPolicy::MnemosyneElastic)
+    let opts = {
+        let mut o = options(&fs, BpkPolicy::MnemosyneElastic);
+        if let cairn::FilterPolicy::MnemosyneElastic { solve_every, .. } = &mut o.filters.policy {
+            *solve_every = 1000;
+        }
+        o
     };
     let db = compacted("/m", opts, 8000);
     db.adjust_filters();
@@ -221,14 +225,13 @@ fn reopening_starts_from_the_initial_units() {
     // Under another policy the same tables are probed with every unit, as before. Uniform is
     // the default, which a reopen would take as "keep the stored policy": say it is meant.
     drop(db);
-    let uniform = Options {
-        keep_stored: false,
-        elastic_life_time: 0,
-        elastic_interval_ms: Options::default().elastic_interval_ms,
-        ..options(&fs, BpkPolicy::Uniform)
+    let uniform = {
+        let mut o = options(&fs, BpkPolicy::Uniform);
+        o.keep_stored = false;
+        o
     };
     let db = Db::open("/o", uniform).unwrap();
-    assert_eq!(db.options().bpk_policy, BpkPolicy::Uniform);
+    assert_eq!(db.options().filters.policy, FilterPolicy::Uniform);
     assert_eq!(db.stats().elastic, cairn::ElasticStats::default());
     for i in 0..4000u32 {
         assert!(db.get(common::key(2 * i)).unwrap().is_some());
@@ -240,23 +243,32 @@ fn invalid_elastic_options_are_named() {
     let fs = MemFs::new();
     for (opts, name) in [
         (
-            Options {
-                elastic_units: 0,
-                ..options(&fs, BpkPolicy::Elastic)
+            {
+                let mut o = options(&fs, BpkPolicy::Elastic);
+                if let Some(u) = o.filters.policy.units_mut() {
+                    u.units = 0;
+                }
+                o
             },
             "elastic_units",
         ),
         (
-            Options {
-                elastic_unit_bpk: 0.0,
-                ..options(&fs, BpkPolicy::Elastic)
+            {
+                let mut o = options(&fs, BpkPolicy::Elastic);
+                if let Some(u) = o.filters.policy.units_mut() {
+                    u.unit_bits_per_key = 0.0;
+                }
+                o
             },
             "elastic_unit_bpk",
         ),
         (
-            Options {
-                elastic_solve_every: 0,
-                ..options(&fs, BpkPolicy::Elastic)
+            {
+                let mut o = options(&fs, BpkPolicy::MnemosyneElastic);
+                if let cairn::FilterPolicy::MnemosyneElastic { solve_every, .. } = &mut o.filters.policy {
+                    *solve_every = 0;
+                }
+                o
             },
             "elastic_solve_every",
         ),
@@ -273,18 +285,18 @@ fn the_background_adjuster_never_changes_an_answer() {
     // Readers, a writer and compactions race the background adjuster (a round every
     // millisecond, units loaded and unloaded under the readers): every read sees the model.
     let fs = MemFs::new();
-    let opts = Options {
-        elastic_interval_ms: 1,
-        elastic_life_time: 50,
-        l0_compaction_trigger: 4,
-        l0_slowdown_trigger: 20,
-        l0_stop_trigger: 30,
-        ..common::small(Arc::new(fs.clone()), 16 << 10)
-    };
-    let opts = Options {
-        bloom_bits_per_key: 4.0,
-        bpk_policy: BpkPolicy::Elastic,
-        ..opts
+    let opts = {
+        let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+        o.filters.bits_per_key = 4.0;
+        o.filters.policy = FilterPolicy::Elastic(cairn::ElasticUnits {
+            interval_ms: 1,
+            life_time: 50,
+            ..Default::default()
+        });
+        o.compaction.l0_trigger = 4;
+        o.write_stalls.l0_slowdown_trigger = 20;
+        o.write_stalls.l0_stop_trigger = 30;
+        o
     };
     let db = Arc::new(Db::open("/b", opts).unwrap());
     load(&db, 4000);

@@ -21,12 +21,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn options(fs: &FaultFs) -> Options {
-    Options {
-        segment_size: 4 << 20,
-        // A tiny cache so that reads keep going to the (faulty) file system.
-        block_cache_size: 16 << 10,
-        ..common::small(Arc::new(fs.clone()), 16 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+    o.filters.segment_size = 4 << 20;
+    // A tiny cache so that reads keep going to the (faulty) file system.
+    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(16 << 10);
+    o
 }
 
 #[test]

@@ -15,16 +15,15 @@ use cairn::{BlockKind, BpkPolicy, Db, FileAccessStats, Options};
 use std::sync::Arc;
 
 fn options(fs: &MemFs, policy: BpkPolicy) -> Options {
-    Options {
-        bloom_bits_per_key: 4.0,
-        bpk_policy: policy,
-        // Compaction only when the test asks.
-        l0_compaction_trigger: 64,
-        l0_slowdown_trigger: 64,
-        l0_stop_trigger: 64,
-        max_bytes_for_level_base: 1 << 30,
-        ..common::small(Arc::new(fs.clone()), 32 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+    o.filters.policy = policy.into();
+    o.filters.bits_per_key = 4.0;
+    // Compaction only when the test asks.
+    o.compaction.l0_trigger = 64;
+    o.write_stalls.l0_slowdown_trigger = 64;
+    o.write_stalls.l0_stop_trigger = 64;
+    o.compaction.max_bytes_for_level_base = 1 << 30;
+    o
 }
 
 /// Even keys `key00000`, `key00002`, …: odd keys are absent but inside every file's range.
@@ -123,13 +122,11 @@ fn files_whose_filter_no_longer_pays_are_not_probed() {
     db.compact_range::<&[u8], _>(..).unwrap();
     drop(db);
     // Mnemosyne is the default, which a reopen does not take over the stored Uniform.
-    let db = Db::open(
-        "/s",
-        Options {
-            keep_stored: false,
-            ..options(&fs, BpkPolicy::Mnemosyne)
-        },
-    )
+    let db = Db::open("/s", {
+        let mut o = options(&fs, BpkPolicy::Mnemosyne);
+        o.keep_stored = false;
+        o
+    })
     .unwrap();
     let unit_lookups = |db: &Db| {
         let s = db.stats();

@@ -36,14 +36,17 @@ fn targets() -> [(&'static str, Target); 6] {
 /// Seed inputs per target from a small real database.
 fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
     let fs = MemFs::new();
-    let opts = Options {
-        fs: Arc::new(fs.clone()),
-        block_size: 256,
-        write_buffer_size: 8 << 10,
-        write_memory_budget: 32 << 10,
-        bloom_bits_per_key: 10.0,
-        range_filter_bits_per_key: 12.0,
-        ..Options::default()
+    let opts = {
+        let mut o = Options {
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        };
+        o.table.block_size = 256;
+        o.memory.fixed_mut().memtable_size = 8 << 10;
+        o.memory.fixed_mut().write_memory = 32 << 10;
+        o.filters.bits_per_key = 10.0;
+        o.range_filter.bits_per_key = 12.0;
+        o
     };
     let db = Db::open("/s", opts).unwrap();
     for i in 0..300u32 {

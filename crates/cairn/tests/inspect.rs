@@ -20,11 +20,10 @@ use std::sync::Arc;
 const DIR: &str = "/i";
 
 fn options(fs: &MemFs, policy: BpkPolicy) -> Options {
-    Options {
-        bpk_policy: policy,
-        range_filter_bits_per_key: 16.0,
-        ..common::small(Arc::new(fs.clone()), 16 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+    o.filters.policy = policy.into();
+    o.range_filter.bits_per_key = 16.0;
+    o
 }
 
 /// Tables in two levels, a tombstone, two trees, and writes only the WAL holds.
@@ -188,6 +187,6 @@ fn dumps_decode_the_files() {
     }
     .with_stored(Path::new(DIR))
     .unwrap();
-    assert_eq!(back.bpk_policy, BpkPolicy::Elastic);
-    assert_eq!(back.write_buffer_size, 16 << 10);
+    assert_eq!(back.filters.policy.kind(), BpkPolicy::Elastic);
+    assert!(matches!(back.memory, cairn::Memory::Fixed(ref f) if f.memtable_size == 16 << 10));
 }

@@ -24,18 +24,19 @@ use std::sync::Arc;
 const DIR: &str = "/m";
 
 fn options(fs: &FaultFs, mode: RecoveryMode) -> Options {
-    Options {
+    let mut o = Options {
         fs: Arc::new(fs.clone()),
-        write_buffer_size: 1 << 20,
-        write_memory_budget: 4 << 20,
-        // No background compaction: the test decides when each job runs.
-        l0_compaction_trigger: 64,
-        l0_slowdown_trigger: 64,
-        l0_stop_trigger: 64,
-        block_size: 512,
-        wal_recovery_mode: mode,
         ..Options::default()
-    }
+    };
+    o.memory.fixed_mut().memtable_size = 1 << 20;
+    o.memory.fixed_mut().write_memory = 4 << 20;
+    // No background compaction: the test decides when each job runs.
+    o.compaction.l0_trigger = 64;
+    o.write_stalls.l0_slowdown_trigger = 64;
+    o.write_stalls.l0_stop_trigger = 64;
+    o.table.block_size = 512;
+    o.wal.recovery_mode = mode;
+    o
 }
 
 /// Writes keys `from..to` (value names the round) and records them in `model`.
@@ -214,9 +215,10 @@ fn a_failed_manifest_rotation_deletes_nothing() {
         any(OpClass::Sync, "fsync dir", "m"),
     ];
     for mode in [RecoveryMode::PointInTime, RecoveryMode::AbsoluteConsistency] {
-        let opts = |fs: &FaultFs| Options {
-            max_manifest_size: 1024,
-            ..options(fs, mode)
+        let opts = |fs: &FaultFs| {
+            let mut o = options(fs, mode);
+            o.files.max_manifest_size = 1024;
+            o
         };
         // A dry run finds, in the operation log, the first rotation and so how many operations
         // like each step's come before that step's own operation; the workload is

@@ -15,13 +15,12 @@ use cairn::{BlockKind, Db, MemoryLimits, Options};
 use std::sync::Arc;
 
 fn options(fs: &MemFs, ghost: usize) -> Options {
-    Options {
-        block_size: 4096,
-        bloom_bits_per_key: 0.0,
-        block_cache_size: 64 << 10,
-        ghost_cache_size: ghost,
-        ..common::small(Arc::new(fs.clone()), 256 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 256 << 10);
+    o.table.block_size = 4096;
+    o.filters.bits_per_key = 0.0;
+    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(64 << 10);
+    o.cache.ghost_cache = ghost;
+    o
 }
 
 /// 2000 keys of ~100-byte values in one compacted table (about 50 data blocks).
@@ -116,22 +115,21 @@ fn no_ghost_no_ghost_hits() {
 }
 
 fn budget_options(fs: &MemFs, budget: usize) -> Options {
-    Options {
-        memory_budget: budget,
-        memory_tuner: true,
-        memory_tuner_floor: 512 << 10,
-        // Cycles only when the test asks (the timer never fires during it).
-        memory_tuner_period_ms: 3_600_000,
-        max_wal_size: 1 << 40,
-        block_size: 4096,
-        bloom_bits_per_key: 10.0,
-        max_bytes_for_level_base: 2 << 20,
-        target_file_size: 1 << 20,
-        ..Options {
-            fs: Arc::new(fs.clone()),
-            ..Options::default()
-        }
-    }
+    let mut o = Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    o.memory.budget_mut().bytes = budget;
+    o.memory.budget_mut().tuner_mut();
+    o.memory.budget_mut().tuner_mut().floor = 512 << 10;
+    // Cycles only when the test asks (the timer never fires during it).
+    o.memory.budget_mut().tuner_mut().period_ms = 3_600_000;
+    o.wal.max_size = 1 << 40;
+    o.table.block_size = 4096;
+    o.filters.bits_per_key = 10.0;
+    o.compaction.max_bytes_for_level_base = 2 << 20;
+    o.compaction.target_file_size = 1 << 20;
+    o
 }
 
 #[test]
@@ -150,9 +148,10 @@ fn one_budget_is_split_and_every_region_is_reported() {
 
     // Elastic policies get a filter region.
     let fs = MemFs::new();
-    let o = Options {
-        bpk_policy: cairn::BpkPolicy::Elastic,
-        ..budget_options(&fs, 100 << 20)
+    let o = {
+        let mut o = budget_options(&fs, 100 << 20);
+        o.filters.policy = cairn::BpkPolicy::Elastic.into();
+        o
     };
     let db = Db::open("/b", o).unwrap();
     assert_eq!(db.stats().elastic.budget, 10 << 20);
@@ -162,52 +161,43 @@ fn one_budget_is_split_and_every_region_is_reported() {
     // Bad combinations name the option.
     for (o, name) in [
         (
-            // A memtable size selects fixed sizes: a share of the budget then has no effect.
-            Options {
-                write_buffer_size: 1 << 20,
-                memory_write_share: 0.5,
-                ..Options::default()
+            {
+                let mut o = Options::default();
+                o.memory.budget_mut().bytes = 64 << 20;
+                o.memory.budget_mut().write_share = 1.0;
+                o
             },
             "memory_write_share",
         ),
         (
-            Options {
-                memory_budget: 64 << 20,
-                memory_write_share: 1.0,
-                ..Options::default()
-            },
-            "memory_write_share",
-        ),
-        (
-            Options {
-                memory_budget: 64 << 20,
-                block_cache: Some(Arc::new(cairn::BlockCache::new(1 << 20, 0.5))),
-                ..Options::default()
-            },
-            "memory_budget",
-        ),
-        (
-            Options {
-                merge_policy: cairn::MergePolicyKind::Garnering { c: 0.8 },
-                level_targets: cairn::LevelTargets::WriteMemory,
-                ..Options::default()
+            {
+                let mut o = Options::default();
+                o.compaction.merge_policy = cairn::MergePolicyKind::Garnering { c: 0.8 };
+                o.compaction.level_targets = cairn::LevelTargets::WriteMemory;
+                o
             },
             "level_targets",
         ),
     ] {
-        let e = Db::open(
-            "/bad",
-            Options {
-                fs: Arc::new(fs.clone()),
-                ..o
-            },
-        )
+        let e = Db::open("/bad", {
+            let mut o = o;
+            o.fs = Arc::new(fs.clone());
+            o
+        })
         .unwrap_err();
         assert!(
             matches!(&e, cairn::Error::InvalidOptions { option, .. } if *option == name),
             "{e}"
         );
     }
+    // By name, a memtable size selects fixed sizes: a share of the budget then has no place.
+    let mut o = Options::default();
+    o.set("memtable.size", "1MiB").unwrap();
+    let e = o.set("memory.write_share", "0.5").unwrap_err();
+    assert!(
+        matches!(&e, cairn::Error::InvalidOptions { option, .. } if *option == "memory_write_share"),
+        "{e}"
+    );
 }
 
 /// Writes with merges and no reads: the tuner gives write memory more; reads that a larger
@@ -296,11 +286,12 @@ fn settled_shape(db: &Db, budget: usize) -> usize {
 #[test]
 fn levels_follow_write_memory() {
     let fs = MemFs::new();
-    let o = Options {
-        level_targets: cairn::LevelTargets::WriteMemory,
+    let o = {
+        let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+        o.compaction.level_targets = cairn::LevelTargets::WriteMemory;
         // L1's capacity follows write memory: no fixed base.
-        max_bytes_for_level_base: Options::default().max_bytes_for_level_base,
-        ..common::small(Arc::new(fs.clone()), 16 << 10)
+        o.compaction.max_bytes_for_level_base = Options::default().compaction.max_bytes_for_level_base;
+        o
     };
     let db = Db::open("/lv", o.clone()).unwrap();
     let n = 24_000u32;
@@ -346,17 +337,18 @@ fn levels_follow_write_memory() {
 #[test]
 fn partitioned_memory_component() {
     let fs = MemFs::new();
-    let opts = Options {
-        memory_component: cairn::MemoryComponent::Partitioned,
-        memory_size_ratio: 4,
-        write_buffer_size: 8 << 10,
-        write_memory_budget: 96 << 10,
-        max_wal_size: 1 << 20,
-        l0_compaction_trigger: 8,
-        l0_slowdown_trigger: 16,
-        l0_stop_trigger: 32,
-        bloom_bits_per_key: 10.0,
-        ..common::small(Arc::new(fs.clone()), 256 << 10)
+    let opts = {
+        let mut o = common::small(Arc::new(fs.clone()), 256 << 10);
+        o.memtable.component = cairn::MemoryComponent::Partitioned;
+        o.memtable.partitioned_size_ratio = 4;
+        o.memory.fixed_mut().memtable_size = 8 << 10;
+        o.memory.fixed_mut().write_memory = 96 << 10;
+        o.wal.max_size = 1 << 20;
+        o.compaction.l0_trigger = 8;
+        o.write_stalls.l0_slowdown_trigger = 16;
+        o.write_stalls.l0_stop_trigger = 32;
+        o.filters.bits_per_key = 10.0;
+        o
     };
     let db = Db::open("/p", opts.clone()).unwrap();
     let mut model = std::collections::BTreeMap::new();

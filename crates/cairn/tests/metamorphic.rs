@@ -17,7 +17,9 @@
 )]
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
-use cairn::{BpkPolicy, Compression, Db, FlushPolicy, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use cairn::{
+    BpkPolicy, Compression, Db, FilterPolicy, FlushPolicy, MergePolicyKind, Options, WriteBatch, WriteOptions,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -147,22 +149,23 @@ fn configs() -> Vec<Config> {
             pick(3, &mut rng),
             pick(3, &mut rng),
         );
-        let opts = Options {
-            block_size: blocks[b],
-            block_cache_size: caches[c],
-            write_buffer_size: memtables[m],
-            write_memory_budget: 4 * memtables[m],
-            l0_compaction_trigger: l0[l],
-            merge_policy: policies[p],
-            compression: compressions[z],
-            bloom_bits_per_key: bpks[f],
-            max_bytes_for_level_base: 16 << 10,
-            target_file_size: 8 << 10,
-            segment_size: 2 << 10,
-            size_ratio: 4.0,
+        let opts = {
+            let mut o = Options::default();
+            o.table.block_size = blocks[b];
+            o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(caches[c]);
+            o.memory.fixed_mut().memtable_size = memtables[m];
+            o.memory.fixed_mut().write_memory = 4 * memtables[m];
+            o.compaction.l0_trigger = l0[l];
+            o.compaction.merge_policy = policies[p];
+            o.table.compression = compressions[z];
+            o.filters.bits_per_key = bpks[f];
+            o.compaction.max_bytes_for_level_base = 16 << 10;
+            o.compaction.target_file_size = 8 << 10;
+            o.filters.segment_size = 2 << 10;
+            o.compaction.size_ratio = 4.0;
             // A third of the sets write data blocks without hash indexes.
-            data_block_hash_index: i % 3 != 2,
-            ..Options::default()
+            o.table.hash_index = i % 3 != 2;
+            o
         };
         out.push(Config {
             name: format!(
@@ -188,9 +191,9 @@ fn configs() -> Vec<Config> {
         (4, BpkPolicy::Optimal, 64),
     ] {
         let mut o = out[i].opts.clone();
-        o.bloom_bits_per_key = 4.0;
-        o.bpk_policy = policy;
-        o.merlin_window = window;
+        o.filters.bits_per_key = 4.0;
+        o.filters.policy = policy.into();
+        o.filters.merlin_window = window;
         out.push(Config {
             name: format!("{} with {} bits per key, window {window}", out[i].name, policy.name()),
             opts: o,
@@ -202,12 +205,16 @@ fn configs() -> Vec<Config> {
     // not change.
     for (i, policy) in [(2usize, BpkPolicy::Elastic), (4, BpkPolicy::MnemosyneElastic)] {
         let mut o = out[i].opts.clone();
-        o.bloom_bits_per_key = 4.0;
-        o.bpk_policy = policy;
-        o.elastic_interval_ms = 1;
-        o.elastic_life_time = 100;
+        o.filters.bits_per_key = 4.0;
+        o.filters.policy = policy.into();
+        if let Some(u) = o.filters.policy.units_mut() {
+            u.interval_ms = 1;
+            u.life_time = 100;
+        }
         if policy == BpkPolicy::MnemosyneElastic {
-            o.elastic_solve_every = 500;
+            if let cairn::FilterPolicy::MnemosyneElastic { solve_every, .. } = &mut o.filters.policy {
+                *solve_every = 500;
+            }
         }
         out.push(Config {
             name: format!("{} with {} units", out[i].name, policy.name()),
@@ -219,9 +226,9 @@ fn configs() -> Vec<Config> {
     // with per-file bits by workload on one set and a key offset on the other.
     for (i, offset, by_workload) in [(1usize, 0usize, true), (3, 1, false)] {
         let mut o = out[i].opts.clone();
-        o.range_filter_bits_per_key = 16.0;
-        o.range_filter_key_offset = offset;
-        o.range_filter_by_workload = by_workload;
+        o.range_filter.bits_per_key = 16.0;
+        o.range_filter.key_offset = offset;
+        o.range_filter.by_workload = by_workload;
         out.push(Config {
             name: format!(
                 "{} with range filters (offset {offset}, by workload {by_workload})",
@@ -235,9 +242,10 @@ fn configs() -> Vec<Config> {
     // workload writes two trees): answers must not change.
     for (i, policy) in [(5usize, FlushPolicy::MinLsn), (6, FlushPolicy::Optimal)] {
         let mut o = out[i].opts.clone();
-        o.flush_policy = policy;
+        o.memtable.flush_policy = policy;
         // Memtables may grow to the whole budget, so the policy (not the size cap) decides.
-        o.write_buffer_size = o.write_memory_budget;
+        let f = o.memory.fixed_mut();
+        f.memtable_size = f.write_memory;
         out.push(Config {
             name: format!("{} with flush policy {}", out[i].name, policy.name()),
             opts: o,
@@ -248,12 +256,12 @@ fn configs() -> Vec<Config> {
     // renumbered one level deeper) under the operations: answers must not change.
     for i in [1usize, 7] {
         let mut o = out[i].opts.clone();
-        o.merge_policy = MergePolicyKind::Leveling;
-        o.level_targets = cairn::LevelTargets::WriteMemory;
-        o.max_bytes_for_level_base = Options::default().max_bytes_for_level_base;
+        o.compaction.merge_policy = MergePolicyKind::Leveling;
+        o.compaction.level_targets = cairn::LevelTargets::WriteMemory;
+        o.compaction.max_bytes_for_level_base = Options::default().compaction.max_bytes_for_level_base;
         // Write memory small beside the data, so that levels are added.
-        o.write_buffer_size = 1024;
-        o.write_memory_budget = 4096;
+        o.memory.fixed_mut().memtable_size = 1024;
+        o.memory.fixed_mut().write_memory = 4096;
         out.push(Config {
             name: format!(
                 "{} with leveling, 4 KiB write memory, targets following it",
@@ -271,14 +279,14 @@ fn configs() -> Vec<Config> {
         (8, 3, 1.0, FlushPolicy::Optimal),
     ] {
         let mut o = out[i].opts.clone();
-        o.memory_component = cairn::MemoryComponent::Partitioned;
-        o.memory_size_ratio = ratio;
-        o.memory_flush_beta = beta;
-        o.flush_policy = policy;
+        o.memtable.component = cairn::MemoryComponent::Partitioned;
+        o.memtable.partitioned_size_ratio = ratio;
+        o.memtable.partitioned_flush_beta = beta;
+        o.memtable.flush_policy = policy;
         // Runs small beside write memory, so that memory holds several levels.
-        o.write_buffer_size = 1024;
-        o.write_memory_budget = 16 << 10;
-        o.max_wal_size = 24 << 10;
+        o.memory.fixed_mut().memtable_size = 1024;
+        o.memory.fixed_mut().write_memory = 16 << 10;
+        o.wal.max_size = 24 << 10;
         out.push(Config {
             name: format!(
                 "{} with partitioned memory (ratio {ratio}, beta {beta}, {})",
@@ -293,31 +301,32 @@ fn configs() -> Vec<Config> {
     // filters, range filters by workload) at the least budget, so that memtables fill and
     // levels form, with the tuner on a 1 ms timer so that it resizes the regions under the
     // operations; then each default feature switched off in turn.
-    let defaults = Options {
-        memory_budget: cairn::MIN_BUDGET,
-        memory_tuner_period_ms: 1,
-        max_bytes_for_level_base: 16 << 10,
-        target_file_size: 8 << 10,
-        segment_size: 2 << 10,
-        size_ratio: 4.0,
-        ..Options::default()
+    let defaults = {
+        let mut o = Options::default();
+        o.memory.budget_mut().bytes = cairn::MIN_BUDGET;
+        o.memory.budget_mut().tuner_mut().period_ms = 1;
+        o.compaction.max_bytes_for_level_base = 16 << 10;
+        o.compaction.target_file_size = 8 << 10;
+        o.filters.segment_size = 2 << 10;
+        o.compaction.size_ratio = 4.0;
+        o
     };
     type Switch = fn(&mut Options);
     let off: [(&str, Switch); 5] = [
         ("", |_| {}),
-        (" without the tuner", |o| {
-            o.memory_tuner = false;
-            o.memory_tuner_period_ms = Options::default().memory_tuner_period_ms;
-        }),
+        (" without the tuner", |o| o.memory.budget_mut().tuner = None),
         (" with fixed sizes instead of the budget", |o| {
-            o.memory_budget = 0;
-            o.memory_tuner_period_ms = Options::default().memory_tuner_period_ms;
-            o.write_buffer_size = 16 << 10;
-            o.write_memory_budget = 64 << 10;
-            o.block_cache_size = 64 << 10;
+            o.memory = cairn::Memory::Fixed(cairn::FixedMemory {
+                memtable_size: 16 << 10,
+                write_memory: 64 << 10,
+                block_cache: cairn::CacheSource::Own(64 << 10),
+                ..cairn::FixedMemory::default()
+            });
         }),
-        (" with uniform point filters", |o| o.bpk_policy = BpkPolicy::Uniform),
-        (" without range filters", |o| o.range_filter_bits_per_key = 0.0),
+        (" with uniform point filters", |o| {
+            o.filters.policy = FilterPolicy::Uniform
+        }),
+        (" without range filters", |o| o.range_filter.bits_per_key = 0.0),
     ];
     for (what, switch) in off {
         let mut o = defaults.clone();
@@ -330,8 +339,8 @@ fn configs() -> Vec<Config> {
     }
     for (i, block) in [(0usize, 4096usize), (1, 512)] {
         let mut o = out[i].opts.clone();
-        o.block_size = block;
-        o.use_direct_reads = true;
+        o.table.block_size = block;
+        o.files.use_direct_reads = true;
         out.push(Config {
             name: format!("real directory, O_DIRECT reads, block {block}"),
             opts: o,

@@ -19,12 +19,11 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 fn options(fs: &MemFs) -> Options {
-    Options {
-        range_filter_bits_per_key: 22.0,
-        // Every table gets the bits (by workload, the first tables would get none).
-        range_filter_by_workload: false,
-        ..common::small(Arc::new(fs.clone()), 32 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+    o.range_filter.bits_per_key = 22.0;
+    // Every table gets the bits (by workload, the first tables would get none).
+    o.range_filter.by_workload = false;
+    o
 }
 
 /// 16-byte keys: a number (big-endian, the filter's projection) and 8 bytes of suffix.
@@ -120,9 +119,10 @@ fn bounded_reads_match_the_model_with_the_filter_on() {
 #[test]
 fn an_empty_range_between_keys_reads_no_data_block() {
     let fs = MemFs::new();
-    let opts = Options {
-        block_cache_size: 0,
-        ..options(&fs)
+    let opts = {
+        let mut o = options(&fs);
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(0);
+        o
     };
     let db = Db::open("/e", opts).unwrap();
     for i in 0..20_000u64 {
@@ -161,15 +161,13 @@ fn an_empty_range_between_keys_reads_no_data_block() {
 
     // The same ranges with the filter off read a data block each.
     drop(db);
-    let db = Db::open(
-        "/e",
-        Options {
-            block_cache_size: 0,
-            range_filter_bits_per_key: 0.0,
-            keep_stored: false,
-            ..options(&fs)
-        },
-    )
+    let db = Db::open("/e", {
+        let mut o = options(&fs);
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(0);
+        o.range_filter.bits_per_key = 0.0;
+        o.keep_stored = false;
+        o
+    })
     .unwrap();
     let before = db.stats().io.kind(BlockKind::Data).reads;
     for _ in 0..100 {
@@ -229,11 +227,12 @@ fn a_damaged_range_filter_is_corruption_not_a_skipped_table() {
 #[test]
 fn tables_that_empty_ranges_reach_get_more_range_filter_bits() {
     let fs = MemFs::new();
-    let opts = Options {
-        range_filter_bits_per_key: 12.0,
-        range_filter_by_workload: true,
-        target_file_size: 64 << 10,
-        ..options(&fs)
+    let opts = {
+        let mut o = options(&fs);
+        o.range_filter.bits_per_key = 12.0;
+        o.range_filter.by_workload = true;
+        o.compaction.target_file_size = 64 << 10;
+        o
     };
     let db = Db::open("/w", opts).unwrap();
     let n = 20_000u64;

@@ -22,11 +22,10 @@ use std::sync::Arc;
 const DIR: &str = "/ro";
 
 fn options(fs: &MemFs) -> Options {
-    Options {
-        l0_compaction_trigger: 2,
-        max_manifest_size: 4 << 10,
-        ..common::small(Arc::new(fs.clone()), 16 << 10)
-    }
+    let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+    o.compaction.l0_trigger = 2;
+    o.files.max_manifest_size = 4 << 10;
+    o
 }
 
 /// Every file of the directory with its bytes.

@@ -9,7 +9,7 @@
 )]
 
 use cairn::env::MemFs;
-use cairn::{BpkPolicy, Compression, Db, MemoryComponent, MergePolicyKind, Options};
+use cairn::{BpkPolicy, Compression, Db, FilterPolicy, Memory, MemoryComponent, MergePolicyKind, Options};
 use std::sync::Arc;
 
 fn base(fs: &MemFs) -> Options {
@@ -21,15 +21,14 @@ fn base(fs: &MemFs) -> Options {
 
 /// The techniques switched on together, as a user who found them would.
 fn configured(fs: &MemFs) -> Options {
-    Options {
-        memory_budget: 64 << 20,
-        bpk_policy: BpkPolicy::Monkey,
-        memory_component: MemoryComponent::Partitioned,
-        range_filter_bits_per_key: 16.0,
-        merge_policy: MergePolicyKind::Garnering { c: 0.8 },
-        compression: Compression::Zstd,
-        ..base(fs)
-    }
+    let mut o = base(fs);
+    o.memory.budget_mut().bytes = 64 << 20;
+    o.filters.policy = BpkPolicy::Monkey.into();
+    o.memtable.component = MemoryComponent::Partitioned;
+    o.range_filter.bits_per_key = 16.0;
+    o.compaction.merge_policy = MergePolicyKind::Garnering { c: 0.8 };
+    o.table.compression = Compression::Zstd;
+    o
 }
 
 fn fill(db: &Db) {
@@ -41,14 +40,18 @@ fn fill(db: &Db) {
 
 /// The settings that shape the engine, as `Db::options` reports them.
 fn shape(o: &Options) -> (u64, bool, BpkPolicy, MemoryComponent, f64, MergePolicyKind, Compression) {
+    let (budget, tuner) = match &o.memory {
+        Memory::Budget(b) => (b.bytes as u64, b.tuner.is_some()),
+        Memory::Fixed(_) => (0, false),
+    };
     (
-        o.memory_budget as u64,
-        o.memory_tuner,
-        o.bpk_policy,
-        o.memory_component,
-        o.range_filter_bits_per_key,
-        o.merge_policy,
-        o.compression,
+        budget,
+        tuner,
+        o.filters.policy.kind(),
+        o.memtable.component,
+        o.range_filter.bits_per_key,
+        o.compaction.merge_policy,
+        o.table.compression,
     )
 }
 
@@ -92,31 +95,37 @@ fn a_reopen_with_defaults_keeps_the_configuration() {
 fn a_setting_the_caller_changes_replaces_the_stored_one() {
     let fs = MemFs::new();
     Db::open("/db", configured(&fs)).unwrap().close().unwrap();
-    let db = Db::open(
-        "/db",
-        Options {
-            bpk_policy: BpkPolicy::Optimal,
-            memory_budget: 32 << 20,
-            ..base(&fs)
-        },
-    )
+    let db = Db::open("/db", {
+        let mut o = base(&fs);
+        o.memory.budget_mut().bytes = 32 << 20;
+        o.filters.policy = BpkPolicy::Optimal.into();
+        o
+    })
     .unwrap();
     let o = db.options();
-    assert_eq!((o.bpk_policy, o.memory_budget), (BpkPolicy::Optimal, 32 << 20));
+    assert_eq!(o.filters.policy, FilterPolicy::Optimal);
     // The rest is kept.
-    assert_eq!(o.memory_component, MemoryComponent::Partitioned);
-    assert!(o.memory_tuner);
+    assert_eq!(
+        shape(&o),
+        (
+            32 << 20,
+            true,
+            BpkPolicy::Optimal,
+            MemoryComponent::Partitioned,
+            16.0,
+            MergePolicyKind::Garnering { c: 0.8 },
+            Compression::Zstd
+        )
+    );
     db.close().unwrap();
     assert_eq!(stored(&fs)["filters.policy"], "optimal");
 
     // keep_stored = false: exactly the options given, defaults included.
-    let db = Db::open(
-        "/db",
-        Options {
-            keep_stored: false,
-            ..base(&fs)
-        },
-    )
+    let db = Db::open("/db", {
+        let mut o = base(&fs);
+        o.keep_stored = false;
+        o
+    })
     .unwrap();
     let o = db.options();
     assert_eq!(shape(&o), shape(&Options::default()));
@@ -130,22 +139,29 @@ fn a_setting_the_caller_changes_replaces_the_stored_one() {
 #[test]
 fn a_conflict_with_the_stored_configuration_is_refused() {
     let fs = MemFs::new();
-    Db::open("/db", configured(&fs)).unwrap().close().unwrap();
+    Db::open("/db", {
+        let mut o = configured(&fs);
+        o.range_filter.bits_per_key = 0.0;
+        o
+    })
+    .unwrap()
+    .close()
+    .unwrap();
     let before = stored(&fs);
-    let e = Db::open(
-        "/db",
-        Options {
-            write_memory_budget: 256 << 20,
-            ..base(&fs)
-        },
-    )
+    // The range filter is off in the database; a parameter of it given alone conflicts.
+    let e = Db::open("/db", {
+        let mut o = base(&fs);
+        o.range_filter.key_offset = 2;
+        o
+    })
     .unwrap_err();
     match &e {
         cairn::Error::InvalidOptions { option, reason } => {
-            assert_eq!(*option, "write_memory_budget");
+            assert_eq!(*option, "range_filter_key_offset");
             assert!(
-                reason.contains("memory.budget = 64 MiB")
+                reason.contains("range_filter.key_offset = 2")
                     && reason.contains("kept from the database's OPTIONS")
+                    && reason.contains("range_filter.bits_per_key")
                     && reason.contains("keep_stored = false"),
                 "{reason}"
             );
@@ -157,8 +173,18 @@ fn a_conflict_with_the_stored_configuration_is_refused() {
     // The format cannot change whatever the caller asks.
     let mut o = base(&fs);
     assert!(o.set("comparator", "reverse").is_err());
-    o.keep_stored = false;
-    o.write_memory_budget = 256 << 20;
-    let db = Db::open("/db", o).unwrap();
-    assert_eq!(db.options().memory_budget, 0);
+
+    // Fixed sizes are an explicit choice: they replace the stored budget (by type or by name).
+    for fixed in [Options::with_fixed_memory(256 << 20, 64 << 20, 8 << 20), {
+        let mut o = Options::default();
+        o.set("memory.write_memory", "256MiB").unwrap();
+        o
+    }] {
+        let mut o = fixed;
+        o.fs = Arc::new(fs.clone());
+        let db = Db::open("/db", o).unwrap();
+        assert!(matches!(&db.options().memory, Memory::Fixed(f) if f.write_memory == 256 << 20));
+        assert_eq!(stored(&fs)["memory.budget"], "0");
+        db.close().unwrap();
+    }
 }

@@ -48,19 +48,20 @@ impl Script {
                 self.db = None;
                 self.fs = MemFs::new();
                 let l0 = c.arg("l0", 64usize);
-                let opts = Options {
-                    bloom_bits_per_key: c.arg("bpk", 10.0),
-                    range_filter_bits_per_key: c.arg("rbpk", 0.0),
-                    // The same bits in every table, from the first.
-                    range_filter_by_workload: false,
-                    l0_compaction_trigger: l0,
-                    l0_slowdown_trigger: l0.max(20),
-                    l0_stop_trigger: l0.max(36),
-                    max_bytes_for_level_base: if c.args.contains_key("l0") { 16 << 10 } else { 1 << 40 },
-                    ..common::small(
+                let opts = {
+                    let mut o = common::small(
                         Arc::new(self.fs.clone()) as Arc<dyn FileSystem>,
                         c.arg("buffer", 64 << 10),
-                    )
+                    );
+                    o.filters.bits_per_key = c.arg("bpk", 10.0);
+                    o.range_filter.bits_per_key = c.arg("rbpk", 0.0);
+                    // The same bits in every table, from the first.
+                    o.range_filter.by_workload = false;
+                    o.compaction.l0_trigger = l0;
+                    o.write_stalls.l0_slowdown_trigger = l0.max(20);
+                    o.write_stalls.l0_stop_trigger = l0.max(36);
+                    o.compaction.max_bytes_for_level_base = if c.args.contains_key("l0") { 16 << 10 } else { 1 << 40 };
+                    o
                 };
                 self.db = Some(Db::open("/s", opts.clone()).unwrap());
                 self.opts = Some(opts);

@@ -43,15 +43,16 @@ fn stress_four_writers_four_readers() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        write_buffer_size: 256 << 10,
-        write_memory_budget: 1 << 20,
-        max_bytes_for_level_base: 1 << 20,
-        target_file_size: 256 << 10,
-        block_cache_size: 1 << 20,
-        l0_compaction_trigger: 2,
-        compaction_threads: 2,
-        ..Options::default()
+    let opts = {
+        let mut o = Options::default();
+        o.memory.fixed_mut().memtable_size = 256 << 10;
+        o.memory.fixed_mut().write_memory = 1 << 20;
+        o.compaction.max_bytes_for_level_base = 1 << 20;
+        o.compaction.target_file_size = 256 << 10;
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(1 << 20);
+        o.compaction.l0_trigger = 2;
+        o.background.compaction_threads = 2;
+        o
     };
     let db = Db::open(dir.path().join("db"), opts).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

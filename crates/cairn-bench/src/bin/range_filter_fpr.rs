@@ -134,16 +134,19 @@ fn main() {
     for &r in &a.range_sizes {
         for &bpk in &a.bpk {
             let fs = MemFs::new();
-            let opts = Options {
-                fs: Arc::new(fs),
-                range_filter_bits_per_key: bpk,
-                range_filter_probe_budget: a.probe_budget,
-                range_filter_by_workload: a.by_workload,
-                bloom_bits_per_key: 10.0,
-                block_cache_size: 256 << 20,
+            let opts = {
+                let mut o = Options {
+                    fs: Arc::new(fs),
+                    ..Options::default()
+                };
+                o.range_filter.bits_per_key = bpk;
+                o.range_filter.probe_budget = a.probe_budget;
+                o.range_filter.by_workload = a.by_workload;
+                o.filters.bits_per_key = 10.0;
+                o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(256 << 20);
                 // Tables of ~2 MiB (≈ 70K keys): per-file allocation has files to choose between.
-                target_file_size: 2 << 20,
-                ..Options::default()
+                o.compaction.target_file_size = 2 << 20;
+                o
             };
             let db = Db::open("/fpr", opts).unwrap_or_else(|e| fail(e));
             for i in 0..a.num {

@@ -7,7 +7,7 @@
 use super::inner::DbInner;
 use crate::error::Result;
 use crate::filter::{DecideFilter, DecideRange, TableOutput};
-use crate::options::Options;
+use crate::options::Settings;
 use crate::sst::{FilterDecision, RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
@@ -179,7 +179,7 @@ impl DecideFilter for OutputDecider {
 /// filter laid out for `sizes` (the tree's sampled range-query sizes), its bits decided by
 /// `range` when given, when the options ask for one.
 fn with_filter(
-    opts: &Options,
+    opts: &Settings,
     db_id: u64,
     filter: FilterDecision,
     decider: Option<Arc<dyn DecideFilter>>,
@@ -297,7 +297,7 @@ fn next_probed(tv: &TreeVersion) -> Vec<Arc<FileMeta>> {
 /// Table options for the tables recovery writes from replayed WALs (before the engine exists:
 /// no statistics, no seeds).
 pub(super) fn recovery_table_options(
-    opts: &Options,
+    opts: &Settings,
     db_id: u64,
     allocator: &Arc<dyn BpkAllocator>,
     tv: Option<&TreeVersion>,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{MemComponent, Memtable};
-use crate::options::{Options, WriteOptions};
+use crate::options::{Settings, WriteOptions};
 use crate::sst::TableReader;
 use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
 use crate::tuning::bpk::BpkAllocator;
@@ -116,9 +116,9 @@ pub(crate) struct DbInner {
     pub fs: Arc<dyn FileSystem>,
     /// The options as configured (the caller's with the stored configuration merged; what
     /// OPTIONS records).
-    pub configured: Options,
+    pub configured: Settings,
     /// The options the engine runs with (`configured`, resolved).
-    pub opts: Options,
+    pub opts: Settings,
     pub policy: Box<dyn MergePolicy>,
     pub bpk: Arc<dyn BpkAllocator>,
     pub cache: Arc<BlockCache>,

@@ -111,7 +111,7 @@ impl Db {
     /// `InvalidOptions` naming a bad option, `Locked` if another handle holds the directory,
     /// `Corruption` for damaged files, I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = open::open(path.as_ref(), opts)?;
+        let inner = open::open(path.as_ref(), opts.settings()?)?;
         Ok(Db::from_inner(inner))
     }
 
@@ -125,7 +125,7 @@ impl Db {
     /// `InvalidArgument` when the directory holds no database, `Corruption` for damaged
     /// files, I/O errors.
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = open::open_read_only(path.as_ref(), opts)?;
+        let inner = open::open_read_only(path.as_ref(), opts.settings()?)?;
         Ok(Db::from_inner(inner))
     }
 
@@ -134,7 +134,7 @@ impl Db {
     /// Region sizes are as configured, not as the memory tuner has moved them
     /// ([`Db::memory`](Db::memory) has those).
     pub fn options(&self) -> Options {
-        self.handle.inner.configured.clone()
+        Options::of(&self.handle.inner.configured)
     }
 
     fn from_inner(inner: Arc<DbInner>) -> Db {

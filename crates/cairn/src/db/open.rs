@@ -19,7 +19,7 @@ use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{MemComponent, Memtable};
 use crate::options::{
-    check_compatible, parse_options_file, BpkPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options,
+    check_compatible, parse_options_file, BpkPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings,
 };
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
@@ -34,7 +34,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn policy(o: &Options) -> Box<dyn MergePolicy> {
+fn policy(o: &Settings) -> Box<dyn MergePolicy> {
     match o.merge_policy {
         MergePolicyKind::Leveling => Box::new(Leveling {
             t: o.size_ratio,
@@ -53,7 +53,7 @@ fn policy(o: &Options) -> Box<dyn MergePolicy> {
     }
 }
 
-fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
+fn allocator(o: &Settings) -> Arc<dyn BpkAllocator> {
     let b = o.bloom_bits_per_key;
     match o.bpk_policy {
         BpkPolicy::Uniform => Arc::new(Uniform { bpk: b }),
@@ -87,7 +87,7 @@ fn fresh(dir: &Path) -> Result<Recovered> {
 /// The options of this open: the caller's with the database's stored configuration merged in
 /// (`Options::keep_stored`; `stored` is the newest OPTIONS file, if any), validated; and the
 /// same resolved (the regions of `memory_budget`) and checked again.
-fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Options, Options)> {
+fn checked(mut given: Settings, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Settings, Settings)> {
     let mut caller = None;
     let mut taken = Vec::new();
     if let Some((path, stored)) = stored {
@@ -131,7 +131,7 @@ fn read_stored(
 }
 
 /// Refuses a database with files deeper than `max_levels` allows.
-fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
+fn check_levels(rec: &Recovered, opts: &Settings) -> Result<()> {
     for (t, tv) in rec.version.trees.iter().enumerate() {
         if tv.deepest_nonempty() >= opts.max_levels {
             return Err(Error::InvalidOptions {
@@ -153,7 +153,7 @@ fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
 fn replay_wals(
     fs: &dyn FileSystem,
     dir: &Path,
-    opts: &Options,
+    opts: &Settings,
     names: &[String],
     rec: &Recovered,
     existed: bool,
@@ -252,7 +252,7 @@ type Spill<'a> = &'a mut dyn FnMut(usize, &Arc<Memtable>) -> Result<()>;
 /// The tree whose replayed memtable must be written out now: one past what a flush would take
 /// (a memtable, or half of write memory for a partitioned component), or the largest once all
 /// of them fill write memory.
-fn over_replay_limit(opts: &Options, mems: &[MemComponent]) -> Option<usize> {
+fn over_replay_limit(opts: &Settings, mems: &[MemComponent]) -> Option<usize> {
     let one = match opts.memory_component {
         MemoryComponent::Monolithic => opts.write_buffer_size,
         MemoryComponent::Partitioned => opts.write_memory_budget / 2,
@@ -264,7 +264,7 @@ fn over_replay_limit(opts: &Options, mems: &[MemComponent]) -> Option<usize> {
 }
 
 /// Opens or creates the database.
-pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
+pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     let fs = given.fs.clone();
     if !fs.exists(dir)? {
         // Nothing stored to merge: bad options fail before anything is created.
@@ -409,7 +409,7 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
 /// a reader sees the last state the writer pushed to the OS. A writer in another process may
 /// be changing the files meanwhile (a new manifest, a flushed WAL deleted): an attempt that
 /// fails while CURRENT or its manifest changed under it is retried on the new state.
-pub(super) fn open_read_only(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
+pub(super) fn open_read_only(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     let fs = given.fs.clone();
     if !fs.exists(&filename::current(dir))? {
         return Err(Error::InvalidArgument(format!(
@@ -442,7 +442,7 @@ fn durable_mark(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
 
 /// The configured and the resolved options (the stored configuration merged as a writable
 /// open would) and the recovered state.
-fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Options, Parts)> {
+fn recover_read_only(dir: &Path, given: &Settings) -> Result<(Settings, Settings, Parts)> {
     let fs = &*given.fs;
     // The manifest first, then the listing: every WAL the manifest needs was created before
     // the edit that names it, so it is listed (unless a newer edit already released it).
@@ -510,7 +510,7 @@ struct Parts {
 }
 
 /// The engine over `p`, every tree's super-version installed; no thread started.
-fn assemble(dir: &Path, configured: Options, opts: Options, p: Parts) -> Arc<DbInner> {
+fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<DbInner> {
     let ntrees = p.mems.len();
     let read_only = p.writer.is_none();
     // The tuner may shrink the cache to its floor (and the meta blocks charged to it).

@@ -198,7 +198,7 @@ impl MemComponent {
 
     /// An empty component of the shape `opts` asks for, its memtable filtered for
     /// `write_buffer_size`.
-    pub fn for_options(opts: &crate::options::Options) -> Self {
+    pub fn for_options(opts: &crate::options::Settings) -> Self {
         MemComponent {
             active: Arc::new(Memtable::with_filter(opts.write_buffer_size)),
             immutable: VecDeque::new(),

@@ -1,9 +1,9 @@
-//! Options as text: `Options::set` by name, the OPTIONS file (spec: `docs/format/options.md`)
+//! Settings as text: `Options::set` by name, the OPTIONS file (spec: `docs/format/options.md`)
 //! written at each open, the stored configuration applied on a reopen, and the generated
 //! table of every option (`docs/options.md`).
 
 use super::spec::{Kind, Scope, Spec};
-use super::{invalid, Options, FORMAT_VERSION, SPECS};
+use super::{invalid, Settings, FORMAT_VERSION, SPECS};
 use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
 use std::collections::BTreeMap;
@@ -19,11 +19,11 @@ fn fixed() -> [(&'static str, String); 2] {
 }
 
 /// The setting called `name`: its `group.setting` name or its field's name.
-fn find(name: &str) -> Option<&'static Spec> {
+pub(super) fn find(name: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.name == name || s.field == name)
 }
 
-impl Options {
+impl Settings {
     /// Sets the option `name` from its text form. `name` is the option's name in OPTIONS and
     /// `docs/options.md` (`memory.budget`, `filters.policy`) or its field's name
     /// (`memory_budget`, `bpk_policy`; the names of OPTIONS files before groups). Sizes take
@@ -35,7 +35,7 @@ impl Options {
     /// `InvalidOptions` naming the option when the value does not parse (an enum's error lists
     /// its valid names). Ranges and combinations are checked by [`validate`](Self::validate)
     /// at open.
-    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+    pub(crate) fn set(&mut self, name: &str, value: &str) -> Result<()> {
         if let Some((option, want)) = fixed().into_iter().find(|(k, _)| *k == name) {
             if value != want {
                 return Err(invalid(
@@ -59,7 +59,7 @@ impl Options {
     /// # Errors
     /// `Corruption` for a damaged OPTIONS file or a stored value that does not parse; I/O
     /// errors.
-    pub fn with_stored(mut self, dir: &Path) -> Result<Options> {
+    pub(crate) fn with_stored(mut self, dir: &Path) -> Result<Settings> {
         let Some((path, stored)) = crate::inspect::stored_options(&*self.fs, dir)? else {
             return Ok(self);
         };
@@ -89,7 +89,7 @@ impl Options {
         stored: &BTreeMap<String, String>,
         only_defaults: bool,
     ) -> std::result::Result<Vec<&'static str>, String> {
-        let default = Options::default();
+        let default = Settings::default();
         let legacy = !stored.keys().any(|k| k.contains('.'));
         let mut taken = Vec::new();
         for s in SPECS {
@@ -214,18 +214,22 @@ pub(crate) fn check_compatible(stored: &BTreeMap<String, String>) -> Result<()> 
     expect(dead_code, reason = "read by the test that writes docs/options.md")
 )]
 pub(crate) fn options_table() -> String {
-    let default = Options::default();
+    let default = Settings::default();
     let mut s = String::from(
         "# Options\n\n\
          Generated from the option table in `crates/cairn/src/options/mod.rs` (`CAIRN_REWRITE=1 cargo test -p cairn \
-         --lib options` rewrites it). `Options::set(name, value)` and OPTIONS files take the name or the field \
-         (the flat name of earlier releases). Sizes take binary units (`64MiB`, `1.5 GiB`, `4k`).\n\n\
+         --lib options` rewrites it). In Rust a setting is a field of `Options` (column *in Options*): most at \
+         their name (`o.filters.bits_per_key`); the memory settings inside `o.memory`, which is either \
+         `Memory::Budget(Budget { .., tuner: Some(Tuner { .. }) })` or `Memory::Fixed(FixedMemory { .. })`; the \
+         elastic units inside `o.filters.policy` (`FilterPolicy::Elastic(ElasticUnits { .. })`). \
+         `Options::set(name, value)` and OPTIONS files take the name or the flat name of earlier releases. Sizes \
+         take binary units (`64MiB`, `1.5 GiB`, `4k`).\n\n\
          Scope: **stored** settings are the database's configuration; a reopen keeps the stored value of each one \
          the caller leaves at its default (`keep_stored = false` turns that off). **open** settings are about one \
          open and always come from the caller. A setting that has no effect under the others (column *applies*) \
          must stay at its default: the open fails otherwise, naming it.\n\n\
-         | name | field | type | default | valid | scope | applies | description |\n\
-         |---|---|---|---|---|---|---|---|\n",
+         | name | in Options | flat name | type | default | valid | scope | applies | description |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
     for sp in SPECS {
         let valid = if sp.kind == Kind::Choice {
@@ -247,8 +251,9 @@ pub(crate) fn options_table() -> String {
             .replace(['[', ']'], "")
             .replace('|', "\\|");
         s.push_str(&format!(
-            "| `{}` | `{}` | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | `{}` | `{}` | {} | {} | {} | {} | {} | {} |\n",
             sp.name,
+            sp.path,
             sp.field,
             sp.kind.name(),
             default_text,

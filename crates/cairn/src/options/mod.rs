@@ -1,18 +1,26 @@
-//! Options: plain fields with documented defaults (and the RocksDB equivalent), validated at
-//! open, persisted in an OPTIONS file (spec: `docs/format/options.md`; every option:
+//! Options: what a user holds ([`Options`], in groups, with enums for the alternatives that
+//! exclude each other; `groups.rs`) and the flat settings behind it, validated at open and
+//! persisted in an OPTIONS file (spec: `docs/format/options.md`; every option:
 //! `docs/options.md`).
 //!
 //! One table (the `options!` invocation below) lists every setting once: its field, default,
-//! name in OPTIONS and `Options::set` (`group.setting`; the field's name is an alias), how its
-//! text is read, its valid range, whether a reopen keeps the stored value, and when it has an
-//! effect. The struct, `Default`, `set`, the OPTIONS file, range validation and the generated
-//! docs table all come from it; `validate` adds the checks that relate several settings.
+//! name in OPTIONS and `Options::set` (`group.setting`; the field's name is an alias), where
+//! `Options` holds it, how its text is read, its valid range, whether a reopen keeps the stored
+//! value, and when it has an effect. The flat `Settings`, its `Default`, `set`, the OPTIONS
+//! file, range validation and the generated docs table all come from it; `validate` adds the
+//! checks that relate several settings.
 
 mod file;
+mod groups;
 mod spec;
 
 pub(crate) use file::check_compatible;
 pub use file::parse_options_file;
+pub use groups::{
+    BackgroundOptions, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions, FilterOptions,
+    FilterPolicy, FixedMemory, Limits, Memory, MemtableOptions, Options, RangeFilterOptions, TableFormat, Tuner,
+    WalOptions, WriteStallOptions,
+};
 pub(crate) use spec::{show_bytes, Spec};
 
 use crate::cache::BlockCache;
@@ -35,7 +43,8 @@ pub enum MergePolicyKind {
     },
 }
 
-/// How point-filter memory is spread over files (`docs/design.md` §1, the point filters).
+/// The kind of a [`FilterPolicy`], as OPTIONS names it: how point-filter memory is spread over
+/// files (`docs/design.md`, the point filters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BpkPolicy {
     /// `bloom_bits_per_key` for every file (RocksDB's way).
@@ -124,30 +133,31 @@ impl BpkPolicy {
 }
 
 /// The struct, its defaults and the option table from one list. Each setting:
-/// `field: type = default => "group.name", kind, valid range, scope, when it has an effect;`.
+/// `field: type = default => "group.name", kind, valid range, scope, when it has an effect`,
+/// and where [`Options`] holds it when that is not at `group.name`.
 macro_rules! options {
     (
         $(#[doc = $sdoc:literal])*
-        pub struct Options {
+        pub struct Settings {
             $( $(#[doc = $fdoc:literal])* pub $fixed:ident : $fixed_ty:ty = $fixed_default:expr, )*
             ;
             $(
                 $(#[doc = $doc:literal])*
                 pub $field:ident: $ty:ty = $default:expr
-                    => $name:literal, $kind:ident, $range:expr, $scope:ident, $when:ident;
+                    => $name:literal, $kind:ident, $range:expr, $scope:ident, $when:ident $(, $path:literal)?;
             )*
         }
     ) => {
         $(#[doc = $sdoc])*
         #[derive(Clone)]
-        pub struct Options {
+        pub(crate) struct Settings {
             $( $(#[doc = $fdoc])* pub $fixed: $fixed_ty, )*
             $( $(#[doc = $doc])* pub $field: $ty, )*
         }
 
-        impl Default for Options {
+        impl Default for Settings {
             fn default() -> Self {
-                Options { $($fixed: $fixed_default,)* $($field: $default,)* }
+                Settings { $($fixed: $fixed_default,)* $($field: $default,)* }
             }
         }
 
@@ -156,6 +166,7 @@ macro_rules! options {
             Spec {
                 name: $name,
                 field: stringify!($field),
+                path: [$($path,)? $name][0],
                 kind: Kind::$kind,
                 range: $range,
                 scope: Scope::$scope,
@@ -178,24 +189,14 @@ const GIB: f64 = (1u64 << 30) as f64;
 const INF: f64 = f64::INFINITY;
 
 options! {
-    /// Engine options. Construct with `Options::default()` (or [`Options::with_memory`]) and set
-    /// fields, or set them by name with [`Options::set`] (`"memory.budget"`, `"64MiB"`). Every
-    /// setting, its name, default and valid values: `docs/options.md`.
-    ///
-    /// Checked at open: a value out of range, or a setting that has no effect under the others
-    /// (for example `write_memory_budget` together with `memory_budget`, or `filter_memory`
-    /// with a non-elastic policy), fails with [`Error::InvalidOptions`] naming it.
-    ///
-    /// **Reopening.** The database's configuration (every setting whose scope is "stored" in
-    /// `docs/options.md`: filters, range filter, memory, memtable, compaction, table format,
-    /// limits) is kept from its OPTIONS file for each setting these options leave at its
-    /// default; a setting given another value replaces the stored one. `keep_stored = false`
-    /// applies these options exactly as given. [`crate::Db::options`] shows what an open used.
-    pub struct Options {
+    /// Every setting, flat, as the option table lists it: the text form (`Options::set`, the
+    /// OPTIONS file) and what the engine reads. Users hold [`Options`], which converts to and
+    /// from it.
+    pub struct Settings {
         /// File system (default: real files). Tests pass `MemFs` or `FaultFs`.
         pub fs: Arc<dyn FileSystem> = Arc::new(StdFs::new()),
         /// A block cache to share between databases (default none: the engine makes its own of
-        /// `block_cache_size`, or of its share of `memory_budget`).
+        /// `memory.block_cache`, or of its share of `memory.budget`).
         pub block_cache: Option<Arc<BlockCache>> = None,
         ;
         /// Create the directory and database if missing (default true).
@@ -207,75 +208,75 @@ options! {
         pub keep_stored: bool = true => "keep_stored", Bool, ANY, Open, Always;
 
         /// One memory budget for write memory, the block cache and filter memory (Luo & Carey
-        /// §3; default 256 MiB). It is split into write memory (`memory_write_share` of it;
+        /// §3; default 256 MiB). It is split into write memory (`memory.write_share` of it;
         /// memtables switch at half of it), filter memory for the elastic policies
-        /// (`memory_filter_share`) and the block cache (the rest, which also holds the index
+        /// (`memory.filter_share`) and the block cache (the rest, which also holds the index
         /// blocks and, for the other policies, the filters), and the memory tuner moves memory
-        /// between them. 0: fixed sizes, from `write_memory_budget`, `write_buffer_size`,
-        /// `block_cache_size` and `filter_memory`; setting one of those (or giving a shared
+        /// between them. 0: fixed sizes, from `memory.write_memory`, `memtable.size`,
+        /// `memory.block_cache` and `memory.filter_memory`; setting one of those (or giving a shared
         /// `block_cache`) and leaving this at its default selects fixed sizes too. 0, or at
         /// least 256 KiB (small budgets are for tests and tiny devices).
-        pub memory_budget: usize = DEFAULT_BUDGET => "memory.budget", Bytes, ANY, Stored, Always;
-        /// Write memory's starting share of `memory_budget` (default 0.25).
-        pub memory_write_share: f64 = 0.25 => "memory.write_share", Float, above(0.0, 0.95), Stored, Budget;
-        /// Filter memory's starting share of `memory_budget` under an elastic `bpk_policy`
+        pub memory_budget: usize = DEFAULT_BUDGET => "memory.budget", Bytes, ANY, Stored, Always, "memory: Memory::Budget(Budget { bytes })";
+        /// Write memory's starting share of `memory.budget` (default 0.25).
+        pub memory_write_share: f64 = 0.25 => "memory.write_share", Float, above(0.0, 0.95), Stored, Budget, "Budget.write_share";
+        /// Filter memory's starting share of `memory.budget` under an elastic `filters.policy`
         /// (default 0.1).
         pub memory_filter_share: f64 = 0.1
-            => "memory.filter_share", Float, within(0.0, 0.95), Stored, BudgetElastic;
-        /// Run the memory tuner (default true; needs `memory_budget`): every `max_wal_size` of
-        /// log, or every `memory_tuner_period_ms` without that much, move memory between write
+            => "memory.filter_share", Float, within(0.0, 0.95), Stored, BudgetElastic, "Budget.filter_share";
+        /// Run the memory tuner (default true; needs `memory.budget`): every `wal.max_size` of
+        /// log, or every `memory.tuner_period_ms` without that much, move memory between write
         /// memory, the block cache and (elastic policies) filter memory where it saves the most
-        /// I/O per operation. Turns on a 128 MiB ghost cache when `ghost_cache_size` is 0.
-        pub memory_tuner: bool = true => "memory.tuner", Bool, ANY, Stored, Budget;
+        /// I/O per operation. Turns on a 128 MiB ghost cache when `memory.ghost_cache` is 0.
+        pub memory_tuner: bool = true => "memory.tuner", Bool, ANY, Stored, Budget, "Budget.tuner: Some(Tuner)";
         /// The tuner's timer cycle in milliseconds (default 1000; the paper's 10 minutes suit
         /// hour-long phases, and a read phase after a load must not wait that long for its
         /// cache).
         pub memory_tuner_period_ms: u64 = 1000
-            => "memory.tuner_period_ms", Count, within(1.0, INF), Stored, Tuner;
+            => "memory.tuner_period_ms", Count, within(1.0, INF), Stored, Tuner, "Tuner.period_ms";
         /// The least the tuner leaves write memory and the block cache (default 0: 32 MiB, the
-        /// paper's, or a sixteenth of `memory_budget` when that is smaller). An explicit floor
+        /// paper's, or a sixteenth of `memory.budget` when that is smaller). An explicit floor
         /// must not exceed the regions' starting sizes.
-        pub memory_tuner_floor: usize = 0 => "memory.tuner_floor", Bytes, ANY, Stored, Tuner;
+        pub memory_tuner_floor: usize = 0 => "memory.tuner_floor", Bytes, ANY, Stored, Tuner, "Tuner.floor";
         /// ω: the weight of a page write against a page read in the tuner's cost (default 1;
         /// the paper uses 2 on SSDs whose writes cost twice their reads).
         pub memory_tuner_write_weight: f64 = 1.0
-            => "memory.tuner_write_weight", Float, within(0.0, INF), Stored, Tuner;
+            => "memory.tuner_write_weight", Float, within(0.0, INF), Stored, Tuner, "Tuner.write_weight";
         /// Tune filter memory too, as a third region (★ ours; default true; only the elastic
         /// policies have a filter region to tune): false keeps its starting share.
-        pub memory_tuner_filters: bool = true => "memory.tuner_filters", Bool, ANY, Stored, TunerElastic;
-        /// Write memory shared by all trees' memtables without `memory_budget`: when the
+        pub memory_tuner_filters: bool = true => "memory.tuner_filters", Bool, ANY, Stored, TunerElastic, "Tuner.filters";
+        /// Write memory shared by all trees' memtables without `memory.budget`: when the
         /// mutable memtables reach 7/8 of it (or all memtables reach it with at least half
         /// mutable) the largest tree's memtable is switched and flushed (default 128 MiB;
         /// RocksDB `db_write_buffer_size`). Changeable at run time with `Db::resize_memory`.
         pub write_memory_budget: usize = 128 << 20
-            => "memory.write_memory", Bytes, within(1.0, INF), Stored, NoBudget;
-        /// Block cache capacity without `memory_budget` and `block_cache` (default 32 MiB).
-        pub block_cache_size: usize = 32 << 20 => "memory.block_cache", Bytes, ANY, Stored, OwnCache;
-        /// Bytes of loaded filter units for the elastic policies without `memory_budget`
-        /// (default 0: `bloom_bits_per_key` bits per live key, following the data). Changeable
+            => "memory.write_memory", Bytes, within(1.0, INF), Stored, NoBudget, "memory: Memory::Fixed(FixedMemory { write_memory })";
+        /// Block cache capacity without `memory.budget` and `block_cache` (default 32 MiB).
+        pub block_cache_size: usize = 32 << 20 => "memory.block_cache", Bytes, ANY, Stored, OwnCache, "FixedMemory.block_cache: CacheSource::Own(bytes)";
+        /// Bytes of loaded filter units for the elastic policies without `memory.budget`
+        /// (default 0: `filters.bits_per_key` bits per live key, following the data). Changeable
         /// at run time with `Db::resize_memory`.
-        pub filter_memory: usize = 0 => "memory.filter_memory", Bytes, ANY, Stored, NoBudgetElastic;
+        pub filter_memory: usize = 0 => "memory.filter_memory", Bytes, ANY, Stored, NoBudgetElastic, "FixedMemory.filter_memory";
         /// Simulated bytes of the ghost cache: the ids of the blocks most recently evicted from
         /// the block cache, so storage reads a larger cache would have saved are counted
         /// (`KindSnapshot::ghost_hits`, user and compaction reads apart). The memory tuner's
         /// read cost comes from it. Default 0: off (the tuner then simulates 128 MiB, the
         /// paper's; about 40 bytes per id of memory).
-        pub ghost_cache_size: usize = 0 => "memory.ghost_cache", Bytes, ANY, Stored, Always;
+        pub ghost_cache_size: usize = 0 => "memory.ghost_cache", Bytes, ANY, Stored, Always, "cache.ghost_cache";
 
         /// Share of the block cache reserved for filter units and other meta blocks (default
         /// 0.5).
         pub high_pri_pool_ratio: f64 = 0.5
             => "cache.high_pri_pool_ratio", Float, within(0.0, 1.0), Stored, NoSharedCache;
         /// Charge the index blocks table readers pin to the block cache (default false; always
-        /// so with `memory_budget`): the cache then holds data blocks and filter units in what
+        /// so with `memory.budget`): the cache then holds data blocks and filter units in what
         /// the pinned indexes leave, so the block cache size bounds all three (RocksDB's
         /// `cache_index_and_filter_blocks`).
-        pub index_in_block_cache: bool = false => "cache.index_in_block_cache", Bool, ANY, Stored, NoBudget;
+        pub index_in_block_cache: bool = false => "cache.index_in_block_cache", Bool, ANY, Stored, NoBudget, "FixedMemory.index_in_block_cache";
 
-        /// Memtable size at which a tree's memtable is flushed, without `memory_budget`
-        /// (default 64 MiB; RocksDB `write_buffer_size`). With a partitioned component, the
+        /// Memtable size at which a tree's memtable is flushed, without `memory.budget`
+        /// (default 64 MiB; RocksDB `memtable.size`). With a partitioned component, the
         /// active memtable's size and the size memory runs are cut at.
-        pub write_buffer_size: usize = 64 << 20 => "memtable.size", Bytes, within(1.0, INF), Stored, NoBudget;
+        pub write_buffer_size: usize = 64 << 20 => "memtable.size", Bytes, within(1.0, INF), Stored, NoBudget, "FixedMemory.memtable_size";
         /// Which tree a memory-triggered flush picks (default max-memory; see [`FlushPolicy`]).
         pub flush_policy: FlushPolicy = FlushPolicy::MaxMemory => "memtable.flush_policy", Choice, ANY, Stored, Always;
         /// Monolithic or partitioned memory components (default monolithic; see
@@ -299,7 +300,7 @@ options! {
         pub wal_recovery_mode: RecoveryMode = RecoveryMode::PointInTime
             => "wal.recovery_mode", Choice, ANY, Open, Always;
 
-        /// Target data block size (default 4096; RocksDB `block_size`).
+        /// Target data block size (default 4096; RocksDB `table.block_size`).
         pub block_size: usize = 4096 => "table.block_size", Bytes, within(64.0, 64.0 * MIB), Stored, Always;
         /// Entries between restart points in data blocks (default 16).
         pub block_restart_interval: usize = 16
@@ -321,35 +322,35 @@ options! {
         /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
         pub merlin_window: usize = 64 => "filters.merlin_window", Count, within(2.0, 64.0), Stored, Always;
         /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).
-        pub elastic_units: u32 = 6 => "filters.elastic_units", Count, within(1.0, 16.0), Stored, Elastic;
+        pub elastic_units: u32 = 6 => "filters.elastic_units", Count, within(1.0, 16.0), Stored, Elastic, "ElasticUnits.units";
         /// Elastic policies: bits per key of each unit (0 < b ≤ 16, default 4; the paper's).
         pub elastic_unit_bpk: f64 = 4.0
-            => "filters.elastic_unit_bits_per_key", Float, above(0.0, 16.0), Stored, Elastic;
+            => "filters.elastic_unit_bits_per_key", Float, above(0.0, 16.0), Stored, Elastic, "ElasticUnits.unit_bits_per_key";
         /// Elastic policies: Gets after its last access at which a segment expires and may
         /// lose units (default 0: the number of live segments, the paper's rule; the authors'
         /// code uses 20,000).
-        pub elastic_life_time: u64 = 0 => "filters.elastic_life_time", Count, ANY, Stored, Elastic;
+        pub elastic_life_time: u64 = 0 => "filters.elastic_life_time", Count, ANY, Stored, Elastic, "ElasticUnits.life_time";
         /// `mnemosyne-elastic`: lookups between solves of the optimum (default 100,000).
         pub elastic_solve_every: u64 = 100_000
-            => "filters.elastic_solve_every", Count, within(1.0, INF), Stored, MnemosyneElastic;
+            => "filters.elastic_solve_every", Count, within(1.0, INF), Stored, MnemosyneElastic, "FilterPolicy::MnemosyneElastic { solve_every }";
         /// Elastic policies: milliseconds between the background adjuster's rounds while
         /// lookups arrive (default 5; 0: no background adjuster, rounds only through
         /// `Db::adjust_filters`).
-        pub elastic_interval_ms: u64 = 5 => "filters.elastic_interval_ms", Count, ANY, Stored, Elastic;
+        pub elastic_interval_ms: u64 = 5 => "filters.elastic_interval_ms", Count, ANY, Stored, Elastic, "ElasticUnits.interval_ms";
 
         /// Range-filter (Rosetta) bits per key, on average over a tree's tables (default 10;
-        /// 0: no range filter, and range reads consult none). With `range_filter_by_workload`
+        /// 0: no range filter, and range reads consult none). With `range_filter.by_workload`
         /// (the default) a table gets bits only when empty bounded range reads have reached
         /// the data it is written from: where such reads do not happen, the range filter
         /// costs nothing. A table's filter is loaded at its first range read and charged to
-        /// the block cache (so to `memory_budget`). Tables written before it was set have
+        /// the block cache (so to `memory.budget`). Tables written before it was set have
         /// none; bounded range reads consult the filters of the tables that have one.
         pub range_filter_bits_per_key: f64 = 10.0
             => "range_filter.bits_per_key", Float, within(0.0, 64.0), Stored, Always;
         /// Give tables that more empty range reads reach a larger share of the range-filter
         /// bits, and none to tables that no empty range read reached (default true; the same
         /// solver as Mnemosyne's point filters, over per-file counts of empty range reads);
-        /// false: every table gets `range_filter_bits_per_key`.
+        /// false: every table gets `range_filter.bits_per_key`.
         pub range_filter_by_workload: bool = true
             => "range_filter.by_workload", Bool, ANY, Stored, RangeFilter;
         /// User-key bytes the range filter skips before its 8-byte key projection (default 0;
@@ -374,8 +375,8 @@ options! {
         /// L0 files that trigger a compaction (default 4).
         pub l0_compaction_trigger: usize = 4
             => "compaction.l0_trigger", Count, within(1.0, INF), Stored, Always;
-        /// Capacity of L1 (default 256 MiB; RocksDB `max_bytes_for_level_base`) with fixed
-        /// `level_targets`.
+        /// Capacity of L1 (default 256 MiB; RocksDB `compaction.max_bytes_for_level_base`) with fixed
+        /// `compaction.level_targets`.
         pub max_bytes_for_level_base: u64 = 256 << 20
             => "compaction.max_bytes_for_level_base", Bytes, within(1.0, INF), Stored, FixedTargets;
         /// Whether level capacities are fixed or follow write memory (default fixed; leveling
@@ -392,15 +393,15 @@ options! {
         pub compaction_threads: usize = default_threads()
             => "background.compaction_threads", Count, within(1.0, 64.0), Open, Always;
         /// Key-range pieces a large L0 → L1 compaction is split into, each merged by its own
-        /// thread into one output run (default: as `compaction_threads`; RocksDB
-        /// `max_subcompactions`).
+        /// thread into one output run (default: as `background.compaction_threads`; RocksDB
+        /// `background.max_subcompactions`).
         pub max_subcompactions: usize = default_threads()
             => "background.max_subcompactions", Count, within(1.0, 64.0), Open, Always;
 
         /// L0 files at which writes are delayed (default 8, twice the compaction trigger;
         /// RocksDB's 20 lets a fast load leave a deep L0 that the reads after it pay for).
         /// Delayed writes go at a rate that adapts to whether compaction is catching up
-        /// (`delayed_write_rate`).
+        /// (`write_stalls.delayed_write_rate`).
         pub l0_slowdown_trigger: usize = 8
             => "write_stalls.l0_slowdown_trigger", Count, within(1.0, INF), Stored, Always;
         /// L0 files at which writes stop until compaction catches up (default 16).
@@ -413,11 +414,11 @@ options! {
             => "write_stalls.hard_pending_compaction_bytes", Bytes, ANY, Stored, Always;
         /// Write rate, in bytes per second, when writes start being delayed; it then falls
         /// while L0 and the compaction debt grow and rises while they shrink (default 64
-        /// MiB/s; RocksDB `delayed_write_rate`, 16 MiB/s).
+        /// MiB/s; RocksDB `write_stalls.delayed_write_rate`, 16 MiB/s).
         pub delayed_write_rate: u64 = 64 << 20
             => "write_stalls.delayed_write_rate", Bytes, within(1024.0, INF), Stored, Always;
 
-        /// Table readers kept open (default 1000; RocksDB `max_open_files`).
+        /// Table readers kept open (default 1000; RocksDB `files.max_open_files`).
         pub max_open_files: usize = 1000 => "files.max_open_files", Count, within(1.0, INF), Open, Always;
         /// O_DIRECT reads of tables (default false).
         pub use_direct_reads: bool = false => "files.use_direct_reads", Bool, ANY, Open, Always;
@@ -435,9 +436,9 @@ options! {
     }
 }
 
-impl std::fmt::Debug for Options {
+impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut d = f.debug_struct("Options");
+        let mut d = f.debug_struct("Settings");
         for s in SPECS {
             d.field(s.field, &(s.get)(self));
         }
@@ -481,7 +482,7 @@ fn auto_floor(budget: usize) -> usize {
 
 /// Settings that size the regions by hand. Setting one of them (or sharing a `block_cache`)
 /// while `memory_budget` is left at its default selects fixed region sizes: the budget, and
-/// the tuner when left at its default, are off (`Options::sizing`).
+/// the tuner when left at its default, are off (`Settings::sizing`).
 const BY_HAND: [&str; 5] = [
     "write_memory_budget",
     "block_cache_size",
@@ -495,24 +496,13 @@ pub(crate) fn spec(field: &str) -> &'static Spec {
     SPECS.iter().find(|s| s.field == field).unwrap_or(&SPECS[0])
 }
 
-impl Options {
-    /// The memory-adaptive configuration for one budget: `memory_budget = bytes` split
-    /// between write memory, the block cache and filter memory, and the memory tuner moving
-    /// memory between them at run time. Other settings as in `Options::default()`.
-    pub fn with_memory(bytes: usize) -> Options {
-        Options {
-            memory_budget: bytes,
-            memory_tuner: true,
-            ..Options::default()
-        }
-    }
-
+impl Settings {
     /// The sizing these options choose: one budget (the default), or fixed region sizes when
     /// a region is sized by hand (`BY_HAND`) and the budget left at its default — a program
     /// that sizes its memtables or cache as before keeps doing so. Setting both the budget and
     /// a region is refused by `validate`.
-    pub(crate) fn sizing(mut self) -> Options {
-        let default = Options::default();
+    pub(crate) fn sizing(mut self) -> Settings {
+        let default = Settings::default();
         let by_hand =
             self.block_cache.is_some() || BY_HAND.iter().any(|f| (spec(f).get)(&self) != (spec(f).get)(&default));
         if by_hand && self.memory_budget == default.memory_budget {
@@ -529,7 +519,7 @@ impl Options {
     /// it (write memory, memtable size, filter memory, block cache, index blocks charged to
     /// the cache), the tuner's floor and its ghost cache. Takes options already through
     /// [`sizing`](Self::sizing) (`validate` and the open do that).
-    pub(crate) fn resolved(mut self) -> Options {
+    pub(crate) fn resolved(mut self) -> Settings {
         if self.memory_budget == 0 {
             return self;
         }
@@ -564,14 +554,14 @@ impl Options {
     /// under the others left away from its default, and the settings that relate to each
     /// other consistent. The error names the option (the one the caller changed, where several
     /// are involved), shows the values and, for an enum, its valid choices.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         self.clone().sizing().check()
     }
 
     /// [`validate`](Self::validate) of options already through [`sizing`](Self::sizing).
     pub(crate) fn check(&self) -> Result<()> {
         self.check_ranges()?;
-        let default = Options::default();
+        let default = Settings::default();
         for s in SPECS {
             if !s.is_off(self) && !s.when.holds(self) && (s.get)(self) != (s.get)(&default) {
                 return Err(invalid(
@@ -599,7 +589,7 @@ impl Options {
 
     /// Checks between settings. Where two are involved, the error names the one that differs
     /// from its default (the one the caller set), or the first when both do.
-    fn check_relations(&self, default: &Options) -> Result<()> {
+    fn check_relations(&self, default: &Settings) -> Result<()> {
         let set = |field: &str| (spec(field).get)(self) != (spec(field).get)(default);
         let pair = |a: &'static str, b: &'static str, why: String| -> Error {
             let named = if set(a) || !set(b) { a } else { b };
@@ -742,10 +732,14 @@ pub struct WriteOptions {
 mod tests {
     use super::*;
 
+    fn with_memory(bytes: usize) -> Settings {
+        Options::with_memory(bytes).settings().unwrap()
+    }
+
     #[test]
     fn validation_names_the_option() {
-        assert!(Options::default().validate().is_ok());
-        type Set = Box<dyn Fn(&mut Options)>;
+        assert!(Settings::default().validate().is_ok());
+        type Set = Box<dyn Fn(&mut Settings)>;
         let cases: Vec<(&str, Set)> = vec![
             ("write_buffer_size", Box::new(|o| o.write_buffer_size = 0)),
             ("block_size", Box::new(|o| o.block_size = 10)),
@@ -768,7 +762,7 @@ mod tests {
             ("write_memory_budget", Box::new(|o| o.write_memory_budget = 1)),
         ];
         for (name, set) in cases {
-            let mut o = Options::default();
+            let mut o = Settings::default();
             set(&mut o);
             match o.validate() {
                 Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, name),
@@ -792,7 +786,7 @@ mod tests {
             );
             assert!(!s.doc.trim().is_empty(), "{} has no doc", s.name);
         }
-        let map = Options::default().to_map();
+        let map = Settings::default().to_map();
         assert_eq!(
             map.len(),
             SPECS.len() + 2,
@@ -815,7 +809,7 @@ mod tests {
         );
     }
 
-    fn refused(o: &Options) -> (&'static str, String) {
+    fn refused(o: &Settings) -> (&'static str, String) {
         match o.validate() {
             Err(Error::InvalidOptions { option, reason }) => (option, reason),
             other => panic!("accepted: {other:?}"),
@@ -827,55 +821,55 @@ mod tests {
     #[test]
     fn ignored_combinations_are_refused() {
         // A budget with fixed region sizes: the budget used to win silently.
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             memory_budget: 64 << 20,
             write_memory_budget: 512 << 20,
             block_cache_size: 1 << 30,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "write_memory_budget");
         assert!(
             why.contains("512 MiB") && why.contains("memory.budget = 64 MiB"),
             "{why}"
         );
-        let (option, _) = refused(&Options {
+        let (option, _) = refused(&Settings {
             memory_budget: 64 << 20,
             block_cache_size: 1 << 30,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "block_cache_size");
         // Filter memory with a policy that loads no units.
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             filter_memory: 8 << 20,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "filter_memory");
         assert!(why.contains("filters.policy = mnemosyne"), "{why}");
         // No bits per key with an elastic policy and nothing else to size filter memory.
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             bloom_bits_per_key: 0.0,
             bpk_policy: BpkPolicy::MnemosyneElastic,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "bloom_bits_per_key");
         assert!(why.contains("mnemosyne-elastic"), "{why}");
         // Bits per key that filter memory overrides.
-        let (option, _) = refused(&Options {
+        let (option, _) = refused(&Settings {
             bloom_bits_per_key: 6.0,
             bpk_policy: BpkPolicy::Elastic,
             filter_memory: 1 << 20,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "bloom_bits_per_key");
         // A tuner floor above a starting region; the automatic floor fits every budget.
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             memory_tuner_floor: 32 << 20,
-            ..Options::with_memory(64 << 20)
+            ..with_memory(64 << 20)
         });
         assert_eq!(option, "memory_tuner_floor");
         assert!(why.contains("32 MiB") && why.contains("16 MiB"), "{why}");
         for budget in [MIN_BUDGET, 4 << 20, 64 << 20, 1 << 30, 16 << 30] {
-            let o = Options::with_memory(budget);
+            let o = with_memory(budget);
             o.validate().unwrap();
             let r = o.resolved();
             assert!(
@@ -884,37 +878,37 @@ mod tests {
             );
         }
         // Settings of a feature that is off, set by name.
-        let fixed = || Options {
+        let fixed = || Settings {
             memory_budget: 0,
-            ..Options::default()
+            ..Settings::default()
         };
         for (base, name, value, field) in [
             (fixed(), "memory.tuner_period_ms", "5", "memory_tuner_period_ms"),
             (fixed(), "memory.write_share", "0.5", "memory_write_share"),
-            (Options::default(), "filters.elastic_units", "8", "elastic_units"),
+            (Settings::default(), "filters.elastic_units", "8", "elastic_units"),
             (
-                Options::default(),
+                Settings::default(),
                 "memtable.partitioned_size_ratio",
                 "4",
                 "memory_size_ratio",
             ),
             (
-                Options {
+                Settings {
                     range_filter_bits_per_key: 0.0,
-                    ..Options::default()
+                    ..Settings::default()
                 },
                 "range_filter.key_offset",
                 "4",
                 "range_filter_key_offset",
             ),
             (
-                Options::with_memory(64 << 20),
+                with_memory(64 << 20),
                 "cache.index_in_block_cache",
                 "true",
                 "index_in_block_cache",
             ),
             (
-                Options::default(),
+                Settings::default(),
                 "compaction.merge_policy",
                 "garnering:0.8",
                 "level_targets",
@@ -932,23 +926,23 @@ mod tests {
     /// The error names the option the caller set, with both values.
     #[test]
     fn relations_name_the_option_set() {
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             write_buffer_size: 256 << 20,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "write_buffer_size");
         assert!(
             why.contains("memtable.size = 256 MiB") && why.contains("memory.write_memory = 128 MiB"),
             "{why}"
         );
-        let (option, _) = refused(&Options {
+        let (option, _) = refused(&Settings {
             write_memory_budget: 32 << 20,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "write_memory_budget");
-        let (option, why) = refused(&Options {
+        let (option, why) = refused(&Settings {
             block_size: 10,
-            ..Options::default()
+            ..Settings::default()
         });
         assert_eq!(option, "block_size");
         assert_eq!(why, "table.block_size = 10 B must be between 64 B and 64 MiB");
@@ -963,20 +957,20 @@ mod tests {
         let mut stored = parse_options_file(&text).unwrap();
         // Every name of that file is still a name `set` takes, with the value it wrote.
         for (k, v) in &stored {
-            Options::default().set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+            Settings::default().set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
-        let mut o = Options::default();
+        let mut o = Settings::default();
         o.apply_stored(&stored, false).unwrap();
         // The defaults of that time: fixed sizes, uniform filters, no range filter (its tuner timer had no
         // effect without the tuner, and goes back to the default).
-        let want = Options {
+        let want = Settings {
             compaction_threads: 2,
             max_subcompactions: 2,
             memory_budget: 0,
             memory_tuner: false,
             bpk_policy: BpkPolicy::Uniform,
             range_filter_bits_per_key: 0.0,
-            ..Options::default()
+            ..Settings::default()
         };
         assert_eq!(o.to_map(), want.to_map());
         // What the old writer stored for a 64 MiB budget with the tuner and elastic units.
@@ -995,7 +989,7 @@ mod tests {
         ] {
             stored.insert(k.into(), v.into());
         }
-        let mut o = Options::default();
+        let mut o = Settings::default();
         let taken = o.merge_stored(&stored).unwrap();
         o.validate().unwrap();
         assert_eq!(
@@ -1020,7 +1014,7 @@ mod tests {
 
     #[test]
     fn set_takes_names_aliases_and_units() {
-        let mut o = Options::default();
+        let mut o = Settings::default();
         o.set("memory.budget", "64MiB").unwrap();
         assert_eq!(o.memory_budget, 64 << 20);
         o.set("memory_budget", "1.5 GiB").unwrap();
@@ -1052,10 +1046,10 @@ mod tests {
     #[test]
     fn golden_options_file() {
         // Thread counts default to the machine's cores: pinned here.
-        let o = Options {
+        let o = Settings {
             compaction_threads: 2,
             max_subcompactions: 2,
-            ..Options::default()
+            ..Settings::default()
         };
         let text = String::from_utf8(o.encode_file()).unwrap();
         crate::testutil::check_golden("golden/OPTIONS-default", &text);
@@ -1063,7 +1057,7 @@ mod tests {
 
     #[test]
     fn options_file_round_trip_and_checksum() {
-        let o = Options::default();
+        let o = Settings::default();
         let bytes = o.encode_file();
         let m = parse_options_file(&bytes).unwrap();
         assert_eq!(m["table.block_size"], "4096");
@@ -1081,7 +1075,7 @@ mod tests {
     /// (the map's keys are exactly the fields, checked above) survives `to_map` → `set`.
     #[test]
     fn set_reads_back_every_stored_option() {
-        let o = Options {
+        let o = Settings {
             create_if_missing: false,
             write_buffer_size: 12345,
             compression: Compression::Zstd,
@@ -1099,9 +1093,9 @@ mod tests {
             range_filter_by_workload: true,
             elastic_unit_bpk: 3.25,
             max_levels: 9,
-            ..Options::default()
+            ..Settings::default()
         };
-        let mut back = Options::default();
+        let mut back = Settings::default();
         for (k, v) in o.to_map() {
             back.set(k, &v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }

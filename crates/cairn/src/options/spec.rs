@@ -4,7 +4,7 @@
 //! per option drives the struct, its defaults, `Options::set`, the OPTIONS file, range
 //! validation and the generated table in `docs/options.md`.
 
-use super::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Options};
+use super::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings};
 use crate::sst::Compression;
 use crate::wal::RecoveryMode;
 
@@ -95,7 +95,7 @@ impl Cond {
         }
     }
 
-    pub(crate) fn holds(self, o: &Options) -> bool {
+    pub(crate) fn holds(self, o: &Settings) -> bool {
         if let Some(parts) = self.parts() {
             return parts.iter().all(|c| c.holds(o));
         }
@@ -141,7 +141,7 @@ impl Cond {
 
     /// Why the setting has no effect under `o` (the settings that decide it, with their
     /// values): for a compound condition, the first of its parts that does not hold.
-    pub(crate) fn why_not(self, o: &Options) -> String {
+    pub(crate) fn why_not(self, o: &Settings) -> String {
         if let Some(parts) = self.parts() {
             return parts
                 .into_iter()
@@ -238,6 +238,8 @@ pub(crate) struct Spec {
     /// The struct field, also accepted by `set` and in OPTIONS files written before the names
     /// had groups.
     pub field: &'static str,
+    /// Where [`Options`](super::Options) holds it: a field path, or the variant and field.
+    pub path: &'static str,
     pub kind: Kind,
     pub range: Range,
     pub scope: Scope,
@@ -245,11 +247,11 @@ pub(crate) struct Spec {
     /// The field's doc comment.
     pub doc: &'static str,
     /// The value as text (as OPTIONS stores it).
-    pub get: fn(&Options) -> String,
+    pub get: fn(&Settings) -> String,
     /// The value as a number, for range checks (`None` for booleans and enums).
-    pub number: fn(&Options) -> Option<f64>,
+    pub number: fn(&Settings) -> Option<f64>,
     /// Sets the value from text; the error says what was wrong with it.
-    pub set: fn(&mut Options, &str) -> std::result::Result<(), String>,
+    pub set: fn(&mut Settings, &str) -> std::result::Result<(), String>,
     /// The valid names of an enum setting.
     pub choices: &'static [&'static str],
 }
@@ -262,12 +264,12 @@ impl std::fmt::Debug for Spec {
 
 impl Spec {
     /// A switch turned off: never in conflict with what would make it have no effect.
-    pub(crate) fn is_off(&self, o: &Options) -> bool {
+    pub(crate) fn is_off(&self, o: &Settings) -> bool {
         matches!(self.kind, Kind::Bool) && (self.get)(o) == "false"
     }
 
     /// The value shown to a person: sizes with units.
-    pub(crate) fn show(&self, o: &Options) -> String {
+    pub(crate) fn show(&self, o: &Settings) -> String {
         match (self.kind, (self.number)(o)) {
             (Kind::Bytes, Some(x)) => show_bytes(x as u64),
             _ => (self.get)(o),

@@ -11,20 +11,17 @@ use std::sync::Arc;
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Options for tests that want many flushes and compactions from little data: memtables of
-/// `write_buffer` bytes, 4 of them in the write budget, an L1 of 4 memtables, output files of
-/// one memtable, blocks of 512 B (256 B below 16 KiB memtables) and segments of a quarter
-/// memtable. Tests override what they need with struct-update syntax.
+/// `write_buffer` bytes, 4 of them in write memory (fixed sizes), an L1 of 4 memtables, output
+/// files of one memtable, blocks of 512 B (256 B below 16 KiB memtables) and segments of a
+/// quarter memtable. Tests change what they need on the result.
 pub fn small(fs: Arc<dyn FileSystem>, write_buffer: usize) -> Options {
-    Options {
-        fs,
-        write_buffer_size: write_buffer,
-        write_memory_budget: 4 * write_buffer,
-        max_bytes_for_level_base: 4 * write_buffer as u64,
-        target_file_size: write_buffer as u64,
-        block_size: if write_buffer >= 16 << 10 { 512 } else { 256 },
-        segment_size: (write_buffer as u64 / 4).max(64),
-        ..Options::default()
-    }
+    let mut o = Options::with_fixed_memory(4 * write_buffer, write_buffer, 32 << 20);
+    o.fs = fs;
+    o.compaction.max_bytes_for_level_base = 4 * write_buffer as u64;
+    o.compaction.target_file_size = write_buffer as u64;
+    o.table.block_size = if write_buffer >= 16 << 10 { 512 } else { 256 };
+    o.filters.segment_size = (write_buffer as u64 / 4).max(64);
+    o
 }
 
 /// `key00042`.

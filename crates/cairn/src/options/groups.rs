@@ -1,0 +1,928 @@
+//! The options a user holds: settings in groups, and the alternatives that exclude each other
+//! (one budget or fixed region sizes; the tuner on or off; an own or a shared block cache;
+//! each filter policy with its parameters) as enums, so that such a conflict cannot be
+//! written.
+//!
+//! The option table in `mod.rs` stays the one list of names, defaults, ranges and docs: these
+//! types convert to and from its flat [`Settings`] (the text form of `Options::set` and the
+//! OPTIONS file, and what the engine reads), and every default here is taken from it.
+
+use super::{invalid, BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings};
+use crate::cache::BlockCache;
+use crate::env::FileSystem;
+use crate::error::Result;
+use crate::sst::Compression;
+use crate::wal::RecoveryMode;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Engine options, in groups. Construct with `Options::default()` (the memory-adaptive engine
+/// at a 256 MiB budget) or [`Options::with_memory`], then change what you need, by field or
+/// by name with [`Options::set`] (`"memory.budget"`, `"64MiB"`). Every setting with its
+/// name, default and valid values: `docs/options.md`.
+///
+/// ```
+/// use cairn::{Budget, FilterPolicy, Memory, Options};
+/// let mut o = Options::with_memory(64 << 20);
+/// o.filters.policy = FilterPolicy::Uniform;
+/// if let Memory::Budget(Budget { tuner, .. }) = &mut o.memory {
+///     *tuner = None; // a fixed split of the budget
+/// }
+/// o.set("table.block_size", "16KiB").unwrap();
+/// o.validate().unwrap();
+/// ```
+///
+/// Checked at open: a value out of range, or a setting that has no effect under the others
+/// (for example filter memory for a policy that loads no filter units), fails with
+/// [`Error::InvalidOptions`](crate::Error::InvalidOptions) naming it.
+///
+/// **Reopening.** The database's configuration (every setting whose scope is "stored" in
+/// `docs/options.md`: filters, range filter, memory, memtable, compaction, table format,
+/// limits) is kept from its OPTIONS file for each setting these options leave at its default;
+/// a setting given another value replaces the stored one. `keep_stored = false` applies these
+/// options exactly as given. [`crate::Db::options`] shows what an open used.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// File system (default: real files). Tests pass `MemFs` or `FaultFs`.
+    pub fs: Arc<dyn FileSystem>,
+    /// Create the directory and database if missing (`create_if_missing`).
+    pub create_if_missing: bool,
+    /// Fail if the database exists (`error_if_exists`).
+    pub error_if_exists: bool,
+    /// Keep the stored configuration for the settings left at their defaults (`keep_stored`).
+    pub keep_stored: bool,
+    /// How memory is sized: one budget, or each region by hand.
+    pub memory: Memory,
+    /// The block cache and the ghost cache.
+    pub cache: CacheOptions,
+    /// Memtables and which tree a flush picks.
+    pub memtable: MemtableOptions,
+    /// The write-ahead log.
+    pub wal: WalOptions,
+    /// The table format.
+    pub table: TableFormat,
+    /// Point filters.
+    pub filters: FilterOptions,
+    /// The range filter.
+    pub range_filter: RangeFilterOptions,
+    /// The merge policy and the shape of the levels.
+    pub compaction: CompactionOptions,
+    /// Background threads.
+    pub background: BackgroundOptions,
+    /// When writes slow down and stop.
+    pub write_stalls: WriteStallOptions,
+    /// Open files, direct I/O, the manifest.
+    pub files: FileOptions,
+    /// The largest key, value and batch accepted.
+    pub limits: Limits,
+}
+
+/// How memory is sized.
+#[derive(Debug, Clone)]
+pub enum Memory {
+    /// One budget (`memory.budget`) split between write memory, the block cache and filter
+    /// memory, with the memory tuner moving memory between them (the default).
+    Budget(Budget),
+    /// Each region sized by hand (`memory.budget = 0`), as in RocksDB.
+    Fixed(FixedMemory),
+}
+
+/// One memory budget (`memory.*` in `docs/options.md`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    /// Bytes for write memory, the block cache (with the index blocks) and filter memory
+    /// (`memory.budget`; at least 256 KiB).
+    pub bytes: usize,
+    /// Write memory's starting share (`memory.write_share`).
+    pub write_share: f64,
+    /// Filter memory's starting share under an elastic filter policy (`memory.filter_share`).
+    pub filter_share: f64,
+    /// The memory tuner (`memory.tuner`); `None`: the starting split stays.
+    pub tuner: Option<Tuner>,
+}
+
+/// The memory tuner's parameters (`memory.tuner_*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tuner {
+    /// Milliseconds between timer cycles (`memory.tuner_period_ms`).
+    pub period_ms: u64,
+    /// The least it leaves write memory and the block cache; 0: automatic
+    /// (`memory.tuner_floor`).
+    pub floor: usize,
+    /// ω, a page write's weight against a page read (`memory.tuner_write_weight`).
+    pub write_weight: f64,
+    /// Tune the elastic policies' filter memory as a third region (`memory.tuner_filters`).
+    pub filters: bool,
+}
+
+/// Regions sized by hand.
+#[derive(Debug, Clone)]
+pub struct FixedMemory {
+    /// Write memory shared by all trees' memtables (`memory.write_memory`).
+    pub write_memory: usize,
+    /// Memtable size at which a tree's memtable is flushed (`memtable.size`).
+    pub memtable_size: usize,
+    /// The block cache: the engine's own of a size, or one shared between databases.
+    pub block_cache: CacheSource,
+    /// Loaded filter units of the elastic policies; 0: bits per key per live key
+    /// (`memory.filter_memory`).
+    pub filter_memory: usize,
+    /// Charge pinned index blocks to the block cache (`cache.index_in_block_cache`).
+    pub index_in_block_cache: bool,
+}
+
+/// Where the block cache comes from under fixed sizes.
+#[derive(Clone)]
+pub enum CacheSource {
+    /// The engine's own cache of this many bytes (`memory.block_cache`).
+    Own(usize),
+    /// A cache shared with other databases, with its own capacity and pools.
+    Shared(Arc<BlockCache>),
+}
+
+/// The block cache's pools and the ghost cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CacheOptions {
+    /// Share of the engine's own block cache reserved for filter units and other meta blocks
+    /// (`cache.high_pri_pool_ratio`).
+    pub high_pri_pool_ratio: f64,
+    /// Simulated bytes of the ghost cache; 0: off, or 128 MiB with the tuner
+    /// (`memory.ghost_cache`).
+    pub ghost_cache: usize,
+}
+
+/// Memtables (`memtable.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemtableOptions {
+    /// Which tree a memory-triggered flush picks (`memtable.flush_policy`).
+    pub flush_policy: FlushPolicy,
+    /// Monolithic or partitioned memory components (`memtable.component`).
+    pub component: MemoryComponent,
+    /// Size ratio between memory levels of a partitioned component
+    /// (`memtable.partitioned_size_ratio`).
+    pub partitioned_size_ratio: usize,
+    /// Luo & Carey's β for a partitioned component (`memtable.partitioned_flush_beta`).
+    pub partitioned_flush_beta: f64,
+}
+
+/// The write-ahead log (`wal.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WalOptions {
+    /// WAL bytes after which the oldest data is flushed; 0: 4 × write memory (`wal.max_size`).
+    pub max_size: u64,
+    /// How a damaged WAL is treated at open (`wal.recovery_mode`).
+    pub recovery_mode: RecoveryMode,
+}
+
+/// The table format (`table.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableFormat {
+    /// Target data block size (`table.block_size`).
+    pub block_size: usize,
+    /// Entries between restart points (`table.restart_interval`).
+    pub restart_interval: usize,
+    /// A hash index in each data block (`table.hash_index`).
+    pub hash_index: bool,
+    /// Data block compression (`table.compression`).
+    pub compression: Compression,
+}
+
+/// Point filters (`filters.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FilterOptions {
+    /// Bits per key on average over a tree's files; 0: no filters (`filters.bits_per_key`).
+    pub bits_per_key: f64,
+    /// How those bits are spread over files (`filters.policy`).
+    pub policy: FilterPolicy,
+    /// Data bytes per filter segment (`filters.segment_size`).
+    pub segment_size: u64,
+    /// Probes in Merlin's per-file window (`filters.merlin_window`).
+    pub merlin_window: usize,
+}
+
+/// How point-filter bits are spread over files, with each policy's parameters
+/// (`filters.policy`; `docs/design.md`, the point filters).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterPolicy {
+    /// The same bits per key for every file (RocksDB's way).
+    Uniform,
+    /// Monkey: fewer bits per key in larger levels.
+    Monkey,
+    /// Mnemosyne: per file, from the lookups Merlin estimates each file receives (the default).
+    Mnemosyne,
+    /// An oracle for benchmarks: Mnemosyne's optimum for the exact per-file counts.
+    Optimal,
+    /// ElasticBF: filter units on disk, loaded by each segment's hotness at run time.
+    Elastic(ElasticUnits),
+    /// Elastic units loaded by Mnemosyne's optimum over segments, re-solved every
+    /// `solve_every` lookups (`filters.elastic_solve_every`).
+    MnemosyneElastic {
+        /// The units.
+        units: ElasticUnits,
+        /// Lookups between solves of the optimum.
+        solve_every: u64,
+    },
+}
+
+/// The elastic policies' filter units (`filters.elastic_*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ElasticUnits {
+    /// Filter units per segment on disk (`filters.elastic_units`).
+    pub units: u32,
+    /// Bits per key of each unit (`filters.elastic_unit_bits_per_key`).
+    pub unit_bits_per_key: f64,
+    /// Gets after its last access at which a segment expires; 0: the live segments
+    /// (`filters.elastic_life_time`).
+    pub life_time: u64,
+    /// Milliseconds between the background adjuster's rounds; 0: none
+    /// (`filters.elastic_interval_ms`).
+    pub interval_ms: u64,
+}
+
+/// The range filter (`range_filter.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RangeFilterOptions {
+    /// Bits per key on average over a tree's tables; 0: no range filter
+    /// (`range_filter.bits_per_key`).
+    pub bits_per_key: f64,
+    /// Bits by the empty range reads each table's data received (`range_filter.by_workload`).
+    pub by_workload: bool,
+    /// Key bytes skipped before the 8-byte projection (`range_filter.key_offset`).
+    pub key_offset: usize,
+    /// Heights a probe may descend below a dyadic interval (`range_filter.max_depth`).
+    pub max_depth: u32,
+    /// Probes one range read may spend on one table (`range_filter.probe_budget`).
+    pub probe_budget: u32,
+}
+
+/// The merge policy and the levels (`compaction.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactionOptions {
+    /// Leveling or Garnering (`compaction.merge_policy`).
+    pub merge_policy: MergePolicyKind,
+    /// Size ratio T between levels (`compaction.size_ratio`).
+    pub size_ratio: f64,
+    /// L0 files that trigger a compaction (`compaction.l0_trigger`).
+    pub l0_trigger: usize,
+    /// Capacity of L1 with fixed level targets (`compaction.max_bytes_for_level_base`).
+    pub max_bytes_for_level_base: u64,
+    /// Fixed level capacities or following write memory (`compaction.level_targets`).
+    pub level_targets: LevelTargets,
+    /// Target size of compaction output files (`compaction.target_file_size`).
+    pub target_file_size: u64,
+    /// Levels including L0 (`compaction.max_levels`).
+    pub max_levels: usize,
+}
+
+/// Background threads (`background.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackgroundOptions {
+    /// Compaction threads (`background.compaction_threads`).
+    pub compaction_threads: usize,
+    /// Pieces a large L0 → L1 compaction is split into (`background.max_subcompactions`).
+    pub max_subcompactions: usize,
+}
+
+/// When writes slow down and stop (`write_stalls.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteStallOptions {
+    /// L0 files at which writes are delayed (`write_stalls.l0_slowdown_trigger`).
+    pub l0_slowdown_trigger: usize,
+    /// L0 files at which writes stop (`write_stalls.l0_stop_trigger`).
+    pub l0_stop_trigger: usize,
+    /// Pending compaction bytes at which writes slow down
+    /// (`write_stalls.soft_pending_compaction_bytes`).
+    pub soft_pending_compaction_bytes: u64,
+    /// ... and stop (`write_stalls.hard_pending_compaction_bytes`).
+    pub hard_pending_compaction_bytes: u64,
+    /// Bytes per second when writes start being delayed (`write_stalls.delayed_write_rate`).
+    pub delayed_write_rate: u64,
+}
+
+/// Files (`files.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileOptions {
+    /// Table readers kept open (`files.max_open_files`).
+    pub max_open_files: usize,
+    /// O_DIRECT reads of tables (`files.use_direct_reads`).
+    pub use_direct_reads: bool,
+    /// Manifest size after which a new one is started (`files.max_manifest_size`).
+    pub max_manifest_size: u64,
+}
+
+/// The largest key, value and batch accepted (`limits.*`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Limits {
+    /// Largest key (`limits.max_key_size`).
+    pub max_key_size: usize,
+    /// Largest value (`limits.max_value_size`).
+    pub max_value_size: usize,
+    /// Largest encoded write batch (`limits.max_batch_size`).
+    pub max_batch_size: usize,
+}
+
+impl FilterPolicy {
+    /// The policy's kind, as OPTIONS names it.
+    pub fn kind(&self) -> BpkPolicy {
+        match self {
+            FilterPolicy::Uniform => BpkPolicy::Uniform,
+            FilterPolicy::Monkey => BpkPolicy::Monkey,
+            FilterPolicy::Mnemosyne => BpkPolicy::Mnemosyne,
+            FilterPolicy::Optimal => BpkPolicy::Optimal,
+            FilterPolicy::Elastic(_) => BpkPolicy::Elastic,
+            FilterPolicy::MnemosyneElastic { .. } => BpkPolicy::MnemosyneElastic,
+        }
+    }
+}
+
+/// A policy of that kind with its parameters at their defaults.
+impl From<BpkPolicy> for FilterPolicy {
+    fn from(kind: BpkPolicy) -> Self {
+        let s = Settings {
+            bpk_policy: kind,
+            ..Settings::default()
+        };
+        FilterPolicy::of(&s)
+    }
+}
+
+impl FilterPolicy {
+    fn of(s: &Settings) -> FilterPolicy {
+        match s.bpk_policy {
+            BpkPolicy::Uniform => FilterPolicy::Uniform,
+            BpkPolicy::Monkey => FilterPolicy::Monkey,
+            BpkPolicy::Mnemosyne => FilterPolicy::Mnemosyne,
+            BpkPolicy::Optimal => FilterPolicy::Optimal,
+            BpkPolicy::Elastic => FilterPolicy::Elastic(ElasticUnits::of(s)),
+            BpkPolicy::MnemosyneElastic => FilterPolicy::MnemosyneElastic {
+                units: ElasticUnits::of(s),
+                solve_every: s.elastic_solve_every,
+            },
+        }
+    }
+}
+
+impl ElasticUnits {
+    fn of(s: &Settings) -> ElasticUnits {
+        ElasticUnits {
+            units: s.elastic_units,
+            unit_bits_per_key: s.elastic_unit_bpk,
+            life_time: s.elastic_life_time,
+            interval_ms: s.elastic_interval_ms,
+        }
+    }
+}
+
+impl Memory {
+    fn of(s: &Settings) -> Memory {
+        if s.memory_budget > 0 {
+            Memory::Budget(Budget::of(s))
+        } else {
+            Memory::Fixed(FixedMemory::of(s))
+        }
+    }
+}
+
+impl Budget {
+    fn of(s: &Settings) -> Budget {
+        Budget {
+            bytes: s.memory_budget,
+            write_share: s.memory_write_share,
+            filter_share: s.memory_filter_share,
+            tuner: s.memory_tuner.then(|| Tuner::of(s)),
+        }
+    }
+}
+
+impl Tuner {
+    fn of(s: &Settings) -> Tuner {
+        Tuner {
+            period_ms: s.memory_tuner_period_ms,
+            floor: s.memory_tuner_floor,
+            write_weight: s.memory_tuner_write_weight,
+            filters: s.memory_tuner_filters,
+        }
+    }
+}
+
+impl FixedMemory {
+    fn of(s: &Settings) -> FixedMemory {
+        FixedMemory {
+            write_memory: s.write_memory_budget,
+            memtable_size: s.write_buffer_size,
+            block_cache: match &s.block_cache {
+                Some(c) => CacheSource::Shared(c.clone()),
+                None => CacheSource::Own(s.block_cache_size),
+            },
+            filter_memory: s.filter_memory,
+            index_in_block_cache: s.index_in_block_cache,
+        }
+    }
+}
+
+/// The defaults of each group, from the option table.
+macro_rules! defaults_from_table {
+    ($($t:ty => $of:expr),* $(,)?) => {$(
+        impl Default for $t {
+            fn default() -> Self {
+                $of(&Settings::default())
+            }
+        }
+    )*};
+}
+defaults_from_table!(
+    Options => Options::of,
+    Budget => Budget::of,
+    Tuner => Tuner::of,
+    ElasticUnits => ElasticUnits::of,
+    FixedMemory => FixedMemory::of,
+    CacheOptions => |s: &Settings| Options::of(s).cache,
+    MemtableOptions => |s: &Settings| Options::of(s).memtable,
+    WalOptions => |s: &Settings| Options::of(s).wal,
+    TableFormat => |s: &Settings| Options::of(s).table,
+    FilterOptions => |s: &Settings| Options::of(s).filters,
+    RangeFilterOptions => |s: &Settings| Options::of(s).range_filter,
+    CompactionOptions => |s: &Settings| Options::of(s).compaction,
+    BackgroundOptions => |s: &Settings| Options::of(s).background,
+    WriteStallOptions => |s: &Settings| Options::of(s).write_stalls,
+    FileOptions => |s: &Settings| Options::of(s).files,
+    Limits => |s: &Settings| Options::of(s).limits,
+);
+
+impl Options {
+    /// The options of these settings (taken through `sizing`, so that a budget and fixed
+    /// sizes are not both set): a setting the chosen alternatives leave out is dropped.
+    pub(crate) fn of(s: &Settings) -> Options {
+        Options {
+            fs: s.fs.clone(),
+            create_if_missing: s.create_if_missing,
+            error_if_exists: s.error_if_exists,
+            keep_stored: s.keep_stored,
+            memory: Memory::of(s),
+            cache: CacheOptions {
+                high_pri_pool_ratio: s.high_pri_pool_ratio,
+                ghost_cache: s.ghost_cache_size,
+            },
+            memtable: MemtableOptions {
+                flush_policy: s.flush_policy,
+                component: s.memory_component,
+                partitioned_size_ratio: s.memory_size_ratio,
+                partitioned_flush_beta: s.memory_flush_beta,
+            },
+            wal: WalOptions {
+                max_size: s.max_wal_size,
+                recovery_mode: s.wal_recovery_mode,
+            },
+            table: TableFormat {
+                block_size: s.block_size,
+                restart_interval: s.block_restart_interval,
+                hash_index: s.data_block_hash_index,
+                compression: s.compression,
+            },
+            filters: FilterOptions {
+                bits_per_key: s.bloom_bits_per_key,
+                policy: FilterPolicy::of(s),
+                segment_size: s.segment_size,
+                merlin_window: s.merlin_window,
+            },
+            range_filter: RangeFilterOptions {
+                bits_per_key: s.range_filter_bits_per_key,
+                by_workload: s.range_filter_by_workload,
+                key_offset: s.range_filter_key_offset,
+                max_depth: s.range_filter_max_depth,
+                probe_budget: s.range_filter_probe_budget,
+            },
+            compaction: CompactionOptions {
+                merge_policy: s.merge_policy,
+                size_ratio: s.size_ratio,
+                l0_trigger: s.l0_compaction_trigger,
+                max_bytes_for_level_base: s.max_bytes_for_level_base,
+                level_targets: s.level_targets,
+                target_file_size: s.target_file_size,
+                max_levels: s.max_levels,
+            },
+            background: BackgroundOptions {
+                compaction_threads: s.compaction_threads,
+                max_subcompactions: s.max_subcompactions,
+            },
+            write_stalls: WriteStallOptions {
+                l0_slowdown_trigger: s.l0_slowdown_trigger,
+                l0_stop_trigger: s.l0_stop_trigger,
+                soft_pending_compaction_bytes: s.soft_pending_compaction_bytes,
+                hard_pending_compaction_bytes: s.hard_pending_compaction_bytes,
+                delayed_write_rate: s.delayed_write_rate,
+            },
+            files: FileOptions {
+                max_open_files: s.max_open_files,
+                use_direct_reads: s.use_direct_reads,
+                max_manifest_size: s.max_manifest_size,
+            },
+            limits: Limits {
+                max_key_size: s.max_key_size,
+                max_value_size: s.max_value_size,
+                max_batch_size: s.max_batch_size,
+            },
+        }
+    }
+
+    /// These options as the table's flat settings; the alternatives not chosen keep their
+    /// defaults. A budget of 0 bytes is refused: fixed sizes are `Memory::Fixed`.
+    pub(crate) fn settings(&self) -> Result<Settings> {
+        let mut s = Settings {
+            fs: self.fs.clone(),
+            create_if_missing: self.create_if_missing,
+            error_if_exists: self.error_if_exists,
+            keep_stored: self.keep_stored,
+            ..Settings::default()
+        };
+        match &self.memory {
+            Memory::Budget(b) => {
+                if b.bytes == 0 {
+                    return Err(invalid(
+                        "memory_budget",
+                        "memory.budget = 0 B: a budget needs bytes; for regions sized by hand use Memory::Fixed",
+                    ));
+                }
+                s.memory_budget = b.bytes;
+                s.memory_write_share = b.write_share;
+                s.memory_filter_share = b.filter_share;
+                s.memory_tuner = b.tuner.is_some();
+                if let Some(t) = &b.tuner {
+                    s.memory_tuner_period_ms = t.period_ms;
+                    s.memory_tuner_floor = t.floor;
+                    s.memory_tuner_write_weight = t.write_weight;
+                    s.memory_tuner_filters = t.filters;
+                }
+            }
+            Memory::Fixed(f) => {
+                s.memory_budget = 0;
+                s.memory_tuner = false;
+                s.write_memory_budget = f.write_memory;
+                s.write_buffer_size = f.memtable_size;
+                match &f.block_cache {
+                    CacheSource::Own(n) => s.block_cache_size = *n,
+                    CacheSource::Shared(c) => s.block_cache = Some(c.clone()),
+                }
+                s.filter_memory = f.filter_memory;
+                s.index_in_block_cache = f.index_in_block_cache;
+            }
+        }
+        s.high_pri_pool_ratio = self.cache.high_pri_pool_ratio;
+        s.ghost_cache_size = self.cache.ghost_cache;
+        let m = &self.memtable;
+        s.flush_policy = m.flush_policy;
+        s.memory_component = m.component;
+        s.memory_size_ratio = m.partitioned_size_ratio;
+        s.memory_flush_beta = m.partitioned_flush_beta;
+        s.max_wal_size = self.wal.max_size;
+        s.wal_recovery_mode = self.wal.recovery_mode;
+        let t = &self.table;
+        s.block_size = t.block_size;
+        s.block_restart_interval = t.restart_interval;
+        s.data_block_hash_index = t.hash_index;
+        s.compression = t.compression;
+        let f = &self.filters;
+        s.bloom_bits_per_key = f.bits_per_key;
+        s.bpk_policy = f.policy.kind();
+        s.segment_size = f.segment_size;
+        s.merlin_window = f.merlin_window;
+        if let FilterPolicy::Elastic(u) | FilterPolicy::MnemosyneElastic { units: u, .. } = &f.policy {
+            s.elastic_units = u.units;
+            s.elastic_unit_bpk = u.unit_bits_per_key;
+            s.elastic_life_time = u.life_time;
+            s.elastic_interval_ms = u.interval_ms;
+        }
+        if let FilterPolicy::MnemosyneElastic { solve_every, .. } = f.policy {
+            s.elastic_solve_every = solve_every;
+        }
+        let r = &self.range_filter;
+        s.range_filter_bits_per_key = r.bits_per_key;
+        s.range_filter_by_workload = r.by_workload;
+        s.range_filter_key_offset = r.key_offset;
+        s.range_filter_max_depth = r.max_depth;
+        s.range_filter_probe_budget = r.probe_budget;
+        let c = &self.compaction;
+        s.merge_policy = c.merge_policy;
+        s.size_ratio = c.size_ratio;
+        s.l0_compaction_trigger = c.l0_trigger;
+        s.max_bytes_for_level_base = c.max_bytes_for_level_base;
+        s.level_targets = c.level_targets;
+        s.target_file_size = c.target_file_size;
+        s.max_levels = c.max_levels;
+        s.compaction_threads = self.background.compaction_threads;
+        s.max_subcompactions = self.background.max_subcompactions;
+        let w = &self.write_stalls;
+        s.l0_slowdown_trigger = w.l0_slowdown_trigger;
+        s.l0_stop_trigger = w.l0_stop_trigger;
+        s.soft_pending_compaction_bytes = w.soft_pending_compaction_bytes;
+        s.hard_pending_compaction_bytes = w.hard_pending_compaction_bytes;
+        s.delayed_write_rate = w.delayed_write_rate;
+        s.max_open_files = self.files.max_open_files;
+        s.use_direct_reads = self.files.use_direct_reads;
+        s.max_manifest_size = self.files.max_manifest_size;
+        s.max_key_size = self.limits.max_key_size;
+        s.max_value_size = self.limits.max_value_size;
+        s.max_batch_size = self.limits.max_batch_size;
+        Ok(s)
+    }
+
+    /// The memory-adaptive configuration for one budget: `bytes` split between write memory,
+    /// the block cache and filter memory, and the memory tuner moving memory between them at
+    /// run time. Other settings as in `Options::default()`.
+    pub fn with_memory(bytes: usize) -> Options {
+        Options {
+            memory: Memory::Budget(Budget {
+                bytes,
+                ..Budget::default()
+            }),
+            ..Options::default()
+        }
+    }
+
+    /// Fixed region sizes: `write_memory` for all memtables, memtables of `memtable_size`,
+    /// and a block cache of `block_cache` bytes; the other settings as in
+    /// `Options::default()`.
+    pub fn with_fixed_memory(write_memory: usize, memtable_size: usize, block_cache: usize) -> Options {
+        Options {
+            memory: Memory::Fixed(FixedMemory {
+                write_memory,
+                memtable_size,
+                block_cache: CacheSource::Own(block_cache),
+                ..FixedMemory::default()
+            }),
+            ..Options::default()
+        }
+    }
+
+    /// Sets the option `name` from its text form. `name` is the option's name in OPTIONS and
+    /// `docs/options.md` (`memory.budget`, `filters.policy`) or its flat name of earlier
+    /// releases (`memory_budget`, `bpk_policy`). Sizes take binary units (`64MiB`, `1.5 GiB`,
+    /// `4k`), enums their names (`mnemosyne-elastic`). Setting a region's size by hand
+    /// (`memory.write_memory`, `memtable.size`, `memory.block_cache`, …) while the budget is
+    /// at its default selects fixed sizes; `memory.budget = 0` does too.
+    /// `format_version` and `comparator` are accepted only with the values this build writes.
+    ///
+    /// # Errors
+    /// `InvalidArgument` for an unknown name (with the closest known names);
+    /// `InvalidOptions` naming the option when the value does not parse (an enum's error lists
+    /// its valid names), or when it has no place under the alternatives chosen (an elastic
+    /// unit setting under `filters.policy = mnemosyne`: set the policy first; a region size
+    /// beside an explicit budget). Ranges and the other combinations are checked by
+    /// [`validate`](Self::validate) at open.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        self.set_all([(name, value)])
+    }
+
+    /// [`set`](Self::set) for several options at once, in any order: the alternatives are
+    /// chosen after all of them are applied (`filters.elastic_units` may come before
+    /// `filters.policy = elastic`). Nothing changes when one fails.
+    ///
+    /// # Errors
+    /// As [`set`](Self::set), for the first option that fails.
+    pub fn set_all<'a>(&mut self, options: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<()> {
+        let mut s = self.settings()?;
+        for (name, value) in options {
+            s.set(name, value)?;
+        }
+        *self = Options::held(s.sizing())?;
+        Ok(())
+    }
+
+    /// The options of `s`, refusing a setting the chosen alternatives cannot hold (it would be
+    /// dropped): the error names it and says why it has no effect.
+    fn held(s: Settings) -> Result<Options> {
+        let o = Options::of(&s);
+        let back = o.settings()?;
+        for sp in super::SPECS {
+            if (sp.get)(&s) != (sp.get)(&back) {
+                return Err(invalid(
+                    sp.field,
+                    format!("{} = {} has no effect: {}", sp.name, sp.show(&s), sp.when.why_not(&s)),
+                ));
+            }
+        }
+        Ok(o)
+    }
+
+    /// The value of the option `name` as OPTIONS writes it (names as for
+    /// [`set`](Self::set)); `None` for an unknown name.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let s = self.settings().ok()?;
+        super::file::find(name).map(|sp| (sp.get)(&s))
+    }
+
+    /// Checks every option as given: each value in its range, no setting that has no effect
+    /// under the others away from its default, and the settings that relate to each other
+    /// consistent. The error names the option (the one the caller changed, where several are
+    /// involved), shows the values and, for an enum, its valid choices.
+    pub fn validate(&self) -> Result<()> {
+        self.settings()?.validate()
+    }
+
+    /// These options with every setting stored in the newest OPTIONS file of the database in
+    /// `dir` applied (what the database was last opened with); unchanged when it has none.
+    /// Settings this build does not know (written by a newer one) are skipped, and so are
+    /// those about one open (`create_if_missing`, `error_if_exists`, `keep_stored`).
+    ///
+    /// # Errors
+    /// `Corruption` for a damaged OPTIONS file or a stored value that does not parse; I/O
+    /// errors.
+    pub fn with_stored(self, dir: &Path) -> Result<Options> {
+        Ok(Options::of(&self.settings()?.with_stored(dir)?.sizing()))
+    }
+}
+
+impl std::fmt::Debug for CacheSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheSource::Own(n) => f.debug_tuple("Own").field(n).finish(),
+            CacheSource::Shared(c) => write!(f, "Shared(capacity {})", c.capacity()),
+        }
+    }
+}
+
+impl Memory {
+    /// The budget, switching to the default budget first when memory is sized by hand.
+    pub fn budget_mut(&mut self) -> &mut Budget {
+        match self {
+            Memory::Budget(b) => b,
+            Memory::Fixed(_) => {
+                *self = Memory::Budget(Budget::default());
+                self.budget_mut()
+            }
+        }
+    }
+
+    /// The regions sized by hand, switching to fixed sizes (at their defaults) first when
+    /// memory is a budget.
+    pub fn fixed_mut(&mut self) -> &mut FixedMemory {
+        match self {
+            Memory::Fixed(f) => f,
+            Memory::Budget(_) => {
+                *self = Memory::Fixed(FixedMemory::default());
+                self.fixed_mut()
+            }
+        }
+    }
+}
+
+impl Budget {
+    /// The tuner's parameters, turning it on (at its defaults) first when it is off.
+    pub fn tuner_mut(&mut self) -> &mut Tuner {
+        self.tuner.get_or_insert_with(Tuner::default)
+    }
+}
+
+impl FilterPolicy {
+    /// The elastic policies' units; `None` for the other policies.
+    pub fn units_mut(&mut self) -> Option<&mut ElasticUnits> {
+        match self {
+            FilterPolicy::Elastic(u) | FilterPolicy::MnemosyneElastic { units: u, .. } => Some(u),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::SPECS;
+    use super::*;
+    use crate::error::Error;
+
+    fn refused(e: Result<()>) -> (&'static str, String) {
+        match e {
+            Err(Error::InvalidOptions { option, reason }) => (option, reason),
+            other => panic!("accepted: {other:?}"),
+        }
+    }
+
+    /// The typed defaults are the table's, and every setting survives typed → flat → typed:
+    /// each one given a value other than its default (with the alternative that holds it
+    /// chosen) reads back the same through `Options`.
+    #[test]
+    fn every_setting_round_trips_through_the_groups() {
+        let flat = |o: &Options| o.settings().unwrap().to_map();
+        assert_eq!(flat(&Options::default()), Settings::default().to_map());
+        let budget = [("filters.policy", "mnemosyne-elastic")];
+        let fixed = [("memory.budget", "0"), ("filters.policy", "elastic")];
+        for sp in SPECS {
+            let mut o = Options::default();
+            let select: &[(&str, &str)] = if sp.when.label().contains("memory.budget = 0") {
+                &fixed
+            } else {
+                &budget
+            };
+            o.set_all(select.iter().copied()).unwrap();
+            let other = match sp.kind {
+                super::super::spec::Kind::Bool => ((sp.get)(&o.settings().unwrap()) == "false").to_string(),
+                super::super::spec::Kind::Choice => sp
+                    .choices
+                    .last()
+                    .map_or("", |c| c.split(' ').next().unwrap_or(c))
+                    .replace(":C", ":0.5"),
+                _ => "3".into(),
+            };
+            let other = if sp.field == "merge_policy" {
+                "garnering:0.5".to_string()
+            } else {
+                other
+            };
+            if sp.field == "memory_budget" {
+                continue; // covered by the budget tests below
+            }
+            o.set(sp.name, &other).unwrap_or_else(|e| panic!("{}: {e}", sp.name));
+            let s = o.settings().unwrap();
+            assert_eq!((sp.get)(&s), other, "{} through the groups", sp.name);
+            assert_eq!(o.get(sp.name).as_deref(), Some(other.as_str()));
+            assert_eq!(o.get(sp.field).as_deref(), Some(other.as_str()));
+            assert_eq!(Options::of(&s).settings().unwrap().to_map(), s.to_map(), "{}", sp.name);
+        }
+        assert_eq!(Options::default().get("no.such"), None);
+    }
+
+    /// What the types cannot hold is refused by name, naming the setting and why; in one
+    /// `set_all` the order does not matter.
+    #[test]
+    fn set_refuses_what_the_alternatives_cannot_hold() {
+        let mut o = Options::default();
+        let (option, why) = refused(o.set("filters.elastic_units", "8"));
+        assert_eq!(option, "elastic_units");
+        assert!(why.contains("filters.policy = mnemosyne"), "{why}");
+        assert_eq!(o.filters.policy, FilterPolicy::Mnemosyne, "nothing changed");
+        o.set_all([("filters.elastic_units", "8"), ("filters.policy", "elastic")])
+            .unwrap();
+        assert_eq!(o.filters.policy.units_mut().map(|u| u.units), Some(8));
+
+        // A region by hand beside an explicit budget (the budget used to win silently).
+        let mut o = Options::default();
+        o.set("memory.budget", "64MiB").unwrap();
+        let (option, why) = refused(o.set("memory.write_memory", "512MiB"));
+        assert_eq!(option, "write_memory_budget");
+        assert!(
+            why.contains("512 MiB") && why.contains("memory.budget = 64 MiB"),
+            "{why}"
+        );
+        // With the budget at its default, a region by hand selects fixed sizes.
+        let mut o = Options::default();
+        o.set_all([("write_memory_budget", "512MiB"), ("block_cache_size", "1GiB")])
+            .unwrap();
+        match &o.memory {
+            Memory::Fixed(f) => {
+                assert_eq!(f.write_memory, 512 << 20);
+                assert!(matches!(f.block_cache, CacheSource::Own(n) if n == 1 << 30));
+            }
+            Memory::Budget(_) => panic!("a region by hand selects fixed sizes"),
+        }
+        // ... and `memory.budget` then switches back, refusing the regions set by hand.
+        let (option, _) = refused(o.clone().set("memory.budget", "64MiB"));
+        assert_eq!(option, "write_memory_budget");
+        // The tuner's parameters without the tuner.
+        let mut o = Options::default();
+        o.set("memory.tuner", "false").unwrap();
+        assert!(matches!(&o.memory, Memory::Budget(b) if b.tuner.is_none()));
+        assert_eq!(
+            refused(o.set("memory.tuner_period_ms", "5")).0,
+            "memory_tuner_period_ms"
+        );
+        // A budget of no bytes.
+        let o = Options {
+            memory: Memory::Budget(Budget {
+                bytes: 0,
+                ..Budget::default()
+            }),
+            ..Options::default()
+        };
+        let (option, why) = refused(o.validate());
+        assert_eq!(option, "memory_budget");
+        assert!(why.contains("Memory::Fixed"), "{why}");
+    }
+
+    /// The combinations the types leave possible are refused at validation, naming the
+    /// setting: the cases the flat options used to ignore.
+    #[test]
+    fn what_the_types_allow_is_validated() {
+        // Filter memory with a policy that loads no units.
+        let mut o = Options::with_fixed_memory(128 << 20, 64 << 20, 32 << 20);
+        o.memory.fixed_mut().filter_memory = 8 << 20;
+        let (option, why) = refused(o.validate());
+        assert_eq!(option, "filter_memory");
+        assert!(why.contains("filters.policy = mnemosyne"), "{why}");
+        // No bits per key with an elastic policy and nothing else to size filter memory.
+        let mut o = Options::with_fixed_memory(128 << 20, 64 << 20, 32 << 20);
+        o.filters.bits_per_key = 0.0;
+        o.filters.policy = BpkPolicy::MnemosyneElastic.into();
+        assert_eq!(refused(o.validate()).0, "bloom_bits_per_key");
+        // A tuner floor above a starting region.
+        let mut o = Options::with_memory(64 << 20);
+        o.memory.budget_mut().tuner_mut().floor = 32 << 20;
+        let (option, why) = refused(o.validate());
+        assert_eq!(option, "memory_tuner_floor");
+        assert!(why.contains("32 MiB") && why.contains("16 MiB"), "{why}");
+        // Partitioned parameters with a monolithic component.
+        let mut o = Options::default();
+        o.memtable.partitioned_size_ratio = 4;
+        assert_eq!(refused(o.validate()).0, "memory_size_ratio");
+        o.memtable.component = MemoryComponent::Partitioned;
+        o.validate().unwrap();
+    }
+}
