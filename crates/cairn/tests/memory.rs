@@ -420,3 +420,42 @@ fn partitioned_memory_component() {
         );
     }
 }
+
+/// Memory taken from write memory is released without waiting for a write: a memtable above
+/// the new memtable size is switched and flushed at once (the tuner's idle rule moves write
+/// memory to the cache when no writes come).
+#[test]
+fn shrinking_write_memory_flushes_a_memtable_above_it() {
+    let fs = MemFs::new();
+    let db = {
+        let mut o = Options::with_fixed_memory(8 << 20, 4 << 20, 1 << 20);
+        o.fs = Arc::new(fs.clone());
+        Db::open("/s", o).unwrap()
+    };
+    for i in 0..3000u32 {
+        db.put(common::key(i), vec![b'v'; 100]).unwrap();
+    }
+    let before = db.memory().write_usage;
+    assert!(before > 300 << 10, "{before}");
+    // A larger memtable size keeps the memtable.
+    db.resize_memory(MemoryLimits {
+        write_buffer_size: Some(6 << 20),
+        ..MemoryLimits::default()
+    })
+    .unwrap();
+    db.wait_for_background().unwrap();
+    assert_eq!(db.memory().write_usage, before);
+    db.resize_memory(MemoryLimits {
+        write_memory_budget: Some(256 << 10),
+        write_buffer_size: Some(128 << 10),
+        ..MemoryLimits::default()
+    })
+    .unwrap();
+    db.wait_for_background().unwrap();
+    let after = db.memory().write_usage;
+    assert!(after < 64 << 10, "{before} B before, {after} B after");
+    assert_eq!(db.levels()[0].levels[0].files, 1, "one flushed table");
+    for i in 0..3000u32 {
+        assert!(db.get(common::key(i)).unwrap().is_some());
+    }
+}

@@ -103,10 +103,10 @@ fn rule_name(r: Rule) -> &'static str {
 }
 
 impl DbInner {
-    /// Moves memory between regions (`Db::resize_memory`): the write budget and memtable size
-    /// apply from the next write group, a smaller cache evicts at once, less filter memory
-    /// unloads units at once.
-    pub(crate) fn resize_memory(&self, limits: MemoryLimits) -> Result<()> {
+    /// Moves memory between regions (`Db::resize_memory`): a memtable larger than the new
+    /// memtable size is switched (and flushed) at once, the write budget applies from the next
+    /// write group, a smaller cache evicts at once, less filter memory unloads units at once.
+    pub(crate) fn resize_memory(self: &Arc<Self>, limits: MemoryLimits) -> Result<()> {
         let m = &self.memory;
         let budget = limits.write_memory_budget.unwrap_or_else(|| m.write_budget());
         let buffer = limits.write_buffer_size.unwrap_or_else(|| m.write_buffer_size());
@@ -117,12 +117,32 @@ impl DbInner {
         }
         m.write.set_capacity(budget);
         m.write_buffer_size.store(buffer, Ordering::Relaxed);
+        // Without writes to come (the tuner's idle rule hands write memory to the cache), a
+        // memtable above the new size would keep memory the cache has just been given.
+        if !self.read_only {
+            let mut wal = self.wal.lock();
+            let mut st = self.state.lock();
+            let over: Vec<usize> = (0..st.mems.len())
+                .filter(|&t| !st.mems[t].is_partitioned() && st.mems[t].active_bytes() > buffer)
+                .collect();
+            if !over.is_empty() {
+                super::write::switch_memtables(self, &mut wal, &mut st, &over)?;
+            }
+        }
+        let mut shrank = false;
         if let Some(c) = limits.block_cache {
+            shrank |= c < self.cache.capacity();
             self.cache.set_capacity(c);
         }
         if let Some(f) = limits.filter_memory {
+            shrank |= (f as u64) < self.elastic.explicit_budget.load(Ordering::Relaxed);
             self.elastic.explicit_budget.store(f as u64, Ordering::Relaxed);
             self.adjust_filters();
+        }
+        // What the cache or the filters gave up is small blocks in malloc's heaps, which the
+        // region that grows (memtable arenas, mmapped) cannot reuse: give it back.
+        if shrank {
+            crate::memory::trim_malloc(self.opts.malloc_mmap_threshold);
         }
         self.bg_cv.notify_all();
         Ok(())
@@ -180,7 +200,7 @@ impl DbInner {
     /// One tuning cycle now: the statistics since the last one, the decider's step, the new
     /// sizes applied. `None` without a tuner, or at the first call (which only starts the
     /// first cycle), or when no operation ran.
-    pub(crate) fn tune_memory(&self) -> Option<TunerRecord> {
+    pub(crate) fn tune_memory(self: &Arc<Self>) -> Option<TunerRecord> {
         let tuner = self.tuner.as_ref()?;
         let now = self.mark();
         let mut state = tuner.state.lock();

@@ -291,6 +291,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     }
     let stored = read_stored(&*fs, dir, &names)?;
     let (given, opts) = checked(given, stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
+    crate::memory::fix_malloc_threshold(opts.malloc_mmap_threshold);
 
     let mut rec = if exists { set::recover(&*fs, dir)? } else { fresh(dir)? };
     let db_id = rec.db_id.unwrap_or_else(rand::random);
@@ -421,7 +422,10 @@ pub(super) fn open_read_only(dir: &Path, given: Settings) -> Result<Arc<DbInner>
     loop {
         let before = durable_mark(&*fs, dir);
         match recover_read_only(dir, &given) {
-            Ok((configured, opts, parts)) => return Ok(assemble(dir, configured, opts, parts)),
+            Ok((configured, opts, parts)) => {
+                crate::memory::fix_malloc_threshold(opts.malloc_mmap_threshold);
+                return Ok(assemble(dir, configured, opts, parts));
+            }
             Err(e) if attempts < 10 && durable_mark(&*fs, dir) != before => {
                 tracing::debug!(error = %e, "the database changed during a read-only open; retrying");
                 attempts += 1;

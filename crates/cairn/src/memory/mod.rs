@@ -14,6 +14,47 @@ pub(crate) mod pages;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
+/// Fixes glibc malloc's mmap threshold at `bytes` (`malloc_mmap_threshold`; 0: leave it),
+/// once per process and not over `MALLOC_MMAP_THRESHOLD_`. A fixed threshold turns off glibc's
+/// raising it as large blocks are freed, so a freed memtable arena or compaction buffer goes
+/// back to the system instead of staying in a heap.
+pub(crate) fn fix_malloc_threshold(bytes: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        if bytes == 0 || std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_some() {
+            return;
+        }
+        let Ok(value) = i32::try_from(bytes) else {
+            return;
+        };
+        ONCE.call_once(|| {
+            // SAFETY: mallopt changes malloc's parameters under malloc's own lock; any thread
+            // may call it at any time.
+            if unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, value) } != 1 {
+                tracing::warn!(bytes, "malloc refused the mmap threshold");
+            }
+        });
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = bytes;
+}
+
+/// Returns the free memory of glibc malloc's heaps to the system (`malloc_trim`), when the
+/// allocator is managed (`malloc_mmap_threshold` above 0): called after a region shrinks, off
+/// the read path.
+pub(crate) fn trim_malloc(threshold: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if threshold > 0 {
+        // SAFETY: malloc_trim works under malloc's own locks; any thread may call it.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = threshold;
+}
+
 /// A hint to load the cache line holding `p` into the CPU cache: it reads nothing and cannot
 /// fault, whatever the address. Used where a lookup would otherwise take its memory misses one
 /// after another (each address known only from the previous load).

@@ -51,6 +51,8 @@ pub struct Options {
     pub error_if_exists: bool,
     /// Keep the stored configuration for the settings left at their defaults (`keep_stored`).
     pub keep_stored: bool,
+    /// glibc's malloc: fix its mmap threshold at open; 0: leave it (`malloc_mmap_threshold`).
+    pub malloc_mmap_threshold: usize,
     /// How memory is sized: one budget, or each region by hand.
     pub memory: Memory,
     /// The block cache and the ghost cache.
@@ -458,6 +460,7 @@ impl Options {
             create_if_missing: s.create_if_missing,
             error_if_exists: s.error_if_exists,
             keep_stored: s.keep_stored,
+            malloc_mmap_threshold: s.malloc_mmap_threshold,
             memory: Memory::of(s),
             cache: CacheOptions {
                 high_pri_pool_ratio: s.high_pri_pool_ratio,
@@ -533,6 +536,7 @@ impl Options {
             create_if_missing: self.create_if_missing,
             error_if_exists: self.error_if_exists,
             keep_stored: self.keep_stored,
+            malloc_mmap_threshold: self.malloc_mmap_threshold,
             ..Settings::default()
         };
         match &self.memory {
@@ -924,5 +928,13 @@ mod tests {
         assert_eq!(refused(o.validate()).0, "memory_size_ratio");
         o.memtable.component = MemoryComponent::Partitioned;
         o.validate().unwrap();
+        // glibc's mmap threshold is at most 32 MiB.
+        let o = Options {
+            malloc_mmap_threshold: 64 << 20,
+            ..Options::default()
+        };
+        let (option, why) = refused(o.validate());
+        assert_eq!(option, "malloc_mmap_threshold");
+        assert!(why.contains("64 MiB") && why.contains("32 MiB"), "{why}");
     }
 }

@@ -81,6 +81,8 @@ pub(crate) enum Cond {
     OwnCache,
     /// No shared `block_cache`.
     NoSharedCache,
+    /// The process allocates with glibc's malloc (Linux, the gnu target environment).
+    Glibc,
 }
 
 impl Cond {
@@ -113,6 +115,7 @@ impl Cond {
             Cond::Leveling => o.merge_policy == MergePolicyKind::Leveling,
             Cond::FixedTargets => o.level_targets == LevelTargets::Fixed,
             Cond::NoSharedCache => o.block_cache.is_none(),
+            Cond::Glibc => cfg!(all(target_os = "linux", target_env = "gnu")),
             _ => true,
         }
     }
@@ -134,6 +137,7 @@ impl Cond {
             Cond::Leveling => "leveling",
             Cond::FixedTargets => "compaction.level_targets = fixed",
             Cond::NoSharedCache => "no shared block_cache",
+            Cond::Glibc => "glibc's malloc",
             _ => "always",
         }
         .into()
@@ -183,6 +187,7 @@ impl Cond {
                 "with compaction.level_targets = write-memory, L1's capacity follows write memory".into()
             }
             Cond::NoSharedCache => "the shared block_cache given in the options has its own capacity and pool".into(),
+            Cond::Glibc => "this build does not allocate with glibc's malloc (set 0)".into(),
             _ => String::new(),
         }
     }
