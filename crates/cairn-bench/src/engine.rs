@@ -169,6 +169,10 @@ pub struct EngineArgs {
     /// what a user of the library gets, with only the flags given applied).
     #[arg(long, default_value = "bench")]
     pub defaults: String,
+    /// glibc malloc's mmap threshold cairn fixes at open (cairn only; 0: leave the allocator
+    /// alone; default its own, 128 KiB).
+    #[arg(long)]
+    pub malloc_mmap_threshold: Option<usize>,
     /// The flags given on the command line (set by the runner from clap's matches).
     #[arg(skip)]
     pub given: std::collections::BTreeSet<String>,
@@ -477,6 +481,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         memory_filter_share => "memory.filter_share",
         ghost_cache_size => "memory.ghost_cache",
         max_total_wal_size => "wal.max_size",
+        malloc_mmap_threshold => "malloc_mmap_threshold",
     );
     if let Some(t) = a.data_block_index_type {
         set.push(("data_block_index_type", "table.hash_index", (t == 1).to_string()));
