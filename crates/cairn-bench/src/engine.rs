@@ -560,7 +560,7 @@ impl Engine for CairnEngine {
     }
 
     fn flush(&self) -> EResult<()> {
-        Ok(self.db.flush()?)
+        Ok(self.db.flush_all()?)
     }
 
     fn compact(&self) -> EResult<()> {

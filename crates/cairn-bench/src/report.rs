@@ -514,7 +514,7 @@ impl From<&cairn::TunerRecord> for TunerPoint {
             write_step: r.write_step,
             filter_derivative: r.filter_derivative,
             filter_step: r.filter_step,
-            rule: r.rule.to_string(),
+            rule: r.rule.name().to_string(),
             write: r.write,
             cache: r.cache,
             filter: r.filter,

@@ -331,7 +331,7 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Flush { db } => {
-            open(db, Access::Write)?.flush()?;
+            open(db, Access::Write)?.flush_all()?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Compact { db, keys, tree } => {

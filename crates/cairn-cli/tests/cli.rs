@@ -127,7 +127,7 @@ fn build(db: &Path) -> Db {
             .unwrap();
     }
     d.delete(b"key00007").unwrap();
-    d.flush().unwrap();
+    d.flush_all().unwrap();
     d.wait_for_background().unwrap();
     d.put(b"wal-only", b"yes").unwrap();
     d.tree("users").unwrap().put(b"ada", b"lovelace").unwrap();

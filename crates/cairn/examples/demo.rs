@@ -56,7 +56,7 @@ fn main() -> cairn::Result<()> {
     let load = t.elapsed().as_secs_f64();
     println!("loaded {n} keys in random order: {:.0} puts/s", n as f64 / load);
 
-    db.flush()?;
+    db.flush_all()?;
     db.wait_for_background()?;
     order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(8));
     let before = db.stats();

@@ -29,8 +29,9 @@
 //!   configuration. The default is the adaptive engine: a 256 MiB budget ([`DEFAULT_BUDGET`])
 //!   with the memory tuner, Mnemosyne point filters and range filters by workload;
 //!   [`Options::with_fixed_memory`] sizes the regions by hand instead.
-//! - [`Db`] and [`Tree`]: reads, writes, iterators, snapshots; [`Db::stats`] and
-//!   [`Db::property`] for what the engine decided and what it cost.
+//! - [`Db`] and [`Tree`]: reads, writes, iterators, snapshots; [`Db::stats`], [`Db::levels`],
+//!   [`Db::memory`] (their types in [`stats`]) and [`Db::property`] for what the engine decided
+//!   and what it cost.
 //! - [`Error`]: one error type; a failed fsync turns the database read-only
 //!   ([`Error::Poisoned`]).
 
@@ -69,8 +70,6 @@ internal_modules!(
     memory,
     memtable,
     sst,
-    /// Counters: I/O, per tree and level, per file.
-    stats,
     tuning,
     version,
     wal,
@@ -84,18 +83,16 @@ mod filename;
 pub mod fuzzing;
 pub mod inspect;
 mod options;
+pub mod stats;
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod testutil;
 
 pub use batch::WriteBatch;
-pub use cache::{BlockCache, BlockKey, CacheCounters, EvictionListener};
-pub use db::{
-    Db, DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, Range, Snapshot, Tree, TreeLevels,
-    TunerRecord,
-};
+pub use cache::{BlockCache, CacheCounters};
+pub use db::{Db, Range, Snapshot, Tree};
 pub use error::{Error, Result};
-pub use memory::{MemoryLimits, MemoryUsage};
+pub use memory::MemoryLimits;
 pub use options::{
     BackgroundOptions, BpkPolicy, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions,
     FilterOptions, FilterPolicy, FixedMemory, FlushPolicy, LevelTargets, Limits, Memory, MemoryComponent,
@@ -103,5 +100,11 @@ pub use options::{
     WriteStallOptions, DEFAULT_BUDGET, MIN_BUDGET,
 };
 pub use sst::Compression;
-pub use stats::{BlockKind, IoSnapshot, KindSnapshot, LevelStats, TreeStatsSnapshot};
+/// The statistics types where they were before `cairn::stats`, for programs that name them
+/// here.
+#[doc(hidden)]
+pub use stats::{
+    BlockKind, DbStats, ElasticStats, FileAccessStats, IoSnapshot, KindSnapshot, LevelInfo, LevelStats, MemoryUsage,
+    MerlinAccuracy, TreeLevels, TreeStatsSnapshot, TunerRecord, TunerRule,
+};
 pub use wal::RecoveryMode;

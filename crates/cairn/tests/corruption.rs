@@ -65,7 +65,7 @@ fn build(fs: &MemFs, seed: u64) -> (Model, Vec<Vec<u8>>) {
                 m1.insert(k, v);
             }
         }
-        db.flush().unwrap();
+        db.flush_all().unwrap();
         if round == 1 {
             db.compact_range::<&[u8], _>(..).unwrap();
         }
@@ -89,7 +89,7 @@ fn build(fs: &MemFs, seed: u64) -> (Model, Vec<Vec<u8>>) {
     let last = format!("flushed last {seed}").into_bytes();
     db.put(b"k-last", &last).unwrap();
     m1.insert(b"k-last".to_vec(), last);
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     let mut wal = Vec::new();
     for j in 0..WAL_WRITES {
         let v = format!("wal-{seed}-{j}").into_bytes();

@@ -75,12 +75,12 @@ fn workload(db: &Db, h: &mut History) -> cairn::Result<()> {
         }
         // Each phase ends with an operation that makes every earlier write durable.
         match phase {
-            0 => db.flush()?,
+            0 => db.flush_all()?,
             1 => db.compact_range::<&[u8], _>(..)?,
             _ => {
                 db.wait_for_background()?;
                 t.flush()?;
-                db.flush()?;
+                db.flush_all()?;
             }
         }
         h.durable = h.states.len() - 1;
@@ -147,7 +147,7 @@ fn run(k: Option<u64>) -> (u64, bool) {
     );
     // The recovered database keeps working.
     db.put(b"after", b"crash").unwrap();
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     (ops, completed)
 }
 

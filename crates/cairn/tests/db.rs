@@ -194,7 +194,7 @@ fn snapshots_survive_compactions() {
             db.put(k(i), b"new").unwrap();
         }
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.compact_range::<&[u8], _>(..).unwrap();
     db.wait_for_background().unwrap();
     assert!(db.levels()[0].levels.len() >= 2);
@@ -404,7 +404,7 @@ fn load(policy: MergePolicyKind, n: u32) -> (usize, f64) {
     for _ in 0..n {
         db.put(k(rng.gen_range(0..n * 4)), [9u8; 100]).unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.wait_for_background().unwrap();
     let levels = db.levels()[0].levels.len() - 1;
     (levels, db.stats().write_amplification())
@@ -578,7 +578,7 @@ fn per_file_access_records_and_no_filter_option() {
         for i in 0..1000 {
             db.put(k(i * 2), b"v").unwrap();
         }
-        db.flush().unwrap();
+        db.flush_all().unwrap();
         db.wait_for_background().unwrap();
         let before = db.stats();
         for i in 0..1000 {
@@ -626,7 +626,7 @@ fn manifest_damage_is_detected_even_in_the_last_edit() {
         for i in 0..100 {
             db.put(k(i + round * 1000), b"v").unwrap();
         }
-        db.flush().unwrap();
+        db.flush_all().unwrap();
     }
     db.close().unwrap();
     let (number, path) = cairn::version::manifest::read_current(&fs, Path::new("/md")).unwrap();
@@ -673,7 +673,7 @@ fn range_pins_its_version_at_creation() {
     let fs = MemFs::new();
     let db = Db::open("/pin", small(Arc::new(fs))).unwrap();
     db.put(b"k", b"old").unwrap();
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     let fwd = db.iter();
     let back = db.iter();
     db.put(b"k", b"new").unwrap();
@@ -720,7 +720,7 @@ fn iteration_over_keys_with_many_versions() {
             model.push((db.snapshot(), now.clone()));
         }
         if round == 25 {
-            db.flush().unwrap();
+            db.flush_all().unwrap();
         }
     }
     model.push((db.snapshot(), now));

@@ -169,7 +169,7 @@ fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
                 }
             }
             91..=93 => match &trees[t] {
-                None => db.flush().unwrap(),
+                None => db.flush_all().unwrap(),
                 Some(tr) => tr.flush().unwrap(),
             },
             94..=96 => {

@@ -19,7 +19,7 @@ fn smoke() {
     assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
     let all: Vec<_> = db.iter().map(|r| r.unwrap()).collect();
     assert_eq!(all, vec![(b"b".to_vec(), b"2".to_vec())]);
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
     db.put(b"c", b"3").unwrap();
     db.close().unwrap();

@@ -44,7 +44,7 @@ fn build(policy: BpkPolicy, present: bool) -> (Db, Vec<FileAccessStats>) {
     for i in (0..4000).step_by(4) {
         db.put(common::key(2 * i), "newer").unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     for round in 0..3 {
         for i in 0..4000u32 {
             let k = if present { 2 * i } else { 2 * i + 1 };
@@ -150,7 +150,7 @@ fn files_whose_filter_no_longer_pays_are_not_probed() {
     assert!(probed_before_solve >= 4000, "{probed_before_solve}");
     // A flush is a solve: the tree's statistics now say the bottom files get no empty lookups.
     db.put("zzz", "x").unwrap();
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     let before = unit_lookups(&db);
     for i in 0..4000u32 {
         assert!(db.get(common::key(2 * i)).unwrap().is_some());

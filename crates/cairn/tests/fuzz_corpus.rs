@@ -55,7 +55,7 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
             db.delete(format!("key{:05}", i / 2)).unwrap();
         }
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     for i in 0..20u32 {
         db.put(format!("wal{i}"), "x").unwrap();
     }

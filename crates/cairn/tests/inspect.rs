@@ -34,7 +34,7 @@ fn build(fs: &MemFs, policy: BpkPolicy) {
         db.put(common::key(i % 2000), format!("value {i} \u{1}")).unwrap();
     }
     db.delete(common::key(5)).unwrap();
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.wait_for_background().unwrap();
     db.put(b"in-the-wal", b"yes").unwrap();
     users.put(b"ada", b"lovelace").unwrap();

@@ -72,7 +72,7 @@ fn reopen_and_check(fs: &FaultFs, mode: RecoveryMode, model: &BTreeMap<Vec<u8>, 
     }
     // The database is writable again and survives one more reopen.
     db.put(b"after", b"reopen").unwrap();
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     drop(db);
     let db = Db::open(DIR, options(fs, mode)).unwrap();
     assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"reopen"[..]), "{case}");
@@ -132,11 +132,11 @@ fn a_failed_manifest_write_of_a_flush_deletes_nothing() {
             let db = Db::open(DIR, options(&fs, mode)).unwrap();
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 2000, 0);
-            db.flush().unwrap();
+            db.flush_all().unwrap();
             write(&db, &mut model, 1000, 3000, 1);
             let tables_before = files(&fs, ".sst").len();
             arm(&fs, fault);
-            let e = db.flush().expect_err(&case);
+            let e = db.flush_all().expect_err(&case);
             assert_poisoned(&db, &e, &case);
             let op = injected_op(&fs, &case);
             // The flush's table was written and must still be there.
@@ -157,14 +157,14 @@ fn a_failed_manifest_write_of_a_compaction_deletes_nothing() {
             let mut model = BTreeMap::new();
             for round in 0..3 {
                 write(&db, &mut model, round * 500, round * 500 + 1500, round);
-                db.flush().unwrap();
+                db.flush_all().unwrap();
             }
             // Unflushed writes too: their WAL must survive.
             write(&db, &mut model, 100, 300, 9);
             let tables_before = files(&fs, ".sst");
             // compact_range flushes first; with the memtable flushed beforehand the first
             // manifest write after arming is the compaction's.
-            db.flush().unwrap();
+            db.flush_all().unwrap();
             arm(&fs, fault);
             let e = db.compact_range::<&[u8], _>(..).expect_err(&case);
             assert_poisoned(&db, &e, &case);
@@ -185,7 +185,7 @@ fn a_failed_manifest_write_of_a_compaction_deletes_nothing() {
 fn rotation_workload(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> Result<(), Error> {
     for round in 0..24 {
         write(db, model, round * 100, round * 100 + 200, round);
-        db.flush()?;
+        db.flush_all()?;
     }
     Ok(())
 }
@@ -311,7 +311,7 @@ fn a_failed_wal_rotation_loses_nothing() {
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 1500, 0);
             arm(&fs, fault);
-            let e = db.flush().expect_err(&case);
+            let e = db.flush_all().expect_err(&case);
             assert_poisoned(&db, &e, &case);
             injected_op(&fs, &case);
             drop(db);
@@ -372,7 +372,7 @@ fn a_failed_open_rewrite_loses_nothing() {
             let db = Db::open(DIR, options(&fs, mode)).unwrap();
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 1500, 0);
-            db.flush().unwrap();
+            db.flush_all().unwrap();
             write(&db, &mut model, 700, 2000, 1);
             drop(db);
             arm(&fs, fault);

@@ -28,7 +28,7 @@ fn load(db: &Db) {
     for i in 0..2000u32 {
         db.put(common::key(i), vec![b'v'; 100]).unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.compact_range::<Vec<u8>, _>(..).unwrap();
 }
 
@@ -87,7 +87,7 @@ fn the_ghost_counts_the_reads_a_larger_cache_saves() {
     for i in 0..2000u32 {
         db.put(common::key(i), vec![b'w'; 100]).unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.compact_range::<Vec<u8>, _>(..).unwrap();
     let s = db.stats();
     assert!(
@@ -386,7 +386,7 @@ fn partitioned_memory_component() {
             "key {k}"
         );
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.wait_for_background().unwrap();
     assert!(
         db.memory().write_usage < 1024,

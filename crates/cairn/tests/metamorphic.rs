@@ -493,7 +493,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 }
             }
             Op::Flush(t) => match &trees[*t] {
-                None => db.flush(),
+                None => db.flush_all(),
                 Some(tr) => tr.flush(),
             }
             .map_err(io)?,

@@ -96,7 +96,7 @@ fn bounded_reads_match_the_model_with_the_filter_on() {
             }
         }
         if round < 5 {
-            db.flush().unwrap();
+            db.flush_all().unwrap();
         }
     }
     db.wait_for_background().unwrap();
@@ -280,7 +280,7 @@ fn snapshot_ranges_through_newer_tables() {
     for i in 0..4000u64 {
         db.put(k16(i * 64, 0), "old").unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     let snap = db.snapshot();
     // After the snapshot: delete every other key, and add keys inside the gaps.
     for i in 0..4000u64 {
@@ -289,7 +289,7 @@ fn snapshot_ranges_through_newer_tables() {
         }
         db.put(k16(i * 64 + 7, 0), "new").unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.compact_range::<&[u8], _>(..).unwrap();
     for i in (0..4000u64).step_by(37) {
         let (lo, hi) = (k16(i * 64, 0), k16(i * 64 + 5, 0));

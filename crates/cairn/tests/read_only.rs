@@ -51,7 +51,7 @@ fn build(fs: &MemFs) -> Model {
         db.put(key(i % 1500), &v).unwrap();
         model.insert(key(i % 1500), v);
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
     db.wait_for_background().unwrap();
     db.delete(key(7)).unwrap();
     model.remove(&key(7));
@@ -90,7 +90,7 @@ fn sees_everything_and_writes_nothing() {
                 }),
             "write",
         );
-        refused(db.flush(), "flush");
+        refused(db.flush_all(), "flush");
         refused(db.compact_range::<Vec<u8>, _>(..), "compact_range");
         assert!(matches!(db.tree("new"), Err(Error::ReadOnly)));
         db.adjust_filters();

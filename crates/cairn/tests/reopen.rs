@@ -35,7 +35,7 @@ fn fill(db: &Db) {
     for i in 0..2000u32 {
         db.put(format!("k{i:05}"), format!("v{i}")).unwrap();
     }
-    db.flush().unwrap();
+    db.flush_all().unwrap();
 }
 
 /// The settings that shape the engine, as `Db::options` reports them.

@@ -125,7 +125,7 @@ impl Script {
                     .collect()
             }
             "flush" => {
-                self.db().flush().unwrap();
+                self.db().flush_all().unwrap();
                 "ok".into()
             }
             "compact" => {

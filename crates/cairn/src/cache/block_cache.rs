@@ -192,6 +192,20 @@ impl std::fmt::Debug for BlockCache {
     }
 }
 
+/// An associated function that is `pub` with the `test-util` feature (the crate's benchmarks
+/// and tests drive the cache directly) and crate-private otherwise: users share a cache, size
+/// it and read its counters; the engine alone inserts and looks up blocks.
+macro_rules! internal_fn {
+    ($(#[$m:meta])* fn $($rest:tt)*) => {
+        #[cfg(feature = "test-util")]
+        #[doc(hidden)]
+        $(#[$m])* pub fn $($rest)*
+        #[cfg(not(feature = "test-util"))]
+        #[allow(dead_code, reason = "some serve only the crate's tests and benchmarks")]
+        $(#[$m])* pub(crate) fn $($rest)*
+    };
+}
+
 impl BlockCache {
     /// A cache of `capacity` bytes, reserving up to `high_pri_ratio` of it for high-priority
     /// (meta) blocks. The shard count is fixed at creation from the initial capacity.
@@ -199,28 +213,30 @@ impl BlockCache {
         Self::with_least(capacity, capacity, high_pri_ratio)
     }
 
-    /// A cache of `capacity` bytes that may be resized down to `least` (the memory tuner's
-    /// floor): the shard count, fixed at creation, comes from `least`, so that shrinking the
-    /// cache never leaves shards too small for a meta block.
-    pub fn with_least(capacity: usize, least: usize, high_pri_ratio: f64) -> Self {
-        let n = (least.min(capacity) / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
-        let n = if n.is_power_of_two() {
-            n
-        } else {
-            n.next_power_of_two() / 2
-        };
-        let cache = BlockCache {
-            map: papaya::HashMap::builder().hasher(FxBuild::default()).build(),
-            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
-            capacity: AtomicUsize::new(capacity),
-            reserved: AtomicUsize::new(0),
-            high_pri_ratio: high_pri_ratio.clamp(0.0, 1.0),
-            counters: Striped::default(),
-            listeners: RwLock::new(Vec::new()),
-            next_listener: AtomicU64::new(1),
-        };
-        cache.apply_capacity();
-        cache
+    internal_fn! {
+        /// A cache of `capacity` bytes that may be resized down to `least` (the memory tuner's
+        /// floor): the shard count, fixed at creation, comes from `least`, so that shrinking the
+        /// cache never leaves shards too small for a meta block.
+        fn with_least(capacity: usize, least: usize, high_pri_ratio: f64) -> Self {
+            let n = (least.min(capacity) / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS);
+            let n = if n.is_power_of_two() {
+                n
+            } else {
+                n.next_power_of_two() / 2
+            };
+            let cache = BlockCache {
+                map: papaya::HashMap::builder().hasher(FxBuild::default()).build(),
+                shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+                capacity: AtomicUsize::new(capacity),
+                reserved: AtomicUsize::new(0),
+                high_pri_ratio: high_pri_ratio.clamp(0.0, 1.0),
+                counters: Striped::default(),
+                listeners: RwLock::new(Vec::new()),
+                next_listener: AtomicU64::new(1),
+            };
+            cache.apply_capacity();
+            cache
+        }
     }
 
     #[inline]
@@ -233,74 +249,80 @@ impl BlockCache {
         &self.shards[(h >> 40) as usize % self.shards.len()]
     }
 
-    /// Looks a block up, counting a hit or a miss for `kind`. Takes no lock.
-    #[inline]
-    pub fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
-        self.with(key, kind, CachedBlock::clone)
+    internal_fn! {
+        /// Looks a block up, counting a hit or a miss for `kind`. Takes no lock.
+        #[inline]
+        fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
+            self.with(key, kind, CachedBlock::clone)
+        }
     }
 
-    /// Looks a block up and, on a hit, calls `f` on it in place, counting a hit or a miss for
-    /// `kind`. The entry stays alive through `f` by the map's epoch, not by a reference count:
-    /// a point lookup's search within its block then writes nothing to the block's shared
-    /// count (two locked instructions per lookup). `f` should be short: it delays the reclamation
-    /// of whatever is evicted meanwhile.
-    #[inline]
-    pub fn with<R>(&self, key: &BlockKey, kind: BlockKind, f: impl FnOnce(&CachedBlock) -> R) -> Option<R> {
-        let found = {
-            let map = self.map.pin();
-            map.get(key).map(|s| {
-                let want = if s.high { HIGH_CLOCK } else { LOW_CLOCK };
-                // Store only when it changes: a hot block's line stays shared, not bounced.
-                if s.clock.load(Relaxed) < want {
-                    s.clock.store(want, Relaxed);
+    internal_fn! {
+        /// Looks a block up and, on a hit, calls `f` on it in place, counting a hit or a miss for
+        /// `kind`. The entry stays alive through `f` by the map's epoch, not by a reference count:
+        /// a point lookup's search within its block then writes nothing to the block's shared
+        /// count (two locked instructions per lookup). `f` should be short: it delays the reclamation
+        /// of whatever is evicted meanwhile.
+        #[inline]
+        fn with<R>(&self, key: &BlockKey, kind: BlockKind, f: impl FnOnce(&CachedBlock) -> R) -> Option<R> {
+            let found = {
+                let map = self.map.pin();
+                map.get(key).map(|s| {
+                    let want = if s.high { HIGH_CLOCK } else { LOW_CLOCK };
+                    // Store only when it changes: a hot block's line stays shared, not bounced.
+                    if s.clock.load(Relaxed) < want {
+                        s.clock.store(want, Relaxed);
+                    }
+                    f(&s.value)
+                })
+            };
+            let s = Stripe::current();
+            let c = &self.counters.at(s)[kind as usize];
+            s.add(if found.is_some() { &c.hits } else { &c.misses }, 1);
+            found
+        }
+    }
+
+    internal_fn! {
+        /// Inserts a block charged `charge` bytes (replacing any block under `key`). A block
+        /// larger than its shard's whole capacity is not cached.
+        fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
+            let s = Stripe::current();
+            s.add(&self.counters.at(s)[kind as usize].inserts, 1);
+            let mut evicted = Vec::new();
+            {
+                let mut sh = self.shard(&key).lock();
+                let map = self.map.pin();
+                if charge > sh.capacity {
+                    if let Some(old) = map.remove(&key) {
+                        sh.unlink(old);
+                    }
+                    return;
                 }
-                f(&s.value)
-            })
-        };
-        let s = Stripe::current();
-        let c = &self.counters.at(s)[kind as usize];
-        s.add(if found.is_some() { &c.hits } else { &c.misses }, 1);
-        found
-    }
-
-    /// Inserts a block charged `charge` bytes (replacing any block under `key`). A block
-    /// larger than its shard's whole capacity is not cached.
-    pub fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
-        let s = Stripe::current();
-        s.add(&self.counters.at(s)[kind as usize].inserts, 1);
-        let mut evicted = Vec::new();
-        {
-            let mut sh = self.shard(&key).lock();
-            let map = self.map.pin();
-            if charge > sh.capacity {
-                if let Some(old) = map.remove(&key) {
+                let high = prio == Priority::High && sh.high_usage + charge <= sh.high_capacity;
+                sh.generation += 1;
+                let generation = sh.generation;
+                let slot = Slot {
+                    value,
+                    kind,
+                    charge,
+                    high,
+                    clock: AtomicU8::new(if high { HIGH_CLOCK } else { LOW_CLOCK }),
+                    generation,
+                };
+                if let Some(old) = map.insert(key, slot) {
                     sh.unlink(old);
                 }
-                return;
+                sh.usage += charge;
+                if high {
+                    sh.high_usage += charge;
+                }
+                sh.queue.push_back((key, generation));
+                Self::enforce(&mut sh, &map, &mut evicted);
+                sh.compact(&map);
             }
-            let high = prio == Priority::High && sh.high_usage + charge <= sh.high_capacity;
-            sh.generation += 1;
-            let generation = sh.generation;
-            let slot = Slot {
-                value,
-                kind,
-                charge,
-                high,
-                clock: AtomicU8::new(if high { HIGH_CLOCK } else { LOW_CLOCK }),
-                generation,
-            };
-            if let Some(old) = map.insert(key, slot) {
-                sh.unlink(old);
-            }
-            sh.usage += charge;
-            if high {
-                sh.high_usage += charge;
-            }
-            sh.queue.push_back((key, generation));
-            Self::enforce(&mut sh, &map, &mut evicted);
-            sh.compact(&map);
+            self.report(evicted);
         }
-        self.report(evicted);
     }
 
     /// Evicts from `sh` down to its capacity.
@@ -313,13 +335,15 @@ impl BlockCache {
         }
     }
 
-    /// Drops a block (e.g. its file was deleted).
-    pub fn erase(&self, key: &BlockKey) {
-        let mut sh = self.shard(key).lock();
-        let map = self.map.pin();
-        if let Some(old) = map.remove(key) {
-            sh.unlink(old);
-            sh.compact(&map);
+    internal_fn! {
+        /// Drops a block (e.g. its file was deleted).
+        fn erase(&self, key: &BlockKey) {
+            let mut sh = self.shard(key).lock();
+            let map = self.map.pin();
+            if let Some(old) = map.remove(key) {
+                sh.unlink(old);
+                sh.compact(&map);
+            }
         }
     }
 
@@ -349,26 +373,32 @@ impl BlockCache {
         self.apply_capacity();
     }
 
-    /// Reserves `bytes` of the capacity for memory held outside the cache (index blocks pinned
-    /// by table readers, when they are charged to the cache): blocks are evicted to make room.
-    /// Undone by [`release`](Self::release).
-    pub fn reserve(&self, bytes: usize) {
-        self.reserved.fetch_add(bytes, Relaxed);
-        self.apply_capacity();
+    internal_fn! {
+        /// Reserves `bytes` of the capacity for memory held outside the cache (index blocks pinned
+        /// by table readers, when they are charged to the cache): blocks are evicted to make room.
+        /// Undone by [`release`](Self::release).
+        fn reserve(&self, bytes: usize) {
+            self.reserved.fetch_add(bytes, Relaxed);
+            self.apply_capacity();
+        }
     }
 
-    /// Gives back a reservation.
-    pub fn release(&self, bytes: usize) {
-        // Saturating: a release never exceeds its reservation, but never wrap if it did.
-        let _ = self
-            .reserved
-            .fetch_update(Relaxed, Relaxed, |r| Some(r.saturating_sub(bytes)));
-        self.apply_capacity();
+    internal_fn! {
+        /// Gives back a reservation.
+        fn release(&self, bytes: usize) {
+            // Saturating: a release never exceeds its reservation, but never wrap if it did.
+            let _ = self
+                .reserved
+                .fetch_update(Relaxed, Relaxed, |r| Some(r.saturating_sub(bytes)));
+            self.apply_capacity();
+        }
     }
 
-    /// Bytes reserved for memory held outside the cache.
-    pub fn reserved(&self) -> usize {
-        self.reserved.load(Relaxed)
+    internal_fn! {
+        /// Bytes reserved for memory held outside the cache.
+        fn reserved(&self) -> usize {
+            self.reserved.load(Relaxed)
+        }
     }
 
     fn apply_capacity(&self) {
@@ -409,27 +439,33 @@ impl BlockCache {
         self.len() == 0
     }
 
-    /// Subscribes to evictions, replacing the listener an earlier call set (`None`: removes
-    /// it). Listeners added with [`add_eviction_listener`](Self::add_eviction_listener) stay.
-    pub fn set_eviction_listener(&self, l: Option<EvictionListener>) {
-        let mut ls = self.listeners.write();
-        ls.retain(|(id, _)| *id != 0);
-        if let Some(l) = l {
-            ls.push((0, l));
+    internal_fn! {
+        /// Subscribes to evictions, replacing the listener an earlier call set (`None`: removes
+        /// it). Listeners added with [`add_eviction_listener`](Self::add_eviction_listener) stay.
+        fn set_eviction_listener(&self, l: Option<EvictionListener>) {
+            let mut ls = self.listeners.write();
+            ls.retain(|(id, _)| *id != 0);
+            if let Some(l) = l {
+                ls.push((0, l));
+            }
         }
     }
 
-    /// Adds an eviction listener beside the others; returns its id for
-    /// [`remove_eviction_listener`](Self::remove_eviction_listener).
-    pub fn add_eviction_listener(&self, l: EvictionListener) -> u64 {
-        let id = self.next_listener.fetch_add(1, Relaxed);
-        self.listeners.write().push((id, l));
-        id
+    internal_fn! {
+        /// Adds an eviction listener beside the others; returns its id for
+        /// [`remove_eviction_listener`](Self::remove_eviction_listener).
+        fn add_eviction_listener(&self, l: EvictionListener) -> u64 {
+            let id = self.next_listener.fetch_add(1, Relaxed);
+            self.listeners.write().push((id, l));
+            id
+        }
     }
 
-    /// Removes the listener `id` returned.
-    pub fn remove_eviction_listener(&self, id: u64) {
-        self.listeners.write().retain(|(i, _)| *i != id);
+    internal_fn! {
+        /// Removes the listener `id` returned.
+        fn remove_eviction_listener(&self, id: u64) {
+            self.listeners.write().retain(|(i, _)| *i != id);
+        }
     }
 
     /// Checks the shards against the map: every ring entry is the map's entry for its key at

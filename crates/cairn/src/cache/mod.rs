@@ -6,6 +6,6 @@ mod ghost;
 mod lru;
 mod table_cache;
 
-pub use block_cache::{BlockCache, BlockKey, CacheCounters, CachedBlock, EvictionListener, Priority};
+pub use block_cache::{BlockCache, BlockKey, CacheCounters, CachedBlock, Priority};
 pub use ghost::GhostCache;
 pub use table_cache::{ReaderSlot, TableCache};

@@ -9,7 +9,7 @@ use super::inner::DbInner;
 use crate::error::{Error, Result};
 use crate::memory::MemoryLimits;
 use crate::stats::{BlockKind, IoSnapshot};
-use crate::tuning::memory::{Config, Cycle, Rule, Sizes, TreeCycle, Tuner};
+use crate::tuning::memory::{Config, Cycle, Rule as TunerRule, Sizes, TreeCycle, Tuner};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,26 +27,27 @@ pub struct TunerRecord {
     pub ops: u64,
     /// The cycle's weighted page I/O per operation (ω · writes + γ · reads).
     pub cost: f64,
-    /// `write'(x)` and `read'(x)`, page I/O per operation per byte of write memory.
+    /// `write'(x)`: the change of write I/O per operation per byte more write memory (pages;
+    /// negative: more write memory saves writes).
     pub write_derivative: f64,
-    /// ...
+    /// `read'(x)`: the change of read I/O per operation per byte less block cache (pages; from
+    /// the ghost cache's hits).
     pub read_derivative: f64,
-    /// `cost'(x)`.
+    /// `cost'(x)`: the two weighted; the tuner moves memory toward write memory when negative.
     pub cost_derivative: f64,
     /// Bytes moved into write memory (negative: out of it).
     pub write_step: i64,
-    /// Three-way tuning: the filter coordinate's derivative and step (0 without).
+    /// Three-way tuning: the filter region's derivative (0 without a filter region).
     pub filter_derivative: f64,
-    /// ...
+    /// Bytes moved into filter memory (negative: out of it; 0 without a filter region).
     pub filter_step: i64,
-    /// Why the write step is what it is: `newton`, `fallback`, `small-step`, `small-gain`,
-    /// `no-data`, `idle`.
-    pub rule: &'static str,
-    /// Write memory, block cache and filter memory after the step.
+    /// Why the write step is what it is.
+    pub rule: TunerRule,
+    /// Write memory after the step, in bytes.
     pub write: u64,
-    /// ...
+    /// Block cache capacity after the step, in bytes.
     pub cache: u64,
-    /// ...
+    /// Filter memory after the step, in bytes (0 without a filter region).
     pub filter: u64,
 }
 
@@ -88,17 +89,6 @@ impl MemoryTuner {
 
     pub(crate) fn history(&self) -> Vec<TunerRecord> {
         self.state.lock().2.clone()
-    }
-}
-
-fn rule_name(r: Rule) -> &'static str {
-    match r {
-        Rule::Newton => "newton",
-        Rule::Fallback => "fallback",
-        Rule::SmallStep => "small-step",
-        Rule::SmallGain => "small-gain",
-        Rule::NoData => "no-data",
-        Rule::Idle => "idle",
     }
 }
 
@@ -246,7 +236,7 @@ impl DbInner {
             write_step: step.write.step,
             filter_derivative: step.filter.map_or(0.0, |f| f.derivative),
             filter_step: step.filter.map_or(0, |f| f.step),
-            rule: rule_name(step.write.rule),
+            rule: step.write.rule,
             write: next.write,
             cache: next.cache,
             filter: next.filter,

@@ -188,12 +188,23 @@ impl Db {
         Snapshot { db: self.clone(), seq }
     }
 
-    /// Flushes every tree's memtables to L0 tables and waits for it.
+    /// Flushes every tree's memtables to L0 tables and waits for it. (One tree:
+    /// [`Tree::flush`], e.g. `db.tree("users")?.flush()`.)
     ///
     /// # Errors
     /// Write and flush errors.
-    pub fn flush(&self) -> Result<()> {
+    pub fn flush_all(&self) -> Result<()> {
         flush::flush_trees(self.inner(), None)
+    }
+
+    /// Flushes every tree, as [`flush_all`](Self::flush_all) does. Deprecated because the
+    /// name hides [`Tree::flush`] (one tree) behind `Db`'s deref to the default tree.
+    ///
+    /// # Errors
+    /// Write and flush errors.
+    #[deprecated(note = "flushes every tree: call `flush_all` (or `tree.flush()` for one tree)")]
+    pub fn flush(&self) -> Result<()> {
+        self.flush_all()
     }
 
     /// Capacity and usage of every memory region.
@@ -212,10 +223,12 @@ impl Db {
         self.inner().resize_memory(limits)
     }
 
-    /// Runs one memory-tuner cycle now (tests and benchmarks; the tuner thread runs one every
+    /// A test hook (`test-util` feature): runs one memory-tuner cycle now (the tuner thread runs one every
     /// `max_wal_size` of log or `memory_tuner_period_ms`): the step taken, or `None` without
     /// `memory_tuner`, at the first call (which starts the first cycle) or when no operation
     /// ran since the last one.
+    #[cfg(any(test, feature = "test-util"))]
+    #[doc(hidden)]
     pub fn tune_memory(&self) -> Option<TunerRecord> {
         self.inner().tune_memory()
     }
@@ -225,11 +238,14 @@ impl Db {
         self.inner().tuner.as_ref().map(|t| t.history()).unwrap_or_default()
     }
 
-    /// Runs one round of the elastic filter adjuster now (ElasticBF: load and unload filter
+    /// A test hook (`test-util` feature): runs one round of the elastic filter adjuster now
+    /// (ElasticBF: load and unload filter
     /// units by hotness); the background adjuster runs one every few milliseconds while
     /// lookups arrive. Does nothing unless `bpk_policy` is elastic. A unit or table it cannot
     /// read is left unloaded (lookups read the data instead) and counted in
     /// [`ElasticStats::load_errors`].
+    #[cfg(any(test, feature = "test-util"))]
+    #[doc(hidden)]
     pub fn adjust_filters(&self) {
         self.inner().adjust_filters();
     }
@@ -258,7 +274,8 @@ impl Db {
         }
     }
 
-    /// Waits until no flush or compaction is pending (tests and benchmarks).
+    /// Waits until no flush or compaction is pending: after a bulk load, so that reads and
+    /// measurements start on a settled tree (RocksDB's `WaitForCompact`).
     pub fn wait_for_background(&self) -> Result<()> {
         background::wait_idle(self.inner())
     }

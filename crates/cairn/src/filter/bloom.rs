@@ -155,21 +155,25 @@ impl BloomFilter {
             .all(|pos| bits[(pos >> 3) as usize] & (1 << (pos & 7)) != 0)
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// False if `user_key` was certainly not added.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
         self.may_contain_hash(key_hash(user_key))
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// Bits in the array.
     pub fn num_bits(&self) -> u64 {
         self.num_bits
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// Probes per lookup.
     pub fn num_probes(&self) -> u32 {
         self.k
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// The unit's seed.
     pub fn seed(&self) -> u64 {
         self.seed

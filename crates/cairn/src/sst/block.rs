@@ -274,6 +274,7 @@ impl Block {
         }
     }
 
+    #[cfg(any(test, feature = "test-util"))]
     /// True when the block carries a hash index.
     pub fn has_hash_index(&self) -> bool {
         self.buckets.1 > self.buckets.0

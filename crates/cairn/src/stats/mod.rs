@@ -1,17 +1,33 @@
-//! What the engine counts (docs/design.md §5): I/O per block kind, per tree and level, and per live
-//! file (the side table of per-file runtime state that pure deciders read as a
-//! [`StatsSnapshot`]).
+//! Statistics: the report types a user reads ([`DbStats`] from `Db::stats`, [`TreeLevels`]
+//! from `Db::levels`, [`MemoryUsage`] from `Db::memory`, [`TunerRecord`] from
+//! `Db::tuner_history`), and, crate-private, what the engine counts (docs/design.md, statistics):
+//! I/O per block kind, per tree and level, and per live file (the side table of per-file
+//! runtime state that pure deciders read as a `StatsSnapshot`).
 
-pub mod counters;
-pub mod files;
-pub mod io;
-pub mod merlin;
-pub mod stripe;
+internal_modules!(counters, files, io, merlin, stripe);
 
-pub use counters::{EngineCounters, LevelStats, TreeCounters, TreeStatsSnapshot};
-pub use files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot};
-pub use merlin::Estimate;
-pub use io::{BlockKind, IoSnapshot, IoStats, KindSnapshot};
+pub use crate::db::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
+pub use crate::memory::MemoryUsage;
+pub use crate::tuning::memory::Rule as TunerRule;
+pub use counters::{LevelStats, TreeStatsSnapshot};
+pub use io::{BlockKind, IoSnapshot, KindSnapshot};
+
+/// The engine's own counters: `pub` for the crate's tests and benchmarks (`test-util`).
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
+pub use {
+    counters::{EngineCounters, TreeCounters},
+    files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot},
+    io::IoStats,
+    merlin::Estimate,
+};
+#[cfg(not(feature = "test-util"))]
+pub(crate) use {
+    counters::{EngineCounters, TreeCounters},
+    files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot},
+    io::IoStats,
+    merlin::Estimate,
+};
 
 /// CPU time the calling thread has used, in nanoseconds (0 where the clock is unavailable).
 pub(crate) fn thread_cpu_nanos() -> u64 {

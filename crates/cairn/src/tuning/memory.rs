@@ -129,7 +129,7 @@ impl Default for Config {
     }
 }
 
-/// Why a coordinate moved or did not.
+/// Why a tuning step moved memory or did not (`TunerRecord::rule`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
     /// Newton–Raphson's root of the fitted line.
@@ -144,6 +144,35 @@ pub enum Rule {
     NoData,
     /// ★ No write in the cycle: write memory above the floor went to the other side at once.
     Idle,
+}
+
+impl Rule {
+    /// A short name for machine-readable output (`newton`, `fallback`, `small-step`,
+    /// `small-gain`, `no-data`, `idle`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Newton => "newton",
+            Rule::Fallback => "fallback",
+            Rule::SmallStep => "small-step",
+            Rule::SmallGain => "small-gain",
+            Rule::NoData => "no-data",
+            Rule::Idle => "idle",
+        }
+    }
+}
+
+/// In words, for people.
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Rule::Newton => "Newton step to the fitted optimum",
+            Rule::Fallback => "fixed step toward lower cost",
+            Rule::SmallStep => "held: step below the minimum",
+            Rule::SmallGain => "held: gain below the minimum",
+            Rule::NoData => "held: no I/O to decide from",
+            Rule::Idle => "no writes: write memory to the cache",
+        })
+    }
 }
 
 /// One coordinate's decision.
