@@ -34,11 +34,7 @@ pub(crate) fn levels(db: &Db, json: bool, out: &mut dyn Write) -> Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     for t in &trees {
-        writeln!(out, "tree {:?} (deepest level L{})", t.name, t.deepest)?;
-        writeln!(out, "  level {:>6} {:>14} {:>12}", "files", "bytes", "entries")?;
-        for (i, l) in t.levels.iter().enumerate() {
-            writeln!(out, "  L{i:<4} {:>6} {:>14} {:>12}", l.files, l.bytes, l.entries)?;
-        }
+        write!(out, "{t}")?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -142,9 +142,19 @@ fn an_empty_range_between_keys_reads_no_data_block() {
     // What `cairn.filters` shows: the sampled sizes (16 values plus the excluded upper bound's
     // projection: 17, bucket ≤ 32) and each table's single 22-bit level.
     let text = db.property("cairn.filters").unwrap();
-    assert!(text.contains(&format!("range sizes [≤32:{n}]")), "{text}");
-    assert!(text.contains("range filter h0:22.0"), "{text}");
-    assert!(text.contains("probes per height (1 in 64 reads) [h0:"), "{text}");
+    let thousands = |n: u64| {
+        let d = n.to_string();
+        d.chars()
+            .enumerate()
+            .flat_map(|(i, c)| (i > 0 && (d.len() - i) % 3 == 0).then_some(',').into_iter().chain([c]))
+            .collect::<String>()
+    };
+    assert!(
+        text.contains(&format!("sampled range sizes ≤32: {};", thousands(n))),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.ends_with("  h0: 22.0")), "{text}");
+    assert!(text.contains("probes per height (1 in 64 reads) h0: "), "{text}");
     let data = after.io.kind(BlockKind::Data).reads - before.io.kind(BlockKind::Data).reads;
     let l = |s: &cairn::DbStats, f: fn(&cairn::LevelStats) -> u64| s.trees[0].levels.iter().map(f).sum::<u64>();
     let probes = l(&after, |l| l.range_probes) - l(&before, |l| l.range_probes);
@@ -248,12 +258,11 @@ fn tables_that_empty_ranges_reach_get_more_range_filter_bits() {
     db.compact_range::<&[u8], _>(..).unwrap();
     // Per table of the bottom level, in key order: (entries, height-0 bits per prefix).
     let text = db.property("cairn.filters").unwrap();
-    let bits: Vec<f64> = text
-        .lines()
-        .filter_map(|l| l.split_once("range filter ").map(|(_, v)| v))
+    let bits: Vec<f64> = range_filter_rows(&text)
+        .iter()
         .map(|v| {
-            v.split_whitespace()
-                .find_map(|h| h.strip_prefix("h0:"))
+            v.split(", ")
+                .find_map(|h| h.strip_prefix("h0: "))
                 .map_or(0.0, |b| b.parse().unwrap())
         })
         .collect();
@@ -302,4 +311,14 @@ fn snapshot_ranges_through_newer_tables() {
         assert_eq!(snap.range(glo.clone()..ghi.clone()).count(), 0);
         assert_eq!(db.range(glo..ghi).count(), 1);
     }
+}
+
+/// The last column of each file's row in `cairn.filters`' range-filter tables: its filter's
+/// levels (`h0: 22.0, h3: 4.0`, or `none`).
+fn range_filter_rows(text: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("** range filters **"))
+        .filter(|l| l.starts_with("  ") && l.split_whitespace().next().is_some_and(|w| w.parse::<u64>().is_ok()))
+        .filter_map(|l| l.rsplit("  ").next().map(str::to_string))
+        .collect()
 }

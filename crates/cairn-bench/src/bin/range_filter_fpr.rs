@@ -111,9 +111,12 @@ fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
 /// the last).
 fn levels(db: &Db) -> String {
     let text = db.property("cairn.filters").unwrap_or_default();
+    // The last column of each file's row in the range-filter tables.
     let all: Vec<&str> = text
         .lines()
-        .filter_map(|l| l.split_once("range filter ").map(|(_, v)| v))
+        .skip_while(|l| !l.starts_with("** range filters **"))
+        .filter(|l| l.starts_with("  ") && l.split_whitespace().next().is_some_and(|w| w.parse::<u64>().is_ok()))
+        .filter_map(|l| l.rsplit("  ").next())
         .collect();
     match (all.first(), all.last()) {
         (Some(f), Some(l)) if f != l => {

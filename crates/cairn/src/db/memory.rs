@@ -30,8 +30,8 @@ pub struct TunerRecord {
     /// `write'(x)`: the change of write I/O per operation per byte more write memory (pages;
     /// negative: more write memory saves writes).
     pub write_derivative: f64,
-    /// `read'(x)`: the change of read I/O per operation per byte less block cache (pages; from
-    /// the ghost cache's hits).
+    /// `read'(x)`: the change of read I/O per operation per byte moved from the block cache into
+    /// write memory (pages; the cache's lost hits, from the ghost cache, and compaction reads).
     pub read_derivative: f64,
     /// `cost'(x)`: the two weighted; the tuner moves memory toward write memory when negative.
     pub cost_derivative: f64,

@@ -3,8 +3,7 @@
 
 use super::inner::DbInner;
 use crate::memory::MemoryUsage;
-use crate::stats::{BlockKind, IoSnapshot, LevelStats, TreeStatsSnapshot};
-use std::fmt::Write as _;
+use crate::stats::{report, IoSnapshot, LevelStats, TreeStatsSnapshot};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -19,9 +18,9 @@ pub struct FileAccessStats {
     pub file: u64,
     /// Entries.
     pub entries: u64,
-    /// Filter bits per key and the policy that decided them.
+    /// Filter bits per key.
     pub filter_bpk: f64,
-    /// ... the policy.
+    /// The filter allocation policy that decided them.
     pub filter_policy: String,
     /// Point-lookup probes.
     pub probes: u64,
@@ -34,16 +33,16 @@ pub struct FileAccessStats {
     /// Merlin's estimate of the lookups that probed the file since the common start (in
     /// recorded lookups), of those that found their key, and of the empty ones (q, x, z).
     pub estimated_lookups: f64,
-    /// ... found.
+    /// Merlin's estimate of the lookups that found their key (x).
     pub estimated_hits: f64,
-    /// ... empty.
+    /// Merlin's estimate of the empty lookups (z).
     pub estimated_empty: f64,
     /// The exact counts since the file was written plus what it inherited (q, x, z): the
     /// ground truth for the estimates.
     pub exact_lookups: f64,
-    /// ... found.
+    /// The exact lookups that found their key (x).
     pub exact_hits: f64,
-    /// ... empty.
+    /// The exact empty lookups (z).
     pub exact_empty: f64,
     /// Bounded range reads that asked the file.
     pub range_probes: u64,
@@ -122,9 +121,9 @@ pub struct DbStats {
     pub l0_groups: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
-    /// Block cache usage and capacity in bytes.
+    /// Block cache usage in bytes.
     pub cache_usage: u64,
-    /// ... capacity.
+    /// Block cache capacity in bytes.
     pub cache_capacity: u64,
     /// Elastic filter units (zero unless `bpk_policy` is elastic).
     pub elastic: ElasticStats,
@@ -137,15 +136,15 @@ pub struct ElasticStats {
     pub budget: u64,
     /// Bytes of loaded units.
     pub usage: u64,
-    /// Units loaded (each one read of a filter-unit block) and unloaded so far.
+    /// Units loaded so far (each one read of a filter-unit block).
     pub loads: u64,
-    /// ...
+    /// Units unloaded so far.
     pub unloads: u64,
     /// Units that could not be read (left unloaded).
     pub load_errors: u64,
-    /// Adjustment rounds, and solves of the combined mode's optimum.
+    /// Adjustment rounds.
     pub rounds: u64,
-    /// ...
+    /// Solves of mnemosyne-elastic's optimum.
     pub solves: u64,
     /// Units loaded now, per level (summed over trees).
     pub loaded_per_level: Vec<u64>,
@@ -295,6 +294,11 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         write_buffer_size: inner.memory.write_buffer_size(),
         cache_capacity: inner.cache.capacity(),
         cache_usage: inner.cache.usage(),
+        filter_capacity: if inner.opts.bpk_policy.is_elastic() {
+            inner.memory.pinned_filters.capacity()
+        } else {
+            0
+        },
         filter_usage: inner.cache.high_pri_usage() + inner.memory.pinned_filters.usage(),
         pinned_meta_usage: inner.memory.pinned_meta.usage(),
         pinned_filter_usage: inner.memory.pinned_filters.usage(),
@@ -353,272 +357,122 @@ pub(super) fn levels(inner: &Arc<DbInner>) -> Vec<TreeLevels> {
         .collect()
 }
 
+/// The `cairn.stats` property.
 pub(super) fn text(inner: &Arc<DbInner>) -> String {
-    let s = snapshot(inner);
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "** cairn stats ** merge policy {}, filter allocation {}",
+    let header = format!(
+        "merge policy {}, filter allocation {}",
         inner.policy.name(),
         inner.bpk.name()
     );
-    let _ = writeln!(
-        o,
-        "user bytes {}  wal {}  flush {}  compaction {}  write-amp {:.2}",
-        s.user_bytes_written,
-        s.wal_bytes_written,
-        s.flush_bytes_written,
-        s.compaction_bytes_written,
-        s.write_amplification()
-    );
-    let _ = writeln!(
-        o,
-        "stalls: {} delayed groups ({} us), {} stops ({} us); L0 files {} in {} groups, pending compaction {} B, delayed write rate {}",
-        s.stall_slowdowns,
-        s.delay_micros,
-        s.stall_stops,
-        s.stall_micros,
-        s.l0_files,
-        s.l0_groups,
-        s.pending_compaction_bytes,
-        s.delayed_write_rate.map_or("-".into(), |r| format!("{r} B/s"))
-    );
-    let m = memory(inner);
-    let _ = writeln!(
-        o,
-        "memory: write {}/{} B (memtable size {}), block cache {}/{} B, filter units {} B ({} B pinned), pinned index {} B",
-        m.write_usage,
-        m.write_capacity,
-        m.write_buffer_size,
-        m.cache_usage,
-        m.cache_capacity,
-        m.filter_usage,
-        m.pinned_filter_usage,
-        m.pinned_meta_usage
-    );
-    let _ = writeln!(
-        o,
-        "block I/O (storage reads / bytes / cache hits / ghost hits; compaction reads / ghost hits):"
-    );
-    for k in BlockKind::ALL {
-        let (c, m) = (s.io.kind(k), s.compaction_io.kind(k));
-        let _ = writeln!(
-            o,
-            "  {:<12} {:>10} {:>14} {:>10} {:>8} | {:>10} {:>8}",
-            k.name(),
-            c.reads,
-            c.bytes,
-            c.cache_hits,
-            c.ghost_hits,
-            m.reads,
-            m.ghost_hits
-        );
-    }
-    if m.ghost_capacity > 0 {
-        let _ = writeln!(
-            o,
-            "ghost cache: {} ids in {} simulated bytes",
-            m.ghost_ids, m.ghost_capacity
-        );
-    }
-    let shapes = levels(inner);
-    for (t, shape) in s.trees.iter().zip(shapes.iter()) {
-        let _ = writeln!(
-            o,
-            "tree {:?}: gets {} memtable hits {} deepest L{} (levels added {} removed {})",
-            t.name, t.gets, t.memtable_hits, shape.deepest, t.levels_added, t.levels_removed
-        );
-        if t.flushes.iter().any(|f| f.0 > 0) {
-            let kinds: Vec<String> = crate::stats::counters::FLUSH_KINDS
-                .iter()
-                .zip(&t.flushes)
-                .filter(|(_, f)| f.0 > 0)
-                .map(|(k, (n, b))| format!("{k} {n} ({b} B)"))
-                .collect();
-            let _ = writeln!(o, "  flushes: {}", kinds.join(", "));
-        }
-        if t.memory_merges > 0 {
-            let _ = writeln!(
-                o,
-                "  memory merges {}: {} B of runs read, {} B built, {} us CPU",
-                t.memory_merges, t.memory_merge_bytes_in, t.memory_merge_bytes_out, t.memory_merge_micros
-            );
-        }
-        let _ = writeln!(
-            o,
-            "  level files bytes entries | probes filt-neg filt-fp found data-rd data-hit unneeded | comps comp-read (from above) comp-write moves"
-        );
-        for (i, l) in t.levels.iter().enumerate() {
-            let info = shape.levels.get(i).cloned().unwrap_or_default();
-            if info.files == 0 && l.probes == 0 && l.compaction_bytes_written == 0 {
-                continue;
-            }
-            let _ = writeln!(
-                o,
-                "  L{i} {} {} {} | {} {} {} {} {} {} {} | {} {} ({}) {} {}",
-                info.files,
-                info.bytes,
-                info.entries,
-                l.probes,
-                l.filter_negatives,
-                l.filter_false_positives,
-                l.found,
-                l.data_reads,
-                l.data_cache_hits,
-                l.unnecessary_data_reads,
-                l.compactions,
-                l.compaction_bytes_read,
-                l.compaction_upper_bytes_read,
-                l.compaction_bytes_written,
-                l.moves
-            );
-        }
-    }
-    o
+    report::stats_text(&header, &snapshot(inner), &levels(inner), &memory(inner))
 }
 
 /// The `cairn.filters` property: the allocation policy, Merlin's accuracy, and per live file its
-/// filter, its probes, and the estimated and exact lookups (q), hits (x) and empty lookups (z).
+/// filter, its probes, and the estimated and exact lookups and empty lookups; then the range
+/// filters.
 pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
     let s = snapshot(inner);
     let plan = inner.filter_plan.load();
-    let acc = s.merlin_accuracy();
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "** cairn filters ** policy {} at {} bits per key; {} lookups recorded; Merlin vs exact z: distance {:.1}, cosine {:.3}",
+    let rows: Vec<report::FilterRow<'_>> = s
+        .files
+        .iter()
+        .map(|f| report::FilterRow {
+            file: f,
+            probed: match plan.units_for(f.file) {
+                _ if inner.opts.bpk_policy.is_elastic() => format!("{} units", f.loaded_units),
+                crate::tuning::UnitChoice::Skip => "skip".into(),
+                _ => "yes".into(),
+            },
+        })
+        .collect();
+    let header = format!(
+        "policy {} at {} bits per key on average",
         inner.bpk.name(),
-        inner.opts.bloom_bits_per_key,
+        inner.opts.bloom_bits_per_key
+    );
+    let range_header = if inner.opts.range_filter_bits_per_key > 0.0 {
+        format!(
+            "{} bits per key on average{}, key offset {}",
+            inner.opts.range_filter_bits_per_key,
+            if inner.opts.range_filter_by_workload {
+                " by workload"
+            } else {
+                ""
+            },
+            inner.opts.range_filter_key_offset
+        )
+    } else {
+        "off".into()
+    };
+    report::filters_text(
+        &header,
         inner.files.lookups(),
-        acc.distance,
-        acc.cosine
-    );
-    let _ = writeln!(
-        o,
-        "tree level file entries bpk policy probed | probes found filt-neg | est q x z | exact q x z"
-    );
-    for f in &s.files {
-        let probed = match plan.units_for(f.file) {
-            _ if inner.opts.bpk_policy.is_elastic() => format!("{} units", f.loaded_units),
-            crate::tuning::UnitChoice::Skip => "skip".into(),
-            _ => "yes".into(),
-        };
-        let _ = writeln!(
-            o,
-            "{} L{} {} {} {:.2} {} {} | {} {} {} | {:.0} {:.0} {:.0} | {:.0} {:.0} {:.0}",
-            f.tree,
-            f.level,
-            f.file,
-            f.entries,
-            f.filter_bpk,
-            f.filter_policy,
-            probed,
-            f.probes,
-            f.found,
-            f.filter_negatives,
-            f.estimated_lookups,
-            f.estimated_hits,
-            f.estimated_empty,
-            f.exact_lookups,
-            f.exact_hits,
-            f.exact_empty
-        );
-    }
-    range_filters_text(inner, &s, &mut o);
-    o
+        s.merlin_accuracy(),
+        &rows,
+        &range_header,
+        &range_trees(inner, &s),
+    )
 }
 
-/// The range-filter part of `cairn.filters`: per tree the sampled range sizes the layouts are
-/// decided from, per file its range reads, empty ones, and levels (height: bits per prefix).
-fn range_filters_text(inner: &Arc<DbInner>, stats: &DbStats, o: &mut String) {
+/// Per tree the sampled range sizes the layouts are decided from, the probes per height, and
+/// per file its range reads, empty ones, and filter levels (height: bits per prefix).
+fn range_trees(inner: &Arc<DbInner>, stats: &DbStats) -> Vec<report::RangeTree> {
     let version = inner.state.lock().version().clone();
-    let _ = writeln!(
-        o,
-        "** range filters ** {} bits per key, key offset {}",
-        inner.opts.range_filter_bits_per_key, inner.opts.range_filter_key_offset
-    );
+    let mut out = Vec::new();
     for (t, tv) in version.trees.iter().enumerate() {
-        let sizes = inner.counters.tree(t).range_sizes();
-        let sampled: Vec<String> = sizes
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(b, n)| format!("≤{}:{n}", 1u128 << b))
-            .collect();
-        let _ = writeln!(o, "tree {t} range sizes [{}]", sampled.join(" "));
-        let heights = inner.counters.tree(t).range_height_probes();
-        let probed: Vec<String> = heights
-            .iter()
-            .enumerate()
-            .filter(|(_, &n)| n > 0)
-            .map(|(h, n)| format!("h{h}:{n}"))
-            .collect();
-        let _ = writeln!(
-            o,
-            "tree {t} range-filter probes per height (1 in 64 reads) [{}]",
-            probed.join(" ")
-        );
-        for (level, files) in tv.levels.iter().enumerate() {
-            for f in files {
+        let counters = inner.counters.tree(t);
+        let mut files = Vec::new();
+        for (level, fs) in tv.levels.iter().enumerate() {
+            for f in fs {
                 let reader = inner.open_table(f);
                 let levels = match reader
                     .as_ref()
                     .map_err(crate::sst::clone_error)
                     .and_then(|r| r.range_filter())
                 {
-                    Ok(Some(rf)) => rf
+                    Ok(Some(rf)) if !rf.levels().is_empty() => rf
                         .levels()
                         .iter()
-                        .map(|l| format!("h{}:{:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
+                        .map(|l| format!("h{}: {:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
                         .collect::<Vec<_>>()
-                        .join(" "),
-                    Ok(None) => "none".into(),
-                    Err(e) => format!("error: {e}"),
+                        .join(", "),
+                    Ok(_) => "none".into(),
+                    Err(e) => format!("unreadable: {e}"),
                 };
                 let (probes, empty) = stats
                     .files
                     .iter()
                     .find(|s| s.file == f.number)
                     .map_or((0, 0.0), |s| (s.range_probes, s.range_empty));
-                let _ = writeln!(
-                    o,
-                    "{t} L{level} {} range reads {probes} empty {empty:.0} range filter {levels}",
-                    f.number
-                );
+                files.push((level, f.number, probes, empty, levels));
             }
         }
+        out.push(report::RangeTree {
+            tree: t as u32,
+            sizes: counters
+                .range_sizes()
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(b, &n)| (1u128 << b, n))
+                .collect(),
+            heights: counters
+                .range_height_probes()
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(h, &n)| (h, n))
+                .collect(),
+            files,
+        });
     }
+    out
 }
 
-/// The `cairn.tuner` property: the memory tuner's history, one line per cycle.
+/// The `cairn.tuner` property: the memory tuner's history, one row per cycle.
 pub(super) fn tuner_text(inner: &Arc<DbInner>) -> String {
-    let mut o = String::new();
-    let Some(t) = &inner.tuner else {
-        return "** cairn tuner ** off (memory_tuner = false)\n".into();
-    };
-    let _ = writeln!(
-        o,
-        "** cairn tuner ** budget {} B; ms ops cost write' read' cost' step rule | filter' step | write cache filter",
-        inner.opts.memory_budget
-    );
-    for r in t.history() {
-        let _ = writeln!(
-            o,
-            "{} {} {:.4} {:.3e} {:.3e} {:.3e} {:+} {} | {:.3e} {:+} | {} {} {}",
-            r.at_ms,
-            r.ops,
-            r.cost,
-            r.write_derivative,
-            r.read_derivative,
-            r.cost_derivative,
-            r.write_step,
-            r.rule,
-            r.filter_derivative,
-            r.filter_step,
-            r.write,
-            r.cache,
-            r.filter
-        );
+    match &inner.tuner {
+        None => "** cairn tuner ** off (memory.tuner = false, or fixed memory sizes)\n".into(),
+        Some(t) => report::tuner_text(inner.opts.memory_budget as u64, &t.history()),
     }
-    o
 }

@@ -194,6 +194,9 @@ pub struct MemoryUsage {
     pub cache_capacity: usize,
     /// Bytes the block cache holds (data blocks and filter units).
     pub cache_usage: usize,
+    /// Filter memory of the elastic policies (0 for the others, whose filter units live in the
+    /// block cache at high priority).
+    pub filter_capacity: usize,
     /// Filter units: pinned in table readers, plus the block cache's high-priority part.
     pub filter_usage: usize,
     /// Index blocks and properties pinned by open table readers.

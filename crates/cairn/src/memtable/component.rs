@@ -24,8 +24,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Why a flush was chosen (in the order of
-/// [`FLUSH_KINDS`](crate::stats::counters::FLUSH_KINDS): `kind as usize` indexes it).
+/// Why a flush was chosen (in the order of [`Flushes`](crate::stats::Flushes)' fields: `kind as
+/// usize` indexes the counters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlushKind {
     /// A whole memtable of a monolithic component.

@@ -56,10 +56,34 @@ impl Default for ReadCounters {
     }
 }
 
-/// Kinds of flush, in the order [`TreeCounters::record_flush`] counts them: a monolithic
-/// component's whole memtable; a partitioned one's run of its deepest level (for memory), its
-/// oldest WAL data with what overlaps it (for the log), and everything.
-pub const FLUSH_KINDS: [&str; 4] = ["whole", "partial", "log", "full"];
+/// Flushes of one kind: how many, and the bytes they wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlushCount {
+    /// Flushes.
+    pub count: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// A tree's flushes by kind (Luo & Carey's partitioned component has the last three).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Flushes {
+    /// A whole memtable (the monolithic component, and memory-triggered flushes).
+    pub whole: FlushCount,
+    /// A partitioned component's oldest run and what it overlaps.
+    pub partial: FlushCount,
+    /// Flushes for the log (the WALs passed `wal.max_size`).
+    pub log: FlushCount,
+    /// A partitioned component's whole memory.
+    pub full: FlushCount,
+}
+
+impl Flushes {
+    /// Each kind with its name, in the order above.
+    pub fn by_kind(&self) -> [(&'static str, FlushCount); 4] {
+        [("whole", self.whole), ("partial", self.partial), ("log", self.log), ("full", self.full)]
+    }
+}
 
 /// Counters of one tree.
 #[derive(Debug)]
@@ -209,7 +233,7 @@ impl TreeCounters {
         });
     }
 
-    /// Bytes written by one flush of kind `kind` (an index into [`FLUSH_KINDS`]).
+    /// Bytes written by one flush of kind `kind` (the order of [`Flushes`]' fields).
     pub fn record_flush(&self, kind: usize, bytes: u64) {
         if let Some([n, b]) = self.flushes.get(kind) {
             n.fetch_add(1, Relaxed);
@@ -287,7 +311,13 @@ impl TreeCounters {
             ranges: self.reads.sum(|r| r.ranges.load(Relaxed)),
             memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
             flush_bytes: self.flush_bytes(),
-            flushes: self.flushes.each_ref().map(|[n, b]| (n.load(Relaxed), b.load(Relaxed))),
+            flushes: {
+                let [whole, partial, log, full] = self
+                    .flushes
+                    .each_ref()
+                    .map(|[n, b]| FlushCount { count: n.load(Relaxed), bytes: b.load(Relaxed) });
+                Flushes { whole, partial, log, full }
+            },
             switched_for_memory: self.switched_for_memory.load(Relaxed),
             switched_for_log: self.switched_for_log.load(Relaxed),
             levels_added: self.levels_added.load(Relaxed),
@@ -464,7 +494,7 @@ pub struct LevelStats {
     pub compactions: u64,
     /// Bytes read by compactions into this level.
     pub compaction_bytes_read: u64,
-    /// ... of them from the level above (the rest: this level's overlapping files).
+    /// Of `compaction_bytes_read`, the bytes from the level above (the rest: this level's overlapping files).
     pub compaction_upper_bytes_read: u64,
     /// Bytes written by compactions into this level.
     pub compaction_bytes_written: u64,
@@ -472,10 +502,11 @@ pub struct LevelStats {
     pub moves: u64,
     /// Range reads that consulted a table's range filter in this level.
     pub range_probes: u64,
-    /// ... and that filter ruled the table out.
+    /// Of `range_probes`, those the range filter ruled the table out for.
     pub range_negatives: u64,
-    /// ... or answered "maybe" for a range read that returned nothing (false positives
-    /// counted on empty results only: a "maybe" next to another table's hit is not counted).
+    /// Of `range_probes`, those the range filter answered "maybe" for a range read that
+    /// returned nothing (false positives are counted on empty results only: a "maybe" next to
+    /// another table's hit is not counted).
     pub range_false_positives: u64,
 }
 
@@ -492,24 +523,24 @@ pub struct TreeStatsSnapshot {
     pub memtable_hits: u64,
     /// Bytes written by flushes.
     pub flush_bytes: u64,
-    /// Flushes by kind (whole, partial, log, full, in that order): count and bytes written.
-    pub flushes: [(u64, u64); 4],
+    /// Flushes by kind, each with its count and bytes written.
+    pub flushes: Flushes,
     /// Memtable bytes switched for flushing because write memory was full.
     pub switched_for_memory: u64,
-    /// ... because the WALs passed `max_wal_size` (log truncation).
+    /// Memtable bytes switched for flushing because the WALs passed `wal.max_size` (log truncation).
     pub switched_for_log: u64,
     /// Levels added at L1 because the tree's write memory shrank or its data grew
     /// (`level_targets = write-memory`).
     pub levels_added: u64,
-    /// ... and L1s removed because write memory grew.
+    /// L1s removed because write memory grew (`level_targets = write-memory`).
     pub levels_removed: u64,
     /// Memory merges of a partitioned memory component.
     pub memory_merges: u64,
-    /// ... bytes of runs they read,
+    /// Bytes of runs the memory merges read.
     pub memory_merge_bytes_in: u64,
-    /// ... and built.
+    /// Bytes of runs the memory merges built.
     pub memory_merge_bytes_out: u64,
-    /// ... and the CPU time of the thread that ran them (not wall time: on a busy machine a
+    /// The CPU time of the thread that ran the memory merges (not wall time: on a busy machine a
     /// merge step also waits for a core).
     pub memory_merge_micros: u64,
     /// Per level.

@@ -85,8 +85,18 @@ pub struct KindSnapshot {
 /// A copy of all counters; subtract two to get the I/O of an interval.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct IoSnapshot {
-    /// Indexed by `BlockKind as usize`.
-    pub kinds: [KindSnapshot; 6],
+    /// Key/value data blocks.
+    pub data: KindSnapshot,
+    /// Index blocks (fence pointers).
+    pub index: KindSnapshot,
+    /// Point-filter units.
+    pub filter: KindSnapshot,
+    /// Range-filter blocks.
+    pub range_filter: KindSnapshot,
+    /// Properties blocks.
+    pub properties: KindSnapshot,
+    /// Footers and metaindex blocks.
+    pub meta: KindSnapshot,
     /// Bytes appended to files.
     pub bytes_written: u64,
     /// Syncs issued (file data and directories).
@@ -96,11 +106,30 @@ pub struct IoSnapshot {
 impl IoSnapshot {
     /// Counters of one kind.
     pub fn kind(&self, k: BlockKind) -> KindSnapshot {
-        self.kinds[k as usize]
+        match k {
+            BlockKind::Data => self.data,
+            BlockKind::Index => self.index,
+            BlockKind::FilterUnit => self.filter,
+            BlockKind::RangeFilter => self.range_filter,
+            BlockKind::Properties => self.properties,
+            BlockKind::Meta => self.meta,
+        }
     }
+
+    fn kind_mut(&mut self, k: BlockKind) -> &mut KindSnapshot {
+        match k {
+            BlockKind::Data => &mut self.data,
+            BlockKind::Index => &mut self.index,
+            BlockKind::FilterUnit => &mut self.filter,
+            BlockKind::RangeFilter => &mut self.range_filter,
+            BlockKind::Properties => &mut self.properties,
+            BlockKind::Meta => &mut self.meta,
+        }
+    }
+
     /// Blocks of every kind read from storage.
     pub fn total_reads(&self) -> u64 {
-        self.kinds.iter().map(|k| k.reads).sum()
+        BlockKind::ALL.iter().map(|&k| self.kind(k).reads).sum()
     }
 }
 
@@ -108,7 +137,8 @@ impl std::ops::Sub for IoSnapshot {
     type Output = IoSnapshot;
     fn sub(self, o: IoSnapshot) -> IoSnapshot {
         let mut out = self;
-        for (a, b) in out.kinds.iter_mut().zip(o.kinds.iter()) {
+        for k in BlockKind::ALL {
+            let (a, b) = (out.kind_mut(k), o.kind(k));
             a.reads -= b.reads;
             a.bytes -= b.bytes;
             a.cache_hits -= b.cache_hits;
@@ -158,7 +188,8 @@ impl IoStats {
     /// Copies every counter.
     pub fn snapshot(&self) -> IoSnapshot {
         let mut s = IoSnapshot::default();
-        for (i, out) in s.kinds.iter_mut().enumerate() {
+        for k in BlockKind::ALL {
+            let (i, out) = (k as usize, s.kind_mut(k));
             out.reads = self.kinds.sum(|k| k[i].reads.load(Relaxed));
             out.bytes = self.kinds.sum(|k| k[i].bytes.load(Relaxed));
             out.cache_hits = self.kinds.sum(|k| k[i].cache_hits.load(Relaxed));

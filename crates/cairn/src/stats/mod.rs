@@ -5,11 +5,12 @@
 //! runtime state that pure deciders read as a `StatsSnapshot`).
 
 internal_modules!(counters, files, io, merlin, stripe);
+pub(crate) mod report;
 
 pub use crate::db::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
 pub use crate::memory::MemoryUsage;
 pub use crate::tuning::memory::Rule as TunerRule;
-pub use counters::{LevelStats, TreeStatsSnapshot};
+pub use counters::{FlushCount, Flushes, LevelStats, TreeStatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, KindSnapshot};
 
 /// The engine's own counters: `pub` for the crate's tests and benchmarks (`test-util`).
