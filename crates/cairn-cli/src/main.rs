@@ -25,7 +25,7 @@ use std::process::ExitCode;
     name = "cairn",
     version,
     about = "Read, write and maintain a cairn database",
-    after_help = "Examples:\n  cairn put /data/db user:42 '{\"name\":\"ada\"}' --create\n  cairn get /data/db user:42\n  cairn scan /data/db --from user: --to user; --limit 10 --json\n  cairn --hex get /data/db 00ff10\n  cairn verify /data/db\n  cairn sst /data/db/000012.sst --entries | less"
+    after_help = "Examples:\n  cairn put /data/db user:42 '{\"name\":\"ada\"}' --create\n  cairn get /data/db user:42\n  cairn scan /data/db --from user: --to 'user;' --limit 10 --json\n  cairn --hex get /data/db 00ff10\n  cairn verify /data/db\n  cairn sst /data/db/000012.sst --entries --index | less"
 )]
 struct Cli {
     /// Keys and values are hex on the command line and in the output.
@@ -90,6 +90,13 @@ enum Command {
         /// Tree to read (default: the default tree).
         #[arg(long)]
         tree: Option<String>,
+        /// Print the keys only.
+        #[arg(long)]
+        keys_only: bool,
+        /// Print at most this many bytes of each value, then a marker with the bytes left out
+        /// (default: 1024 when the output is a terminal, whole values otherwise; 0: no limit).
+        #[arg(long)]
+        max_value_bytes: Option<usize>,
     },
     /// Lists the trees.
     #[command(after_help = "Example: cairn trees /data/db")]
@@ -155,9 +162,12 @@ enum Command {
         /// Print every entry too.
         #[arg(long)]
         entries: bool,
+        /// Print every index entry (one per data block) too.
+        #[arg(long)]
+        index: bool,
         /// Check every block's checksum, the entries' order and count, and that every filter
         /// unit holds its segment's keys; exit status 1 when damaged.
-        #[arg(long, conflicts_with = "entries")]
+        #[arg(long, conflicts_with_all = ["entries", "index"])]
         verify: bool,
     },
     /// Prints the options stored in the database's newest OPTIONS file.
@@ -269,6 +279,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
                 None => {
                     if cli.json {
                         writeln!(out, "null")?;
+                    } else {
+                        eprintln!("cairn: not found");
                     }
                     Ok(ExitCode::from(1))
                 }
@@ -303,6 +315,8 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
             reverse,
             limit,
             tree,
+            keys_only,
+            max_value_bytes,
         } => {
             let db = open(db, Access::Read)?;
             let t = existing_tree(&db, tree.as_deref())?;
@@ -313,9 +327,35 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
             } else {
                 Box::new(range)
             };
+            // A terminal gets the start of large values; a pipe or file gets them whole.
+            let cap = match max_value_bytes {
+                Some(0) => None,
+                Some(n) => Some(*n),
+                None => std::io::IsTerminal::is_terminal(&std::io::stdout()).then_some(1024),
+            };
             for e in entries.take(limit) {
                 let (k, v) = e?;
-                print_entry(cli, out, Some(&k), &v)?;
+                if *keys_only {
+                    print_key(cli, out, &k)?;
+                } else {
+                    match cap.filter(|&n| v.len() > n) {
+                        None => print_entry(cli, out, Some(&k), &v)?,
+                        // JSON keeps one entry per line and counts what it left out.
+                        Some(n) if cli.json => {
+                            let show = if cli.hex { Bytes::Hex } else { Bytes::Text };
+                            let entry = serde_json::json!({
+                                "key": show.show(&k),
+                                "value": show.show(&v[..n]),
+                                "more_bytes": v.len() - n,
+                            });
+                            writeln!(out, "{entry}")?;
+                        }
+                        Some(n) => {
+                            print_entry(cli, out, Some(&k), &v[..n])?;
+                            writeln!(out, "  … {} more bytes (--max-value-bytes 0 prints them)", v.len() - n)?;
+                        }
+                    }
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -352,12 +392,21 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
             cairn::inspect::dump_wal(&*fs(), file, *values, show, out)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Sst { file, entries, verify } => {
+        Command::Sst {
+            file,
+            entries,
+            index,
+            verify,
+        } => {
             must_be_file(file)?;
             if *verify {
                 return inspect::report(&cairn::inspect::verify_table(&*fs(), file), cli.json, out);
             }
-            cairn::inspect::dump_table(&*fs(), file, *entries, show, out)?;
+            let what = cairn::inspect::TableDump {
+                entries: *entries,
+                index: *index,
+            };
+            cairn::inspect::dump_table_with(&*fs(), file, what, show, out)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Options { db } => {
@@ -498,7 +547,17 @@ fn print_entry(cli: &Cli, out: &mut dyn Write, key: Option<&[u8]>, value: &[u8])
     match (key, cli.json) {
         (Some(k), true) => writeln!(out, "{}", serde_json::json!({ "key": show.show(k), "value": v })),
         (None, true) => writeln!(out, "{}", serde_json::Value::from(v)),
-        (Some(k), false) => writeln!(out, "{} => {v}", show.show(k)),
+        (Some(k), false) => writeln!(out, "{} => {v}", cairn::inspect::key_text(show, k)),
         (None, false) => writeln!(out, "{v}"),
+    }
+}
+
+/// A key alone (`scan --keys-only`).
+fn print_key(cli: &Cli, out: &mut dyn Write, key: &[u8]) -> std::io::Result<()> {
+    let show = if cli.hex { Bytes::Hex } else { Bytes::Text };
+    if cli.json {
+        writeln!(out, "{}", serde_json::Value::from(show.show(key)))
+    } else {
+        writeln!(out, "{}", cairn::inspect::key_text(show, key))
     }
 }

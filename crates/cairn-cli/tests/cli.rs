@@ -40,9 +40,10 @@ fn put_get_delete_scan_and_trees() {
     ok(&["put", db, "x", "in users", "--tree", "users"]);
     assert_eq!(ok(&["get", db, "a"]), "one\n");
     assert_eq!(ok(&["get", db, "x", "--tree", "users"]), "in users\n");
-    // Absent: exit status 1, nothing printed (JSON: null).
+    // Absent: exit status 1, "not found" on stderr and nothing on stdout (JSON: null).
     let o = cairn(&["get", db, "zz"]);
     assert_eq!((o.status.code(), stdout(&o)), (Some(1), String::new()));
+    assert_eq!(stderr(&o), "cairn: not found\n");
     assert_eq!(stdout(&cairn(&["--json", "get", db, "zz"])), "null\n");
     assert_eq!(ok(&["scan", db]), "a => one\nb => two\nc => three\n");
     assert_eq!(ok(&["scan", db, "--from", "b", "--to", "c"]), "b => two\n");
@@ -226,6 +227,18 @@ fn inspection_beside_a_writer() {
     assert!(t.contains("point filter: policy monkey"), "{t}");
     assert!(t.contains("range filter: version 1"), "{t}");
     assert!(t.contains("segment 0: blocks 0.."), "{t}");
+    // The index is listed only when asked; dates are ISO 8601, compression as OPTIONS spells it.
+    assert!(
+        t.contains(" entries (listed with --index)") && !t.contains("block at "),
+        "{t}"
+    );
+    assert!(t.contains("compression none"), "{t}");
+    let created = t.split("created ").nth(1).unwrap().lines().next().unwrap();
+    assert!(
+        created.len() == 20 && created.as_bytes()[10] == b'T' && created.ends_with('Z'),
+        "{created}"
+    );
+    assert!(ok(&["sst", path(&table), "--index"]).contains("    block at 0 ("));
     assert!(ok(&["sst", path(&table), "--entries"]).contains("put => value-"));
     assert!(ok(&["sst", path(&table), "--verify"]).contains("OK: no damage found"));
 
@@ -327,4 +340,91 @@ fn a_closed_pipe_is_not_an_error() {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{:?}: {}", o.status, stderr(&o));
     assert_eq!(stderr(&o), "");
+}
+
+/// `scan --keys-only`, values cut at `--max-value-bytes` with a marker, the empty key shown.
+#[test]
+fn scan_for_people() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = path(&db);
+    ok(&["put", db, "big", &"v".repeat(5000), "--create"]);
+    ok(&["--hex", "put", db, "", "656d707479"]);
+    ok(&["put", db, "\"\"", "quotes"]);
+    assert_eq!(ok(&["scan", db, "--keys-only"]), "\"\"\n\\x22\\x22\nbig\n");
+    assert_eq!(
+        ok(&["--json", "scan", db, "--keys-only", "--limit", "1"]),
+        "\"\"\n",
+        "JSON shows the empty key as the empty string"
+    );
+    let cut = ok(&["scan", db, "--from", "big", "--max-value-bytes", "10"]);
+    assert_eq!(
+        cut,
+        "big => vvvvvvvvvv\n  … 4990 more bytes (--max-value-bytes 0 prints them)\n"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["--json", "scan", db, "--from", "big", "--max-value-bytes", "10"])).unwrap();
+    assert_eq!(
+        (json["value"].as_str(), json["more_bytes"].as_u64()),
+        (Some("vvvvvvvvvv"), Some(4990))
+    );
+    // Not a terminal: whole values by default.
+    assert!(ok(&["scan", db, "--from", "big"]).contains(&"v".repeat(5000)));
+    assert_eq!(ok(&["scan", db, "--to", "a"]), "\"\" => empty\n\\x22\\x22 => quotes\n");
+}
+
+/// Every example in `--help` runs in a shell: split by `sh` itself, it parses as a command line
+/// (the database paths need not exist for that).
+#[test]
+fn help_examples_are_valid_shell() {
+    let mut helps = vec![stdout(&cairn(&["--help"]))];
+    let top = helps[0].clone();
+    let commands: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 10, "{top}");
+    for c in commands {
+        helps.push(stdout(&cairn(&[c, "--help"])));
+    }
+    let mut checked = 0;
+    for h in &helps {
+        for line in h.lines() {
+            let Some(at) = line.find("cairn ") else { continue };
+            if !(line.trim_start().starts_with("cairn ") || line.trim_start().starts_with("Example: cairn ")) {
+                continue;
+            }
+            // The command before a pipe or `&&`, as the shell would run it.
+            let cmd = line[at..].split(" | ").next().unwrap().split(" && ").next().unwrap();
+            let words = Command::new("sh")
+                .arg("-c")
+                .arg(format!(
+                    "for a in {}; do printf '%s\\0' \"$a\"; done",
+                    &cmd["cairn ".len()..]
+                ))
+                .output()
+                .unwrap();
+            assert!(words.status.success(), "the shell rejects {cmd:?}: {}", stderr(&words));
+            let args: Vec<String> = String::from_utf8(words.stdout)
+                .unwrap()
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .collect();
+            // Parsed by the binary itself: a usage error exits 2 with "Usage:" on stderr; a
+            // missing database exits 2 without it.
+            let o = Command::new(env!("CARGO_BIN_EXE_cairn"))
+                .args(&args)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(!stderr(&o).contains("Usage:"), "{cmd:?} does not parse: {}", stderr(&o));
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} examples found");
 }

@@ -11,7 +11,7 @@ mod table;
 mod verify;
 
 pub use log::{dump_manifest, dump_wal};
-pub use table::{dump_table, verify_table};
+pub use table::{dump_table, dump_table_with, verify_table, TableDump};
 pub use verify::verify;
 
 use crate::env::{read_all, FileSystem};
@@ -133,5 +133,64 @@ impl VerifyReport {
     /// Whether nothing was damaged.
     pub fn is_ok(&self) -> bool {
         self.damage.is_empty()
+    }
+}
+
+/// A user key as the dumps print it: the empty key as `""` (and a key that is exactly two
+/// double quotes escaped, so the two cannot be confused).
+pub fn key_text(bytes: Bytes, key: &[u8]) -> String {
+    match key {
+        [] => "\"\"".into(),
+        b"\"\"" if bytes == Bytes::Text => "\\x22\\x22".into(),
+        k => bytes.show(k),
+    }
+}
+
+/// A sequence number as the dumps print it: the largest one (what seeks and range tombstones
+/// use as "every version") as `max`.
+pub(crate) fn seq_text(seq: u64) -> String {
+    if seq == crate::format::ikey::MAX_SEQNO {
+        "max".into()
+    } else {
+        seq.to_string()
+    }
+}
+
+/// Unix seconds as an ISO 8601 UTC time: `2026-11-25T12:34:56Z`.
+pub(crate) fn iso_time(unix: u64) -> String {
+    let (days, secs) = (unix / 86_400, unix % 86_400);
+    // Howard Hinnant's civil-from-days, for days since 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60
+    )
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::*;
+
+    #[test]
+    fn times_keys_and_seqnos() {
+        assert_eq!(iso_time(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso_time(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso_time(1_795_629_257), "2026-11-25T17:54:17Z");
+        assert_eq!(key_text(Bytes::Text, b""), "\"\"");
+        assert_eq!(key_text(Bytes::Hex, b""), "\"\"");
+        assert_eq!(key_text(Bytes::Text, b"\"\""), "\\x22\\x22");
+        assert_eq!(key_text(Bytes::Text, b"k"), "k");
+        assert_eq!(seq_text(crate::format::ikey::MAX_SEQNO), "max");
+        assert_eq!(seq_text(7), "7");
     }
 }

@@ -38,30 +38,60 @@ fn io_err(path: &Path, e: std::io::Error) -> Error {
     Error::io("write", path, e)
 }
 
+/// What [`dump_table_with`] prints besides the summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableDump {
+    /// Every entry.
+    pub entries: bool,
+    /// Every index entry (one per data block).
+    pub index: bool,
+}
+
 /// Writes what table `path` holds to `out`: footer, properties, the filter decision, every
-/// segment with its key range and filter units, the index, and with `entries` every entry.
+/// segment with its key range and filter units, and with `entries` every entry (the index's
+/// entries: [`dump_table_with`]).
 ///
 /// # Errors
 /// `Corruption` when the table cannot be opened (damaged footer, metaindex, properties or
 /// index) or an entry cannot be read; I/O errors, also from `out`.
 pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes, out: &mut dyn Write) -> Result<()> {
+    dump_table_with(fs, path, TableDump { entries, index: false }, bytes, out)
+}
+
+/// [`dump_table`], choosing what to list: the entries, the index entries, or both.
+///
+/// # Errors
+/// As [`dump_table`].
+pub fn dump_table_with(
+    fs: &dyn FileSystem,
+    path: &Path,
+    what: TableDump,
+    bytes: Bytes,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let entries = what.entries;
     let t = open(fs, path)?;
     let p = t.properties();
     let w = |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| io_err(path, e));
     let footer = t.footer();
     let show_ikey = |k: &[u8]| match ikey::split(k) {
-        Some((u, seq, kind)) => format!("{} @{seq} {}", bytes.show(u), kind_name(kind)),
+        Some((u, seq, kind)) => format!(
+            "{} @{} {}",
+            super::key_text(bytes, u),
+            super::seq_text(seq),
+            kind_name(kind)
+        ),
         None => format!("(malformed {})", Bytes::Hex.show(k)),
     };
     w(out, format!("table {}", path.display()))?;
     w(
         out,
         format!(
-            "  file {} bytes, format version {}, written as file {}, created {} (unix seconds)",
+            "  file {} bytes, format version {}, written as file {}, created {}",
             t.file_size(),
             footer.version,
             p.file_number,
-            p.creation_time
+            super::iso_time(p.creation_time)
         ),
     )?;
     w(
@@ -81,13 +111,25 @@ pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes,
     w(
         out,
         format!(
-            "  data {} bytes, filters {} bytes, index {} bytes; block size {}, segment size {}, compression {:?}",
-            p.data_size, p.filter_size, p.index_size, p.block_size, p.segment_size, p.compression
+            "  data {} bytes, filters {} bytes, index {} bytes; block size {}, segment size {}, compression {}",
+            p.data_size,
+            p.filter_size,
+            p.index_size,
+            p.block_size,
+            p.segment_size,
+            p.compression.label()
         ),
     )?;
     w(out, format!("  smallest {}", show_ikey(&p.smallest_key)))?;
     w(out, format!("  largest  {}", show_ikey(&p.largest_key)))?;
-    w(out, format!("  seqnos {}..={}", p.smallest_seqno, p.largest_seqno))?;
+    w(
+        out,
+        format!(
+            "  seqnos {}..={}",
+            super::seq_text(p.smallest_seqno),
+            super::seq_text(p.largest_seqno)
+        ),
+    )?;
     let units: Vec<String> = p
         .filter
         .units
@@ -124,8 +166,8 @@ pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes,
                 s.data_len,
                 s.entries,
                 s.distinct_keys,
-                bytes.show(&s.smallest_user_key),
-                bytes.show(&s.largest_user_key)
+                super::key_text(bytes, &s.smallest_user_key),
+                super::key_text(bytes, &s.largest_user_key)
             ),
         )?;
         for (u, h) in s.units.iter().enumerate() {
@@ -143,18 +185,22 @@ pub fn dump_table(fs: &dyn FileSystem, path: &Path, entries: bool, bytes: Bytes,
             )?;
         }
     }
-    w(out, format!("  index: {} entries", p.data_blocks))?;
-    let mut index_lines = Vec::new();
-    t.for_each_index_entry(|key, h| {
-        index_lines.push(format!(
-            "    block at {} ({} bytes): key {}",
-            h.offset,
-            h.size,
-            show_ikey(key)
-        ));
-    })?;
-    for l in index_lines {
-        w(out, l)?;
+    if what.index {
+        w(out, format!("  index: {} entries", p.data_blocks))?;
+        let mut index_lines = Vec::new();
+        t.for_each_index_entry(|key, h| {
+            index_lines.push(format!(
+                "    block at {} ({} bytes): key {}",
+                h.offset,
+                h.size,
+                show_ikey(key)
+            ));
+        })?;
+        for l in index_lines {
+            w(out, l)?;
+        }
+    } else {
+        w(out, format!("  index: {} entries (listed with --index)", p.data_blocks))?;
     }
     if entries {
         w(out, "  entries:".into())?;
