@@ -6,9 +6,10 @@
 
 use super::inner::DbInner;
 use crate::error::Result;
-use crate::filter::{DecideFilter, DecideRange, TableOutput};
+use crate::filter::FilterDecision;
+use crate::filter::{DecideFilters, TableOutput};
 use crate::options::Settings;
-use crate::sst::{FilterDecision, RangeFilterOptions, TableOptions, TableReader};
+use crate::sst::{RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
 use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile, LN2_SQ};
@@ -108,7 +109,27 @@ impl OutputDecider {
     }
 }
 
-impl DecideRange for OutputDecider {
+impl DecideFilters for OutputDecider {
+    fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
+        let seed = self.seed(t);
+        let replaced = self.replaced();
+        let d = self.allocator.decide(&OutputContext {
+            level: self.level,
+            keys: t.keys,
+            stats: &self.stats,
+            replaced: &replaced,
+            seed,
+        });
+        if let Some(inner) = &self.inner {
+            let tree_files: Vec<u64> = self.stats.files.iter().map(|f| f.number.0).collect();
+            let skip: Vec<u64> = d.skip.iter().map(|n| n.0).collect();
+            inner
+                .filter_plan
+                .rcu(|plan| Arc::new(plan.with_tree(&tree_files, &skip)));
+        }
+        filter_decision(self.allocator.name(), d.bpk)
+    }
+
     /// The output's bits per key from the same solver as point filters (Mnemosyne's
     /// sort-and-search): files weighted by their empty range reads, the output by what it
     /// inherits. The solver runs over the tree as the job will leave it — the kept files, and
@@ -153,28 +174,6 @@ impl DecideRange for OutputDecider {
     }
 }
 
-impl DecideFilter for OutputDecider {
-    fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
-        let seed = self.seed(t);
-        let replaced = self.replaced();
-        let d = self.allocator.decide(&OutputContext {
-            level: self.level,
-            keys: t.keys,
-            stats: &self.stats,
-            replaced: &replaced,
-            seed,
-        });
-        if let Some(inner) = &self.inner {
-            let tree_files: Vec<u64> = self.stats.files.iter().map(|f| f.number.0).collect();
-            let skip: Vec<u64> = d.skip.iter().map(|n| n.0).collect();
-            inner
-                .filter_plan
-                .rcu(|plan| Arc::new(plan.with_tree(&tree_files, &skip)));
-        }
-        filter_decision(self.allocator.name(), d.bpk)
-    }
-}
-
 /// Table options with the options' block layout and `filter` deciding the filter; a range
 /// filter laid out for `sizes` (the tree's sampled range-query sizes), its bits decided by
 /// `range` when given, when the options ask for one.
@@ -182,8 +181,8 @@ fn with_filter(
     opts: &Settings,
     db_id: u64,
     filter: FilterDecision,
-    decider: Option<Arc<dyn DecideFilter>>,
-    range: Option<Arc<dyn DecideRange>>,
+    decider: Option<Arc<dyn DecideFilters>>,
+    range: Option<Arc<dyn DecideFilters>>,
     sizes: Option<Arc<[u64; SIZE_BUCKETS]>>,
 ) -> TableOptions {
     TableOptions {
@@ -272,11 +271,11 @@ impl DbInner {
             range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
             last_seed: Mutex::new(None),
         });
-        let (filter, point): (_, Option<Arc<dyn DecideFilter>>) = match point_fixed {
+        let (filter, point): (_, Option<Arc<dyn DecideFilters>>) = match point_fixed {
             Some(fixed) => (fixed, None),
             None => (FilterDecision::uniform(0.0), Some(decider.clone())),
         };
-        let range: Option<Arc<dyn DecideRange>> = if range_fixed { None } else { Some(decider) };
+        let range: Option<Arc<dyn DecideFilters>> = if range_fixed { None } else { Some(decider) };
         Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
     }
 }

@@ -5,9 +5,8 @@
 //! charge to the filter-memory region, released when the last reader of a replaced set drops
 //! it.
 
-use super::BloomFilter;
+use super::{BloomFilter, LoadedUnits};
 use crate::memory::Charge;
-use crate::sst::LoadedUnits;
 use arc_swap::ArcSwapOption;
 use std::sync::Arc;
 

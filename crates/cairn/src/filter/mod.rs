@@ -3,12 +3,12 @@
 //! elastic units plug in here.
 
 pub mod bloom;
+pub mod decision;
 pub mod loaded;
 pub mod rosetta;
 
 pub use bloom::{key_hash, BloomFilter};
-
-use crate::sst::FilterDecision;
+pub use decision::{FilterDecision, LoadedUnits, UnitSpec};
 use std::sync::Arc;
 
 /// A finished table's data, as a filter decision sees it.
@@ -24,17 +24,14 @@ pub struct TableOutput<'a> {
     pub largest: &'a [u8],
 }
 
-/// Decides a table's filter once its keys are known (a per-output decision: the allocator sees
-/// the table's real size and key range, not an estimate).
-pub trait DecideFilter: Send + Sync + std::fmt::Debug {
-    /// The decision for a finished table's data.
+/// Decides an output table's filters once its keys are known (per-output decisions: the
+/// allocators see the table's real size and key range, not an estimate). A table builder asks
+/// for the point filter, the range filter, or both, as its options say.
+pub trait DecideFilters: Send + Sync + std::fmt::Debug {
+    /// The point-filter decision for a finished table's data.
     fn decide(&self, table: &TableOutput<'_>) -> FilterDecision;
-}
-
-/// Decides a table's range-filter bits per key once its keys are known (the per-file,
-/// workload-driven share of the range-filter budget).
-pub trait DecideRange: Send + Sync + std::fmt::Debug {
-    /// Bits per distinct key of a finished table's range filter (0: none).
+    /// Bits per distinct key of a finished table's range filter (0: none; the per-file,
+    /// workload-driven share of the range-filter budget).
     fn range_bits_per_key(&self, table: &TableOutput<'_>) -> f64;
 }
 
@@ -62,19 +59,19 @@ pub trait FilterWriter: Send + std::fmt::Debug {
 }
 
 /// Bloom filter units per segment: each unit of the decision is an independent filter over the
-/// segment's keys. With a [`DecideFilter`], the decision is taken at `finish`, so the key
+/// segment's keys. With a [`DecideFilters`], the decision is taken at `finish`, so the key
 /// hashes of every segment are kept until then (8 bytes per distinct key).
 #[derive(Debug)]
 pub struct BloomUnitsWriter {
     fixed: FilterDecision,
-    decider: Option<Arc<dyn DecideFilter>>,
+    decider: Option<Arc<dyn DecideFilters>>,
     segments: Vec<Vec<u64>>,
     current: Vec<u64>,
 }
 
 impl BloomUnitsWriter {
     /// Units as `fixed` says, or as `decider` decides at the end when given.
-    pub fn new(fixed: FilterDecision, decider: Option<Arc<dyn DecideFilter>>) -> Self {
+    pub fn new(fixed: FilterDecision, decider: Option<Arc<dyn DecideFilters>>) -> Self {
         BloomUnitsWriter {
             fixed,
             decider,
@@ -119,9 +116,12 @@ mod tests {
 
     #[derive(Debug)]
     struct ByCount;
-    impl DecideFilter for ByCount {
+    impl DecideFilters for ByCount {
         fn decide(&self, t: &TableOutput<'_>) -> FilterDecision {
             FilterDecision::units("test", t.keys as usize, 2.0)
+        }
+        fn range_bits_per_key(&self, t: &TableOutput<'_>) -> f64 {
+            t.keys as f64
         }
     }
 

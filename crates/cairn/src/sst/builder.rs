@@ -3,7 +3,8 @@
 
 use super::block::BlockBuilder;
 use super::footer::{BlockHandle, Footer, FORMAT_VERSION};
-use super::properties::{FilterDecision, Properties, SegmentMeta};
+use super::properties::{Properties, SegmentMeta};
+use crate::filter::FilterDecision;
 use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
 use super::{TableOptions, METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
 use crate::env::WritableFile;

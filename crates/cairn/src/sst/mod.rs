@@ -24,8 +24,8 @@ pub(crate) use block::clone_error;
 pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
 pub use iter::{BlockWindow, TableIter};
-pub use properties::{FilterDecision, SegmentMeta};
-pub use reader::{GetOutcome, IterOptions, LoadedUnits, ReaderOptions, TableReader, UnitSelection};
+pub use properties::SegmentMeta;
+pub use reader::{GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
 /// What tests, fuzz targets and benchmarks use besides.
 #[cfg(feature = "test-util")]
@@ -33,7 +33,7 @@ pub use {
     block::{BlockBuilder, BlockIter},
     footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC},
     iter::TableIndex,
-    properties::{Properties, UnitSpec},
+    properties::Properties,
     reader::Found,
     trailer::TRAILER_LEN,
 };
@@ -57,9 +57,9 @@ pub struct TableOptions {
     /// Data bytes per segment before a new one starts (default 4 MiB).
     pub segment_size: u64,
     /// Filter units per segment (default one 10-bit unit).
-    pub filter: FilterDecision,
+    pub filter: crate::filter::FilterDecision,
     /// When set, decides the filter instead of `filter`, once the table's keys are known.
-    pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilter>>,
+    pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilters>>,
     /// The range filter to build (none by default).
     pub range_filter: Option<RangeFilterOptions>,
     /// The database the table belongs to, recorded in its properties (0: none).
@@ -73,7 +73,7 @@ pub struct RangeFilterOptions {
     /// decides.
     pub bits_per_key: f64,
     /// Decides the bits per key once the table's keys are known.
-    pub decider: Option<std::sync::Arc<dyn crate::filter::DecideRange>>,
+    pub decider: Option<std::sync::Arc<dyn crate::filter::DecideFilters>>,
     /// User-key bytes skipped before the 8-byte projection.
     pub key_offset: usize,
     /// The sampled range-query sizes its layout is decided from (`None`: the default layout).

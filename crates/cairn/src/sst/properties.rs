@@ -17,55 +17,11 @@
 //! (unknown).
 
 use super::footer::BlockHandle;
+use crate::filter::{FilterDecision, UnitSpec};
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
 const VERSION: u8 = 2;
-
-/// One filter unit's parameters, the same for every segment of a file.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UnitSpec {
-    /// Bits per key (fractional allowed; > 0).
-    pub bpk: f64,
-    /// Hash seed; units of one file have distinct seeds so they are independent.
-    pub seed: u64,
-}
-
-/// The bits-per-key decision for a file: which units each segment gets, and who decided.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FilterDecision {
-    /// Name of the allocator that decided (`"uniform"`, `"monkey"`, ...).
-    pub policy: String,
-    /// Units per segment; empty means no point filter.
-    pub units: Vec<UnitSpec>,
-}
-
-impl FilterDecision {
-    /// One unit of `bpk` bits per key (none when `bpk <= 0`).
-    pub fn uniform(bpk: f64) -> Self {
-        FilterDecision {
-            policy: "uniform".into(),
-            units: if bpk > 0.0 {
-                vec![UnitSpec { bpk, seed: 0 }]
-            } else {
-                Vec::new()
-            },
-        }
-    }
-
-    /// `n` units of `bpk` bits each with seeds 0..n (ElasticBF: 6 × 4).
-    pub fn units(policy: &str, n: usize, bpk: f64) -> Self {
-        FilterDecision {
-            policy: policy.into(),
-            units: (0..n as u64).map(|seed| UnitSpec { bpk, seed }).collect(),
-        }
-    }
-
-    /// Total bits per key over all units.
-    pub fn total_bpk(&self) -> f64 {
-        self.units.iter().map(|u| u.bpk).sum()
-    }
-}
 
 /// A run of consecutive data blocks sharing one group of filter units.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -11,7 +11,7 @@ use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filter::rosetta::{self, RosettaFilter};
-use crate::filter::BloomFilter;
+use crate::filter::{BloomFilter, LoadedUnits};
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
 use crate::iter::InternalIterator;
@@ -84,12 +84,6 @@ pub enum UnitSelection<'a> {
     Loaded(&'a dyn LoadedUnits),
 }
 
-/// Filter units held outside the reader (ElasticBF's loaded units).
-pub trait LoadedUnits: Sync {
-    /// Probes the units loaded for `segment` with the key hashed `h`: how many were probed,
-    /// and whether one ruled the key out.
-    fn probe(&self, segment: usize, h: u64) -> (u32, bool);
-}
 
 impl std::fmt::Debug for UnitSelection<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::filter::FilterDecision;
 use crate::cache::BlockCache;
 use crate::env::{read_all, write_all_synced, FileSystem, MemFs};
 use crate::format::ikey::{InternalKey, ValueKind};

@@ -14,7 +14,7 @@
 //! a probe, and the read path skips them (Mnemosyne's skip rule, live). Before any lookup has
 //! been recorded, Mnemosyne and Optimal decide as Monkey.
 
-use crate::sst::FilterDecision;
+use crate::filter::FilterDecision;
 use crate::stats::{FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
 
 /// What an allocator knows about an output file being written.
