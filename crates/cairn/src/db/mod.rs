@@ -16,6 +16,7 @@ mod memory;
 mod open;
 mod range_filter;
 mod read;
+mod replay;
 mod stats;
 mod write;
 
