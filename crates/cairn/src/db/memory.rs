@@ -8,8 +8,8 @@
 use super::inner::DbInner;
 use crate::error::{Error, Result};
 use crate::memory::MemoryLimits;
-use crate::stats::{BlockKind, IoSnapshot};
-use crate::tuning::memory::{Config, Cycle, Rule as TunerRule, Sizes, TreeCycle, Tuner};
+use crate::stats::{BlockKind, IoSnapshot, TunerRecord};
+use crate::tuning::memory::{Config, Cycle, Sizes, TreeCycle, Tuner};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,39 +17,6 @@ use std::time::{Duration, Instant};
 
 /// The page the tuner counts I/O in (the paper's P).
 const PAGE: f64 = 4096.0;
-
-/// One tuning cycle as recorded in the tuner's history.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TunerRecord {
-    /// Milliseconds since the database opened.
-    pub at_ms: u64,
-    /// Operations (puts, deletes, point lookups, range reads) in the cycle.
-    pub ops: u64,
-    /// The cycle's weighted page I/O per operation (ω · writes + γ · reads).
-    pub cost: f64,
-    /// `write'(x)`: the change of write I/O per operation per byte more write memory (pages;
-    /// negative: more write memory saves writes).
-    pub write_derivative: f64,
-    /// `read'(x)`: the change of read I/O per operation per byte moved from the block cache into
-    /// write memory (pages; the cache's lost hits, from the ghost cache, and compaction reads).
-    pub read_derivative: f64,
-    /// `cost'(x)`: the two weighted; the tuner moves memory toward write memory when negative.
-    pub cost_derivative: f64,
-    /// Bytes moved into write memory (negative: out of it).
-    pub write_step: i64,
-    /// Three-way tuning: the filter region's derivative (0 without a filter region).
-    pub filter_derivative: f64,
-    /// Bytes moved into filter memory (negative: out of it; 0 without a filter region).
-    pub filter_step: i64,
-    /// Why the write step is what it is.
-    pub rule: TunerRule,
-    /// Write memory after the step, in bytes.
-    pub write: u64,
-    /// Block cache capacity after the step, in bytes.
-    pub cache: u64,
-    /// Filter memory after the step, in bytes (0 without a filter region).
-    pub filter: u64,
-}
 
 /// Counters at the start of a cycle.
 #[derive(Debug, Clone, Default)]

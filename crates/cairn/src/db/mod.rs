@@ -1,9 +1,13 @@
 //! The database: a thin orchestrator over the WAL, memtables, versions, flush and compaction.
 //! This file holds the public handles ([`Db`], [`Tree`], [`Snapshot`]); `inner.rs` the shared
-//! state, `open.rs` recovery, `write.rs` the write path, `read.rs` and `iter.rs` the read path,
-//! `flush.rs` and `compact.rs` the jobs, `background.rs` their threads, `stats.rs` reporting.
+//! state, `open.rs` recovery (`replay.rs` the WAL replay), `write.rs` the write path, `read.rs`
+//! and `iter.rs` the read path, `flush.rs` and `compact.rs` the jobs, `background.rs` their
+//! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`).
 //!
-//! Module dependencies run one way: `background` → `compact` → `flush` → `write` → `inner`.
+//! The jobs depend one way: `background` → `compact` → `flush` → `write` → `inner`. The two
+//! run-time tuners, `elastic.rs` (filter units) and `memory.rs` (the memory tuner), keep their
+//! state in `DbInner` (as `inner.rs` fields of their own types) and add methods to it; the memory
+//! tuner also switches memtables through `write` when it shrinks write memory.
 
 mod background;
 mod compact;
@@ -21,13 +25,12 @@ mod stats;
 mod write;
 
 pub use iter::Range;
-pub use memory::TunerRecord;
-pub use stats::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels};
 
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::memory::{MemoryLimits, MemoryUsage};
 use crate::options::{Options, WriteOptions};
+use crate::stats::{DbStats, TreeLevels, TunerRecord};
 use inner::DbInner;
 use std::ops::RangeBounds;
 use std::path::Path;

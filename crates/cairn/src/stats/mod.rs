@@ -6,12 +6,13 @@
 
 internal_modules!(counters, files, io, merlin, stripe);
 pub(crate) mod report;
+mod types;
 
-pub use crate::db::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
 pub use crate::memory::MemoryUsage;
 pub use crate::tuning::memory::Rule as TunerRule;
 pub use counters::{FlushCount, Flushes, LevelStats, TreeStatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, KindSnapshot};
+pub use types::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
 
 /// The engine's own counters: `pub` for the crate's tests and benchmarks (`test-util`).
 #[cfg(feature = "test-util")]

@@ -5,7 +5,7 @@
 
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::{BlockKind, IoSnapshot, KindSnapshot};
-use crate::db::{DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
+use super::types::{DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
 use crate::memory::MemoryUsage;
 use std::fmt::{self, Display, Write as _};
 
