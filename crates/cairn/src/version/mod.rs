@@ -224,6 +224,84 @@ mod tests {
     use super::*;
     use crate::version::edit::tests::meta;
 
+    /// `testdata/version/edits.txt`: edits applied in turn (each one also through its encoding),
+    /// printing the version after each, or the inconsistency that refuses it.
+    #[test]
+    fn edits_from_testdata() {
+        let mut v = Version::default();
+        crate::testutil::run_file("version/edits.txt", |c| match c.command.as_str() {
+            "reset" => {
+                v = Version::default();
+                "ok\n".into()
+            }
+            "apply" => {
+                let mut e = VersionEdit::default();
+                for line in &c.input {
+                    let w: Vec<&str> = line.split_whitespace().collect();
+                    let n = |i: usize| w.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                    let opt = |key: &str| {
+                        w.iter()
+                            .find_map(|x| x.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
+                    };
+                    match w.first().copied() {
+                        Some("new-tree") => e.new_trees.push((n(1) as u32, w.get(2).unwrap_or(&"").to_string())),
+                        Some("delete") => e.deleted.push((n(1) as u32, n(2) as u32, n(3))),
+                        Some("deepest") => e.deepest.push((n(1) as u32, n(2) as u32)),
+                        Some("add") => {
+                            let (lo, hi) = w.get(4).and_then(|r| r.split_once('-')).unwrap_or(("", ""));
+                            let mut f = FileMeta {
+                                l0_group: opt("group=").unwrap_or(0),
+                                ..meta(n(3), lo, hi)
+                            };
+                            if let Some(seq) = opt("seq=") {
+                                f.largest_seqno = seq;
+                            }
+                            e.added.push((n(1) as u32, n(2) as u32, f));
+                        }
+                        other => panic!("unknown edit line {other:?}"),
+                    }
+                }
+                let decoded = VersionEdit::decode(&e.encode()).unwrap();
+                let (a, b) = (v.apply(&e), v.apply(&decoded));
+                assert_eq!(a.is_ok(), b.is_ok(), "the encoded edit applies as the edit");
+                match a {
+                    Ok(next) => {
+                        v = next;
+                        show(&v)
+                    }
+                    Err(why) => format!("error: {why}\n"),
+                }
+            }
+            other => panic!("unknown command {other}"),
+        });
+    }
+
+    /// Each tree's deepest level and its levels' files in read order: `number[lo-hi]`, with
+    /// `gN` for an L0 group.
+    fn show(v: &Version) -> String {
+        let mut o = String::new();
+        for (t, tv) in v.trees.iter().enumerate() {
+            o.push_str(&format!("tree {t} deepest L{}\n", tv.deepest));
+            for (l, files) in tv.levels.iter().enumerate().filter(|(_, f)| !f.is_empty()) {
+                let fs: Vec<String> = files
+                    .iter()
+                    .map(|f| {
+                        let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+                        let group = if f.l0_group > 0 { format!(" g{}", f.l0_group) } else { String::new() };
+                        format!(
+                            "{}[{}-{}{group}]",
+                            f.number,
+                            key(f.smallest_user_key()),
+                            key(f.largest_user_key())
+                        )
+                    })
+                    .collect();
+                o.push_str(&format!("  L{l}: {}\n", fs.join(" ")));
+            }
+        }
+        o
+    }
+
     fn l0(files: &[(u64, &str, &str, u64)]) -> Version {
         let mut e = VersionEdit::default();
         e.new_trees.push((0, "default".into()));
