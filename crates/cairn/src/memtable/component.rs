@@ -20,6 +20,7 @@
 use super::run::{build_runs, merge_runs, MergeScratch, SortedRun};
 use super::Memtable;
 use crate::compaction::iter::CompactionFilter;
+use crate::tuning::flush;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -180,10 +181,6 @@ impl Partition {
 /// Whether user-key ranges `[lo, hi]` overlap.
 fn overlaps((alo, ahi): (&[u8], &[u8]), (blo, bhi): (&[u8], &[u8])) -> bool {
     alo <= bhi && blo <= ahi
-}
-
-fn span(r: &KeyRange) -> (&[u8], &[u8]) {
-    (&r.0, &r.1)
 }
 
 impl MemComponent {
@@ -371,32 +368,17 @@ impl MemComponent {
         let Some(p) = self.part.as_mut() else {
             return false;
         };
-        let chosen = |m: &Arc<Memtable>| p.chosen(m);
-        let free = |m: &Arc<Memtable>| !chosen(m) && !p.busy(m);
-        for (ti, tier) in tiers.iter().enumerate().rev() {
-            let ok: Vec<&(Arc<Memtable>, KeyRange)> = tier
-                .iter()
-                .filter(|(m, r)| free(m) && !deeper_overlap(&tiers[ti + 1..], r, &chosen))
-                .collect();
-            if ok.is_empty() {
-                if tier.iter().any(|(m, _)| !chosen(m)) {
-                    // Data here that may not go yet: a shallower run may not pass it.
-                    return false;
-                }
-                continue;
-            }
-            let after = |r: &KeyRange| p.cursor.as_ref().is_none_or(|c| r.0 > *c);
-            let pick = ok.iter().find(|(_, r)| after(r)).unwrap_or(&ok[0]);
-            p.cursor = Some(pick.1 .1.clone());
-            let bytes = pick.0.approximate_bytes();
-            p.partial.push_back((wal, bytes));
-            p.flushes.push_back(FlushJob {
-                runs: vec![pick.0.clone()],
-                kind: FlushKind::Partial,
-            });
-            return true;
-        }
-        false
+        let Some((ti, i)) = flush::partial(&view(p, &tiers), p.cursor.as_deref()) else {
+            return false;
+        };
+        let (run, range) = &tiers[ti][i];
+        p.cursor = Some(range.1.clone());
+        p.partial.push_back((wal, run.approximate_bytes()));
+        p.flushes.push_back(FlushJob {
+            runs: vec![run.clone()],
+            kind: FlushKind::Partial,
+        });
+        true
     }
 
     /// The log-triggered flush of a partitioned component (`oldest_live_wal`: the oldest WAL on
@@ -414,40 +396,17 @@ impl MemComponent {
             p.partial.pop_front();
         }
         let recent: usize = p.partial.iter().map(|&(_, b)| b).sum();
-        if recent as f64 <= beta * total as f64 {
-            return self.choose_full_flush();
+        match flush::log(&view(p, &tiers), recent, total, beta) {
+            flush::LogChoice::Full => self.choose_full_flush(),
+            flush::LogChoice::Nothing => false,
+            flush::LogChoice::Runs(ids) => {
+                p.flushes.push_back(FlushJob {
+                    runs: ids.iter().map(|&(t, i)| tiers[t][i].0.clone()).collect(),
+                    kind: FlushKind::Log,
+                });
+                true
+            }
         }
-        let Some(p) = self.part.as_mut() else {
-            return false;
-        };
-        let chosen = |m: &Arc<Memtable>| p.chosen(m);
-        // The oldest data not already chosen, and everything deeper that overlaps it.
-        let Some((ti, oldest)) = tiers
-            .iter()
-            .enumerate()
-            .flat_map(|(ti, t)| t.iter().map(move |e| (ti, e)))
-            .filter(|(_, (m, _))| !chosen(m))
-            .min_by_key(|(_, (m, _))| m.first_wal())
-        else {
-            return false;
-        };
-        let mut set = vec![oldest.clone()];
-        for tier in &tiers[ti + 1..] {
-            let more: Vec<_> = tier
-                .iter()
-                .filter(|(m, r)| !chosen(m) && set.iter().any(|(_, s)| overlaps(span(s), span(r))))
-                .cloned()
-                .collect();
-            set.extend(more);
-        }
-        if set.iter().any(|(m, _)| p.busy(m)) {
-            return false;
-        }
-        p.flushes.push_back(FlushJob {
-            runs: set.into_iter().map(|(m, _)| m).collect(),
-            kind: FlushKind::Log,
-        });
-        true
     }
 
     /// A full flush: every pending memtable and run not already chosen, when no merge runs.
@@ -638,12 +597,22 @@ fn level_caps(total: usize, run_size: usize, ratio: usize, levels: usize) -> Vec
 }
 
 /// Whether a deeper tier holds data overlapping `r` that is not already chosen for a flush.
-fn deeper_overlap(
-    deeper: &[Tier],
-    r: &KeyRange,
-    chosen: &impl Fn(&Arc<Memtable>) -> bool,
-) -> bool {
-    deeper.iter().flatten().any(|(m, dr)| !chosen(m) && overlaps(span(r), span(dr)))
+/// The flush decider's view of `tiers` (`tuning::flush`).
+fn view<'a>(p: &Partition, tiers: &'a [Tier]) -> Vec<Vec<flush::Run<'a>>> {
+    tiers
+        .iter()
+        .map(|t| {
+            t.iter()
+                .map(|(m, r)| flush::Run {
+                    lo: &r.0,
+                    hi: &r.1,
+                    first_wal: m.first_wal(),
+                    chosen: p.chosen(m),
+                    busy: p.busy(m),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 fn overlapping(level: &[Arc<Memtable>], r: (&[u8], &[u8])) -> Vec<Arc<Memtable>> {
