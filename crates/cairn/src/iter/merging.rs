@@ -191,4 +191,69 @@ mod tests {
             });
         }
     }
+
+    /// `a@3` (a put of `a` at seqno 3) or `a@3:del`, as the test file writes internal keys.
+    fn ikey(w: &str) -> (Vec<u8>, u64, ValueKind) {
+        let (key, kind) = w.split_once(':').map_or((w, ValueKind::Put), |(k, _)| (k, ValueKind::Delete));
+        let (user, seq) = key.split_once('@').unwrap_or((key, "0"));
+        (user.as_bytes().to_vec(), seq.parse().unwrap_or(0), kind)
+    }
+
+    /// `testdata/iter/merging.txt`: sources (one memtable per input line, entries `key@seq=value`
+    /// or `key@seq:del`) merged, then walked: each step prints where the iterator stands.
+    #[test]
+    fn merging_from_testdata() {
+        let mut sources: Vec<Arc<Memtable>> = Vec::new();
+        crate::testutil::run_file("iter/merging.txt", |c| match c.command.as_str() {
+            "sources" => {
+                sources = c
+                    .input
+                    .iter()
+                    .map(|line| {
+                        let m = Arc::new(Memtable::new());
+                        for w in line.split_whitespace() {
+                            let (key, value) = w.split_once('=').unwrap_or((w, ""));
+                            let (user, seq, kind) = ikey(key);
+                            m.insert(&user, seq, kind, value.as_bytes(), 1);
+                        }
+                        m
+                    })
+                    .collect();
+                "ok\n".into()
+            }
+            "walk" => {
+                let mut it = MergingIter::new(sources.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect());
+                let mut out = String::new();
+                for op in &c.input {
+                    let mut w = op.split_whitespace();
+                    let target = |w: Option<&str>| {
+                        let (user, seq, kind) = ikey(w.unwrap_or(""));
+                        InternalKey::new(&user, seq, kind)
+                    };
+                    match w.next() {
+                        Some("first") => it.seek_to_first(),
+                        Some("last") => it.seek_to_last(),
+                        Some("seek") => it.seek(target(w.next()).encoded()),
+                        Some("seek-for-prev") => it.seek_for_prev(target(w.next()).encoded()),
+                        Some("next") => it.next(),
+                        Some("prev") => it.prev(),
+                        other => panic!("unknown step {other:?}"),
+                    }
+                    let at = if it.valid() {
+                        let (user, seq, kind) = crate::format::ikey::split(it.key()).unwrap();
+                        let user = String::from_utf8_lossy(user);
+                        match kind {
+                            ValueKind::Delete => format!("{user}@{seq}:del"),
+                            _ => format!("{user}@{seq}={}", String::from_utf8_lossy(it.value())),
+                        }
+                    } else {
+                        "end".into()
+                    };
+                    out.push_str(&format!("{op}: {at}\n"));
+                }
+                out
+            }
+            other => panic!("unknown command {other}"),
+        });
+    }
 }
