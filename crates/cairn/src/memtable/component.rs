@@ -771,4 +771,87 @@ mod tests {
         }
         assert!(deepest >= 3, "memory levels reached {deepest}");
     }
+
+    /// The component as the test file shows it: the active memtable's range, the memtables
+    /// waiting for a merge (oldest first), each memory level's runs, and the queued flushes.
+    fn show(c: &MemComponent) -> String {
+        let range = |m: &Arc<Memtable>| match m.key_bounds() {
+            Some((lo, hi)) => format!("{}-{}", String::from_utf8_lossy(lo), String::from_utf8_lossy(hi)),
+            None => "empty".into(),
+        };
+        let list = |ms: &mut dyn Iterator<Item = &Arc<Memtable>>| {
+            let l = ms.map(range).collect::<Vec<_>>().join(" ");
+            if l.is_empty() {
+                "(none)".to_string()
+            } else {
+                l
+            }
+        };
+        let mut o = format!("active: {}\n", range(&c.active));
+        if !c.immutable.is_empty() {
+            o.push_str(&format!("waiting: {}\n", list(&mut c.immutable.iter())));
+        }
+        if let Some(p) = &c.part {
+            for (i, level) in p.levels.iter().enumerate() {
+                o.push_str(&format!("M{}: {}\n", i + 1, list(&mut level.iter())));
+            }
+            for f in &p.flushes {
+                o.push_str(&format!("queued {:?} flush: {}\n", f.kind, list(&mut f.runs.iter())));
+            }
+        }
+        o
+    }
+
+    /// `testdata/memtable/component.txt`: a partitioned component driven step by step — puts,
+    /// switches, merge steps, the flush choices and flushes — printing its shape after each.
+    #[test]
+    fn component_from_testdata() {
+        let mut c = MemComponent::partitioned(2);
+        let (mut seq, mut wal, mut run_size) = (0u64, 1u64, 100usize);
+        crate::testutil::run_file("memtable/component.txt", |case| {
+            match case.command.as_str() {
+                "new" => {
+                    c = MemComponent::partitioned(case.arg("ratio", 2));
+                    run_size = case.arg("run", 100);
+                    (seq, wal) = (0, 1);
+                }
+                "put" => {
+                    for w in case.input.iter().flat_map(|l| l.split_whitespace()) {
+                        seq += 1;
+                        c.active().insert(w.as_bytes(), seq, ValueKind::Put, b"0123456789", wal);
+                    }
+                }
+                "switch" => {
+                    if c.switch(0) {
+                        wal += 1;
+                    }
+                }
+                "merge" => {
+                    // Every step of the merge due, to its end.
+                    let mut steps = 0;
+                    while let Some(job) = c.next_merge(run_size) {
+                        merge(&mut c, &job, run_size);
+                        steps += 1;
+                        assert!(steps < 1000, "a merge that does not end");
+                    }
+                }
+                "partial" => {
+                    c.choose_partial_flush(wal);
+                }
+                "log" => {
+                    c.choose_log_flush(case.arg("oldest", 1), case.arg("beta", 0.5));
+                }
+                "full" => {
+                    c.choose_full_flush();
+                }
+                "flush" => {
+                    if let Some(job) = c.next_flush() {
+                        c.flushed(&job);
+                    }
+                }
+                other => panic!("unknown command {other}"),
+            }
+            show(&c)
+        });
+    }
 }
