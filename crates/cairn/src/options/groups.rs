@@ -364,17 +364,6 @@ impl FilterPolicy {
     }
 }
 
-impl ElasticUnits {
-    fn of(s: &Settings) -> ElasticUnits {
-        ElasticUnits {
-            units: s.elastic_units,
-            unit_bits_per_key: s.elastic_unit_bpk,
-            life_time: s.elastic_life_time,
-            interval_ms: s.elastic_interval_ms,
-        }
-    }
-}
-
 impl Memory {
     fn of(s: &Settings) -> Memory {
         if s.memory_budget > 0 {
@@ -392,17 +381,6 @@ impl Budget {
             write_share: s.memory_write_share,
             filter_share: s.memory_filter_share,
             tuner: s.memory_tuner.then(|| Tuner::of(s)),
-        }
-    }
-}
-
-impl Tuner {
-    fn of(s: &Settings) -> Tuner {
-        Tuner {
-            period_ms: s.memory_tuner_period_ms,
-            floor: s.memory_tuner_floor,
-            write_weight: s.memory_tuner_write_weight,
-            filters: s.memory_tuner_filters,
         }
     }
 }
@@ -435,21 +413,113 @@ macro_rules! defaults_from_table {
 defaults_from_table!(
     Options => Options::of,
     Budget => Budget::of,
-    Tuner => Tuner::of,
-    ElasticUnits => ElasticUnits::of,
     FixedMemory => FixedMemory::of,
-    CacheOptions => |s: &Settings| Options::of(s).cache,
-    MemtableOptions => |s: &Settings| Options::of(s).memtable,
-    WalOptions => |s: &Settings| Options::of(s).wal,
-    TableFormat => |s: &Settings| Options::of(s).table,
-    FilterOptions => |s: &Settings| Options::of(s).filters,
-    RangeFilterOptions => |s: &Settings| Options::of(s).range_filter,
-    CompactionOptions => |s: &Settings| Options::of(s).compaction,
-    BackgroundOptions => |s: &Settings| Options::of(s).background,
-    WriteStallOptions => |s: &Settings| Options::of(s).write_stalls,
-    FileOptions => |s: &Settings| Options::of(s).files,
-    Limits => |s: &Settings| Options::of(s).limits,
+    FilterOptions => FilterOptions::of,
 );
+
+/// The groups whose fields map one to one onto settings, each pair listed once: `of` reads
+/// the group from the settings, `store` writes it back, and its defaults are the table's.
+macro_rules! plain_groups {
+    ($($ty:ident { $($field:ident: $setting:ident),* $(,)? })*) => {$(
+        impl $ty {
+            fn of(s: &Settings) -> $ty {
+                $ty { $($field: s.$setting),* }
+            }
+
+            fn store(&self, s: &mut Settings) {
+                $(s.$setting = self.$field;)*
+            }
+        }
+
+        impl Default for $ty {
+            fn default() -> Self {
+                $ty::of(&Settings::default())
+            }
+        }
+    )*};
+}
+plain_groups! {
+    Tuner {
+        period_ms: memory_tuner_period_ms,
+        floor: memory_tuner_floor,
+        write_weight: memory_tuner_write_weight,
+        filters: memory_tuner_filters,
+    }
+    ElasticUnits {
+        units: elastic_units,
+        unit_bits_per_key: elastic_unit_bpk,
+        life_time: elastic_life_time,
+        interval_ms: elastic_interval_ms,
+    }
+    CacheOptions {
+        high_pri_pool_ratio: high_pri_pool_ratio,
+        ghost_cache: ghost_cache_size,
+    }
+    MemtableOptions {
+        flush_policy: flush_policy,
+        component: memory_component,
+        partitioned_size_ratio: memory_size_ratio,
+        partitioned_flush_beta: memory_flush_beta,
+    }
+    WalOptions {
+        max_size: max_wal_size,
+        recovery_mode: wal_recovery_mode,
+    }
+    TableFormat {
+        block_size: block_size,
+        restart_interval: block_restart_interval,
+        hash_index: data_block_hash_index,
+        compression: compression,
+    }
+    RangeFilterOptions {
+        bits_per_key: range_filter_bits_per_key,
+        by_workload: range_filter_by_workload,
+        key_offset: range_filter_key_offset,
+        max_depth: range_filter_max_depth,
+        probe_budget: range_filter_probe_budget,
+    }
+    CompactionOptions {
+        merge_policy: merge_policy,
+        size_ratio: size_ratio,
+        l0_trigger: l0_compaction_trigger,
+        max_bytes_for_level_base: max_bytes_for_level_base,
+        level_targets: level_targets,
+        target_file_size: target_file_size,
+        max_levels: max_levels,
+    }
+    BackgroundOptions {
+        compaction_threads: compaction_threads,
+        max_subcompactions: max_subcompactions,
+    }
+    WriteStallOptions {
+        l0_slowdown_trigger: l0_slowdown_trigger,
+        l0_stop_trigger: l0_stop_trigger,
+        soft_pending_compaction_bytes: soft_pending_compaction_bytes,
+        hard_pending_compaction_bytes: hard_pending_compaction_bytes,
+        delayed_write_rate: delayed_write_rate,
+    }
+    FileOptions {
+        max_open_files: max_open_files,
+        use_direct_reads: use_direct_reads,
+        max_manifest_size: max_manifest_size,
+    }
+    Limits {
+        max_key_size: max_key_size,
+        max_value_size: max_value_size,
+        max_batch_size: max_batch_size,
+    }
+}
+
+impl FilterOptions {
+    fn of(s: &Settings) -> FilterOptions {
+        FilterOptions {
+            bits_per_key: s.bloom_bits_per_key,
+            policy: FilterPolicy::of(s),
+            segment_size: s.segment_size,
+            merlin_window: s.merlin_window,
+        }
+    }
+}
 
 impl Options {
     /// The options of these settings (taken through `sizing`, so that a budget and fixed
@@ -462,69 +532,17 @@ impl Options {
             keep_stored: s.keep_stored,
             malloc_mmap_threshold: s.malloc_mmap_threshold,
             memory: Memory::of(s),
-            cache: CacheOptions {
-                high_pri_pool_ratio: s.high_pri_pool_ratio,
-                ghost_cache: s.ghost_cache_size,
-            },
-            memtable: MemtableOptions {
-                flush_policy: s.flush_policy,
-                component: s.memory_component,
-                partitioned_size_ratio: s.memory_size_ratio,
-                partitioned_flush_beta: s.memory_flush_beta,
-            },
-            wal: WalOptions {
-                max_size: s.max_wal_size,
-                recovery_mode: s.wal_recovery_mode,
-            },
-            table: TableFormat {
-                block_size: s.block_size,
-                restart_interval: s.block_restart_interval,
-                hash_index: s.data_block_hash_index,
-                compression: s.compression,
-            },
-            filters: FilterOptions {
-                bits_per_key: s.bloom_bits_per_key,
-                policy: FilterPolicy::of(s),
-                segment_size: s.segment_size,
-                merlin_window: s.merlin_window,
-            },
-            range_filter: RangeFilterOptions {
-                bits_per_key: s.range_filter_bits_per_key,
-                by_workload: s.range_filter_by_workload,
-                key_offset: s.range_filter_key_offset,
-                max_depth: s.range_filter_max_depth,
-                probe_budget: s.range_filter_probe_budget,
-            },
-            compaction: CompactionOptions {
-                merge_policy: s.merge_policy,
-                size_ratio: s.size_ratio,
-                l0_trigger: s.l0_compaction_trigger,
-                max_bytes_for_level_base: s.max_bytes_for_level_base,
-                level_targets: s.level_targets,
-                target_file_size: s.target_file_size,
-                max_levels: s.max_levels,
-            },
-            background: BackgroundOptions {
-                compaction_threads: s.compaction_threads,
-                max_subcompactions: s.max_subcompactions,
-            },
-            write_stalls: WriteStallOptions {
-                l0_slowdown_trigger: s.l0_slowdown_trigger,
-                l0_stop_trigger: s.l0_stop_trigger,
-                soft_pending_compaction_bytes: s.soft_pending_compaction_bytes,
-                hard_pending_compaction_bytes: s.hard_pending_compaction_bytes,
-                delayed_write_rate: s.delayed_write_rate,
-            },
-            files: FileOptions {
-                max_open_files: s.max_open_files,
-                use_direct_reads: s.use_direct_reads,
-                max_manifest_size: s.max_manifest_size,
-            },
-            limits: Limits {
-                max_key_size: s.max_key_size,
-                max_value_size: s.max_value_size,
-                max_batch_size: s.max_batch_size,
-            },
+            cache: CacheOptions::of(s),
+            memtable: MemtableOptions::of(s),
+            wal: WalOptions::of(s),
+            table: TableFormat::of(s),
+            filters: FilterOptions::of(s),
+            range_filter: RangeFilterOptions::of(s),
+            compaction: CompactionOptions::of(s),
+            background: BackgroundOptions::of(s),
+            write_stalls: WriteStallOptions::of(s),
+            files: FileOptions::of(s),
+            limits: Limits::of(s),
         }
     }
 
@@ -552,10 +570,7 @@ impl Options {
                 s.memory_filter_share = b.filter_share;
                 s.memory_tuner = b.tuner.is_some();
                 if let Some(t) = &b.tuner {
-                    s.memory_tuner_period_ms = t.period_ms;
-                    s.memory_tuner_floor = t.floor;
-                    s.memory_tuner_write_weight = t.write_weight;
-                    s.memory_tuner_filters = t.filters;
+                    t.store(&mut s);
                 }
             }
             Memory::Fixed(f) => {
@@ -571,62 +586,27 @@ impl Options {
                 s.index_in_block_cache = f.index_in_block_cache;
             }
         }
-        s.high_pri_pool_ratio = self.cache.high_pri_pool_ratio;
-        s.ghost_cache_size = self.cache.ghost_cache;
-        let m = &self.memtable;
-        s.flush_policy = m.flush_policy;
-        s.memory_component = m.component;
-        s.memory_size_ratio = m.partitioned_size_ratio;
-        s.memory_flush_beta = m.partitioned_flush_beta;
-        s.max_wal_size = self.wal.max_size;
-        s.wal_recovery_mode = self.wal.recovery_mode;
-        let t = &self.table;
-        s.block_size = t.block_size;
-        s.block_restart_interval = t.restart_interval;
-        s.data_block_hash_index = t.hash_index;
-        s.compression = t.compression;
+        self.cache.store(&mut s);
+        self.memtable.store(&mut s);
+        self.wal.store(&mut s);
+        self.table.store(&mut s);
         let f = &self.filters;
         s.bloom_bits_per_key = f.bits_per_key;
         s.bpk_policy = f.policy.kind();
         s.segment_size = f.segment_size;
         s.merlin_window = f.merlin_window;
         if let FilterPolicy::Elastic(u) | FilterPolicy::MnemosyneElastic { units: u, .. } = &f.policy {
-            s.elastic_units = u.units;
-            s.elastic_unit_bpk = u.unit_bits_per_key;
-            s.elastic_life_time = u.life_time;
-            s.elastic_interval_ms = u.interval_ms;
+            u.store(&mut s);
         }
         if let FilterPolicy::MnemosyneElastic { solve_every, .. } = f.policy {
             s.elastic_solve_every = solve_every;
         }
-        let r = &self.range_filter;
-        s.range_filter_bits_per_key = r.bits_per_key;
-        s.range_filter_by_workload = r.by_workload;
-        s.range_filter_key_offset = r.key_offset;
-        s.range_filter_max_depth = r.max_depth;
-        s.range_filter_probe_budget = r.probe_budget;
-        let c = &self.compaction;
-        s.merge_policy = c.merge_policy;
-        s.size_ratio = c.size_ratio;
-        s.l0_compaction_trigger = c.l0_trigger;
-        s.max_bytes_for_level_base = c.max_bytes_for_level_base;
-        s.level_targets = c.level_targets;
-        s.target_file_size = c.target_file_size;
-        s.max_levels = c.max_levels;
-        s.compaction_threads = self.background.compaction_threads;
-        s.max_subcompactions = self.background.max_subcompactions;
-        let w = &self.write_stalls;
-        s.l0_slowdown_trigger = w.l0_slowdown_trigger;
-        s.l0_stop_trigger = w.l0_stop_trigger;
-        s.soft_pending_compaction_bytes = w.soft_pending_compaction_bytes;
-        s.hard_pending_compaction_bytes = w.hard_pending_compaction_bytes;
-        s.delayed_write_rate = w.delayed_write_rate;
-        s.max_open_files = self.files.max_open_files;
-        s.use_direct_reads = self.files.use_direct_reads;
-        s.max_manifest_size = self.files.max_manifest_size;
-        s.max_key_size = self.limits.max_key_size;
-        s.max_value_size = self.limits.max_value_size;
-        s.max_batch_size = self.limits.max_batch_size;
+        self.range_filter.store(&mut s);
+        self.compaction.store(&mut s);
+        self.background.store(&mut s);
+        self.write_stalls.store(&mut s);
+        self.files.store(&mut s);
+        self.limits.store(&mut s);
         Ok(s)
     }
 
