@@ -58,3 +58,18 @@ pub(crate) fn check(
         assert!(it.status().is_ok());
     }
 }
+
+/// One step of a data-driven walk (`testdata/iter/`): `first`, `last`, `seek K`,
+/// `seek-for-prev K`, `next`, `prev`, with `target` reading a seek's key.
+pub(crate) fn step(it: &mut dyn InternalIterator, op: &str, target: impl Fn(&str) -> InternalKey) {
+    let mut w = op.split_whitespace();
+    match w.next() {
+        Some("first") => it.seek_to_first(),
+        Some("last") => it.seek_to_last(),
+        Some("seek") => it.seek(target(w.next().unwrap_or("")).encoded()),
+        Some("seek-for-prev") => it.seek_for_prev(target(w.next().unwrap_or("")).encoded()),
+        Some("next") => it.next(),
+        Some("prev") => it.prev(),
+        other => panic!("unknown step {other:?}"),
+    }
+}

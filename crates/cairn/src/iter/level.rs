@@ -203,34 +203,39 @@ mod tests {
                     m.insert(InternalKey::new(&uk, 20, ValueKind::Delete), Vec::new());
                 }
             }
-            let n = t + 1;
-            let opts = TableOptions {
-                block_size: 256,
-                ..TableOptions::default()
-            };
-            let path = crate::filename::table(Path::new("/l"), n);
-            let mut b = TableBuilder::new(fs.create(&path).unwrap(), n, opts, Arc::new(IoStats::new()));
-            for (k, v) in &m {
-                b.add(k.encoded(), v).unwrap();
-            }
-            let s = b.finish().unwrap();
-            files.push(Arc::new(FileMeta {
-                number: n,
-                size: s.file_size,
-                smallest: s.properties.smallest_key.clone(),
-                largest: s.properties.largest_key.clone(),
-                smallest_seqno: 10,
-                largest_seqno: 20,
-                entries: s.properties.entries,
-                tombstones: s.properties.tombstones,
-                filter_policy: String::new(),
-                filter_bpk: 0.0,
-                segments: 1,
-                l0_group: 0,
-            }));
+            files.push(table(fs, t + 1, &m, 256));
             models.push(m);
         }
         (files, models)
+    }
+
+    /// Table `n` in `/l` holding `m`, with its manifest entry.
+    fn table(fs: &MemFs, n: u64, m: &Model, block_size: usize) -> Arc<FileMeta> {
+        let opts = TableOptions {
+            block_size,
+            ..TableOptions::default()
+        };
+        let path = crate::filename::table(Path::new("/l"), n);
+        let mut b = TableBuilder::new(fs.create(&path).unwrap(), n, opts, Arc::new(IoStats::new()));
+        for (k, v) in m {
+            b.add(k.encoded(), v).unwrap();
+        }
+        let s = b.finish().unwrap();
+        let seqnos = m.keys().filter_map(|k| crate::format::ikey::split(k.encoded()).map(|(_, seq, _)| seq));
+        Arc::new(FileMeta {
+            number: n,
+            size: s.file_size,
+            smallest: s.properties.smallest_key.clone(),
+            largest: s.properties.largest_key.clone(),
+            smallest_seqno: seqnos.clone().min().unwrap_or(0),
+            largest_seqno: seqnos.max().unwrap_or(0),
+            entries: s.properties.entries,
+            tombstones: s.properties.tombstones,
+            filter_policy: String::new(),
+            filter_bpk: 0.0,
+            segments: 1,
+            l0_group: 0,
+        })
     }
 
     fn opener(fs: &MemFs) -> TableOpener {
@@ -352,26 +357,7 @@ mod tests {
                             value.as_bytes().to_vec(),
                         );
                     }
-                    let path = crate::filename::table(Path::new("/l"), n);
-                    let mut b = TableBuilder::new(fs.create(&path).unwrap(), n, TableOptions::default(), Arc::new(IoStats::new()));
-                    for (k, v) in &m {
-                        b.add(k.encoded(), v).unwrap();
-                    }
-                    let s = b.finish().unwrap();
-                    files.push(Arc::new(FileMeta {
-                        number: n,
-                        size: s.file_size,
-                        smallest: s.properties.smallest_key.clone(),
-                        largest: s.properties.largest_key.clone(),
-                        smallest_seqno: 1,
-                        largest_seqno: 1,
-                        entries: s.properties.entries,
-                        tombstones: 0,
-                        filter_policy: String::new(),
-                        filter_bpk: 0.0,
-                        segments: 1,
-                        l0_group: 0,
-                    }));
+                    files.push(table(&fs, n, &m, TableOptions::default().block_size));
                 }
                 "ok\n".into()
             }
@@ -401,17 +387,7 @@ mod tests {
                 let mut it = LevelIter::bounded(files.clone(), opener(&fs), IterOptions::default(), bounds, Some(skip));
                 let mut out = String::new();
                 for op in &c.input {
-                    let mut w = op.split_whitespace();
-                    let target = |w: Option<&str>| InternalKey::new(w.unwrap_or("").as_bytes(), 99, ValueKind::Put);
-                    match w.next() {
-                        Some("first") => it.seek_to_first(),
-                        Some("last") => it.seek_to_last(),
-                        Some("seek") => it.seek(target(w.next()).encoded()),
-                        Some("seek-for-prev") => it.seek_for_prev(target(w.next()).encoded()),
-                        Some("next") => it.next(),
-                        Some("prev") => it.prev(),
-                        other => panic!("unknown step {other:?}"),
-                    }
+                    crate::iter::conformance::step(&mut it, op, |k| InternalKey::new(k.as_bytes(), 99, ValueKind::Put));
                     let at = if it.valid() {
                         let (user, _, _) = crate::format::ikey::split(it.key()).unwrap();
                         format!("{}={}", String::from_utf8_lossy(user), String::from_utf8_lossy(it.value()))

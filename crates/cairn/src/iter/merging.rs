@@ -225,20 +225,10 @@ mod tests {
                 let mut it = MergingIter::new(sources.iter().map(|m| Box::new(m.iter()) as BoxedIter).collect());
                 let mut out = String::new();
                 for op in &c.input {
-                    let mut w = op.split_whitespace();
-                    let target = |w: Option<&str>| {
-                        let (user, seq, kind) = ikey(w.unwrap_or(""));
+                    crate::iter::conformance::step(&mut it, op, |k| {
+                        let (user, seq, kind) = ikey(k);
                         InternalKey::new(&user, seq, kind)
-                    };
-                    match w.next() {
-                        Some("first") => it.seek_to_first(),
-                        Some("last") => it.seek_to_last(),
-                        Some("seek") => it.seek(target(w.next()).encoded()),
-                        Some("seek-for-prev") => it.seek_for_prev(target(w.next()).encoded()),
-                        Some("next") => it.next(),
-                        Some("prev") => it.prev(),
-                        other => panic!("unknown step {other:?}"),
-                    }
+                    });
                     let at = if it.valid() {
                         let (user, seq, kind) = crate::format::ikey::split(it.key()).unwrap();
                         let user = String::from_utf8_lossy(user);
