@@ -76,14 +76,19 @@ impl DbInner {
         m.write_buffer_size.store(buffer, Ordering::Relaxed);
         // Without writes to come (the tuner's idle rule hands write memory to the cache), a
         // memtable above the new size would keep memory the cache has just been given.
-        if !self.read_only {
+        let over = |st: &super::inner::State| -> Vec<usize> {
+            (0..st.mems.len())
+                .filter(|&t| !st.mems[t].is_partitioned() && st.mems[t].active_bytes() > buffer)
+                .collect()
+        };
+        // The WAL lock (which writers wait on) only when a memtable is over; checked again under
+        // it, since a write group may have switched meanwhile.
+        if !self.read_only && !over(&self.state.lock()).is_empty() {
             let mut wal = self.wal.lock();
             let mut st = self.state.lock();
-            let over: Vec<usize> = (0..st.mems.len())
-                .filter(|&t| !st.mems[t].is_partitioned() && st.mems[t].active_bytes() > buffer)
-                .collect();
-            if !over.is_empty() {
-                super::write::switch_memtables(self, &mut wal, &mut st, &over)?;
+            let trees = over(&st);
+            if !trees.is_empty() {
+                super::write::switch_memtables(self, &mut wal, &mut st, &trees)?;
             }
         }
         let mut shrank = false;
