@@ -814,6 +814,12 @@ mod tests {
             if sp.field == "memory_budget" {
                 continue; // covered by the budget tests below
             }
+            // The flat name of earlier releases sets the same setting.
+            let mut by_alias = o.clone();
+            by_alias
+                .set(sp.field, &other)
+                .unwrap_or_else(|e| panic!("{}: {e}", sp.field));
+            assert_eq!(by_alias.get(sp.name).as_deref(), Some(other.as_str()), "{}", sp.field);
             o.set(sp.name, &other).unwrap_or_else(|e| panic!("{}: {e}", sp.name));
             let s = o.settings().unwrap();
             assert_eq!((sp.get)(&s), other, "{} through the groups", sp.name);
