@@ -23,17 +23,11 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
     threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
     if inner.opts.bpk_policy.is_elastic() && inner.opts.elastic_interval_ms > 0 {
         let i = inner.clone();
-        threads.push(spawn(
-            "cairn-elastic".into(),
-            Box::new(move || super::elastic::adjuster_loop(i)),
-        )?);
+        threads.push(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
     }
     if inner.tuner.is_some() {
         let i = inner.clone();
-        threads.push(spawn(
-            "cairn-tuner".into(),
-            Box::new(move || super::memory::tuner_loop(i)),
-        )?);
+        threads.push(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
     }
     for n in 0..inner.opts.compaction_threads {
         let i = inner.clone();
@@ -133,4 +127,41 @@ pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
         inner.bg_cv.notify_all();
         inner.done_cv.wait_for(&mut st, Duration::from_millis(50));
     }
+}
+
+/// ElasticBF's adjuster: a round every `elastic_interval_ms` while lookups arrive or tables
+/// change.
+fn adjuster_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
+    let mut last = (u64::MAX, 0usize);
+    let interval = Duration::from_millis(inner.opts.elastic_interval_ms);
+    while wait(&inner, interval) {
+        let gets: u64 = inner.counters.trees().iter().map(|t| t.gets()).sum();
+        let now = (gets, Arc::as_ptr(&inner.super_versions()) as usize);
+        if now != last {
+            last = now;
+            inner.adjust_filters();
+        }
+    }
+}
+
+/// The memory tuner: checks a few times a second whether a cycle is due.
+fn tuner_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
+    let tick = Duration::from_millis(inner.opts.memory_tuner_period_ms.clamp(1, 250));
+    while wait(&inner, tick) {
+        if inner.tuning_due() && !inner.poisoned.load(Ordering::Acquire) {
+            inner.tune_memory();
+        }
+    }
+}
+
+/// Waits up to `timeout` for a wake-up; false once the database shuts down.
+fn wait(inner: &DbInner, timeout: Duration) -> bool {
+    let mut st = inner.state.lock();
+    if inner.shutdown.load(Ordering::Acquire) {
+        return false;
+    }
+    inner.bg_cv.wait_for(&mut st, timeout);
+    !inner.shutdown.load(Ordering::Acquire)
 }

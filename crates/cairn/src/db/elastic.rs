@@ -14,19 +14,39 @@
 //! Combined mode (`mnemosyne-elastic`): every `elastic_solve_every` lookups, and whenever the
 //! tables change, the targets of Mnemosyne's optimum over segments are applied in the next
 //! round; ElasticBF's rule handles the accesses between solves.
+//!
+//! The adjuster sees the engine only through [`Host`] (the live tables, two clocks, reading a
+//! table, the filter region), which `DbInner` implements; nothing here imports the rest of `db/`.
 
-use super::inner::DbInner;
 use crate::error::Result;
 use crate::filter::loaded::LoadedUnit;
-use crate::options::BpkPolicy;
+use crate::memory::Region;
+use crate::options::{BpkPolicy, Settings};
+use crate::sst::TableReader;
 use crate::stats::FileState;
 use crate::tuning::bpk::LN2_SQ;
 use crate::tuning::elastic::{adjust, marginals, targets, Action, Demand, Params, Segment};
+use crate::version::FileMeta;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+
+/// What a round reads from the engine and does to it.
+pub(crate) trait Host {
+    fn settings(&self) -> &Settings;
+    /// Logical time: Gets of every tree so far.
+    fn logical_time(&self) -> u64;
+    /// Lookups Merlin recorded (the clock of its estimates).
+    fn lookups(&self) -> u64;
+    /// The elastic tables in the current versions.
+    fn live_elastic(&self) -> Vec<Live>;
+    /// Whether a table is still in a current version.
+    fn is_live(&self, number: u64) -> bool;
+    fn open_table(&self, meta: &FileMeta, state: &Arc<FileState>) -> Result<Arc<TableReader>>;
+    /// The region loaded units are charged to.
+    fn filter_region(&self) -> &Arc<Region>;
+}
 
 /// A load must lower the expected extra I/O by more than this share of it.
 const MIN_GAIN: f64 = 1e-4;
@@ -103,46 +123,17 @@ impl Elastic {
 }
 
 /// A live elastic table in the current versions.
-struct Live {
-    tree: u32,
-    meta: Arc<crate::version::FileMeta>,
-    state: Arc<FileState>,
+pub(crate) struct Live {
+    pub tree: u32,
+    pub meta: Arc<FileMeta>,
+    pub state: Arc<FileState>,
 }
 
-impl DbInner {
-    /// Logical time: Gets of every tree so far.
-    fn logical_time(&self) -> u64 {
-        self.counters.trees().iter().map(|t| t.gets()).sum()
-    }
-
-    fn live_elastic(&self) -> Vec<Live> {
-        let mut out = Vec::new();
-        for sv in self.super_versions().iter() {
-            let Some(tv) = sv.version.trees.get(sv.tree) else {
-                continue;
-            };
-            for (level, fs) in tv.levels.iter().enumerate() {
-                for (i, f) in fs.iter().enumerate() {
-                    let Some(state) = sv.files.get(level).and_then(|l| l.get(i)) else {
-                        continue;
-                    };
-                    if !state.elastic().is_empty() {
-                        out.push(Live {
-                            tree: sv.tree as u32,
-                            meta: f.clone(),
-                            state: state.clone(),
-                        });
-                    }
-                }
-            }
-        }
-        out
-    }
-
+impl Elastic {
     /// The filter memory: the user's, or `bloom_bits_per_key` bits per key of the live elastic
     /// tables.
-    fn elastic_budget(&self, live: &[Live], tracked: &HashMap<u64, TrackedFile>) -> u64 {
-        let explicit = self.elastic.explicit_budget.load(Relaxed);
+    fn budget(&self, host: &impl Host, live: &[Live], tracked: &HashMap<u64, TrackedFile>) -> u64 {
+        let explicit = self.explicit_budget.load(Relaxed);
         if explicit > 0 {
             return explicit;
         }
@@ -151,23 +142,24 @@ impl DbInner {
             .filter_map(|l| tracked.get(&l.meta.number))
             .flat_map(|t| t.segments.iter().map(|s| s.keys))
             .sum();
-        (self.opts.bloom_bits_per_key * keys as f64 / 8.0) as u64
+        (host.settings().bloom_bits_per_key * keys as f64 / 8.0) as u64
     }
 
     /// One round of the adjuster: track new tables (with what they inherit), count accesses,
     /// decide, then load and unload units.
-    pub(crate) fn adjust_filters(&self) {
-        if !self.opts.bpk_policy.is_elastic() {
+    pub(crate) fn adjust(&self, host: &impl Host) {
+        let opts = host.settings();
+        if !opts.bpk_policy.is_elastic() {
             return;
         }
-        let mut tracked = self.elastic.files.lock();
-        let now = self.logical_time();
-        let live = self.live_elastic();
-        let changed = self.track(&live, &mut tracked, now);
-        let budget = self.elastic_budget(&live, &tracked);
-        self.memory.pinned_filters.set_capacity(budget as usize);
-        if self.opts.bpk_policy == BpkPolicy::MnemosyneElastic {
-            self.solve_if_due(&live, &mut tracked, budget, now, changed);
+        let mut tracked = self.files.lock();
+        let now = host.logical_time();
+        let live = host.live_elastic();
+        let changed = self.track(host, &live, &mut tracked, now);
+        let budget = self.budget(host, &live, &tracked);
+        host.filter_region().set_capacity(budget as usize);
+        if opts.bpk_policy == BpkPolicy::MnemosyneElastic {
+            self.solve_if_due(host, &live, &mut tracked, budget, now, changed);
         }
         // The decider's view, segment by segment over the live tables.
         let mut index = Vec::new();
@@ -201,63 +193,54 @@ impl DbInner {
         let p = Params {
             now,
             // The paper's rule: about the number of segments.
-            life_time: match self.opts.elastic_life_time {
+            life_time: match opts.elastic_life_time {
                 0 => segs.len().max(1) as u64,
                 t => t,
             },
             budget,
-            unit_fpr: (-self.opts.elastic_unit_bpk * LN2_SQ).exp(),
+            unit_fpr: (-opts.elastic_unit_bpk * LN2_SQ).exp(),
             initial_units: 1,
             min_gain: MIN_GAIN,
         };
         let actions = adjust(&segs, &p);
-        *self.elastic.marginals.lock() = marginals(&segs, &actions, p.unit_fpr);
+        *self.marginals.lock() = marginals(&segs, &actions, p.unit_fpr);
         for a in actions {
             match a {
                 Action::Load(i) => {
                     let (li, si) = index[i];
-                    if let Err(e) = self.load_unit(&live[li], si) {
+                    if let Err(e) = self.load_unit(host, &live[li], si) {
                         // A unit that cannot be read is simply not loaded: lookups read the
                         // data instead (and report the error if the data is bad too). A table
                         // a compaction deleted meanwhile is no error.
-                        if self.is_live(live[li].meta.number) {
+                        if host.is_live(live[li].meta.number) {
                             tracing::warn!(error = %e, file = live[li].meta.number, "filter unit not loaded");
-                            self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                            self.counters.load_errors.fetch_add(1, Relaxed);
                         }
                     }
                 }
                 Action::Unload(i) => {
                     let (li, si) = index[i];
                     live[li].state.elastic().pop(si);
-                    self.elastic.counters.unloads.fetch_add(1, Relaxed);
+                    self.counters.unloads.fetch_add(1, Relaxed);
                 }
             }
         }
-        self.elastic.counters.rounds.fetch_add(1, Relaxed);
+        self.counters.rounds.fetch_add(1, Relaxed);
     }
 
-    fn is_live(&self, number: u64) -> bool {
-        self.super_versions().iter().any(|sv| {
-            sv.version
-                .trees
-                .get(sv.tree)
-                .is_some_and(|tv| tv.levels.iter().flatten().any(|f| f.number == number))
-        })
-    }
-
-    fn load_unit(&self, l: &Live, segment: usize) -> Result<()> {
-        let reader = self.open_table_for(&l.meta, Some(&l.state))?;
+    fn load_unit(&self, host: &impl Host, l: &Live, segment: usize) -> Result<()> {
+        let reader = host.open_table(&l.meta, &l.state)?;
         let unit = l.state.elastic().loaded(segment) as usize;
         let filter = reader.read_filter_unit(segment, unit)?;
-        let charge = self.memory.pinned_filters.charge(filter.memory_usage());
+        let charge = host.filter_region().charge(filter.memory_usage());
         l.state.elastic().push(segment, LoadedUnit::new(filter, charge));
-        self.elastic.counters.loads.fetch_add(1, Relaxed);
+        self.counters.loads.fetch_add(1, Relaxed);
         Ok(())
     }
 
     /// Tracks the live tables not seen before and forgets departed ones, passing their
     /// hotness on; true when the set of tables changed.
-    fn track(&self, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, now: u64) -> bool {
+    fn track(&self, host: &impl Host, live: &[Live], tracked: &mut HashMap<u64, TrackedFile>, now: u64) -> bool {
         let alive: std::collections::HashSet<u64> = live.iter().map(|l| l.meta.number).collect();
         let departed: Vec<(u32, Tracked)> = {
             let gone: Vec<u64> = tracked.keys().filter(|n| !alive.contains(n)).copied().collect();
@@ -276,15 +259,15 @@ impl DbInner {
                 continue;
             }
             changed = true;
-            let reader = match self.open_table_for(&l.meta, Some(&l.state)) {
+            let reader = match host.open_table(&l.meta, &l.state) {
                 Ok(r) => r,
                 Err(e) => {
                     // Gone meanwhile (no error), or unreadable: tracked without segments, so
                     // its units are never loaded and lookups read its data (which reports the
                     // error to them).
-                    if self.is_live(l.meta.number) {
+                    if host.is_live(l.meta.number) {
                         tracing::warn!(error = %e, file = l.meta.number, "table not readable: no filter units");
-                        self.elastic.counters.load_errors.fetch_add(1, Relaxed);
+                        self.counters.load_errors.fetch_add(1, Relaxed);
                     }
                     tracked.insert(
                         l.meta.number,
@@ -348,19 +331,21 @@ impl DbInner {
     /// segments in proportion to their probes (plus one each, so unprobed segments count).
     fn solve_if_due(
         &self,
+        host: &impl Host,
         live: &[Live],
         tracked: &mut HashMap<u64, TrackedFile>,
         budget: u64,
         now: u64,
         changed: bool,
     ) {
-        let mut sched = self.elastic.solve.lock();
+        let every = host.settings().elastic_solve_every;
+        let mut sched = self.solve.lock();
         sched.changed |= changed;
         let due = match sched.last {
             None => true,
-            Some(last) => sched.changed || now >= last.saturating_add(self.opts.elastic_solve_every),
+            Some(last) => sched.changed || now >= last.saturating_add(every),
         };
-        let g = self.files.lookups();
+        let g = host.lookups();
         if !due || g < MIN_SOLVE_LOOKUPS {
             return; // not due, or nothing estimated yet: ElasticBF's rule alone
         }
@@ -385,7 +370,7 @@ impl DbInner {
         }
         for ((n, i), target) in at
             .into_iter()
-            .zip(targets(&demands, budget, self.opts.elastic_unit_bpk))
+            .zip(targets(&demands, budget, host.settings().elastic_unit_bpk))
         {
             if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
                 s.target = Some(target);
@@ -395,46 +380,6 @@ impl DbInner {
             last: Some(now),
             changed: false,
         };
-        self.elastic.counters.solves.fetch_add(1, Relaxed);
-    }
-
-    /// Loaded units per level of every tree (for `db.stats()`).
-    pub(crate) fn loaded_units_per_level(&self) -> Vec<u64> {
-        let mut per_level = Vec::new();
-        for sv in self.super_versions().iter() {
-            for (level, states) in sv.files.iter().enumerate() {
-                if per_level.len() <= level {
-                    per_level.resize(level + 1, 0);
-                }
-                per_level[level] += states.iter().map(|st| st.elastic().total_loaded()).sum::<u64>();
-            }
-        }
-        per_level
-    }
-}
-
-/// The background adjuster: a round every few milliseconds while lookups arrive or tables
-/// change.
-pub(super) fn adjuster_loop(inner: Arc<DbInner>) {
-    crate::stats::stripe::Stripe::background();
-    let mut last = (u64::MAX, 0usize);
-    let interval = Duration::from_millis(inner.opts.elastic_interval_ms);
-    loop {
-        {
-            let mut st = inner.state.lock();
-            if inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
-                return;
-            }
-            inner.bg_cv.wait_for(&mut st, interval);
-            if inner.shutdown.load(std::sync::atomic::Ordering::Acquire) {
-                return;
-            }
-        }
-        let now = (inner.logical_time(), Arc::as_ptr(&inner.super_versions()) as usize);
-        if now == last {
-            continue;
-        }
-        last = now;
-        inner.adjust_filters();
+        self.counters.solves.fetch_add(1, Relaxed);
     }
 }

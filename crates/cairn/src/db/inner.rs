@@ -281,6 +281,11 @@ impl DbInner {
         StatsSnapshot { files, lookups: g }
     }
 
+    /// One round of ElasticBF's adjuster (`db/elastic.rs`).
+    pub fn adjust_filters(&self) {
+        self.elastic.adjust(self);
+    }
+
     /// Opens (or finds cached) the table `f` describes, and checks that the file is the one the
     /// manifest recorded: size, key range, sequence-number range and entry count must match, so
     /// a table substituted from another database (same number, other contents) is corruption.
@@ -446,4 +451,57 @@ impl DbInner {
 /// The error for a tree id no tree has.
 pub fn unknown_tree(tree: u32) -> Error {
     Error::InvalidArgument(format!("unknown tree id {tree}"))
+}
+
+/// What ElasticBF's adjuster sees of the engine.
+impl super::elastic::Host for DbInner {
+    fn settings(&self) -> &Settings {
+        &self.opts
+    }
+
+    fn logical_time(&self) -> u64 {
+        self.counters.trees().iter().map(|t| t.gets()).sum()
+    }
+
+    fn lookups(&self) -> u64 {
+        self.files.lookups()
+    }
+
+    fn live_elastic(&self) -> Vec<super::elastic::Live> {
+        let mut out = Vec::new();
+        for sv in self.super_versions().iter() {
+            let Some(tv) = sv.version.trees.get(sv.tree) else {
+                continue;
+            };
+            for (level, fs) in tv.levels.iter().enumerate() {
+                for (f, state) in fs.iter().zip(sv.files.get(level).into_iter().flatten()) {
+                    if !state.elastic().is_empty() {
+                        out.push(super::elastic::Live {
+                            tree: sv.tree as u32,
+                            meta: f.clone(),
+                            state: state.clone(),
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn is_live(&self, number: u64) -> bool {
+        self.super_versions().iter().any(|sv| {
+            sv.version
+                .trees
+                .get(sv.tree)
+                .is_some_and(|tv| tv.levels.iter().flatten().any(|f| f.number == number))
+        })
+    }
+
+    fn open_table(&self, meta: &FileMeta, state: &Arc<FileState>) -> Result<Arc<TableReader>> {
+        self.open_table_for(meta, Some(state))
+    }
+
+    fn filter_region(&self) -> &Arc<crate::memory::Region> {
+        &self.memory.pinned_filters
+    }
 }

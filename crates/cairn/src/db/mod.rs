@@ -5,9 +5,11 @@
 //! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`).
 //!
 //! The jobs depend one way: `background` → `compact` → `flush` → `write` → `inner`. The two
-//! run-time tuners, `elastic.rs` (filter units) and `memory.rs` (the memory tuner), keep their
-//! state in `DbInner` (as `inner.rs` fields of their own types) and add methods to it; the memory
-//! tuner also switches memtables through `write` when it shrinks write memory.
+//! run-time tuners keep their state in `DbInner` and import nothing else of `db/`:
+//! `elastic.rs` (filter units) sees the engine through its narrow `Host` trait, which `inner.rs`
+//! implements; `memory.rs` (the memory tuner) takes counters and a shape as plain values, which
+//! `regions.rs` gathers before it applies the tuner's sizes (through `write` when write memory
+//! shrinks). `background` runs both on their own threads.
 
 mod background;
 mod compact;
@@ -20,6 +22,7 @@ mod memory;
 mod open;
 mod range_filter;
 mod read;
+mod regions;
 mod replay;
 mod stats;
 mod write;

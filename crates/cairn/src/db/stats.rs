@@ -108,8 +108,22 @@ fn elastic(inner: &DbInner) -> ElasticStats {
         load_errors: c.load_errors.load(Relaxed),
         rounds: c.rounds.load(Relaxed),
         solves: c.solves.load(Relaxed),
-        loaded_per_level: inner.loaded_units_per_level(),
+        loaded_per_level: loaded_units_per_level(inner),
     }
+}
+
+/// Loaded elastic units per level of every tree.
+fn loaded_units_per_level(inner: &DbInner) -> Vec<u64> {
+    let mut per_level = Vec::new();
+    for sv in inner.super_versions().iter() {
+        for (level, states) in sv.files.iter().enumerate() {
+            if per_level.len() <= level {
+                per_level.resize(level + 1, 0);
+            }
+            per_level[level] += states.iter().map(|st| st.elastic().total_loaded()).sum::<u64>();
+        }
+    }
+    per_level
 }
 
 /// Capacity and usage of every memory region.
