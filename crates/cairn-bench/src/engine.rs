@@ -227,6 +227,10 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()>;
     /// Deletes one key.
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()>;
+    /// Deletes every key `lo ≤ key < hi` with one range tombstone.
+    fn delete_range(&self, _lo: &[u8], _hi: &[u8]) -> EResult<()> {
+        Err(format!("{} has no range delete", self.name()).into())
+    }
     /// Looks one key up: the value's length if present.
     fn get(&self, key: &[u8]) -> EResult<Option<usize>>;
     /// Visits up to `limit` entries from `start` (the first key ≥ start; all keys when None)
@@ -527,6 +531,10 @@ impl Engine for CairnEngine {
                 ..Default::default()
             },
         )?)
+    }
+
+    fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {
+        Ok(self.db.delete_range(lo, hi)?)
     }
 
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {

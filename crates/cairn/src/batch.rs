@@ -2,10 +2,10 @@
 //!
 //! ```text
 //! batch  := seqno:u64le count:u32le op*count
-//! op     := kind:u8 tree:varint key:lp [value:lp if kind = Put]
+//! op     := kind:u8 tree:varint key:lp [value:lp if kind = Put or RangeDelete]
 //! ```
 //! `seqno` is the sequence number of the first op; op *i* gets `seqno + i`. Kinds are the
-//! internal-key kinds (`Delete = 0`, `Put = 1`).
+//! internal-key kinds (`Delete = 0`, `Put = 1`, `RangeDelete = 2`: key = start, value = end).
 
 use crate::error::{Error, Result};
 use crate::format::coding::{put_len_prefixed, put_varint32, Decoder};
@@ -13,7 +13,7 @@ use crate::format::ikey::ValueKind;
 
 const HEADER: usize = 12;
 
-/// An atomic group of puts and deletes, possibly across trees.
+/// An atomic group of puts, deletes and range deletes, possibly across trees.
 #[derive(Debug, Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
@@ -34,11 +34,11 @@ impl Default for WriteBatch {
 pub struct BatchOp<'a> {
     /// Tree id.
     pub tree: u32,
-    /// Put or delete.
+    /// Put, delete or range delete.
     pub kind: ValueKind,
-    /// User key.
+    /// User key (a range delete's start).
     pub key: &'a [u8],
-    /// Value (empty for a delete).
+    /// Value (empty for a delete; a range delete's end).
     pub value: &'a [u8],
 }
 
@@ -68,11 +68,30 @@ impl WriteBatch {
         self.push(tree.id(), ValueKind::Delete, key.as_ref(), &[])
     }
 
+    /// Deletes every key `start ≤ k < end` of the default tree. An empty range (`start == end`)
+    /// adds nothing; an inverted one (`start > end`) makes the write fail with
+    /// [`Error::InvalidArgument`] before anything is logged.
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.push_range(0, start.as_ref(), end.as_ref())
+    }
+
+    /// [`delete_range`](Self::delete_range) in `tree`.
+    pub fn delete_range_in(&mut self, tree: &crate::Tree, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> &mut Self {
+        self.push_range(tree.id(), start.as_ref(), end.as_ref())
+    }
+
+    pub(crate) fn push_range(&mut self, tree: u32, start: &[u8], end: &[u8]) -> &mut Self {
+        if start == end {
+            return self;
+        }
+        self.push(tree, ValueKind::RangeDelete, start, end)
+    }
+
     pub(crate) fn push(&mut self, tree: u32, kind: ValueKind, key: &[u8], value: &[u8]) -> &mut Self {
         self.rep.push(kind as u8);
         put_varint32(&mut self.rep, tree);
         put_len_prefixed(&mut self.rep, key);
-        if kind == ValueKind::Put {
+        if kind != ValueKind::Delete {
             put_len_prefixed(&mut self.rep, value);
         }
         self.count += 1;
@@ -129,7 +148,21 @@ impl WriteBatch {
                     op.key.len()
                 )));
             }
-            if op.value.len() > max_value {
+            if op.kind == ValueKind::RangeDelete {
+                if op.value.len() > max_key {
+                    return Err(Error::InvalidArgument(format!(
+                        "delete_range end of {} bytes exceeds max_key_size {max_key}",
+                        op.value.len()
+                    )));
+                }
+                if op.key > op.value {
+                    return Err(Error::InvalidArgument(format!(
+                        "delete_range start {:?} is after its end {:?} (the range is [start, end))",
+                        String::from_utf8_lossy(op.key),
+                        String::from_utf8_lossy(op.value)
+                    )));
+                }
+            } else if op.value.len() > max_value {
                 return Err(Error::InvalidArgument(format!(
                     "value of {} bytes exceeds max_value_size {max_value}",
                     op.value.len()
@@ -187,7 +220,7 @@ fn decode_ops(b: &[u8], count: u32) -> impl Iterator<Item = Result<BatchOp<'_>, 
             let kind = ValueKind::from_u8(d.u8("op kind")?).ok_or("unknown op kind")?;
             let tree = d.varint32("op tree")?;
             let key = d.len_prefixed("op key")?;
-            let value = if kind == ValueKind::Put {
+            let value = if kind != ValueKind::Delete {
                 d.len_prefixed("op value")?
             } else {
                 &[][..]
@@ -239,6 +272,26 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("max_key_size"));
+    }
+
+    #[test]
+    fn range_deletes_golden_empty_and_inverted() {
+        let mut b = WriteBatch::new();
+        b.delete_range(b"a", b"c").delete_range(b"x", b"x");
+        b.set_seqno(1);
+        assert_eq!(b.len(), 1, "an empty range adds nothing");
+        let expect: Vec<u8> = [&[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..], &[2, 0, 1, b'a', 1, b'c']].concat();
+        assert_eq!(b.encoded(), &expect[..]);
+        let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
+        assert_eq!((ops[0].kind, ops[0].key, ops[0].value), (ValueKind::RangeDelete, &b"a"[..], &b"c"[..]));
+        assert!(b.validate(1, 0, 100, 1).is_ok(), "the end is a key, not a value");
+        let mut inv = WriteBatch::new();
+        inv.delete_range(b"b", b"a");
+        let e = inv.validate(8, 8, 100, 1).unwrap_err().to_string();
+        assert!(e.contains("after its end"), "{e}");
+        let mut long = WriteBatch::new();
+        long.delete_range(b"a", b"zzz");
+        assert!(long.validate(2, 8, 100, 1).unwrap_err().to_string().contains("max_key_size"));
     }
 
     #[test]

@@ -93,6 +93,33 @@ pub fn table(data: &[u8]) {
     }
 }
 
+/// A range-deletion block: decode, then query keys made from the input and the fragments'
+/// own bounds, and re-encode (what decodes must encode back to the same bytes).
+pub fn range_del(data: &[u8]) {
+    if let Ok(f) = crate::range_del::block::decode(data) {
+        assert_eq!(
+            crate::range_del::block::encode(&f),
+            data,
+            "range-deletion block round trip"
+        );
+        let probe = data.get(..data.len().min(12)).unwrap_or_default();
+        let _ = f.covering(probe, MAX_SEQNO);
+        for frag in f.fragments().iter().take(64) {
+            assert!(
+                f.covering(&frag.start, MAX_SEQNO) > 0,
+                "a fragment does not cover its start"
+            );
+            let _ = f.covering(&frag.end, 1);
+        }
+        let _ = (
+            f.key_bounds(),
+            f.seq_bounds(),
+            f.clipped(Some(probe), None),
+            f.compacted(7, |_, _| true),
+        );
+    }
+}
+
 /// A range-filter block: decode, then query ranges taken from the input and fixed ones.
 pub fn range_filter(data: &[u8]) {
     if let Ok(f) = RosettaFilter::decode(data.to_vec()) {

@@ -69,6 +69,8 @@ internal_modules!(
     /// Memory regions as run-time values.
     memory,
     memtable,
+    /// Range tombstones, fragmented.
+    range_del,
     sst,
     tuning,
     version,

@@ -58,6 +58,15 @@ fn workload(db: &Db, h: &mut History) -> cairn::Result<()> {
                 batch.delete(key(n + 5));
                 a.remove(&key(n + 5));
             }
+            let (lo, hi) = (key(n + 20), key(n + 26));
+            if n % 13 == 12 && lo < hi {
+                // A range delete over keys written before (in earlier tables too).
+                let gone: Vec<Vec<u8>> = a.range(lo.clone()..hi.clone()).map(|(k, _)| k.clone()).collect();
+                for k in gone {
+                    a.remove(&k);
+                }
+                batch.delete_range(lo, hi);
+            }
             // The state is a candidate as soon as the write is attempted: a failed write may
             // still have reached the log.
             h.states.push((a, b));

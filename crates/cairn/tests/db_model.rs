@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn tiny(fs: &MemFs, policy: MergePolicyKind) -> Options {
+fn tiny_with(fs: &MemFs, policy: MergePolicyKind, component: cairn::MemoryComponent) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 4096);
+    o.memtable.component = component;
     o.compaction.l0_trigger = 1;
     o.compaction.max_bytes_for_level_base = 8192;
     o.compaction.size_ratio = 4.0;
@@ -56,6 +57,11 @@ fn model_range(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<
 }
 
 fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
+    run_with(seed, policy, cairn::MemoryComponent::Monolithic, steps);
+}
+
+fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponent, steps: usize) {
+    let tiny = |fs: &MemFs, policy| tiny_with(fs, policy, component);
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
     let path = Path::new("/db");
@@ -79,7 +85,27 @@ fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
                 }
                 models[t].insert(k, v);
             }
-            40..=49 => {
+            40..=44 => {
+                // A range delete: mostly a few keys, sometimes hundreds, sometimes empty.
+                let a = key(&mut rng);
+                let b = match rng.gen_range(0..10) {
+                    0 => a.clone(),
+                    1 => key(&mut rng).max(a.clone()),
+                    _ => {
+                        let n: u32 = std::str::from_utf8(&a[1..]).unwrap().parse().unwrap();
+                        format!("k{:04}", n + rng.gen_range(1..20)).into_bytes()
+                    }
+                };
+                match &trees[t] {
+                    None => db.delete_range(&a, &b).unwrap(),
+                    Some(tr) => tr.delete_range(&a, &b).unwrap(),
+                }
+                let gone: Vec<Vec<u8>> = models[t].range(a.clone()..b.clone()).map(|(k, _)| k.clone()).collect();
+                for k in gone {
+                    models[t].remove(&k);
+                }
+            }
+            45..=49 => {
                 let k = key(&mut rng);
                 match &trees[t] {
                     None => db.delete(&k).unwrap(),
@@ -93,7 +119,18 @@ fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
                 for _ in 0..rng.gen_range(1..8) {
                     let tt = rng.gen_range(0..2);
                     let k = key(&mut rng);
-                    if rng.gen_bool(0.7) {
+                    if rng.gen_bool(0.1) {
+                        let k2 = key(&mut rng);
+                        let (lo, hi) = if k <= k2 { (k, k2) } else { (k2, k) };
+                        match &trees[tt] {
+                            None => b.delete_range(&lo, &hi),
+                            Some(tr) => b.delete_range_in(tr, &lo, &hi),
+                        };
+                        let gone: Vec<Vec<u8>> = models[tt].range(lo..hi).map(|(k, _)| k.clone()).collect();
+                        for k in gone {
+                            models[tt].remove(&k);
+                        }
+                    } else if rng.gen_bool(0.7) {
                         let v = format!("b{step}").into_bytes();
                         match &trees[tt] {
                             None => b.put(&k, &v),
@@ -223,5 +260,19 @@ fn model_garnering() {
     for seed in 100..124 {
         let c = [0.4, 0.5, 0.8, 1.0][seed as usize % 4];
         run(seed, MergePolicyKind::Garnering { c }, 6000);
+    }
+}
+
+/// The partitioned memory component (memory runs, partial and log flushes) under the same
+/// operations, range deletes included.
+#[test]
+fn model_partitioned() {
+    for seed in 200..212 {
+        run_with(
+            seed,
+            MergePolicyKind::Leveling,
+            cairn::MemoryComponent::Partitioned,
+            6000,
+        );
     }
 }

@@ -137,6 +137,14 @@ fn write_and_sync_faults_are_never_acknowledged() {
                 }
                 let mut state = history.last().unwrap().clone();
                 let mut b = WriteBatch::new();
+                if rng.gen_bool(0.05) {
+                    // A range delete first in the batch (the puts after it win over it).
+                    let lo = rng.gen_range(0..490);
+                    b.delete_range(key(lo), key(lo + 10));
+                    for k in lo..lo + 10 {
+                        state.remove(&key(k));
+                    }
+                }
                 for _ in 0..rng.gen_range(1..4) {
                     let k = key(rng.gen_range(0..500));
                     let v = format!("{round}-{n}").into_bytes();

@@ -22,8 +22,9 @@ use std::sync::Arc;
 
 type Target = fn(&[u8]);
 
-fn targets() -> [(&'static str, Target); 6] {
+fn targets() -> [(&'static str, Target); 7] {
     [
+        ("range_del", fuzzing::range_del),
         ("block", fuzzing::block),
         ("range_filter", fuzzing::range_filter),
         ("table", fuzzing::table),
@@ -55,10 +56,15 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
             db.delete(format!("key{:05}", i / 2)).unwrap();
         }
     }
+    // Range tombstones in a table (its range-deletion block, the manifest's tag 10) and in
+    // the WAL.
+    db.delete_range("key00010", "key00030").unwrap();
+    db.delete_range("key00020", "key00040").unwrap();
     db.flush_all().unwrap();
     for i in 0..20u32 {
         db.put(format!("wal{i}"), "x").unwrap();
     }
+    db.delete_range("wal3", "wal5").unwrap();
     let mut out: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
     for name in fs.list(Path::new("/s")).unwrap() {
         let bytes = read_all(&fs, &Path::new("/s").join(&name)).unwrap();
@@ -86,6 +92,16 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         );
     }
     out.entry("block").or_default().push(b.finish().to_vec());
+    let rd = cairn::range_del::Fragments::new([("a", "f", 9), ("c", "k", 4), ("m", "m\0", 2)].map(|(a, b, seq)| {
+        cairn::range_del::RangeTombstone {
+            start: a.into(),
+            end: b.into(),
+            seq,
+        }
+    }));
+    out.entry("range_del")
+        .or_default()
+        .push(cairn::range_del::block::encode(&rd));
     // A range filter of two levels and one of a single level.
     for plan in [vec![(0, 600.0), (3, 300.0)], vec![(0, 900.0)]] {
         let mut r = RosettaBuilder::new(0);

@@ -1,4 +1,5 @@
-//! Metamorphic / model test: one generator of random operation sequences (puts, deletes,
+//! Metamorphic / model test: one generator of random operation sequences (puts, deletes, range
+//! deletes,
 //! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, flushes,
 //! compact_range, reopen by close or drop, and power loss on `FaultFs` after a synced write)
 //! runs unchanged under many option sets. Every read is checked against a `BTreeMap` model, and
@@ -39,6 +40,8 @@ type Key = Vec<u8>;
 enum Op {
     Put(usize, Key, Vec<u8>),
     Delete(usize, Key),
+    /// `delete_range(lo, hi)`: a few keys, or hundreds.
+    DeleteRange(usize, Key, Key),
     Batch(Vec<(usize, Key, Option<Vec<u8>>)>, bool),
     Get(usize, Key),
     Range(usize, Bound<Key>, Bound<Key>, bool),
@@ -85,7 +88,13 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
                     };
                     Op::Put(t, key(&mut rng), format!("v{step}-{}", "x".repeat(len)).into_bytes())
                 }
-                380..=479 => Op::Delete(t, key(&mut rng)),
+                380..=454 => Op::Delete(t, key(&mut rng)),
+                455..=479 => {
+                    let lo = key(&mut rng);
+                    let n: u32 = std::str::from_utf8(&lo[1..]).map_or(0, |s| s.parse().unwrap_or(0));
+                    let width = if rng.gen_bool(0.1) { 200 } else { rng.gen_range(1..12) };
+                    Op::DeleteRange(t, lo, format!("k{:04}", n + width).into_bytes())
+                }
                 480..=559 => Op::Batch(
                     (0..rng.gen_range(1..8))
                         .map(|i| {
@@ -402,6 +411,20 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 }
                 .map_err(io)?;
                 models[*t].remove(k);
+            }
+            Op::DeleteRange(t, lo, hi) => {
+                match &trees[*t] {
+                    None => db.delete_range(lo, hi),
+                    Some(tr) => tr.delete_range(lo, hi),
+                }
+                .map_err(io)?;
+                let gone: Vec<Key> = models[*t]
+                    .range(lo.clone()..hi.clone())
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for k in gone {
+                    models[*t].remove(&k);
+                }
             }
             Op::Batch(ops, sync) => {
                 let mut b = WriteBatch::new();

@@ -30,8 +30,10 @@ struct Args {
     /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
     /// readreverse, seekrandom, rangerandom (our benchmark: range queries, `--empty_ratio` of
     /// them empty), rangenonempty (ours: range queries that each start at a key),
-    /// readwhilewriting, readrandomwriterandom, deleterandom, compact, flush,
-    /// waitforcompaction, stats.
+    /// readwhilewriting, readrandomwriterandom, deleterandom, deleterange:P (ours: one range
+    /// delete of the first P% of the keys), deleteranges:N:W (ours: N range deletes of W keys
+    /// each, at random), compact, flush, waitforcompaction, stats. `NAME@LABEL` runs NAME as
+    /// a phase called `NAME@LABEL` (the same benchmark twice in one run).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
@@ -218,7 +220,7 @@ impl Bench<'_> {
 
     fn key_size(&self, name: &str) -> usize {
         // db_bench's readmissing looks up keys one byte longer than any written.
-        self.args.key_size + usize::from(name == "readmissing")
+        self.args.key_size + usize::from(name.starts_with("readmissing"))
     }
 
     /// Runs `body` on `threads` threads, each with its own seeded generator, and reports.
@@ -297,7 +299,7 @@ impl Bench<'_> {
             .zip(cairn_bench::process_write_bytes())
             .map(|(b, a)| a.saturating_sub(b));
         p.cpu_secs = cpu_before.zip(cairn_bench::process_cpu_secs()).map(|(b, a)| a - b);
-        if name == "seekrandom" || name.starts_with("rangerandom") || name.starts_with("rangenonempty") {
+        if name.starts_with("seekrandom") || name.starts_with("rangerandom") || name.starts_with("rangenonempty") {
             lookups = ops;
         }
         let is_lookup = lookups > 0;
@@ -554,10 +556,10 @@ impl Bench<'_> {
         )
     }
 
-    fn seek_random(&self) -> Phase {
+    fn seek_random(&self, name: &str) -> Phase {
         let a = self.args;
         self.scan_phase(
-            "seekrandom",
+            name,
             |rng, key, _| db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, key),
             |key, _| self.db.scan(Some(key), 1 + a.seek_nexts as u64, false),
         )
@@ -631,6 +633,32 @@ impl Bench<'_> {
         )
     }
 
+    /// `count` range deletes of `width` consecutive keys each: at key 0 when `count` is 1,
+    /// else at random positions.
+    fn delete_ranges(&self, name: &str, count: u64, width: u64) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        self.phase(
+            name,
+            count,
+            |rng, t, _| {
+                let (mut lo, mut hi) = (Vec::new(), Vec::new());
+                for _ in 0..count {
+                    let start = if count == 1 {
+                        0
+                    } else {
+                        rng.gen_range(0..a.num.saturating_sub(width).max(1))
+                    };
+                    db_bench_key(self.stride(start), a.key_size, &mut lo);
+                    db_bench_key(self.stride(start + width), a.key_size, &mut hi);
+                    t.lat.time(|| db.delete_range(&lo, &hi)).unwrap_or_else(|e| fail(e));
+                    t.ops += 1;
+                }
+            },
+            None,
+        )
+    }
+
     fn delete_random(&self) -> Phase {
         let a = self.args;
         let db = self.db;
@@ -671,7 +699,24 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
             .unwrap_or_else(|_| fail(format!("{name}: expected readrandomwriterandom:PERCENT")));
         return vec![b.read_random_write_random(name, pct)];
     }
-    vec![match name {
+    // `deleterange:P`: one range delete of the first P% of the keys; `deleteranges:N:W`: N
+    // range deletes of W keys each, at random.
+    if let Some(pct) = name.strip_prefix("deleterange:") {
+        let pct: u64 = pct
+            .parse()
+            .unwrap_or_else(|_| fail(format!("{name}: expected deleterange:PERCENT")));
+        return vec![b.delete_ranges(name, 1, b.args.num * pct / 100)];
+    }
+    if let Some(spec) = name.strip_prefix("deleteranges:") {
+        let parsed = spec
+            .split_once(':')
+            .and_then(|(n, w)| Some((n.parse().ok()?, w.parse().ok()?)));
+        let (n, w) = parsed.unwrap_or_else(|| fail(format!("{name}: expected deleteranges:COUNT:WIDTH")));
+        return vec![b.delete_ranges(name, n, w)];
+    }
+    // `NAME@LABEL` runs NAME under its own phase name (the same benchmark twice in one run).
+    let base = name.split_once('@').map_or(name, |(b, _)| b);
+    vec![match base {
         "rangerandom" => return b.range_random(name, b.args.empty_ratio),
         "rangenonempty" => return b.range_random(name, 0.0),
         "fillseq" => b.fill(name, true),
@@ -681,7 +726,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "readrandomwriterandom" => b.read_random_write_random(name, b.args.readwritepercent),
         "readseq" => b.read_seq(name, false),
         "readreverse" => b.read_seq(name, true),
-        "seekrandom" => b.seek_random(),
+        "seekrandom" => b.seek_random(name),
         "deleterandom" => b.delete_random(),
         "compact" => b.once(name, || db.compact()),
         "flush" => b.once(name, || db.flush()),

@@ -125,6 +125,14 @@ impl Engine for RocksEngine {
         Ok(self.db.delete_opt(key, if sync { &self.synced } else { &self.plain })?)
     }
 
+    fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {
+        let cf = self
+            .db
+            .cf_handle("default")
+            .ok_or("RocksDB has no default column family")?;
+        Ok(self.db.delete_range_cf_opt(&cf, lo, hi, &self.plain)?)
+    }
+
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {
         // Pinned, as db_bench reads: no copy of the value.
         Ok(self.db.get_pinned(key)?.map(|v| v.len()))

@@ -4,9 +4,13 @@
 //! LevelDB's rule: an entry is dropped when a newer version of the same user key exists at or
 //! below the oldest live snapshot (no reader can see the older one), and a tombstone at or
 //! below the oldest snapshot is dropped when no deeper level may hold the key (the bottom for
-//! that key). Everything else is kept, so every snapshot still sees what it saw.
+//! that key). Everything else is kept, so every snapshot still sees what it saw. Range
+//! tombstones: an entry below a tombstone over its key that every reader sees (at or below the
+//! oldest snapshot) is dropped too; the tombstones themselves are carried by the job
+//! (`job.rs`).
 
 use crate::format::ikey::{self, ValueKind};
+use crate::range_del::Fragments;
 
 /// Whether no level below a compaction's output may hold a user key.
 type BottommostFn<'a> = Box<dyn FnMut(&[u8]) -> bool + 'a>;
@@ -23,6 +27,10 @@ pub struct CompactionFilter<'a> {
     pub dropped_shadowed: u64,
     /// Tombstones dropped at the bottom.
     pub dropped_tombstones: u64,
+    /// The inputs' range tombstones.
+    range_dels: Fragments,
+    /// Entries dropped under a range tombstone.
+    pub dropped_by_range: u64,
 }
 
 impl std::fmt::Debug for CompactionFilter<'_> {
@@ -47,8 +55,17 @@ impl<'a> CompactionFilter<'a> {
             last_seq_for_key: u64::MAX,
             dropped_shadowed: 0,
             dropped_tombstones: 0,
+            range_dels: Fragments::default(),
+            dropped_by_range: 0,
         }
     }
+
+    /// Also drops the entries below `range_dels` (the inputs' range tombstones).
+    pub fn with_range_dels(mut self, range_dels: Fragments) -> Self {
+        self.range_dels = range_dels;
+        self
+    }
+
 
     /// Whether to keep `ikey` (entries must arrive in internal-key order). Malformed keys are
     /// kept (the table reader rejects them earlier).
@@ -66,6 +83,9 @@ impl<'a> CompactionFilter<'a> {
             false
         } else if kind == ValueKind::Delete && seq <= self.oldest_snapshot && (self.bottommost)(uk) {
             self.dropped_tombstones += 1;
+            false
+        } else if !self.range_dels.is_empty() && self.range_dels.covering(uk, self.oldest_snapshot) > seq {
+            self.dropped_by_range += 1;
             false
         } else {
             true
@@ -119,5 +139,27 @@ mod tests {
         assert_eq!(run(&e, 5, false), vec!["a@9", "a@5", "b@7D", "b@3", "c@4D"]);
         // Oldest snapshot at 1: everything is newer than every reader's view except nothing.
         assert_eq!(run(&e, 1, true).len(), 6);
+    }
+
+    #[test]
+    fn entries_below_a_range_tombstone_every_reader_sees_go() {
+        use crate::range_del::RangeTombstone;
+        use ValueKind::Put as P;
+        let rd = Fragments::new([RangeTombstone {
+            start: b"a".to_vec(),
+            end: b"c".to_vec(),
+            seq: 6,
+        }]);
+        let e = [("a", 9, P), ("a", 5, P), ("b", 3, P), ("c", 1, P)];
+        let run = |snapshot: u64| -> Vec<String> {
+            let mut f = CompactionFilter::new(snapshot, |_| false).with_range_dels(rd.clone());
+            e.iter()
+                .filter(|(k, s, kind)| f.keep(InternalKey::new(k.as_bytes(), *s, *kind).encoded()))
+                .map(|(k, s, _)| format!("{k}@{s}"))
+                .collect()
+        };
+        assert_eq!(run(10), vec!["a@9", "c@1"]);
+        // A snapshot at 5 does not see the tombstone: a@5 and b@3 stay for it.
+        assert_eq!(run(5), vec!["a@9", "a@5", "b@3", "c@1"]);
     }
 }

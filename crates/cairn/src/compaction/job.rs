@@ -1,12 +1,16 @@
-//! Executes a flush or compaction: writes the kept entries of a merged input stream into new
-//! tables. Outputs are cut at `target_file_size`, but never between two versions of one user
-//! key, so the files of a sorted level never share a user key.
+//! Executes a flush or compaction: writes the kept entries of a merged input stream, and the
+//! range tombstones that still matter, into new tables. Outputs are cut at `target_file_size`,
+//! but never between two versions of one user key, so the files of a sorted level never share
+//! a user key. A cut after user key `a` also cuts the tombstones at `a ‖ 0x00`: each output
+//! holds the part of them within its own key range (`range_del/`), and the outputs stay
+//! disjoint. Tombstones with no entry left beside them make an output of their own.
 
 use super::iter::CompactionFilter;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::format::ikey;
 use crate::iter::InternalIterator;
+use crate::range_del::{self, Fragments};
 use crate::sst::{TableBuilder, TableOptions, TableSummary};
 use crate::stats::IoStats;
 use crate::version::FileMeta;
@@ -66,11 +70,13 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
         filter_bpk: p.filter.total_bpk(),
         segments: p.segments.len() as u64,
         l0_group: 0,
+        range_deletions: p.range_deletions,
     }
 }
 
-/// Writes `input` (positioned by this function) through `filter` into new tables, then syncs
-/// the directory so the files are durable before a manifest edit names them.
+/// Writes `input` (positioned by this function) through `filter`, and the range tombstones
+/// `range_dels`, into new tables, then syncs the directory so the files are durable before a
+/// manifest edit names them.
 ///
 /// # Errors
 /// Read, write and corruption errors; files already written are reported through
@@ -78,11 +84,24 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
 pub fn write_outputs(
     input: &mut dyn InternalIterator,
     filter: &mut CompactionFilter<'_>,
+    range_dels: &Fragments,
     out: &mut Outputs<'_>,
 ) -> Result<JobOutput> {
     let mut result = JobOutput::default();
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
+    // Where the current output's share of the tombstones starts (`None`: the first output).
+    let mut lower: Option<Vec<u8>> = None;
+    let finish = |b: TableBuilder, n: u64, upper: Option<&[u8]>, lower: &Option<Vec<u8>>, result: &mut JobOutput| {
+        let mut b = b;
+        if !range_dels.is_empty() {
+            b.set_range_dels(range_dels.clipped(lower.as_deref(), upper));
+        }
+        let s = b.finish()?;
+        result.bytes_written += s.file_size;
+        result.files.push(meta(n, &s));
+        Result::Ok(())
+    };
     input.seek_to_first();
     while input.valid() {
         let key = input.key();
@@ -94,9 +113,9 @@ pub fn write_outputs(
                 .is_some_and(|(_, b)| b.estimated_size() >= out.target_file_size && uk != last_user_key.as_slice());
             if cut {
                 if let Some((n, b)) = builder.take() {
-                    let s = b.finish()?;
-                    result.bytes_written += s.file_size;
-                    result.files.push(meta(n, &s));
+                    let upper = range_del::successor(&last_user_key);
+                    finish(b, n, Some(&upper), &lower, &mut result)?;
+                    lower = Some(upper);
                 }
             }
             if builder.is_none() {
@@ -114,10 +133,13 @@ pub fn write_outputs(
         input.next();
     }
     input.status()?;
+    if builder.is_none() && !range_dels.is_empty() && lower.is_none() {
+        let n = (out.new_file_number)();
+        let f = out.fs.create(&crate::filename::table(out.dir, n))?;
+        builder = Some((n, TableBuilder::new(f, n, out.table.clone(), out.stats.clone())));
+    }
     if let Some((n, b)) = builder.take() {
-        let s = b.finish()?;
-        result.bytes_written += s.file_size;
-        result.files.push(meta(n, &s));
+        finish(b, n, None, &lower, &mut result)?;
     }
     if !result.files.is_empty() {
         out.fs.sync_dir(out.dir)?;

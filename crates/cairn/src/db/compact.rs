@@ -9,6 +9,7 @@ use crate::compaction::job::{split_points, write_outputs, JobOutput, Outputs, Ra
 use crate::compaction::{pick_range, Choice, Decision, FileView, LevelView, LsmView};
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, LevelIter, MergingIter};
+use crate::range_del::Fragments;
 use crate::version::{FileMeta, TreeVersion, VersionEdit};
 use std::collections::HashSet;
 use std::ops::{Bound, RangeBounds};
@@ -372,12 +373,26 @@ fn merge_range(
         .into_iter()
         .map(|run| Box::new(LevelIter::with_options(run, opener(inner), read.clone())) as BoxedIter)
         .collect();
+    // The inputs' range tombstones within this range: the ones some reader still needs go to
+    // the outputs (at the bottom of their range, the ones every reader sees have nothing left
+    // to delete).
+    let range_dels = match input_range_dels(inner, job, lo.as_deref(), hi.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return (Err(e), allocated),
+    };
+    let kept = range_dels.compacted(oldest_snapshot, |start, end| {
+        let last = crate::range_del::last_covered(end);
+        !deeper
+            .iter()
+            .any(|f| f.smallest_user_key() <= last && f.largest_user_key() >= start)
+    });
     let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
     let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
         !deeper
             .iter()
             .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
-    });
+    })
+    .with_range_dels(range_dels);
     let mut alloc = || {
         let n = inner.allocate_output();
         allocated.push(n);
@@ -386,6 +401,7 @@ fn merge_range(
     let r = write_outputs(
         &mut merged,
         &mut filter,
+        &kept,
         &mut Outputs {
             fs: &*inner.fs,
             dir: &inner.dir,
@@ -396,6 +412,20 @@ fn merge_range(
         },
     );
     (r, allocated)
+}
+
+/// The range tombstones of a job's input files, clipped to `[lo, hi)`.
+fn input_range_dels(inner: &DbInner, job: &Job, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Result<Fragments> {
+    let mut lists = Vec::new();
+    for f in job.inputs.iter().chain(&job.overlaps) {
+        if f.range_deletions > 0 {
+            lists.push(inner.open_table(f)?.range_dels().clone());
+        }
+    }
+    Ok(match lists.len() {
+        0 => Fragments::default(),
+        _ => Fragments::merged(lists.iter().map(|l| &**l), crate::format::ikey::MAX_SEQNO).clipped(lo, hi),
+    })
 }
 
 fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {

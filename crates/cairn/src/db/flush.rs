@@ -8,6 +8,7 @@ use crate::compaction::job::{write_outputs, Outputs};
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, KeyBounds, MergingIter};
 use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
+use crate::range_del::Fragments;
 use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
 
@@ -31,10 +32,13 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         n
     };
     let grouped = job.kind != FlushKind::Whole;
-    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
+    // L0 is never the bottom: every tombstone goes down with the data.
+    let range_dels = memory_range_dels(&job.runs);
+    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false).with_range_dels(range_dels.clone());
     let result = write_outputs(
         &mut *runs_iter(&job.runs),
         &mut filter,
+        &range_dels,
         &mut Outputs {
             fs: &*inner.fs,
             dir: &inner.dir,
@@ -76,6 +80,16 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     drop(st);
     inner.delete_obsolete_files();
     r
+}
+
+/// The range tombstones of memtables, fragmented together.
+pub(super) fn memory_range_dels(mems: &[Arc<Memtable>]) -> Fragments {
+    let lists: Vec<Arc<Fragments>> = mems.iter().filter_map(|m| m.range_dels()).collect();
+    match lists.len() {
+        0 => Fragments::default(),
+        1 => Fragments::clone(&lists[0]),
+        _ => Fragments::merged(lists.iter().map(|l| &**l), crate::format::ikey::MAX_SEQNO),
+    }
 }
 
 /// One iterator over memtables or runs (merged when there are several; the runs of a memory

@@ -328,7 +328,8 @@ impl DbInner {
                 && p.largest_key == f.largest
                 && p.smallest_seqno == f.smallest_seqno
                 && p.largest_seqno == f.largest_seqno
-                && p.entries == f.entries;
+                && p.entries == f.entries
+                && p.range_deletions == f.range_deletions;
             if !matches {
                 return Err(Error::corruption(
                     &path,

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::filter::rosetta::ProbeLimits;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
+use crate::range_del::Fragments;
 use crate::sst::IterOptions;
 use std::ops::{Bound, RangeBounds};
 use std::sync::atomic::Ordering;
@@ -24,6 +25,9 @@ struct Cursor {
     skip: Vec<u8>,
     /// Walking backwards: the newest visible value seen so far of the current user key.
     value: Vec<u8>,
+    /// The range tombstones of the sources (`None`: none), or the error reading them
+    /// (reported by the first step).
+    range_dels: Result<Option<Arc<Fragments>>>,
 }
 
 fn cursor(
@@ -73,11 +77,31 @@ fn cursor(
     Cursor {
         it: MergingIter::new(children),
         seq,
+        range_dels: range_dels(inner, tree, &sv, bounds),
         _sv: sv,
         started: false,
         skip: Vec::new(),
         value: Vec::new(),
     }
+}
+
+/// The range tombstones of the memtables and of the tables overlapping `bounds` (only tables
+/// the manifest says hold some are opened for them), fragmented together. They are gathered
+/// apart from the entries: a table a range filter lets the read skip still deletes.
+fn range_dels(inner: &DbInner, tree: u32, sv: &SuperVersion, bounds: &KeyBounds) -> Result<Option<Arc<Fragments>>> {
+    let mut lists: Vec<Arc<Fragments>> = sv.mems.iter().filter_map(|m| m.range_dels()).collect();
+    if let Some(tv) = sv.version.trees.get(tree as usize) {
+        for f in tv.levels.iter().flatten() {
+            if f.range_deletions > 0 && bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
+                lists.push(inner.open_table(f)?.range_dels().clone());
+            }
+        }
+    }
+    Ok(match lists.len() {
+        0 => None,
+        1 => lists.pop(),
+        _ => Some(Arc::new(Fragments::merged(lists.iter().map(|l| &**l), MAX_SEQNO))),
+    })
 }
 
 fn past_hi(uk: &[u8], hi: &Bound<Vec<u8>>) -> bool {
@@ -102,6 +126,22 @@ fn before_lo(uk: &[u8], lo: &Bound<Vec<u8>>) -> bool {
 const MAX_SEQUENTIAL_SKIPS: usize = 8;
 
 impl Cursor {
+    /// Whether a range tombstone the read sees deletes version `seq` of `uk`.
+    fn range_deleted(&self, uk: &[u8], seq: u64) -> bool {
+        matches!(&self.range_dels, Ok(Some(r)) if r.covering(uk, self.seq) > seq)
+    }
+
+    /// The error gathering the range tombstones, once.
+    fn take_error(&mut self) -> Option<crate::Error> {
+        match std::mem::replace(&mut self.range_dels, Ok(None)) {
+            Err(e) => Some(e),
+            ok => {
+                self.range_dels = ok;
+                None
+            }
+        }
+    }
+
     /// Steps past every version of the current entry's user key.
     fn skip_current_user_key(&mut self) {
         let mut uk = std::mem::take(&mut self.skip);
@@ -127,6 +167,9 @@ impl Cursor {
     fn forward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
         if !self.started {
             self.started = true;
+            if let Some(e) = self.take_error() {
+                return Some(Err(e));
+            }
             match lo {
                 Bound::Included(k) | Bound::Excluded(k) => self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
                 Bound::Unbounded => self.it.seek_to_first(),
@@ -153,7 +196,7 @@ impl Cursor {
                 continue;
             }
             // The newest visible version of `uk`.
-            if kind == ValueKind::Put {
+            if kind == ValueKind::Put && !self.range_deleted(uk, s) {
                 return Some(Ok((uk.to_vec(), self.it.value().to_vec())));
             }
             self.skip_current_user_key();
@@ -163,13 +206,13 @@ impl Cursor {
     /// Many versions of `uk` met walking backwards: seek to its newest visible version (its
     /// value into `self.value`), then to just before its first version, instead of stepping
     /// over each.
-    fn newest_visible_by_seek(&mut self, uk: &[u8]) -> Option<ValueKind> {
+    fn newest_visible_by_seek(&mut self, uk: &[u8]) -> Option<(ValueKind, u64)> {
         self.it.seek(InternalKey::for_seek(uk, self.seq).encoded());
         let newest = match self.it.valid().then(|| ikey::split(self.it.key())).flatten() {
-            Some((k, _, kind)) if k == uk => {
+            Some((k, s, kind)) if k == uk => {
                 self.value.clear();
                 self.value.extend_from_slice(self.it.value());
-                Some(kind)
+                Some((kind, s))
             }
             _ => None,
         };
@@ -184,6 +227,9 @@ impl Cursor {
     fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
         if !self.started {
             self.started = true;
+            if let Some(e) = self.take_error() {
+                return Some(Err(e));
+            }
             match hi {
                 // The last internal key of user key k is (k, seqno 0, kind 0).
                 Bound::Included(k) => self
@@ -203,7 +249,7 @@ impl Cursor {
             }
             // Walking backwards, versions of `uk` come oldest first: the last visible one seen
             // is the newest visible (its value is kept in `self.value`).
-            let mut newest: Option<ValueKind> = None;
+            let mut newest: Option<(ValueKind, u64)> = None;
             let mut steps = 0;
             while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
                 steps += 1;
@@ -215,7 +261,7 @@ impl Cursor {
                     if s <= self.seq {
                         self.value.clear();
                         self.value.extend_from_slice(self.it.value());
-                        newest = Some(kind);
+                        newest = Some((kind, s));
                     }
                 }
                 self.it.prev();
@@ -223,7 +269,8 @@ impl Cursor {
             if let Err(e) = self.it.status() {
                 return Some(Err(e));
             }
-            if newest == Some(ValueKind::Put) && !past_hi(&uk, hi) {
+            let put = matches!(newest, Some((ValueKind::Put, s)) if !self.range_deleted(&uk, s));
+            if put && !past_hi(&uk, hi) {
                 return Some(Ok((uk, std::mem::take(&mut self.value))));
             }
         }

@@ -337,6 +337,23 @@ impl Tree {
         write::write(self.inner(), b, &WriteOptions::default())
     }
 
+    /// Deletes every key `start ≤ k < end`, with one range tombstone: its cost does not grow
+    /// with the number of keys deleted, and later reads of the range stay as fast (a lookup
+    /// asks each table's tombstones with one binary search). Compactions drop the deleted
+    /// entries, and the tombstone once no deeper level holds its range. An empty range
+    /// (`start == end`) does nothing.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `start > end` (nothing is written); see [`Db::write`].
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.push_range(self.id, start.as_ref(), end.as_ref());
+        if b.is_empty() {
+            return Ok(());
+        }
+        write::write(self.inner(), b, &WriteOptions::default())
+    }
+
     /// The value of `key`, if present.
     ///
     /// # Errors

@@ -201,10 +201,13 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
             n
         };
         // No reader exists yet: only each key's newest version is kept.
-        let mut filter = CompactionFilter::new(crate::format::ikey::MAX_SEQNO, |_| false);
+        let range_dels = super::flush::memory_range_dels(std::slice::from_ref(m));
+        let mut filter =
+            CompactionFilter::new(crate::format::ikey::MAX_SEQNO, |_| false).with_range_dels(range_dels.clone());
         let out = write_outputs(
             &mut m.iter(),
             &mut filter,
+            &range_dels,
             &mut Outputs {
                 fs: &*fs,
                 dir,

@@ -36,11 +36,21 @@ pub(super) fn get_into(
     let s = Stripe::current();
     sv.counters.record_get(s);
     let lookup = LookupKey::new(key, seq);
+    // Range tombstones: the newest over the key that this read sees. Memory's first, all of
+    // them (a memtable's tombstone deletes older entries of any memtable); every version on
+    // disk is older than any of them.
+    let mut covering = 0;
     for m in &sv.mems {
-        if let Some(kind) = m.lookup_into(&lookup, value) {
+        covering = covering.max(m.range_del_covering(key, seq));
+    }
+    for m in &sv.mems {
+        if let Some((kind, s_found)) = m.lookup_entry(&lookup, value) {
             sv.counters.record_memtable_hit(s);
-            return Ok(kind == ValueKind::Put);
+            return Ok(kind == ValueKind::Put && s_found > covering);
         }
+    }
+    if covering > 0 {
+        return Ok(false);
     }
     let Some(tv) = sv.version.trees.get(tree as usize) else {
         return Ok(false);
@@ -83,8 +93,11 @@ struct Read<'a> {
 }
 
 impl Read<'_> {
-    /// Probes file `i` of `level`; `Some(is_put)` once the table holds a version of the key
-    /// (its value then in `value`).
+    /// Probes file `i` of `level`; `Some(visible)` once the table settles the read: it holds
+    /// a version of the key (visible unless one of the table's own range tombstones is newer;
+    /// its value then in `value`), or a range tombstone over the key (every deeper version is
+    /// older than it). Range tombstones are asked before any filter, which knows point keys
+    /// only.
     fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<bool>> {
         let Some(f) = self
             .sv
@@ -113,6 +126,7 @@ impl Read<'_> {
                 &opened
             }
         };
+        let covering = table.range_del_covering(self.lookup.user_key(), self.lookup.seqno());
         let out = table.lookup_into(self.lookup, units, value)?;
         self.sv.counters.record_probe(self.s, level, &out);
         if let Some(state) = state {
@@ -121,7 +135,10 @@ impl Read<'_> {
                 state.record_merlin(g, &out);
             }
         }
-        Ok(out.found.map(|found| found.kind == ValueKind::Put))
+        Ok(match out.found {
+            Some(found) => Some(found.kind == ValueKind::Put && found.seqno > covering),
+            None => (covering > 0).then_some(false),
+        })
     }
 }
 

@@ -162,6 +162,7 @@ pub(super) fn levels(inner: &Arc<DbInner>) -> Vec<TreeLevels> {
                     files: fs.len(),
                     bytes: fs.iter().map(|f| f.size).sum(),
                     entries: fs.iter().map(|f| f.entries).sum(),
+                    range_deletions: fs.iter().map(|f| f.range_deletions).sum(),
                 })
                 .collect();
             while levels.last().is_some_and(|l| l.files == 0) {

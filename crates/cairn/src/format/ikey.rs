@@ -19,6 +19,10 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A range tombstone: in a batch (and so in the WAL), the key is its start and the value its
+    /// end; never in a memtable's or a table's entries (they keep tombstones apart,
+    /// `range_del/`).
+    RangeDelete = 2,
 }
 
 impl ValueKind {
@@ -27,6 +31,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::RangeDelete),
             _ => None,
         }
     }
@@ -133,6 +138,11 @@ impl LookupKey {
     #[inline]
     pub fn user_key(&self) -> &[u8] {
         user_key(self.encoded())
+    }
+    /// The sequence number the lookup reads at.
+    #[inline]
+    pub fn seqno(&self) -> u64 {
+        split(self.encoded()).map_or(0, |(_, s, _)| s)
     }
     /// `filter::key_hash(user_key)`.
     pub fn hash(&self) -> u64 {

@@ -154,6 +154,27 @@ pub fn dump_table_with(
         )?,
         None => w(out, "  range filter: none".into())?,
     }
+    let rd = t.range_dels();
+    if rd.is_empty() {
+        w(out, "  range deletions: none".into())?;
+    } else {
+        w(
+            out,
+            format!("  range deletions: {} in {} fragment(s)", p.range_deletions, rd.len()),
+        )?;
+        for f in rd.fragments() {
+            let seqs: Vec<String> = f.seqs.iter().map(|&s| super::seq_text(s)).collect();
+            w(
+                out,
+                format!(
+                    "    [{} .. {}) @{}",
+                    super::key_text(bytes, &f.start),
+                    super::key_text(bytes, &f.end),
+                    seqs.join(",")
+                ),
+            )?;
+        }
+    }
     w(out, format!("  segments: {}", p.segments.len()))?;
     for (i, s) in p.segments.iter().enumerate() {
         w(
@@ -223,6 +244,7 @@ fn kind_name(k: ValueKind) -> &'static str {
     match k {
         ValueKind::Put => "put",
         ValueKind::Delete => "delete",
+        ValueKind::RangeDelete => "delete_range",
     }
 }
 
@@ -349,7 +371,9 @@ pub(super) fn check_table(
         }
     };
     let hex = |k: &[u8]| Bytes::Hex.show(k);
-    let first = first.unwrap_or_default();
+    let mut first = first.unwrap_or_default();
+    // The range tombstones widen the table's range as the writer did.
+    t.range_dels().widen(entries == 0, &mut first, &mut last, &mut seqnos);
     let props = "its properties block";
     let seg_entries: u64 = p.segments.iter().map(|s| s.entries).sum();
     expect("entries", &entries, &p.entries, props);
@@ -361,9 +385,10 @@ pub(super) fn check_table(
         let manifest = "the manifest";
         expect("entries", &entries, &m.entries, manifest);
         expect("tombstones", &tombstones, &m.tombstones, manifest);
+        expect("range deletions", &p.range_deletions, &m.range_deletions, manifest);
         expect("smallest key", &hex(&first), &hex(&m.smallest), manifest);
         expect("largest key", &hex(&last), &hex(&m.largest), manifest);
-        if entries > 0 {
+        if entries > 0 || p.range_deletions > 0 {
             expect(
                 "seqnos",
                 &format!("{}..={}", seqnos.0, seqnos.1),

@@ -235,6 +235,7 @@ mod tests {
             filter_bpk: 0.0,
             segments: 1,
             l0_group: 0,
+            range_deletions: 0,
         })
     }
 

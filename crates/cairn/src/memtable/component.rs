@@ -449,7 +449,19 @@ impl MemComponent {
     /// its size ([`level_caps`]) into the next (the run whose overlap with it is smallest relative to
     /// its size; a run with nothing below it just moves), else the oldest pending memtable into
     /// M1. Runs chosen for a flush are left alone: a merge waits for them.
+    ///
+    /// A pending memtable holding range tombstones is never merged: runs are cut by key and
+    /// flushed apart, and a tombstone must reach disk no later than the older data it covers.
+    /// When it is the oldest pending one, everything is flushed instead (once no merge runs).
     pub fn next_merge(&mut self, run_size: usize) -> Option<MergeJob> {
+        let front_deletes_ranges = self.immutable.front().is_some_and(|m| m.has_range_dels());
+        // (A merge cut in steps finishes first.)
+        if let Some(p) = self.part.as_ref().filter(|p| front_deletes_ranges && p.chunked.is_none()) {
+            if !self.immutable.front().is_some_and(|m| p.chosen(m)) {
+                self.choose_full_flush();
+            }
+            return None;
+        }
         let total = self.bytes();
         let p = self.part.as_mut()?;
         if !p.merging.is_empty() {

@@ -13,10 +13,13 @@ pub(crate) use component::{FlushJob, FlushKind, MemComponent, MergeJob};
 use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
+use crate::range_del::{Fragments, RangeTombstone};
+use arc_swap::ArcSwap;
 use arena::ArenaSkipList;
 use filter::MemFilter;
 use run::{MergeScratch, SortedRun};
-use std::sync::atomic::{AtomicU64, Ordering};
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Entries from which a lookup asks the whole-key filter before the skiplist (a descent of a
@@ -39,6 +42,20 @@ pub struct Memtable {
     recycle: Option<Arc<MergeScratch>>,
     /// A skiplist's whole-key filter: lookups of keys it does not hold skip the descent.
     filter: Option<MemFilter>,
+    /// Range tombstones written here (never in a run: a partitioned component flushes a
+    /// memtable holding them rather than merge it).
+    range_dels: MemRangeDels,
+}
+
+/// A memtable's range tombstones: the writer's list, and its fragments as readers see them
+/// (rebuilt per tombstone; readers check `count` first, so a memtable without any costs them
+/// one load).
+#[derive(Debug, Default)]
+struct MemRangeDels {
+    written: Mutex<Vec<RangeTombstone>>,
+    fragments: ArcSwap<Fragments>,
+    count: AtomicUsize,
+    bytes: AtomicUsize,
 }
 
 impl Drop for Memtable {
@@ -66,6 +83,7 @@ impl Memtable {
             max_seqno: AtomicU64::new(0),
             recycle: None,
             filter: None,
+            range_dels: MemRangeDels::default(),
         }
     }
 
@@ -85,6 +103,7 @@ impl Memtable {
             max_seqno: AtomicU64::new(max_seqno),
             recycle: None,
             filter: None,
+            range_dels: MemRangeDels::default(),
         }
     }
 
@@ -94,13 +113,18 @@ impl Memtable {
         self
     }
 
-    /// Inserts one entry logged in WAL `wal`. Only active memtables (skiplists) are written.
+    /// Inserts one entry logged in WAL `wal` (a range tombstone `[user_key, value)` for
+    /// `RangeDelete`). Only active memtables (skiplists) are written.
     pub fn insert(&self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8], wal: u64) {
         let Body::List(list) = &self.body else {
             debug_assert!(false, "insert into a memory run");
             return;
         };
         self.first_wal.fetch_min(wal, Ordering::Relaxed);
+        if kind == ValueKind::RangeDelete {
+            self.insert_range_del(user_key, value, seqno);
+            return;
+        }
         // The filter line loads during the skiplist's search; its bits are set before the
         // sequence number is published, which is all readers need (filter.rs).
         let filter = self.filter.as_ref().map(|f| {
@@ -115,9 +139,43 @@ impl Memtable {
         self.max_seqno.fetch_max(seqno, Ordering::Relaxed);
     }
 
-    /// The user-key range `[smallest, largest]` of the entries (`None` when empty).
+    fn insert_range_del(&self, start: &[u8], end: &[u8], seq: u64) {
+        let rd = &self.range_dels;
+        let mut written = rd.written.lock();
+        written.push(RangeTombstone {
+            start: start.to_vec(),
+            end: end.to_vec(),
+            seq,
+        });
+        rd.fragments.store(Arc::new(Fragments::new(written.iter().cloned())));
+        rd.bytes.fetch_add(start.len() + end.len() + 32, Ordering::Relaxed);
+        rd.count.store(written.len(), Ordering::Release);
+        self.max_seqno.fetch_max(seq, Ordering::Relaxed);
+    }
+
+    /// The range tombstones, fragmented (`None` when there are none: one load).
+    pub fn range_dels(&self) -> Option<Arc<Fragments>> {
+        (self.range_dels.count.load(Ordering::Acquire) > 0).then(|| self.range_dels.fragments.load_full())
+    }
+
+    /// The newest range tombstone over `key` a reader at `read_seq` sees (0: none).
+    #[inline]
+    pub fn range_del_covering(&self, key: &[u8], read_seq: u64) -> u64 {
+        if self.range_dels.count.load(Ordering::Acquire) == 0 {
+            return 0;
+        }
+        self.range_dels.fragments.load().covering(key, read_seq)
+    }
+
+    /// Whether range tombstones were written here.
+    pub fn has_range_dels(&self) -> bool {
+        self.range_dels.count.load(Ordering::Acquire) > 0
+    }
+
+    /// The user-key range `[smallest, largest]` of the point entries (`None` when there are
+    /// none).
     pub fn key_bounds(&self) -> Option<(&[u8], &[u8])> {
-        if self.is_empty() {
+        if self.point_count_is_zero() {
             return None;
         }
         Some(match &self.body {
@@ -129,9 +187,20 @@ impl Memtable {
         })
     }
 
-    /// [`key_bounds`](Self::key_bounds), copied.
+    /// The user-key range of the point entries and the range tombstones (the largest key a
+    /// tombstone covers: `range_del/`), copied.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
-        self.key_bounds().map(|(lo, hi)| (lo.to_vec(), hi.to_vec()))
+        let points = self.key_bounds().map(|(lo, hi)| (lo.to_vec(), hi.to_vec()));
+        let Some(rd) = self.range_dels() else {
+            return points;
+        };
+        let Some((lo, hi)) = rd.key_bounds() else {
+            return points;
+        };
+        Some(match points {
+            None => (lo.to_vec(), hi.to_vec()),
+            Some((plo, phi)) => (plo.min(lo.to_vec()), phi.max(hi.to_vec())),
+        })
     }
 
     /// Newest version of `user_key` with seqno ≤ `seqno`: `(kind, value)`.
@@ -148,6 +217,11 @@ impl Memtable {
 
     /// [`lookup`](Self::lookup) writing the value into `value` (replacing its contents).
     pub fn lookup_into(&self, key: &ikey::LookupKey, value: &mut Vec<u8>) -> Option<ValueKind> {
+        self.lookup_entry(key, value).map(|(kind, _)| kind)
+    }
+
+    /// [`lookup_into`](Self::lookup_into), with the entry's sequence number.
+    pub fn lookup_entry(&self, key: &ikey::LookupKey, value: &mut Vec<u8>) -> Option<(ValueKind, u64)> {
         let (k, v) = match &self.body {
             Body::List(list) => {
                 // A small list is searched faster than the filter's line is loaded.
@@ -171,13 +245,13 @@ impl Memtable {
                 run.entry(i)
             }
         };
-        let (uk, _, kind) = ikey::split(k)?;
+        let (uk, seq, kind) = ikey::split(k)?;
         if uk != key.user_key() {
             return None;
         }
         value.clear();
         value.extend_from_slice(v);
-        Some(kind)
+        Some((kind, seq))
     }
 
     /// The sorted run, when this is one (not a skiplist).
@@ -191,7 +265,11 @@ impl Memtable {
     /// Bytes charged: exactly what the entries' nodes occupy in the arena.
     pub fn approximate_bytes(&self) -> usize {
         match &self.body {
-            Body::List(list) => list.used_bytes() + self.filter.as_ref().map_or(0, MemFilter::bytes),
+            Body::List(list) => {
+                list.used_bytes()
+                    + self.filter.as_ref().map_or(0, MemFilter::bytes)
+                    + self.range_dels.bytes.load(Ordering::Relaxed)
+            }
             Body::Run(run) => run.bytes(),
         }
     }
@@ -205,8 +283,12 @@ impl Memtable {
         }
     }
 
-    /// True when empty.
+    /// True when it holds neither entries nor range tombstones.
     pub fn is_empty(&self) -> bool {
+        self.point_count_is_zero() && !self.has_range_dels()
+    }
+
+    fn point_count_is_zero(&self) -> bool {
         match &self.body {
             Body::List(list) => list.is_empty(),
             Body::Run(run) => run.is_empty(),

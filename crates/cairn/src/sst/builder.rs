@@ -6,12 +6,13 @@ use super::footer::{BlockHandle, Footer, FORMAT_VERSION};
 use super::properties::{Properties, SegmentMeta};
 use crate::filter::FilterDecision;
 use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
-use super::{TableOptions, METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
+use super::{TableOptions, METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::filter::rosetta::{self, RosettaBuilder};
 use crate::filter::{key_hash, BloomUnitsWriter, FilterWriter};
 use crate::format::ikey::{self, ValueKind};
+use crate::range_del::{self, Fragments};
 use crate::stats::IoStats;
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -50,6 +51,8 @@ pub struct TableBuilder {
     /// its key only needs to separate the block from the next one ([`ikey::separator`]).
     pending_index: Option<BlockHandle>,
     separator: Vec<u8>,
+    /// The table's range tombstones (`range_del/`), written in their own block.
+    range_dels: Fragments,
 }
 
 impl TableBuilder {
@@ -78,6 +81,7 @@ impl TableBuilder {
             filter: opts.filter.clone(),
             segments: Vec::new(),
             db_id: opts.db_id,
+            range_deletions: 0,
         };
         let filter = Box::new(BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()));
         let range = opts
@@ -104,7 +108,14 @@ impl TableBuilder {
             last_key: Vec::new(),
             pending_index: None,
             separator: Vec::new(),
+            range_dels: Fragments::default(),
         }
+    }
+
+    /// Sets the table's range tombstones (they widen its key and sequence-number ranges). A
+    /// table may hold only tombstones.
+    pub fn set_range_dels(&mut self, f: Fragments) {
+        self.range_dels = f;
     }
 
     /// Overrides the creation time recorded in the properties (for reproducible files).
@@ -240,6 +251,7 @@ impl TableBuilder {
             self.props.smallest_seqno = 0;
         }
         self.props.largest_key = self.last_key.clone();
+        self.widen_for_range_dels();
         let filter_start = self.offset;
         let filter = std::mem::replace(
             &mut self.filter,
@@ -276,6 +288,11 @@ impl TableBuilder {
             }
             _ => None,
         };
+        let range_dels = if self.range_dels.is_empty() {
+            None
+        } else {
+            Some(self.write_block(&range_del::block::encode(&self.range_dels), Compression::None)?)
+        };
         let index_bytes = self.index.finish().to_vec();
         let index = self.write_block(&index_bytes, Compression::None)?;
         self.props.index_size = index.size + TRAILER_LEN as u64;
@@ -284,6 +301,11 @@ impl TableBuilder {
         let mut h = Vec::new();
         props.encode_to(&mut h);
         meta.add(METAINDEX_PROPERTIES, &h);
+        if let Some(rd) = range_dels {
+            let mut v = Vec::new();
+            rd.encode_to(&mut v);
+            meta.add(METAINDEX_RANGE_DEL, &v);
+        }
         if let Some(rf) = range_filter {
             let mut v = vec![rosetta::VERSION];
             rf.encode_to(&mut v);
@@ -305,6 +327,18 @@ impl TableBuilder {
             file_size: self.offset,
             properties: self.props,
         })
+    }
+}
+
+impl TableBuilder {
+    /// Widens the key and sequence-number ranges to the range tombstones'.
+    fn widen_for_range_dels(&mut self) {
+        let p = &mut self.props;
+        let mut seqnos = (p.smallest_seqno, p.largest_seqno);
+        self.range_dels
+            .widen(p.entries == 0, &mut p.smallest_key, &mut p.largest_key, &mut seqnos);
+        (p.smallest_seqno, p.largest_seqno) = seqnos;
+        p.range_deletions = self.range_dels.count();
     }
 }
 

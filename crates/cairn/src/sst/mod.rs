@@ -4,9 +4,11 @@
 //! [data block 0] … [data block n-1]       grouped into segments (default 4 MiB of data)
 //! [filter unit 0 of segment 0] … [unit U-1 of segment S-1]
 //! [range filter]                          optional (Rosetta, `filter/rosetta.rs`)
+//! [range deletions]                       optional (fragmented tombstones, `range_del/block.rs`)
 //! [index block]                           one fence pointer per data block: last key → handle
 //! [properties block]
-//! [metaindex block]                       name → handle ("cairn.properties", "cairn.range_filter")
+//! [metaindex block]                       name → handle ("cairn.properties", "cairn.range_filter",
+//!                                         "cairn.range_del")
 //! [footer]                                48 bytes, ends with the magic "cairnSST"
 //! ```
 //! Every block is followed by a 5-byte trailer (compression type, masked CRC32C).
@@ -40,6 +42,8 @@ pub use {
 
 /// Metaindex name of the properties block.
 pub const METAINDEX_PROPERTIES: &[u8] = b"cairn.properties";
+/// Metaindex name of the range-deletion block (absent when the table has no range tombstone).
+pub const METAINDEX_RANGE_DEL: &[u8] = b"cairn.range_del";
 /// Metaindex name of the reserved range-filter slot; its value is `version:u8 ‖ handle`.
 pub const METAINDEX_RANGE_FILTER: &[u8] = b"cairn.range_filter";
 

@@ -9,19 +9,21 @@
 //! segment_count { first_block block_count data_offset data_len entries distinct_keys
 //!                 smallest_user_key:lp largest_user_key:lp
 //!                 { unit_offset unit_size }*unit_count }*segment_count
-//! db_id                                                          (version 2 only)
+//! db_id                                                          (version ≥ 2)
+//! range_deletions                                                (version ≥ 3)
 //! ```
 //! `lp` = varint length + bytes. Keys are internal keys; segment key ranges are user keys.
 //! Version 2 (2026-11-25) adds the id of the database that wrote the table, so that a table
 //! from another database put in its place is found; version 1 tables read with id 0
-//! (unknown).
+//! (unknown). Version 3 (2026-11-26) adds the number of range tombstones (one per fragment and
+//! sequence number of the range-deletion block); older tables have none.
 
 use super::footer::BlockHandle;
 use crate::filter::{FilterDecision, UnitSpec};
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
-const VERSION: u8 = 2;
+const VERSION: u8 = 3;
 
 /// A run of consecutive data blocks sharing one group of filter units.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -89,6 +91,8 @@ pub struct Properties {
     pub segments: Vec<SegmentMeta>,
     /// The database that wrote the table (0: unknown, a version 1 table or a lone table).
     pub db_id: u64,
+    /// Range tombstones in its range-deletion block (one per fragment and sequence number).
+    pub range_deletions: u64,
 }
 
 impl Properties {
@@ -147,6 +151,7 @@ impl Properties {
             }
         }
         put_varint64(&mut o, self.db_id);
+        put_varint64(&mut o, self.range_deletions);
         o
     }
 
@@ -205,6 +210,7 @@ impl Properties {
             segments.push(s);
         }
         let db_id = if version >= 2 { d.varint64("database id")? } else { 0 };
+        let range_deletions = if version >= 3 { d.varint64("range deletions")? } else { 0 };
         if !d.is_empty() {
             return Err("trailing bytes after properties");
         }
@@ -231,6 +237,7 @@ impl Properties {
             filter: FilterDecision { policy, units },
             segments,
             db_id,
+            range_deletions,
         })
     }
 }
@@ -281,18 +288,24 @@ mod tests {
                 ],
             }],
             db_id: 77,
+            range_deletions: 5,
         }
     }
 
-    /// A version 1 block (before the database id) still reads, with id 0.
+    /// Version 1 (before the database id) and 2 (before range deletions) blocks still read.
     #[test]
-    fn version_1_reads_without_a_database_id() {
-        let mut v1 = sample().encode();
+    fn older_versions_read() {
+        let mut v2 = sample().encode();
+        v2.pop(); // the one-byte varint 5
+        v2[0] = 2;
+        let p = Properties::decode(&v2).unwrap();
+        assert_eq!(p, Properties { range_deletions: 0, ..sample() });
+        let mut v1 = v2.clone();
         v1.pop(); // the one-byte varint 77
         v1[0] = 1;
         let p = Properties::decode(&v1).unwrap();
-        assert_eq!(p, Properties { db_id: 0, ..sample() });
-        v1[0] = 3;
+        assert_eq!(p, Properties { db_id: 0, range_deletions: 0, ..sample() });
+        v1[0] = 4;
         assert!(Properties::decode(&v1).is_err());
     }
 

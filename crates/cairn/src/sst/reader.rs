@@ -6,7 +6,8 @@ use super::footer::{BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
 use super::properties::Properties;
 use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
-use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_FILTER};
+use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
+use crate::range_del::{self, Fragments};
 use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
@@ -168,6 +169,9 @@ pub struct TableReader {
     /// lookups search these instead of the blocks (`None` for a table they cannot describe).
     index_fences: Option<Fences>,
     segment_fences: Option<Fences>,
+    /// The range tombstones (`range_del/`), read at open and kept: every lookup of a key in
+    /// the table's range asks them before any filter.
+    range_dels: Arc<Fragments>,
 }
 
 /// A filter unit pinned in its reader, with its charge.
@@ -220,6 +224,7 @@ impl TableReader {
         let meta = Arc::new(Block::new(meta_raw, path.clone(), footer.metaindex.offset)?);
         let mut props_handle = None;
         let mut range_filter = None;
+        let mut range_del_handle = None;
         let mut it = meta.iter(KeyOrder::Bytewise);
         it.seek_to_first();
         while it.valid() {
@@ -227,6 +232,8 @@ impl TableReader {
             let mb = |e: &str| bad(footer.metaindex.offset, format!("metaindex: {e}"));
             if it.key() == METAINDEX_PROPERTIES {
                 props_handle = Some(BlockHandle::decode(&mut d).map_err(mb)?);
+            } else if it.key() == METAINDEX_RANGE_DEL {
+                range_del_handle = Some(BlockHandle::decode(&mut d).map_err(mb)?);
             } else if it.key() == METAINDEX_RANGE_FILTER {
                 let version = d.u8("range filter version").map_err(mb)?;
                 let handle = BlockHandle::decode(&mut d).map_err(mb)?;
@@ -251,6 +258,13 @@ impl TableReader {
                 ));
             }
         }
+        let range_dels = match range_del_handle {
+            None => Fragments::default(),
+            Some(h) => {
+                let raw = read_block(&*file, &path, h, BlockKind::Meta, &stats)?;
+                range_del::block::decode(&raw).map_err(|e| bad(h.offset, format!("range deletions: {e}")))?
+            }
+        };
         let index_raw = read_block(&*file, &path, footer.index, BlockKind::Index, &stats)?;
         let index = Arc::new(Block::new(index_raw, path.clone(), footer.index.offset)?);
         let mut reader = TableReader {
@@ -275,6 +289,7 @@ impl TableReader {
             filter_region: opts.filter_region,
             index_fences: None,
             segment_fences: None,
+            range_dels: Arc::new(range_dels),
         };
         reader.validate(footer)?;
         reader.build_fences();
@@ -329,6 +344,20 @@ impl TableReader {
         if block != p.data_blocks || offset != p.data_size {
             return Err(bad("segments do not cover the data blocks".into()));
         }
+        // The range tombstones are the ones the properties count, within the table's range.
+        let rd = &self.range_dels;
+        let count = rd.count();
+        let within = rd.key_bounds().is_none_or(|(lo, hi)| {
+            lo >= ikey::user_key(&p.smallest_key) && range_del::last_covered(hi) <= ikey::user_key(&p.largest_key)
+        }) && rd
+            .seq_bounds()
+            .is_none_or(|(lo, hi)| lo >= p.smallest_seqno && hi <= p.largest_seqno);
+        if count != p.range_deletions || !within {
+            return Err(bad(format!(
+                "{count} range tombstones (properties say {}), or outside the table's key or seqno range",
+                p.range_deletions
+            )));
+        }
         if p.data_size > footer.index.offset || footer.index.offset >= self.file_size {
             return Err(bad("data section overlaps the index".into()));
         }
@@ -382,6 +411,21 @@ impl TableReader {
         lo + segs[lo..hi].partition_point(|s| s.largest_user_key.as_slice() < user_key)
     }
 
+    /// The table's range tombstones (empty for most tables).
+    pub fn range_dels(&self) -> &Arc<Fragments> {
+        &self.range_dels
+    }
+
+    /// The newest range tombstone of this table over `key` a reader at `read_seq` sees (0:
+    /// none).
+    #[inline]
+    pub fn range_del_covering(&self, key: &[u8], read_seq: u64) -> u64 {
+        if self.range_dels.is_empty() {
+            return 0;
+        }
+        self.range_dels.covering(key, read_seq)
+    }
+
     /// The table's properties.
     pub fn properties(&self) -> &Properties {
         &self.props
@@ -432,8 +476,8 @@ impl TableReader {
     }
 
     /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
-    /// properties (segment metadata with its key ranges and unit handles); the range filter,
-    /// once read, is charged on its own.
+    /// properties (segment metadata with its key ranges and unit handles), the range
+    /// tombstones; the range filter, once read, is charged on its own.
     pub fn memory_usage(&self) -> usize {
         let p = &self.props;
         let segments: usize = p
@@ -453,6 +497,7 @@ impl TableReader {
             + std::mem::size_of::<Properties>()
             + p.smallest_key.len()
             + p.largest_key.len()
+            + self.range_dels.memory_usage()
             + segments
     }
 

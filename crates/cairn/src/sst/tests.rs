@@ -4,6 +4,7 @@ use crate::cache::BlockCache;
 use crate::env::{read_all, write_all_synced, FileSystem, MemFs};
 use crate::format::ikey::{InternalKey, ValueKind};
 use crate::iter::InternalIterator;
+use crate::range_del::{Fragments, RangeTombstone};
 use crate::stats::{BlockKind, IoStats};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -25,12 +26,33 @@ fn build(fs: &dyn FileSystem, path: &Path, model: &Model, opts: TableOptions) ->
 
 /// [`build`] as file number `number`.
 fn build_numbered(fs: &dyn FileSystem, path: &Path, number: u64, model: &Model, opts: TableOptions) -> TableSummary {
+    build_with_range_dels(fs, path, number, model, opts, Fragments::default())
+}
+
+/// [`build_numbered`] with range tombstones.
+fn build_with_range_dels(
+    fs: &dyn FileSystem,
+    path: &Path,
+    number: u64,
+    model: &Model,
+    opts: TableOptions,
+    range_dels: Fragments,
+) -> TableSummary {
     let mut b = TableBuilder::new(fs.create(path).unwrap(), number, opts, Arc::new(IoStats::new()));
     b.set_creation_time(1_700_000_000);
     for (k, v) in model {
         b.add(k.encoded(), v).unwrap();
     }
+    b.set_range_dels(range_dels);
     b.finish().unwrap()
+}
+
+fn tombstones(ts: &[(&str, &str, u64)]) -> Fragments {
+    Fragments::new(ts.iter().map(|&(a, b, seq)| RangeTombstone {
+        start: a.into(),
+        end: b.into(),
+        seq,
+    }))
 }
 
 /// A range filter of `bits_per_key` with the default layout.
@@ -353,6 +375,11 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
     if let Some((_, h)) = t.range_filter_slot() {
         out.push((BlockKind::RangeFilter, h.offset, h.size));
     }
+    if t.properties().range_deletions > 0 {
+        // Between the filters and the index (read at open, like the other meta blocks).
+        let prev_end = out.iter().map(|&(_, o, s)| o + s + TRAILER_LEN as u64).max().unwrap_or(0);
+        out.push((BlockKind::Meta, prev_end, footer.index.offset - prev_end - TRAILER_LEN as u64));
+    }
     out.push((BlockKind::Index, footer.index.offset, footer.index.size));
     let props_off = footer.index.offset + footer.index.size + TRAILER_LEN as u64;
     out.push((
@@ -378,9 +405,10 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
     let model = random_model(&mut rng, 600, false);
     let fs = fs();
     let p = Path::new("/t/flip.sst");
-    build(
+    build_with_range_dels(
         &fs,
         p,
+        7,
         &model,
         TableOptions {
             block_size: 256,
@@ -390,6 +418,7 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
             range_filter: range_filter(12.0),
             ..TableOptions::default()
         },
+        tombstones(&[("b", "d", 3), ("c", "e", 5)]),
     );
     let orig = read_all(&fs, p).unwrap();
     let blocks = blocks_of(&fs, p);
@@ -697,6 +726,60 @@ fn tables_without_a_database_id_are_still_read() {
     assert_eq!(read_old_golden_table("golden/tiny-properties-v1.sst.hex"), 2);
 }
 
+/// A table whose properties block is version 2 (no range-deletion count; pinned before range
+/// deletions) is still read, without tombstones.
+#[test]
+fn tables_before_range_deletions_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-properties-v2.sst.hex"), 2);
+}
+
+/// A table with range tombstones (pinned byte for byte: `docs/format/sst.md`), and one holding
+/// only tombstones: their key and seqno ranges include the tombstones', lookups see them.
+#[test]
+fn tables_with_range_deletions() {
+    let mut model = Model::new();
+    model.insert(InternalKey::new(b"apple", 2, ValueKind::Put), b"red".to_vec());
+    model.insert(InternalKey::new(b"pear", 3, ValueKind::Put), b"green".to_vec());
+    let fs = fs();
+    let p = Path::new("/t/golden-rd.sst");
+    let opts = TableOptions {
+        block_size: 32,
+        filter: FilterDecision::units("uniform", 1, 4.0),
+        ..TableOptions::default()
+    };
+    let rd = tombstones(&[("apple", "banana", 9), ("a", "b", 1)]);
+    build_with_range_dels(&fs, p, 7, &model, opts.clone(), rd.clone());
+    let bytes = read_all(&fs, p).unwrap();
+    crate::testutil::check_golden("golden/tiny-range-del.sst.hex", &crate::testutil::hex_lines(&bytes));
+    let t = open(&fs, p, None).unwrap();
+    assert_eq!(**t.range_dels(), rd);
+    let props = t.properties();
+    assert_eq!(props.range_deletions, 4, "[a,apple)@1 [apple,b)@9,1 [b,banana)@9");
+    assert_eq!(crate::format::ikey::user_key(&props.smallest_key), b"a");
+    assert_eq!(crate::format::ikey::user_key(&props.largest_key), b"pear");
+    assert_eq!((props.smallest_seqno, props.largest_seqno), (1, 9));
+    assert_eq!(t.range_del_covering(b"apple", 100), 9);
+    assert_eq!(t.range_del_covering(b"apple", 8), 1);
+    assert_eq!(t.range_del_covering(b"banana", 100), 0);
+
+    // Tombstones alone: the range reaches the last covered key (`k ‖ 0` ends at `k`).
+    let p = Path::new("/t/only-rd.sst");
+    let rd = tombstones(&[("m", "q\0", 4)]);
+    build_with_range_dels(&fs, p, 7, &Model::new(), opts, rd.clone());
+    let t = open(&fs, p, None).unwrap();
+    let props = t.properties();
+    assert_eq!((props.entries, props.range_deletions), (0, 1));
+    assert_eq!(crate::format::ikey::user_key(&props.smallest_key), b"m");
+    assert_eq!(crate::format::ikey::user_key(&props.largest_key), b"q");
+    assert_eq!((props.smallest_seqno, props.largest_seqno), (4, 4));
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    it.status().unwrap();
+    assert_eq!(t.get(b"n", 10, UnitSelection::All).unwrap().found, None);
+    assert_eq!(t.range_del_covering(b"q", 10), 4);
+}
+
 /// Index keys are short separators where the keys allow (`ikey::separator`), the last block's
 /// is its last key, and every lookup and seek still lands right, between the blocks too.
 #[test]
@@ -760,6 +843,7 @@ fn reader_slots_follow_the_table_cache() {
                 filter_bpk: 0.0,
                 segments: 1,
                 l0_group: 0,
+                range_deletions: 0,
             },
         )
     };

@@ -399,6 +399,7 @@ mod tests {
             filter_bpk: 10.0,
             segments,
             l0_group: 0,
+            range_deletions: 0,
         }
     }
 

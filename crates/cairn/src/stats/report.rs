@@ -258,14 +258,19 @@ impl Display for TreeLevels {
             Some(d) => writeln!(f, "tree {:?}: deepest level L{d}", self.name)?,
             None => writeln!(f, "tree {:?}: no tables", self.name)?,
         }
-        let mut t = Table::new(&["level", "files", "size", "entries"]);
+        // The column appears once a tree holds range tombstones.
+        let ranges = self.levels.iter().any(|l| l.range_deletions > 0);
+        let mut head = vec!["level", "files", "size", "entries"];
+        if ranges {
+            head.push("range deletions");
+        }
+        let mut t = Table::new(&head);
         for (i, l) in self.levels.iter().enumerate() {
-            t.row(vec![
-                format!("L{i}"),
-                count(l.files as u64),
-                size(l.bytes),
-                count(l.entries),
-            ]);
+            let mut row = vec![format!("L{i}"), count(l.files as u64), size(l.bytes), count(l.entries)];
+            if ranges {
+                row.push(count(l.range_deletions));
+            }
+            t.row(row);
         }
         if !t.is_empty() {
             f.write_str(&t.render("  "))?;
@@ -754,6 +759,7 @@ mod tests {
                     files: 2,
                     bytes: 10,
                     entries: 3,
+                    range_deletions: 0,
                 },
                 LevelInfo::default(),
             ],

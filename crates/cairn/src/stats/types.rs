@@ -187,6 +187,8 @@ pub struct LevelInfo {
     pub bytes: u64,
     /// Entries.
     pub entries: u64,
+    /// Range tombstones (one per fragment and sequence number, `Db::delete_range`).
+    pub range_deletions: u64,
 }
 
 /// One tree's shape.

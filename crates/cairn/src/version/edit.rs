@@ -14,11 +14,15 @@
 //!                      filter_policy:lp filter_bpk:f64le segments
 //!   8 db_id:varint                                   (random at creation; WAL headers carry it)
 //!   9 add file to an L0 group: the payload of 7, then group:varint (≥ 1)
+//!  10 range deletions of a file added by this edit: number:varint count:varint (≥ 1)
 //! ```
 //! L0 files carry their **group** (Luo & Carey §4.1.2): a set of disjoint files; a higher group
 //! is newer and overrides a lower one. Files added with tag 7 at L0 are group 0 (older than
 //! every numbered group), which is how manifests written before groups read.
-//! Unknown tags are corruption (a newer format must bump the manifest version).
+//! A file without tag 10 holds no range tombstone, which is how manifests written before range
+//! deletions read (tag 10 follows the add of its file). Unknown tags are corruption: a build
+//! that does not know range deletions refuses a manifest naming tables with them rather than
+//! read those tables without their tombstones.
 
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 use crate::format::ikey;
@@ -50,6 +54,9 @@ pub struct FileMeta {
     pub segments: u64,
     /// L0 group (0 outside L0, and for L0 files logged without one).
     pub l0_group: u64,
+    /// Range tombstones in the table (0 for most; readers open a table for its tombstones only
+    /// when it has some).
+    pub range_deletions: u64,
 }
 
 impl FileMeta {
@@ -130,6 +137,9 @@ impl VersionEdit {
             if grouped {
                 put_varint64(&mut o, f.l0_group);
             }
+            if f.range_deletions > 0 {
+                field(&mut o, 10, &[f.number, f.range_deletions]);
+            }
         }
         o
     }
@@ -172,6 +182,7 @@ impl VersionEdit {
                         filter_bpk: d.f64("filter bpk")?,
                         segments: d.varint64("segments")?,
                         l0_group: 0,
+                        range_deletions: 0,
                     };
                     let mut f = f;
                     if tag == 9 {
@@ -187,6 +198,14 @@ impl VersionEdit {
                         return Err("file key range is not made of internal keys");
                     }
                     e.added.push((tree, level, f));
+                }
+                10 => {
+                    let number = d.varint64("file number")?;
+                    let count = d.varint64("range deletions")?;
+                    match e.added.iter_mut().rev().find(|(_, _, f)| f.number == number) {
+                        Some((_, _, f)) if count > 0 => f.range_deletions = count,
+                        _ => return Err("range deletions of a file this edit does not add"),
+                    }
                 }
                 _ => return Err("unknown version edit tag"),
             }
@@ -214,6 +233,7 @@ pub(crate) mod tests {
             filter_bpk: 10.0,
             segments: 1,
             l0_group: 0,
+            range_deletions: 0,
         }
     }
 
@@ -253,5 +273,35 @@ pub(crate) mod tests {
         let enc = e.encode();
         crate::testutil::check_golden("golden/version_edit.hex", &crate::testutil::hex_lines(&enc));
         assert_eq!(VersionEdit::decode(&enc), Ok(e));
+    }
+
+    /// A file with range tombstones: tag 10 after its add (`docs/format/manifest.md`).
+    #[test]
+    fn golden_range_deletions() {
+        let e = VersionEdit {
+            added: vec![
+                (0, 0, FileMeta { l0_group: 2, range_deletions: 3, ..meta(7, "a", "k") }),
+                (0, 1, meta(8, "m", "z")),
+            ],
+            ..VersionEdit::default()
+        };
+        let enc = e.encode();
+        crate::testutil::check_golden("golden/version_edit_range_del.hex", &crate::testutil::hex_lines(&enc));
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
+        // Tag 10 naming a file the edit does not add, or a count of 0, is corruption.
+        let mut orphan = Vec::new();
+        for v in [10u64, 9, 3] {
+            put_varint64(&mut orphan, v);
+        }
+        assert!(VersionEdit::decode(&orphan).is_err());
+        let mut zero = VersionEdit {
+            added: vec![(0, 1, meta(8, "m", "z"))],
+            ..VersionEdit::default()
+        }
+        .encode();
+        for v in [10u64, 8, 0] {
+            put_varint64(&mut zero, v);
+        }
+        assert!(VersionEdit::decode(&zero).is_err());
     }
 }
