@@ -96,6 +96,10 @@ pub struct EngineArgs {
     /// leveling | garnering (cairn only).
     #[arg(long, default_value = "leveling")]
     pub merge_policy: String,
+    /// none | uint64add: the merge operator mergerandom's operands go through (RocksDB's flag;
+    /// RocksDB gets the same 8-byte little-endian sum as an associative operator).
+    #[arg(long, default_value = "none")]
+    pub merge_operator: String,
     /// fixed | write-memory: level capacities from --max_bytes_for_level_base, or anchored at
     /// the deepest level with L1 added and removed as write memory moves (cairn only).
     #[arg(long, default_value = "fixed")]
@@ -227,6 +231,14 @@ pub trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()>;
     /// Deletes one key.
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()>;
+    /// The value of `key` (a copy; for read-modify-write benchmarks).
+    fn get_value(&self, _key: &[u8]) -> EResult<Option<Vec<u8>>> {
+        Err(format!("{} does not copy values out here", self.name()).into())
+    }
+    /// Merges an operand into `key` (the engine's merge operator combines it).
+    fn merge(&self, _key: &[u8], _operand: &[u8]) -> EResult<()> {
+        Err(format!("{} has no merge operator here", self.name()).into())
+    }
     /// Deletes every key `lo ≤ key < hi` with one range tombstone.
     fn delete_range(&self, _lo: &[u8], _hi: &[u8]) -> EResult<()> {
         Err(format!("{} has no range delete", self.name()).into())
@@ -382,6 +394,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         ("memory_component", "memtable.component", &a.memory_component),
         ("level_targets", "compaction.level_targets", &a.level_targets),
         ("compression_type", "table.compression", &a.compression_type),
+        ("merge_operator", "merge.operator", &a.merge_operator),
     ] {
         if take(flag) {
             set.push((flag, option, value.clone()));
@@ -535,6 +548,14 @@ impl Engine for CairnEngine {
 
     fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {
         Ok(self.db.delete_range(lo, hi)?)
+    }
+
+    fn merge(&self, key: &[u8], operand: &[u8]) -> EResult<()> {
+        Ok(self.db.merge(key, operand)?)
+    }
+
+    fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
     }
 
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {

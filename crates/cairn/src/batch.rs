@@ -2,10 +2,11 @@
 //!
 //! ```text
 //! batch  := seqno:u64le count:u32le op*count
-//! op     := kind:u8 tree:varint key:lp [value:lp if kind = Put or RangeDelete]
+//! op     := kind:u8 tree:varint key:lp [value:lp unless kind = Delete]
 //! ```
 //! `seqno` is the sequence number of the first op; op *i* gets `seqno + i`. Kinds are the
-//! internal-key kinds (`Delete = 0`, `Put = 1`, `RangeDelete = 2`: key = start, value = end).
+//! internal-key kinds (`Delete = 0`, `Put = 1`, `RangeDelete = 2`: key = start, value = end,
+//! `Merge = 3`: value = the operand).
 
 use crate::error::{Error, Result};
 use crate::format::coding::{put_len_prefixed, put_varint32, Decoder};
@@ -66,6 +67,18 @@ impl WriteBatch {
     /// Deletes `key` from `tree`.
     pub fn delete_in(&mut self, tree: &crate::Tree, key: impl AsRef<[u8]>) -> &mut Self {
         self.push(tree.id(), ValueKind::Delete, key.as_ref(), &[])
+    }
+
+    /// Merges `operand` into `key` of the default tree (the database's merge operator combines
+    /// it with the value below; a write of a batch holding merges fails with
+    /// [`Error::InvalidArgument`] when the database has no operator).
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        self.push(0, ValueKind::Merge, key.as_ref(), operand.as_ref())
+    }
+
+    /// [`merge`](Self::merge) in `tree`.
+    pub fn merge_in(&mut self, tree: &crate::Tree, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> &mut Self {
+        self.push(tree.id(), ValueKind::Merge, key.as_ref(), operand.as_ref())
     }
 
     /// Deletes every key `start ≤ k < end` of the default tree. An empty range (`start == end`)
@@ -133,8 +146,16 @@ impl WriteBatch {
         decode_ops(&self.rep[HEADER..], self.count).filter_map(|r| r.ok())
     }
 
-    /// Checks the limits of docs/design.md §3 before anything reaches the WAL.
-    pub(crate) fn validate(&self, max_key: usize, max_value: usize, max_batch: usize, trees: u32) -> Result<()> {
+    /// Checks the limits of docs/design.md §3 before anything reaches the WAL (`merge`: the
+    /// database's merge operator, which merge operands need).
+    pub(crate) fn validate(
+        &self,
+        max_key: usize,
+        max_value: usize,
+        max_batch: usize,
+        trees: u32,
+        merge: Option<&str>,
+    ) -> Result<()> {
         if self.rep.len() > max_batch {
             return Err(Error::InvalidArgument(format!(
                 "write batch of {} bytes exceeds max_batch_size {max_batch}",
@@ -170,6 +191,13 @@ impl WriteBatch {
             }
             if op.tree >= trees {
                 return Err(Error::InvalidArgument(format!("unknown tree id {}", op.tree)));
+            }
+            if op.kind == ValueKind::Merge && merge.is_none() {
+                return Err(Error::InvalidArgument(
+                    "merge without a merge operator: set merge_operator (uint64add, stringappend, \
+                     stringappend:DELIMITER) or Options.merge_operator when opening the database"
+                        .into(),
+                ));
             }
         }
         Ok(())
@@ -265,13 +293,27 @@ mod tests {
                 value: b""
             }
         );
-        assert!(b.validate(1, 1, 100, 4).is_ok());
-        assert!(b.validate(1, 1, 100, 3).is_err());
+        assert!(b.validate(1, 1, 100, 4, None).is_ok());
+        assert!(b.validate(1, 1, 100, 3, None).is_err());
         assert!(b
-            .validate(0, 1, 100, 4)
+            .validate(0, 1, 100, 4, None)
             .unwrap_err()
             .to_string()
             .contains("max_key_size"));
+    }
+
+    #[test]
+    fn merges_need_an_operator() {
+        let mut b = WriteBatch::new();
+        b.merge(b"k", b"+1");
+        b.set_seqno(1);
+        let expect: Vec<u8> = [&[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..], &[3, 0, 1, b'k', 2, b'+', b'1']].concat();
+        assert_eq!(b.encoded(), &expect[..]);
+        let e = b.validate(8, 8, 100, 1, None).unwrap_err().to_string();
+        assert!(e.contains("merge without a merge operator"), "{e}");
+        assert!(b.validate(8, 8, 100, 1, Some("uint64add")).is_ok());
+        let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
+        assert_eq!((ops[0].kind, ops[0].value), (ValueKind::Merge, &b"+1"[..]));
     }
 
     #[test]
@@ -284,14 +326,14 @@ mod tests {
         assert_eq!(b.encoded(), &expect[..]);
         let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!((ops[0].kind, ops[0].key, ops[0].value), (ValueKind::RangeDelete, &b"a"[..], &b"c"[..]));
-        assert!(b.validate(1, 0, 100, 1).is_ok(), "the end is a key, not a value");
+        assert!(b.validate(1, 0, 100, 1, None).is_ok(), "the end is a key, not a value");
         let mut inv = WriteBatch::new();
         inv.delete_range(b"b", b"a");
-        let e = inv.validate(8, 8, 100, 1).unwrap_err().to_string();
+        let e = inv.validate(8, 8, 100, 1, None).unwrap_err().to_string();
         assert!(e.contains("after its end"), "{e}");
         let mut long = WriteBatch::new();
         long.delete_range(b"a", b"zzz");
-        assert!(long.validate(2, 8, 100, 1).unwrap_err().to_string().contains("max_key_size"));
+        assert!(long.validate(2, 8, 100, 1, None).unwrap_err().to_string().contains("max_key_size"));
     }
 
     #[test]

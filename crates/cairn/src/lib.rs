@@ -84,6 +84,7 @@ mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod inspect;
+pub mod merge;
 mod options;
 pub mod stats;
 
@@ -92,9 +93,10 @@ pub mod testutil;
 
 pub use batch::WriteBatch;
 pub use cache::{BlockCache, CacheCounters};
-pub use db::{Db, Range, Snapshot, Tree};
+pub use db::{CheckpointInfo, Db, Range, Snapshot, Tree};
 pub use error::{Error, Result};
 pub use memory::MemoryLimits;
+pub use merge::MergeOperator;
 pub use options::{
     BackgroundOptions, BpkPolicy, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions,
     FilterOptions, FilterPolicy, FixedMemory, FlushPolicy, LevelTargets, Limits, Memory, MemoryComponent,

@@ -25,6 +25,7 @@ type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 fn tiny_with(fs: &MemFs, policy: MergePolicyKind, component: cairn::MemoryComponent) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 4096);
     o.memtable.component = component;
+    o.set("merge_operator", "stringappend").unwrap();
     o.compaction.l0_trigger = 1;
     o.compaction.max_bytes_for_level_base = 8192;
     o.compaction.size_ratio = 4.0;
@@ -120,6 +121,17 @@ fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponen
                     let tt = rng.gen_range(0..2);
                     let k = key(&mut rng);
                     if rng.gen_bool(0.1) {
+                        let v = format!("bm{step}").into_bytes();
+                        match &trees[tt] {
+                            None => b.merge(&k, &v),
+                            Some(tr) => b.merge_in(tr, &k, &v),
+                        };
+                        let merged = match models[tt].get(&k) {
+                            Some(old) => [old.as_slice(), b",", &v].concat(),
+                            None => v,
+                        };
+                        models[tt].insert(k, merged);
+                    } else if rng.gen_bool(0.1) {
                         let k2 = key(&mut rng);
                         let (lo, hi) = if k <= k2 { (k, k2) } else { (k2, k) };
                         match &trees[tt] {
@@ -154,7 +166,20 @@ fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponen
                 )
                 .unwrap();
             }
-            58..=74 => {
+            58..=61 => {
+                // A merge: appended to the value with a comma (stringappend).
+                let (k, v) = (key(&mut rng), format!("m{step}").into_bytes());
+                match &trees[t] {
+                    None => db.merge(&k, &v).unwrap(),
+                    Some(tr) => tr.merge(&k, &v).unwrap(),
+                }
+                let merged = match models[t].get(&k) {
+                    Some(old) => [old.as_slice(), b",", &v].concat(),
+                    None => v,
+                };
+                models[t].insert(k, merged);
+            }
+            62..=74 => {
                 let k = key(&mut rng);
                 let got = match &trees[t] {
                     None => db.get(&k).unwrap(),

@@ -25,6 +25,7 @@ fn options(fs: &FaultFs) -> Options {
     o.filters.segment_size = 4 << 20;
     // A tiny cache so that reads keep going to the (faulty) file system.
     o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(16 << 10);
+    o.set("merge_operator", "stringappend").unwrap();
     o
 }
 
@@ -148,8 +149,18 @@ fn write_and_sync_faults_are_never_acknowledged() {
                 for _ in 0..rng.gen_range(1..4) {
                     let k = key(rng.gen_range(0..500));
                     let v = format!("{round}-{n}").into_bytes();
-                    b.put(&k, &v);
-                    state.insert(k, v);
+                    if rng.gen_bool(0.1) {
+                        // A merge (stringappend) onto whatever the key holds.
+                        b.merge(&k, &v);
+                        let merged = match state.get(&k) {
+                            Some(old) => [old.as_slice(), b",", &v].concat(),
+                            None => v,
+                        };
+                        state.insert(k, merged);
+                    } else {
+                        b.put(&k, &v);
+                        state.insert(k, v);
+                    }
                 }
                 history.push(state);
                 match db.write(

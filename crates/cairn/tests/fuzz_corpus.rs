@@ -47,6 +47,7 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         o.memory.fixed_mut().write_memory = 32 << 10;
         o.filters.bits_per_key = 10.0;
         o.range_filter.bits_per_key = 12.0;
+        o.set("merge_operator", "uint64add").unwrap();
         o
     };
     let db = Db::open("/s", opts).unwrap();
@@ -59,12 +60,16 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
     // Range tombstones in a table (its range-deletion block, the manifest's tag 10) and in
     // the WAL.
     db.delete_range("key00010", "key00030").unwrap();
+    for i in 0..10u64 {
+        db.merge(format!("key{:05}", i * 31), i.to_le_bytes()).unwrap();
+    }
     db.delete_range("key00020", "key00040").unwrap();
     db.flush_all().unwrap();
     for i in 0..20u32 {
         db.put(format!("wal{i}"), "x").unwrap();
     }
     db.delete_range("wal3", "wal5").unwrap();
+    db.merge("wal7", 3u64.to_le_bytes()).unwrap();
     let mut out: BTreeMap<&str, Vec<Vec<u8>>> = BTreeMap::new();
     for name in fs.list(Path::new("/s")).unwrap() {
         let bytes = read_all(&fs, &Path::new("/s").join(&name)).unwrap();

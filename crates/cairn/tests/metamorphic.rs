@@ -1,5 +1,5 @@
 //! Metamorphic / model test: one generator of random operation sequences (puts, deletes, range
-//! deletes,
+//! deletes, merges,
 //! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, flushes,
 //! compact_range, reopen by close or drop, and power loss on `FaultFs` after a synced write)
 //! runs unchanged under many option sets. Every read is checked against a `BTreeMap` model, and
@@ -42,6 +42,8 @@ enum Op {
     Delete(usize, Key),
     /// `delete_range(lo, hi)`: a few keys, or hundreds.
     DeleteRange(usize, Key, Key),
+    /// `merge(key, operand)` with `stringappend`.
+    Merge(usize, Key, Vec<u8>),
     Batch(Vec<(usize, Key, Option<Vec<u8>>)>, bool),
     Get(usize, Key),
     Range(usize, Bound<Key>, Bound<Key>, bool),
@@ -88,7 +90,8 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
                     };
                     Op::Put(t, key(&mut rng), format!("v{step}-{}", "x".repeat(len)).into_bytes())
                 }
-                380..=454 => Op::Delete(t, key(&mut rng)),
+                380..=429 => Op::Delete(t, key(&mut rng)),
+                430..=454 => Op::Merge(t, key(&mut rng), format!("m{step}").into_bytes()),
                 455..=479 => {
                     let lo = key(&mut rng);
                     let n: u32 = std::str::from_utf8(&lo[1..]).map_or(0, |s| s.parse().unwrap_or(0));
@@ -356,6 +359,10 @@ fn configs() -> Vec<Config> {
             direct: true,
         });
     }
+    // Every configuration merges with the same operator (the operations include merges).
+    for c in &mut out {
+        c.opts.set("merge_operator", "stringappend").unwrap();
+    }
     out
 }
 
@@ -411,6 +418,18 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 }
                 .map_err(io)?;
                 models[*t].remove(k);
+            }
+            Op::Merge(t, k, v) => {
+                match &trees[*t] {
+                    None => db.merge(k, v),
+                    Some(tr) => tr.merge(k, v),
+                }
+                .map_err(io)?;
+                let merged = match models[*t].get(k) {
+                    Some(old) => [old.as_slice(), b",", v].concat(),
+                    None => v.clone(),
+                };
+                models[*t].insert(k.clone(), merged);
             }
             Op::DeleteRange(t, lo, hi) => {
                 match &trees[*t] {

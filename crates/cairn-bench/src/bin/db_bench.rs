@@ -32,7 +32,10 @@ struct Args {
     /// them empty), rangenonempty (ours: range queries that each start at a key),
     /// readwhilewriting, readrandomwriterandom, deleterandom, deleterange:P (ours: one range
     /// delete of the first P% of the keys), deleteranges:N:W (ours: N range deletes of W keys
-    /// each, at random), compact, flush, waitforcompaction, stats. `NAME@LABEL` runs NAME as
+    /// each, at random), mergerandom (8-byte counters through --merge_operator=uint64add),
+    /// updaterandom (the same counters by get and put), counters (mergerandom with
+    /// --merge_operator, updaterandom without: one phase name for both), compact, flush,
+    /// waitforcompaction, stats. `NAME@LABEL` runs NAME as
     /// a phase called `NAME@LABEL` (the same benchmark twice in one run).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
@@ -633,6 +636,38 @@ impl Bench<'_> {
         )
     }
 
+    /// `--num` merges of the 8-byte little-endian 1 into keys of `--key_dist` (counters; needs
+    /// `--merge_operator=uint64add`), or with `read_modify_write` the same counters by a get
+    /// and a put each (db_bench's updaterandom).
+    fn count_random(&self, name: &str, read_modify_write: bool) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        let dist = &self.dist;
+        self.phase(
+            name,
+            a.num,
+            |rng, t, _| {
+                let mut key = Vec::new();
+                for _ in 0..a.num {
+                    db_bench_key(self.stride(dist.next(a.num, rng)), a.key_size, &mut key);
+                    let r = t.lat.time(|| {
+                        if read_modify_write {
+                            let n = db.get_value(&key)?.map_or(0, |v| {
+                                <[u8; 8]>::try_from(&v[..v.len().min(8)]).map_or(0, u64::from_le_bytes)
+                            });
+                            db.put(&key, &(n + 1).to_le_bytes(), a.sync)
+                        } else {
+                            db.merge(&key, &1u64.to_le_bytes())
+                        }
+                    });
+                    r.unwrap_or_else(|e| fail(e));
+                    t.ops += 1;
+                }
+            },
+            None,
+        )
+    }
+
     /// `count` range deletes of `width` consecutive keys each: at key 0 when `count` is 1,
     /// else at random positions.
     fn delete_ranges(&self, name: &str, count: u64, width: u64) -> Phase {
@@ -728,6 +763,10 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "readreverse" => b.read_seq(name, true),
         "seekrandom" => b.seek_random(name),
         "deleterandom" => b.delete_random(),
+        "mergerandom" => b.count_random(name, false),
+        // Counters by merges when the engine has an operator, else by get and put.
+        "counters" => b.count_random(name, b.args.engine.merge_operator == "none"),
+        "updaterandom" => b.count_random(name, true),
         "compact" => b.once(name, || db.compact()),
         "flush" => b.once(name, || db.flush()),
         "waitforcompaction" => b.once(name, || db.wait_for_background()),

@@ -5,10 +5,11 @@
 //! holds the part of them within its own key range (`range_del/`), and the outputs stay
 //! disjoint. Tombstones with no entry left beside them make an output of their own.
 
-use super::iter::CompactionFilter;
+use super::iter::{CompactionFilter, Decision};
 use crate::env::FileSystem;
 use crate::error::Result;
-use crate::format::ikey;
+use crate::format::ikey::{self, InternalKey, ValueKind};
+use crate::merge::MergeOperator;
 use crate::iter::InternalIterator;
 use crate::range_del::{self, Fragments};
 use crate::sst::{TableBuilder, TableOptions, TableSummary};
@@ -31,6 +32,8 @@ pub struct Outputs<'a> {
     pub stats: Arc<IoStats>,
     /// Allocates a file number (registered as a pending output by the caller).
     pub new_file_number: &'a mut dyn FnMut() -> u64,
+    /// The merge operator, which folds merge operands (`None`: they are written as they are).
+    pub merge: Option<Arc<dyn MergeOperator>>,
 }
 
 impl std::fmt::Debug for Outputs<'_> {
@@ -76,7 +79,10 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
 
 /// Writes `input` (positioned by this function) through `filter`, and the range tombstones
 /// `range_dels`, into new tables, then syncs the directory so the files are durable before a
-/// manifest edit names them.
+/// manifest edit names them. With a merge operator, each chain of merge operands every reader
+/// sees in full (`CompactionFilter`) is folded: into a value when what lies below it is known
+/// (a value, a deletion, or nothing at the bottom), else into one operand by a partial merge;
+/// a chain the operator cannot fold is written as it is.
 ///
 /// # Errors
 /// Read, write and corruption errors; files already written are reported through
@@ -87,65 +93,165 @@ pub fn write_outputs(
     range_dels: &Fragments,
     out: &mut Outputs<'_>,
 ) -> Result<JobOutput> {
-    let mut result = JobOutput::default();
-    let mut builder: Option<(u64, TableBuilder)> = None;
-    let mut last_user_key: Vec<u8> = Vec::new();
-    // Where the current output's share of the tombstones starts (`None`: the first output).
-    let mut lower: Option<Vec<u8>> = None;
-    let finish = |b: TableBuilder, n: u64, upper: Option<&[u8]>, lower: &Option<Vec<u8>>, result: &mut JobOutput| {
-        let mut b = b;
-        if !range_dels.is_empty() {
-            b.set_range_dels(range_dels.clipped(lower.as_deref(), upper));
-        }
-        let s = b.finish()?;
-        result.bytes_written += s.file_size;
-        result.files.push(meta(n, &s));
-        Result::Ok(())
+    let mut w = Writer {
+        out,
+        range_dels,
+        result: JobOutput::default(),
+        builder: None,
+        last_user_key: Vec::new(),
+        lower: None,
     };
+    let merge = w.out.merge.clone();
     input.seek_to_first();
     while input.valid() {
-        let key = input.key();
-        result.entries_in += 1;
-        if filter.keep(key) {
-            let uk = ikey::user_key(key);
-            let cut = builder
-                .as_ref()
-                .is_some_and(|(_, b)| b.estimated_size() >= out.target_file_size && uk != last_user_key.as_slice());
-            if cut {
-                if let Some((n, b)) = builder.take() {
-                    let upper = range_del::successor(&last_user_key);
-                    finish(b, n, Some(&upper), &lower, &mut result)?;
-                    lower = Some(upper);
-                }
-            }
-            if builder.is_none() {
-                let n = (out.new_file_number)();
-                let f = out.fs.create(&crate::filename::table(out.dir, n))?;
-                builder = Some((n, TableBuilder::new(f, n, out.table.clone(), out.stats.clone())));
-            }
-            if let Some((_, b)) = builder.as_mut() {
-                b.add(key, input.value())?;
-            }
-            result.entries_out += 1;
-            last_user_key.clear();
-            last_user_key.extend_from_slice(uk);
+        w.result.entries_in += 1;
+        if !filter.keep(input.key()) {
+            input.next();
+            continue;
         }
-        input.next();
+        match (&merge, ikey::split(input.key())) {
+            (Some(op), Some((uk, seq, ValueKind::Merge))) if seq <= filter.oldest_snapshot() => {
+                let uk = uk.to_vec();
+                fold_merges(input, filter, &**op, &uk, seq, &mut w)?;
+            }
+            _ => {
+                w.add(input.key(), input.value())?;
+                input.next();
+            }
+        }
     }
     input.status()?;
-    if builder.is_none() && !range_dels.is_empty() && lower.is_none() {
-        let n = (out.new_file_number)();
-        let f = out.fs.create(&crate::filename::table(out.dir, n))?;
-        builder = Some((n, TableBuilder::new(f, n, out.table.clone(), out.stats.clone())));
+    w.finish()
+}
+
+/// Folds the chain of merge operands of `uk` that starts where `input` stands (the newest
+/// version every reader sees, at `seq`) and writes the result; leaves `input` after the chain
+/// and its base.
+fn fold_merges(
+    input: &mut dyn InternalIterator,
+    filter: &mut CompactionFilter<'_>,
+    op: &dyn MergeOperator,
+    uk: &[u8],
+    seq: u64,
+    w: &mut Writer<'_, '_>,
+) -> Result<()> {
+    // The chain, newest first: (internal key, operand).
+    let mut chain = vec![(input.key().to_vec(), input.value().to_vec())];
+    // What lies below the chain, when known: a value, or none; and the entry that says so
+    // when it is kept (a value or a deletion: written again if the chain is not folded).
+    let mut base: Option<Option<Vec<u8>>> = None;
+    let mut base_entry: Option<(Vec<u8>, Vec<u8>)> = None;
+    input.next();
+    while input.valid() && ikey::user_key(input.key()) == uk {
+        w.result.entries_in += 1;
+        let kind = ikey::split(input.key()).map(|(_, _, k)| k);
+        let decision = filter.decide(input.key());
+        match (decision, kind) {
+            (Decision::Keep, Some(ValueKind::Merge)) => chain.push((input.key().to_vec(), input.value().to_vec())),
+            (Decision::Keep, Some(ValueKind::Put)) => base = Some(Some(input.value().to_vec())),
+            (Decision::Keep | Decision::Deleted, _) => base = Some(None),
+            (Decision::Shadowed, _) => {}
+        }
+        if decision == Decision::Keep && base.is_some() {
+            base_entry = Some((input.key().to_vec(), input.value().to_vec()));
+        }
+        input.next();
+        if base.is_some() {
+            break;
+        }
     }
-    if let Some((n, b)) = builder.take() {
-        finish(b, n, None, &lower, &mut result)?;
+    if base.is_none() && filter.bottommost(uk) {
+        base = Some(None);
     }
-    if !result.files.is_empty() {
-        out.fs.sync_dir(out.dir)?;
-        out.stats.record_sync();
+    let operands: Vec<&[u8]> = chain.iter().rev().map(|(_, v)| v.as_slice()).collect();
+    let folded = match &base {
+        Some(b) => op
+            .full_merge(uk, b.as_deref(), &operands)
+            .map(|v| (InternalKey::new(uk, seq, ValueKind::Put), v)),
+        None if operands.len() > 1 => op
+            .partial_merge(uk, &operands)
+            .map(|v| (InternalKey::new(uk, seq, ValueKind::Merge), v)),
+        None => None,
+    };
+    match folded {
+        Some((k, v)) => w.add(k.encoded(), &v),
+        None => {
+            // Not folded: the chain, and what ended it, as they were.
+            for (k, v) in chain.iter().chain(base_entry.iter()) {
+                w.add(k, v)?;
+            }
+            Ok(())
+        }
     }
-    Ok(result)
+}
+
+/// The output tables being written.
+struct Writer<'a, 'b> {
+    out: &'a mut Outputs<'b>,
+    range_dels: &'a Fragments,
+    result: JobOutput,
+    builder: Option<(u64, TableBuilder)>,
+    last_user_key: Vec<u8>,
+    /// Where the current output's share of the tombstones starts (`None`: the first output).
+    lower: Option<Vec<u8>>,
+}
+
+impl Writer<'_, '_> {
+    fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let uk = ikey::user_key(key);
+        let cut = self.builder.as_ref().is_some_and(|(_, b)| {
+            b.estimated_size() >= self.out.target_file_size && uk != self.last_user_key.as_slice()
+        });
+        if cut {
+            let upper = range_del::successor(&self.last_user_key);
+            self.close(Some(upper.clone()))?;
+            self.lower = Some(upper);
+        }
+        if self.builder.is_none() {
+            self.open()?;
+        }
+        if let Some((_, b)) = self.builder.as_mut() {
+            b.add(key, value)?;
+        }
+        self.result.entries_out += 1;
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(uk);
+        Ok(())
+    }
+
+    fn open(&mut self) -> Result<()> {
+        let n = (self.out.new_file_number)();
+        let f = self.out.fs.create(&crate::filename::table(self.out.dir, n))?;
+        self.builder = Some((n, TableBuilder::new(f, n, self.out.table.clone(), self.out.stats.clone())));
+        Ok(())
+    }
+
+    /// Finishes the current output with its share of the tombstones, up to `upper`.
+    fn close(&mut self, upper: Option<Vec<u8>>) -> Result<()> {
+        let Some((n, mut b)) = self.builder.take() else {
+            return Ok(());
+        };
+        if !self.range_dels.is_empty() {
+            b.set_range_dels(self.range_dels.clipped(self.lower.as_deref(), upper.as_deref()));
+        }
+        let s = b.finish()?;
+        self.result.bytes_written += s.file_size;
+        self.result.files.push(meta(n, &s));
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<JobOutput> {
+        // Tombstones with no entry beside them make an output of their own.
+        if self.builder.is_none() && !self.range_dels.is_empty() && self.lower.is_none() {
+            self.open()?;
+        }
+        self.close(None)?;
+        if !self.result.files.is_empty() {
+            self.out.fs.sync_dir(self.out.dir)?;
+            self.out.stats.record_sync();
+        }
+        Ok(self.result)
+    }
 }
 
 /// An iterator restricted to the user keys in `[lo, hi)` (`None`: unbounded): one

@@ -409,6 +409,7 @@ fn merge_range(
             target_file_size: inner.opts.target_file_size,
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
+            merge: inner.opts.merge_op.clone(),
         },
     );
     (r, allocated)

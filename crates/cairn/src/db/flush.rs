@@ -50,6 +50,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
             },
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
+            merge: inner.opts.merge_op.clone(),
         },
     );
     let mut st = inner.state.lock();

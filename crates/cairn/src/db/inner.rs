@@ -58,6 +58,8 @@ pub(crate) struct State {
     /// The WAL being written, and the sizes of the older WALs still on disk.
     pub wal_number: u64,
     pub old_wals: BTreeMap<u64, u64>,
+    /// WALs a checkpoint is copying: from each key on, none is deleted (count of holders).
+    pub wal_pins: BTreeMap<u64, usize>,
     pub running_compactions: usize,
     pub flushing: bool,
     /// Per tree, bytes written over the last one to two `max_wal_size` windows, as the write
@@ -397,6 +399,7 @@ impl DbInner {
             // Every tree's logged log number is at most the oldest WAL its memtables use
             // (flushes log exactly that), so this is also below all in-memory data.
             let min_wal = st.versions.min_logged_wal().unwrap_or(st.wal_number);
+            let min_wal = st.wal_pins.keys().next().map_or(min_wal, |&p| p.min(min_wal));
             st.old_wals.retain(|&n, _| n >= min_wal);
             (
                 st.versions.live_files(),

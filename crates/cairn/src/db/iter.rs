@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::filter::rosetta::ProbeLimits;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
+use crate::merge::MergeOperator;
 use crate::range_del::Fragments;
 use crate::sst::IterOptions;
 use std::ops::{Bound, RangeBounds};
@@ -28,6 +29,11 @@ struct Cursor {
     /// The range tombstones of the sources (`None`: none), or the error reading them
     /// (reported by the first step).
     range_dels: Result<Option<Arc<Fragments>>>,
+    /// The merge operator, for merge operands.
+    merge: Option<Arc<dyn MergeOperator>>,
+    /// Walking forward: the cursor already stands past the user key it last returned (a merge
+    /// read its older versions).
+    past: bool,
 }
 
 fn cursor(
@@ -78,6 +84,8 @@ fn cursor(
         it: MergingIter::new(children),
         seq,
         range_dels: range_dels(inner, tree, &sv, bounds),
+        merge: inner.opts.merge_op.clone(),
+        past: false,
         _sv: sv,
         started: false,
         skip: Vec::new(),
@@ -142,6 +150,40 @@ impl Cursor {
         }
     }
 
+    /// The value of `uk` whose newest visible version, where the cursor stands, is a merge
+    /// operand: the operands down to a value, a deletion, a range tombstone or the last
+    /// version, combined by the merge operator. Leaves the cursor inside or past `uk`'s
+    /// versions.
+    fn merged_value(&mut self, uk: &[u8]) -> Result<Vec<u8>> {
+        let Some(op) = self.merge.clone() else {
+            return Err(crate::Error::InvalidArgument(format!(
+                "key {:?} holds merge operands and the database has no merge operator",
+                String::from_utf8_lossy(uk)
+            )));
+        };
+        let mut operands = Vec::new();
+        let mut base = None;
+        while self.it.valid() {
+            let Some((k, s, kind)) = ikey::split(self.it.key()) else {
+                break;
+            };
+            if k != uk || self.range_deleted(uk, s) {
+                break;
+            }
+            match kind {
+                ValueKind::Merge => operands.push(self.it.value().to_vec()),
+                ValueKind::Put => {
+                    base = Some(self.it.value().to_vec());
+                    break;
+                }
+                _ => break,
+            }
+            self.it.next();
+        }
+        self.it.status()?;
+        crate::merge::resolve(&*op, uk, base.as_deref(), &operands)
+    }
+
     /// Steps past every version of the current entry's user key.
     fn skip_current_user_key(&mut self) {
         let mut uk = std::mem::take(&mut self.skip);
@@ -174,9 +216,10 @@ impl Cursor {
                 Bound::Included(k) | Bound::Excluded(k) => self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
                 Bound::Unbounded => self.it.seek_to_first(),
             }
-        } else if self.it.valid() {
+        } else if self.it.valid() && !self.past {
             self.skip_current_user_key();
         }
+        self.past = false;
         loop {
             if !self.it.valid() {
                 return self.it.status().err().map(Err);
@@ -196,10 +239,24 @@ impl Cursor {
                 continue;
             }
             // The newest visible version of `uk`.
-            if kind == ValueKind::Put && !self.range_deleted(uk, s) {
-                return Some(Ok((uk.to_vec(), self.it.value().to_vec())));
+            if self.range_deleted(uk, s) {
+                self.skip_current_user_key();
+                continue;
             }
-            self.skip_current_user_key();
+            match kind {
+                ValueKind::Put => return Some(Ok((uk.to_vec(), self.it.value().to_vec()))),
+                ValueKind::Merge => {
+                    let uk = uk.to_vec();
+                    let value = match self.merged_value(&uk) {
+                        Ok(v) => v,
+                        Err(e) => return Some(Err(e)),
+                    };
+                    self.skip_user_key(&uk);
+                    self.past = true;
+                    return Some(Ok((uk, value)));
+                }
+                _ => self.skip_current_user_key(),
+            }
         }
     }
 
@@ -269,9 +326,23 @@ impl Cursor {
             if let Err(e) = self.it.status() {
                 return Some(Err(e));
             }
-            let put = matches!(newest, Some((ValueKind::Put, s)) if !self.range_deleted(&uk, s));
-            if put && !past_hi(&uk, hi) {
-                return Some(Ok((uk, std::mem::take(&mut self.value))));
+            let newest = newest.filter(|&(_, s)| !self.range_deleted(&uk, s));
+            match newest {
+                Some((ValueKind::Put, _)) if !past_hi(&uk, hi) => {
+                    return Some(Ok((uk, std::mem::take(&mut self.value))));
+                }
+                Some((ValueKind::Merge, _)) if !past_hi(&uk, hi) => {
+                    // The operands sit after the newest one in key order: read them forward,
+                    // then stand before `uk` again.
+                    self.it.seek(InternalKey::for_seek(&uk, self.seq).encoded());
+                    let value = self.merged_value(&uk);
+                    self.it.seek_for_prev(InternalKey::for_seek(&uk, MAX_SEQNO).encoded());
+                    while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
+                        self.it.prev();
+                    }
+                    return Some(value.map(|v| (uk, v)));
+                }
+                _ => {}
             }
         }
     }

@@ -12,6 +12,7 @@
 //! shrinks). `background` runs both on their own threads.
 
 mod background;
+mod checkpoint;
 mod compact;
 mod elastic;
 mod filters;
@@ -27,6 +28,7 @@ mod replay;
 mod stats;
 mod write;
 
+pub use checkpoint::CheckpointInfo;
 pub use iter::Range;
 
 use crate::batch::WriteBatch;
@@ -287,6 +289,19 @@ impl Db {
         background::wait_idle(self.inner())
     }
 
+    /// Writes a consistent copy of the database as it is now into `dir` (new, or an empty
+    /// directory), which [`Db::open`] opens: tables are hard-linked where the file system
+    /// allows (copied otherwise), the WALs holding what memtables hold are copied, and a new
+    /// manifest names it all. Writes continue meanwhile; they wait only while the state is
+    /// taken (microseconds, reported in the result).
+    ///
+    /// # Errors
+    /// `InvalidArgument` for a directory that holds anything; `ReadOnly` for a read-only open;
+    /// I/O errors (the copy is then incomplete: delete it).
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
+        checkpoint::checkpoint(self.inner(), dir.as_ref())
+    }
+
     /// Stops background work, syncs the WAL and releases the directory lock. Other handles to
     /// this database get errors afterwards.
     ///
@@ -334,6 +349,24 @@ impl Tree {
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.push(self.id, crate::format::ikey::ValueKind::Delete, key.as_ref(), &[]);
+        write::write(self.inner(), b, &WriteOptions::default())
+    }
+
+    /// Merges `operand` into `key`: the database's merge operator (`merge_operator`) combines
+    /// it with the value below when the key is read, and flushes and compactions fold
+    /// operands together — a counter or an append without reading first.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when the database has no merge operator (nothing is written); see
+    /// [`Db::write`].
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.push(
+            self.id,
+            crate::format::ikey::ValueKind::Merge,
+            key.as_ref(),
+            operand.as_ref(),
+        );
         write::write(self.inner(), b, &WriteOptions::default())
     }
 

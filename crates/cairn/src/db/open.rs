@@ -109,8 +109,12 @@ fn checked(mut given: Settings, stored: Option<(&Path, &BTreeMap<String, String>
     if !taken.is_empty() {
         tracing::info!(settings = %taken.join(", "), "kept the database's stored settings the options left at their defaults");
     }
-    let resolved = given.clone().resolved();
+    let mut resolved = given.clone().resolved();
     resolved.validate_resolved()?;
+    let stored_merge = stored
+        .and_then(|(_, m)| m.get("merge.operator").or_else(|| m.get("merge_operator")))
+        .map(String::as_str);
+    resolved.merge_op = crate::merge::for_open(&resolved.merge_operator, resolved.merge_op.as_ref(), stored_merge)?;
     Ok((given, resolved))
 }
 
@@ -215,6 +219,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
                 target_file_size: u64::MAX,
                 stats: io.clone(),
                 new_file_number: &mut alloc,
+                merge: opts.merge_op.clone(),
             },
         )?;
         // Replayed data is the newest of its keys: a new L0 group above every other.
@@ -447,6 +452,7 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             busy: HashSet::new(),
             wal_number: p.wal_number,
             old_wals: BTreeMap::new(),
+            wal_pins: BTreeMap::new(),
             running_compactions: 0,
             flushing: false,
             recent_writes: Vec::new(),

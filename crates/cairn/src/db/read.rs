@@ -46,6 +46,9 @@ pub(super) fn get_into(
     for m in &sv.mems {
         if let Some((kind, s_found)) = m.lookup_entry(&lookup, value) {
             sv.counters.record_memtable_hit(s);
+            if kind == ValueKind::Merge && s_found > covering {
+                return merged(inner, tree, key, snapshot, value);
+            }
             return Ok(kind == ValueKind::Put && s_found > covering);
         }
     }
@@ -65,21 +68,40 @@ pub(super) fn get_into(
         g: inner.files.recorder(),
         s,
     };
+    let settled = |kind: ValueKind, value: &mut Vec<u8>| match kind {
+        ValueKind::Merge => merged(inner, tree, key, snapshot, value),
+        kind => Ok(kind == ValueKind::Put),
+    };
     for (i, f) in tv.level(0).iter().enumerate() {
         if f.smallest_user_key() <= key && f.largest_user_key() >= key {
-            if let Some(found) = read.probe(0, i, value)? {
-                return Ok(found);
+            if let Some(kind) = read.probe(0, i, value)? {
+                return settled(kind, value);
             }
         }
     }
     for level in 1..tv.levels.len() {
         if let Some(i) = tv.index_for_key(level, key) {
-            if let Some(found) = read.probe(level, i, value)? {
-                return Ok(found);
+            if let Some(kind) = read.probe(level, i, value)? {
+                return settled(kind, value);
             }
         }
     }
     Ok(false)
+}
+
+/// A key whose newest visible version is a merge operand: its operands and the value below
+/// them come from a read of the key's versions (an iterator over `[key, key]`, which knows the
+/// range tombstones and the merge operator), at `snapshot` or now.
+fn merged(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<u64>, value: &mut Vec<u8>) -> Result<bool> {
+    let mut r = super::iter::Range::new(inner.clone(), tree, snapshot, &(key..=key));
+    match r.next() {
+        Some(Ok((_, v))) => {
+            *value = v;
+            Ok(true)
+        }
+        Some(Err(e)) => Err(e),
+        None => Ok(false),
+    }
 }
 
 /// One point read's context, shared by the tables it probes.
@@ -93,12 +115,12 @@ struct Read<'a> {
 }
 
 impl Read<'_> {
-    /// Probes file `i` of `level`; `Some(visible)` once the table settles the read: it holds
-    /// a version of the key (visible unless one of the table's own range tombstones is newer;
-    /// its value then in `value`), or a range tombstone over the key (every deeper version is
-    /// older than it). Range tombstones are asked before any filter, which knows point keys
-    /// only.
-    fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<bool>> {
+    /// Probes file `i` of `level`; `Some(kind)` once the table settles the read: it holds a
+    /// version of the key (its kind; `Delete` when one of the table's own range tombstones is
+    /// newer; the value in `value`), or a range tombstone over the key (`Delete`: every deeper
+    /// version is older than it). Range tombstones are asked before any filter, which knows
+    /// point keys only.
+    fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<ValueKind>> {
         let Some(f) = self
             .sv
             .version
@@ -136,19 +158,26 @@ impl Read<'_> {
             }
         }
         Ok(match out.found {
-            Some(found) => Some(found.kind == ValueKind::Put && found.seqno > covering),
-            None => (covering > 0).then_some(false),
+            Some(found) if found.seqno > covering => Some(found.kind),
+            Some(_) => Some(ValueKind::Delete),
+            None => (covering > 0).then_some(ValueKind::Delete),
         })
     }
 }
 
 /// Which tables a lookup of `key` would probe now, with every filter off, and whether each
-/// holds a version of the key (the last one probed does when it is found): the replayed ground
-/// truth of Merlin's accuracy experiment. Records nothing.
+/// holds a version of the key (the last one probed does when it is found; a lookup also ends
+/// at a table whose range tombstone covers the key): the replayed ground truth of Merlin's
+/// accuracy experiment. Records nothing.
 pub(super) fn trace(inner: &Arc<DbInner>, tree: u32, key: &[u8]) -> Result<Vec<(u64, bool)>> {
     let sv = inner.super_version(tree)?;
-    let lookup = LookupKey::new(key, inner.last_seq.load(Ordering::Acquire));
-    if sv.mems.iter().any(|m| m.lookup(&lookup).is_some()) {
+    let seq = inner.last_seq.load(Ordering::Acquire);
+    let lookup = LookupKey::new(key, seq);
+    if sv
+        .mems
+        .iter()
+        .any(|m| m.lookup(&lookup).is_some() || m.range_del_covering(key, seq) > 0)
+    {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
@@ -161,13 +190,10 @@ pub(super) fn trace(inner: &Arc<DbInner>, tree: u32, key: &[u8]) -> Result<Vec<(
         .filter(|f| f.smallest_user_key() <= key && f.largest_user_key() >= key);
     let deeper = (1..tv.levels.len()).filter_map(|l| tv.index_for_key(l, key).map(|i| &tv.level(l)[i]));
     for f in l0.chain(deeper) {
-        let found = inner
-            .open_table(f)?
-            .lookup(&lookup, UnitSelection::None)?
-            .found
-            .is_some();
+        let table = inner.open_table(f)?;
+        let found = table.lookup(&lookup, UnitSelection::None)?.found.is_some();
         out.push((f.number, found));
-        if found {
+        if found || table.range_del_covering(key, seq) > 0 {
             break;
         }
     }

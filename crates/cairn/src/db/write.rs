@@ -25,6 +25,11 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
         inner.opts.max_value_size,
         inner.opts.max_batch_size,
         trees,
+        inner
+            .opts
+            .merge_op
+            .as_ref()
+            .map(|_| inner.opts.merge_operator.0.as_str()),
     )?;
     inner.check_writable()?;
     if batch.is_empty() {

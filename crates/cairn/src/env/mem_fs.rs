@@ -87,6 +87,23 @@ impl FileSystem for MemFs {
         Ok(t.files.contains_key(path) || t.dirs.contains(path))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        let mut t = self.inner.tree.lock();
+        if !t.dir_exists(parent_of(to)) {
+            return Err(not_found("hard link", to));
+        }
+        if t.files.contains_key(to) {
+            return Err(Error::io(
+                "hard link",
+                to,
+                std::io::Error::from(std::io::ErrorKind::AlreadyExists),
+            ));
+        }
+        let data = t.files.get(from).ok_or_else(|| not_found("hard link", from))?.clone();
+        t.files.insert(to.to_path_buf(), data);
+        Ok(())
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut t = self.inner.tree.lock();
         if !t.dir_exists(parent_of(to)) {

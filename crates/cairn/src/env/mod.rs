@@ -75,6 +75,15 @@ pub trait FileSystem: Send + Sync + Debug {
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Makes `to` a second name of the file `from` (a hard link; `to` must not exist).
+    /// `Unsupported` where the file system cannot (callers copy instead).
+    fn hard_link(&self, from: &Path, _to: &Path) -> Result<()> {
+        Err(crate::Error::io(
+            "hard link",
+            from,
+            std::io::Error::from(std::io::ErrorKind::Unsupported),
+        ))
+    }
     /// Shrinks (or extends with zeros) a file to `len` bytes.
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
     /// Names of the entries of a directory (not full paths), sorted.
@@ -86,6 +95,24 @@ pub trait FileSystem: Send + Sync + Debug {
     /// Takes an exclusive advisory lock on `path` (created if missing). A second lock of the
     /// same path, from this process or another, fails with [`Error::Locked`](crate::Error).
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// Copies the first `len` bytes of `from` into a new file `to` (1 MiB at a time), synced;
+/// returns the bytes copied.
+pub fn copy_prefix(fs: &dyn FileSystem, from: &Path, to: &Path, len: u64) -> Result<u64> {
+    let src = fs.open_read(from, ReadOptions::default())?;
+    let mut dst = fs.create(to)?;
+    let mut buf = vec![0u8; (1 << 20).min(len as usize)];
+    let mut at = 0u64;
+    while at < len {
+        let n = buf.len().min((len - at) as usize);
+        src.read_exact_at(at, &mut buf[..n])?;
+        dst.append(&buf[..n])?;
+        at += n as u64;
+    }
+    dst.flush()?;
+    dst.sync_data()?;
+    Ok(len)
 }
 
 /// Reads a whole file into memory (used for small files: CURRENT, OPTIONS, tests).

@@ -103,6 +103,10 @@ impl FileSystem for StdFs {
         std::fs::remove_file(path).map_err(|e| Error::io("remove", path, e))
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::hard_link(from, to).map_err(|e| Error::io("hard link", from, e))
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
         let f = OpenOptions::new()
             .write(true)

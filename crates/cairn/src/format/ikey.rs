@@ -23,15 +23,24 @@ pub enum ValueKind {
     /// end; never in a memtable's or a table's entries (they keep tombstones apart,
     /// `range_del/`).
     RangeDelete = 2,
+    /// A merge operand (`Db::merge`): combined with the versions below it by the merge
+    /// operator.
+    Merge = 3,
 }
 
 impl ValueKind {
+    /// The highest kind value: a seek key carries it, so that among entries of one sequence
+    /// number it sorts first and a seek lands on any of them. Every kind must stay at or
+    /// below it.
+    pub const SEEK: ValueKind = ValueKind::Merge;
+
     /// Decodes a kind byte; `None` for values this version does not know.
     pub fn from_u8(b: u8) -> Option<Self> {
         match b {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::RangeDelete),
+            3 => Some(ValueKind::Merge),
             _ => None,
         }
     }
@@ -68,8 +77,7 @@ impl InternalKey {
     /// The key that sorts before every version of `user_key` visible at `seqno`: seeking to it
     /// lands on the newest version with sequence number ≤ `seqno`.
     pub fn for_seek(user_key: &[u8], seqno: u64) -> Self {
-        // Put has the highest kind value, so it sorts first among equal seqnos.
-        Self::new(user_key, seqno, ValueKind::Put)
+        Self::new(user_key, seqno, ValueKind::SEEK)
     }
     /// The encoded bytes.
     pub fn encoded(&self) -> &[u8] {
@@ -118,8 +126,7 @@ impl LookupKey {
             len,
             hash: crate::filter::key_hash(user_key),
         };
-        // Put has the highest kind value, so it sorts first among equal seqnos.
-        let trailer = pack_trailer(seqno, ValueKind::Put).to_le_bytes();
+        let trailer = pack_trailer(seqno, ValueKind::SEEK).to_le_bytes();
         match k.inline.get_mut(..len) {
             Some(buf) => {
                 buf[..user_key.len()].copy_from_slice(user_key);

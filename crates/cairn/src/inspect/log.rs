@@ -117,6 +117,12 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path, values: bool, bytes: Bytes, ou
                         ops += 1;
                         let line = match (op.kind, values) {
                             (ValueKind::Delete, _) => format!("    tree {} delete {}", op.tree, bytes.show(op.key)),
+                            (ValueKind::Merge, _) => format!(
+                                "    tree {} merge {} <= {}",
+                                op.tree,
+                                bytes.show(op.key),
+                                bytes.show(op.value)
+                            ),
                             (ValueKind::RangeDelete, _) => format!(
                                 "    tree {} delete_range {} .. {}",
                                 op.tree,

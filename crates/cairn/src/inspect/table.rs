@@ -245,6 +245,7 @@ fn kind_name(k: ValueKind) -> &'static str {
         ValueKind::Put => "put",
         ValueKind::Delete => "delete",
         ValueKind::RangeDelete => "delete_range",
+        ValueKind::Merge => "merge",
     }
 }
 

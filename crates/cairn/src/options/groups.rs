@@ -77,6 +77,11 @@ pub struct Options {
     pub files: FileOptions,
     /// The largest key, value and batch accepted.
     pub limits: Limits,
+    /// The merge operator `Db::merge` operands are combined with (`merge_operator`; default
+    /// none). Built-ins: [`UInt64Add`](crate::merge::UInt64Add),
+    /// [`StringAppend`](crate::merge::StringAppend), also by name with
+    /// `Options::set("merge_operator", "uint64add")`.
+    pub merge_operator: Option<Arc<dyn crate::merge::MergeOperator>>,
 }
 
 /// How memory is sized.
@@ -543,6 +548,7 @@ impl Options {
             write_stalls: WriteStallOptions::of(s),
             files: FileOptions::of(s),
             limits: Limits::of(s),
+            merge_operator: s.merge_op.clone().or_else(|| crate::merge::by_name(&s.merge_operator)),
         }
     }
 
@@ -555,6 +561,10 @@ impl Options {
             error_if_exists: self.error_if_exists,
             keep_stored: self.keep_stored,
             malloc_mmap_threshold: self.malloc_mmap_threshold,
+            merge_op: self.merge_operator.clone().filter(|op| !op.is_stand_in()),
+            merge_operator: crate::merge::MergeName(
+                self.merge_operator.as_ref().map_or_else(String::new, |op| op.name()),
+            ),
             ..Settings::default()
         };
         match &self.memory {

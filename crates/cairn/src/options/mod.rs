@@ -198,6 +198,9 @@ options! {
         /// A block cache to share between databases (default none: the engine makes its own of
         /// `memory.block_cache`, or of its share of `memory.budget`).
         pub block_cache: Option<Arc<BlockCache>> = None,
+        /// The merge operator (`Db::merge`), when given as an object; otherwise the engine makes
+        /// the built-in `merge_operator` names.
+        pub merge_op: Option<Arc<dyn crate::merge::MergeOperator>> = None,
         ;
         /// Create the directory and database if missing (default true).
         pub create_if_missing: bool = true => "create_if_missing", Bool, ANY, Open, Always;
@@ -216,6 +219,14 @@ options! {
         /// tuner or `Db::resize_memory` shrinks the block cache or filter memory.
         pub malloc_mmap_threshold: usize = 128 << 10
             => "malloc_mmap_threshold", Bytes, within(0.0, 32.0 * MIB), Open, Glibc;
+
+        /// The merge operator that `Db::merge` operands are combined with (default none: merges
+        /// are refused): `uint64add` (8-byte little-endian sums), `stringappend` (joined with
+        /// `,`), `stringappend:DELIMITER`, or the name of the operator given as
+        /// `Options.merge_operator`. Stored: a database written with one opens again only with
+        /// an operator of the same name (built-ins are made from their names).
+        pub merge_operator: crate::merge::MergeName = crate::merge::MergeName::default()
+            => "merge.operator", Choice, ANY, Stored, Always, "merge_operator: Option<Arc<dyn MergeOperator>>";
 
         /// One memory budget for write memory, the block cache and filter memory (Luo & Carey
         /// §3; default 256 MiB). It is split into write memory (`memory.write_share` of it;

@@ -401,6 +401,24 @@ choice_value!(RecoveryMode:
     RecoveryMode::AbsoluteConsistency => "absolute-consistency" | "AbsoluteConsistency",
 );
 
+impl OptionValue for crate::merge::MergeName {
+    const CHOICES: &'static [&'static str] = crate::merge::BUILT_IN;
+    fn show(&self) -> String {
+        if self.is_none() {
+            "none".into()
+        } else {
+            self.0.clone()
+        }
+    }
+    fn parse(text: &str, _: Kind) -> std::result::Result<Self, String> {
+        match text.trim() {
+            "" | "none" => Ok(crate::merge::MergeName::default()),
+            name if name.chars().any(char::is_control) => Err(format!("{text:?} is not an operator name")),
+            name => Ok(crate::merge::MergeName(name.to_string())),
+        }
+    }
+}
+
 impl OptionValue for MergePolicyKind {
     const CHOICES: &'static [&'static str] = &["leveling", "garnering:C (0 < C <= 1, e.g. garnering:0.8)"];
     fn show(&self) -> String {

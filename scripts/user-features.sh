@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Range deletes against RocksDB's DeleteRange (issue 34's measurements), each a `compare` run
-# with interleaved rounds; results land in ${OUT:-bench-results}/<name>/{results.md,results.json,chart.png}.
-#   scripts/range-delete.sh [delete10] [delete50] [small]     (default: all three)
+# Range deletes and merge operators against RocksDB (issue 34's measurements), each a `compare`
+# run with interleaved rounds; results land in
+# ${OUT:-bench-results}/<name>/{results.md,results.json,chart.png}.
+#   scripts/user-features.sh [delete10] [delete50] [small] [counters]     (default: all four)
 #   delete10/delete50: 4M random puts (16 B keys, 100 B values), compacted; one delete_range of
 #     the first 10% / 50% of the key space (timed); readrandom and seekrandom right after, then
 #     after a full compaction.
 #   small: the same table set; readrandom and seekrandom; 1,000 range deletes of 10 keys each at
 #     random; readrandom and seekrandom again (the ratio of the two is the cost of the tombstones).
-# Same 64 MiB of cache for both engines. Takes about 25 minutes on 2 cores.
+#   counters: 1M increments of 8-byte counters over 1M keys, zipf 0.99, by merge (uint64add)
+#     and by get+put, in both engines; then readrandom of the counters.
+# Same 64 MiB of cache for both engines. Takes about 40 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
@@ -17,7 +20,7 @@ cmp=./target/release/compare
 common=(--num=4000000 --reads=200000 --seek_nexts=10 --key_size=16 --value_size=100 --bloom_bits=10
         --compression_type=none --cache_size=67108864 --seed=1)
 engines=(--config cairn=--engine=cairn --config rocksdb=--engine=rocksdb)
-what=${*:-delete10 delete50 small}
+what=${*:-delete10 delete50 small counters}
 for w in $what; do
   case $w in
     delete10|delete50) pct=${w#delete}
@@ -28,6 +31,13 @@ for w in $what; do
       $cmp --rounds 3 --out "$out/range-delete-small" "${engines[@]}" -- \
         --benchmarks=fillrandom,compact,readrandom@none,seekrandom@none,deleteranges:1000:10,readrandom@tombstones,seekrandom@tombstones \
         "${common[@]}" ;;
-    *) echo "unknown measurement $w (delete10, delete50, small)" >&2; exit 2 ;;
+    counters)
+      $cmp --rounds 3 --out "$out/counters" \
+        --config "cairn-merge=--engine=cairn --merge_operator=uint64add" \
+        --config "rocksdb-merge=--engine=rocksdb --merge_operator=uint64add" \
+        --config cairn-get+put=--engine=cairn --config rocksdb-get+put=--engine=rocksdb -- \
+        --benchmarks=counters,readrandom@counters --num=1000000 --reads=200000 --key_dist=zipf:0.99 \
+        --key_size=16 --bloom_bits=10 --compression_type=none --cache_size=67108864 --seed=1 ;;
+    *) echo "unknown measurement $w (delete10, delete50, small, counters)" >&2; exit 2 ;;
   esac
 done
