@@ -139,11 +139,10 @@ impl Engine for RocksEngine {
     }
 
     fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {
-        let cf = self
-            .db
-            .cf_handle("default")
-            .ok_or("RocksDB has no default column family")?;
-        Ok(self.db.delete_range_cf_opt(&cf, lo, hi, &self.plain)?)
+        // The default column family has no handle here: a batch writes to it.
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_range(lo, hi);
+        Ok(self.db.write_opt(b, &self.plain)?)
     }
 
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {

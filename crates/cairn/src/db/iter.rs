@@ -34,6 +34,9 @@ struct Cursor {
     /// Walking forward: the cursor already stands past the user key it last returned (a merge
     /// read its older versions).
     past: bool,
+    /// Per child of `it`, the largest sequence number it may hold (`u64::MAX`: unknown): a
+    /// child whose entries are all older than a range tombstone skips the tombstone's range.
+    max_seqs: Vec<u64>,
 }
 
 fn cursor(
@@ -47,6 +50,9 @@ fn cursor(
 ) -> Cursor {
     let sv = sv.clone();
     let mut children = crate::memtable::level::children(&sv.mems, bounds);
+    // Memtables are newest and small: never skipped.
+    let mut max_seqs = vec![u64::MAX; children.len()];
+    let newest = |files: &[Arc<crate::version::FileMeta>]| files.iter().map(|f| f.largest_seqno).max().unwrap_or(0);
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         let i = inner.clone();
         let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
@@ -71,11 +77,13 @@ fn cursor(
                 .iter()
                 .any(|f| bounds.overlaps(f.smallest_user_key(), f.largest_user_key()))
             {
+                max_seqs.push(newest(&run));
                 children.push(bounded(run, 0));
             }
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
+                max_seqs.push(newest(tv.level(level)));
                 children.push(bounded(tv.level(level).to_vec(), level));
             }
         }
@@ -86,6 +94,7 @@ fn cursor(
         range_dels: range_dels(inner, tree, &sv, bounds),
         merge: inner.opts.merge_op.clone(),
         past: false,
+        max_seqs,
         _sv: sv,
         started: false,
         skip: Vec::new(),
@@ -137,6 +146,23 @@ impl Cursor {
     /// Whether a range tombstone the read sees deletes version `seq` of `uk`.
     fn range_deleted(&self, uk: &[u8], seq: u64) -> bool {
         matches!(&self.range_dels, Ok(Some(r)) if r.covering(uk, self.seq) > seq)
+    }
+
+    /// The cursor stands on version `seq` of `uk`, which a range tombstone deletes: moves every
+    /// source whose entries are all older than the tombstone past its range (its other side,
+    /// walking backwards), so a deleted range costs a seek per source instead of a step per
+    /// entry. False when no source moved (the caller steps).
+    fn skip_deleted_range(&mut self, uk: &[u8], forward: bool) -> bool {
+        let Ok(Some(rd)) = &self.range_dels else {
+            return false;
+        };
+        let Some((bound, t)) = rd.covered_run(uk, self.seq, forward) else {
+            return false;
+        };
+        let target = InternalKey::for_seek(bound, MAX_SEQNO);
+        let max_seqs = &self.max_seqs;
+        self.it
+            .skip_children(target.encoded(), |i| max_seqs.get(i).is_some_and(|&m| m < t))
     }
 
     /// The error gathering the range tombstones, once.
@@ -240,7 +266,10 @@ impl Cursor {
             }
             // The newest visible version of `uk`.
             if self.range_deleted(uk, s) {
-                self.skip_current_user_key();
+                let uk = uk.to_vec();
+                if !self.skip_deleted_range(&uk, true) {
+                    self.skip_current_user_key();
+                }
                 continue;
             }
             match kind {
@@ -326,7 +355,11 @@ impl Cursor {
             if let Err(e) = self.it.status() {
                 return Some(Err(e));
             }
-            let newest = newest.filter(|&(_, s)| !self.range_deleted(&uk, s));
+            if newest.is_some_and(|(_, s)| self.range_deleted(&uk, s)) {
+                // The sources older than the tombstone skip to before its range.
+                self.skip_deleted_range(&uk, false);
+                continue;
+            }
             match newest {
                 Some((ValueKind::Put, _)) if !past_hi(&uk, hi) => {
                     return Some(Ok((uk, std::mem::take(&mut self.value))));

@@ -74,6 +74,40 @@ impl MergingIter {
         self.current
     }
 
+    /// Moves past entries a range tombstone deletes: every child `i` with `older(i)` (all its
+    /// entries are older than the tombstone) is moved to its first entry at or after `target`
+    /// (forward) or its last entry before it (backward) if it stands on the near side of it.
+    /// True when a child moved.
+    pub fn skip_children(&mut self, target: &[u8], older: impl Fn(usize) -> bool) -> bool {
+        let forward = self.direction == Direction::Forward;
+        let mut moved = false;
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if !older(i) || !c.valid() {
+                continue;
+            }
+            let before = ikey::compare(c.key(), target);
+            if forward && before == Ordering::Less {
+                c.seek(target);
+                moved = true;
+            } else if !forward && before != Ordering::Less {
+                c.seek_for_prev(target);
+                // `seek_for_prev` may land on `target` itself; the side wanted is strictly before.
+                if c.valid() && ikey::compare(c.key(), target) != Ordering::Less {
+                    c.prev();
+                }
+                moved = true;
+            }
+        }
+        if moved {
+            if forward {
+                self.find_smallest();
+            } else {
+                self.find_largest();
+            }
+        }
+        moved
+    }
+
     fn find_smallest(&mut self) {
         self.find(Ordering::Less);
     }

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};
 use crate::iter::InternalIterator;
 use crate::range_del::{Fragments, RangeTombstone};
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use arena::ArenaSkipList;
 use filter::MemFilter;
 use run::{MergeScratch, SortedRun};
@@ -47,13 +47,17 @@ pub struct Memtable {
     range_dels: MemRangeDels,
 }
 
-/// A memtable's range tombstones: the writer's list, and its fragments as readers see them
-/// (rebuilt per tombstone; readers check `count` first, so a memtable without any costs them
-/// one load).
+/// A memtable's range tombstones, as fragment lists of doubling sizes (a binary counter:
+/// a tombstone is a list of one, and the last two lists merge while the newer is at least half
+/// the older), so a `delete_range` costs O(log n) amortized instead of refragmenting all; a
+/// lookup asks each list (one load for a memtable without any: `count`). Iterators and flushes
+/// take all of them as one list, merged once after each change and kept.
 #[derive(Debug, Default)]
 struct MemRangeDels {
-    written: Mutex<Vec<RangeTombstone>>,
-    fragments: ArcSwap<Fragments>,
+    /// Serializes writers (the group-commit leader, or recovery).
+    write: Mutex<()>,
+    lists: ArcSwap<Vec<Arc<Fragments>>>,
+    merged: ArcSwapOption<Fragments>,
     count: AtomicUsize,
     bytes: AtomicUsize,
 }
@@ -141,21 +145,48 @@ impl Memtable {
 
     fn insert_range_del(&self, start: &[u8], end: &[u8], seq: u64) {
         let rd = &self.range_dels;
-        let mut written = rd.written.lock();
-        written.push(RangeTombstone {
+        let _w = rd.write.lock();
+        let mut lists = Vec::clone(&rd.lists.load());
+        lists.push(Arc::new(Fragments::new([RangeTombstone {
             start: start.to_vec(),
             end: end.to_vec(),
             seq,
-        });
-        rd.fragments.store(Arc::new(Fragments::new(written.iter().cloned())));
+        }])));
+        while let [.., older, newer] = lists.as_slice() {
+            if newer.len() * 2 < older.len() {
+                break;
+            }
+            let merged = Arc::new(Fragments::merged([&**older, &**newer], ikey::MAX_SEQNO));
+            lists.truncate(lists.len() - 2);
+            lists.push(merged);
+        }
+        rd.lists.store(Arc::new(lists));
+        rd.merged.store(None);
         rd.bytes.fetch_add(start.len() + end.len() + 32, Ordering::Relaxed);
-        rd.count.store(written.len(), Ordering::Release);
+        rd.count.fetch_add(1, Ordering::Release);
         self.max_seqno.fetch_max(seq, Ordering::Relaxed);
     }
 
-    /// The range tombstones, fragmented (`None` when there are none: one load).
+    /// The range tombstones, fragmented together (`None` when there are none: one load).
     pub fn range_dels(&self) -> Option<Arc<Fragments>> {
-        (self.range_dels.count.load(Ordering::Acquire) > 0).then(|| self.range_dels.fragments.load_full())
+        let rd = &self.range_dels;
+        if rd.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        if let Some(m) = rd.merged.load_full() {
+            return Some(m);
+        }
+        let lists = rd.lists.load();
+        let merged = match lists.as_slice() {
+            [one] => one.clone(),
+            many => Arc::new(Fragments::merged(many.iter().map(|l| &**l), ikey::MAX_SEQNO)),
+        };
+        // Kept unless a tombstone came meanwhile (then the next reader merges again).
+        let _w = rd.write.lock();
+        if Arc::ptr_eq(&rd.lists.load(), &lists) {
+            rd.merged.store(Some(merged.clone()));
+        }
+        Some(merged)
     }
 
     /// The newest range tombstone over `key` a reader at `read_seq` sees (0: none).
@@ -164,7 +195,13 @@ impl Memtable {
         if self.range_dels.count.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        self.range_dels.fragments.load().covering(key, read_seq)
+        self.range_dels
+            .lists
+            .load()
+            .iter()
+            .map(|l| l.covering(key, read_seq))
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether range tombstones were written here.

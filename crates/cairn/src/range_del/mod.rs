@@ -119,6 +119,32 @@ impl Fragments {
         }
     }
 
+    /// The run of adjacent fragments around `key` that a reader at `read_seq` sees a tombstone
+    /// over, from the one over `key` onwards (`forward`) or backwards: where the run ends (its
+    /// last fragment's end, or its first one's start) and the oldest of the newest tombstones
+    /// over its fragments (a version older than that is deleted anywhere in the run).
+    pub fn covered_run(&self, key: &[u8], read_seq: u64, forward: bool) -> Option<(&[u8], u64)> {
+        let visible = |f: &Fragment| f.seqs.iter().copied().find(|&s| s <= read_seq);
+        let i = self.frags.partition_point(|f| f.end.as_slice() <= key);
+        let f = self.frags.get(i).filter(|f| f.start.as_slice() <= key)?;
+        let mut min = visible(f)?;
+        let mut j = i;
+        loop {
+            let next = if forward { j + 1 } else { j.wrapping_sub(1) };
+            let Some(n) = self.frags.get(next) else { break };
+            let adjacent = if forward {
+                n.start == self.frags[j].end
+            } else {
+                n.end == self.frags[j].start
+            };
+            let Some(s) = visible(n).filter(|_| adjacent) else { break };
+            min = min.min(s);
+            j = next;
+        }
+        let f = &self.frags[j];
+        Some((if forward { &f.end } else { &f.start }, min))
+    }
+
     /// The tombstones, one per fragment and sequence number.
     pub fn tombstones(&self) -> impl Iterator<Item = RangeTombstone> + '_ {
         self.frags.iter().flat_map(|f| {
@@ -322,6 +348,17 @@ mod tests {
         // No snapshot: only the newest of each fragment stays (or none at the bottom).
         assert_eq!(show(&f.compacted(100, |_, _| false)), "[a,c)@5 [c,g)@9");
         assert_eq!(show(&f.compacted(100, |_, _| true)), "");
+    }
+
+    #[test]
+    fn covered_runs_span_adjacent_fragments() {
+        let f = Fragments::new([t("a", "e", 5), t("c", "g", 9), t("h", "k", 7)]);
+        // [a,c)@5 [c,e)@9,5 [e,g)@9, then a gap, then [h,k)@7.
+        assert_eq!(f.covered_run(b"b", 100, true), Some((&b"g"[..], 5)));
+        assert_eq!(f.covered_run(b"f", 100, false), Some((&b"a"[..], 5)));
+        assert_eq!(f.covered_run(b"d", 8, true), Some((&b"e"[..], 5)), "9 is not visible at 8");
+        assert_eq!(f.covered_run(b"i", 100, true), Some((&b"k"[..], 7)));
+        assert_eq!(f.covered_run(b"g", 100, true), None);
     }
 
     #[test]
