@@ -64,6 +64,31 @@ fn put_get_delete_scan_and_trees() {
 }
 
 #[test]
+fn checkpoint_backup_and_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (db, cp, bk, back) = (p("db"), p("cp"), p("bk"), p("back"));
+    ok(&["put", &db, "a", "one", "--create"]);
+    ok(&["flush", &db]);
+    ok(&["put", &db, "b", "two"]);
+    let o = ok(&["--json", "checkpoint", &db, &cp]);
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert!(v["tables"].as_u64().unwrap() >= 1 && v["tables"] == v["linked"], "{o}");
+    assert_eq!(v["last_seqno"], 2, "{o}");
+    assert!(ok(&["checkpoint", &db, &p("cp2")]).starts_with("checkpoint at seqno 2: "));
+    assert_eq!(ok(&["scan", &cp]), "a => one\nb => two\n");
+    assert!(ok(&["backup", &db, &bk]).starts_with("backup 1 at seqno 2: "));
+    ok(&["put", &db, "c", "three"]);
+    let o = ok(&["--json", "backup", &db, &bk]);
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    assert!(v["id"] == 2 && v["tables_shared"].as_u64().unwrap() >= 1, "{o}");
+    assert!(ok(&["restore", &bk, &back]).starts_with("restored backup 2: "));
+    assert_eq!(ok(&["scan", &back]), "a => one\nb => two\nc => three\n");
+    // A target that holds anything is refused.
+    fails(&["checkpoint", &db, &cp], 2, "not empty");
+}
+
+#[test]
 fn raw_bytes_in_hex_and_escaped() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

@@ -93,7 +93,7 @@ pub mod testutil;
 
 pub use batch::WriteBatch;
 pub use cache::{BlockCache, CacheCounters};
-pub use db::{CheckpointInfo, Db, Range, Snapshot, Tree};
+pub use db::{BackupInfo, CheckpointInfo, Db, Range, RestoreInfo, Snapshot, Tree};
 pub use error::{Error, Result};
 pub use memory::MemoryLimits;
 pub use merge::MergeOperator;

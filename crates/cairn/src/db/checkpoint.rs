@@ -36,7 +36,7 @@ pub struct CheckpointInfo {
 }
 
 /// The state a checkpoint copies, taken under the locks.
-struct Taken {
+pub(super) struct Taken {
     version: Arc<crate::version::Version>,
     tree_names: Vec<String>,
     log_numbers: Vec<(u32, u64)>,
@@ -48,9 +48,25 @@ struct Taken {
 }
 
 pub(super) fn checkpoint(inner: &Arc<DbInner>, dir: &Path) -> Result<CheckpointInfo> {
+    prepare_dir(&*inner.fs, dir)?;
+    with_state(inner, |taken| {
+        copy(inner, dir, taken, |from, to, f| {
+            Ok(if inner.fs.hard_link(from, to).is_ok() {
+                (true, 0)
+            } else {
+                (false, copy_prefix(&*inner.fs, from, to, f.size)?)
+            })
+        })
+    })
+}
+
+/// Takes the state to copy (see the module comment), runs `f` on it with its WALs pinned,
+/// then unpins them.
+pub(super) fn with_state(
+    inner: &Arc<DbInner>,
+    f: impl FnOnce(&Taken) -> Result<CheckpointInfo>,
+) -> Result<CheckpointInfo> {
     inner.check_writable()?;
-    let fs = &*inner.fs;
-    prepare_dir(fs, dir)?;
     let t0 = std::time::Instant::now();
     let taken = {
         let wal = inner.wal.lock();
@@ -77,7 +93,7 @@ pub(super) fn checkpoint(inner: &Arc<DbInner>, dir: &Path) -> Result<CheckpointI
         }
     };
     let pause = t0.elapsed();
-    let r = copy(inner, dir, &taken);
+    let r = f(&taken);
     {
         let mut st = inner.state.lock();
         if let Some(n) = st.wal_pins.get_mut(&taken.pin) {
@@ -94,7 +110,7 @@ pub(super) fn checkpoint(inner: &Arc<DbInner>, dir: &Path) -> Result<CheckpointI
 
 /// The target must not exist or be an empty directory: a checkpoint never mixes with files
 /// already there.
-fn prepare_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+pub(super) fn prepare_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     if fs.exists(dir)? {
         let names = fs.list(dir)?;
         if !names.is_empty() {
@@ -112,7 +128,14 @@ fn prepare_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-fn copy(inner: &DbInner, dir: &Path, t: &Taken) -> Result<CheckpointInfo> {
+/// Writes the copy of `t` into `dir`; each table goes through `table(from, to, meta)`, which
+/// returns whether it linked it and the bytes it copied.
+pub(super) fn copy(
+    inner: &DbInner,
+    dir: &Path,
+    t: &Taken,
+    mut table: impl FnMut(&Path, &Path, &crate::version::FileMeta) -> Result<(bool, u64)>,
+) -> Result<CheckpointInfo> {
     let fs = &*inner.fs;
     let mut info = CheckpointInfo {
         last_seqno: t.last_seq,
@@ -121,11 +144,9 @@ fn copy(inner: &DbInner, dir: &Path, t: &Taken) -> Result<CheckpointInfo> {
     for f in t.version.trees.iter().flat_map(|tv| tv.levels.iter().flatten()) {
         let (from, to) = (filename::table(&inner.dir, f.number), filename::table(dir, f.number));
         info.tables += 1;
-        if fs.hard_link(&from, &to).is_ok() {
-            info.linked += 1;
-        } else {
-            info.bytes_copied += copy_prefix(fs, &from, &to, f.size)?;
-        }
+        let (linked, bytes) = table(&from, &to, f)?;
+        info.linked += usize::from(linked);
+        info.bytes_copied += bytes;
     }
     for &(n, len) in &t.wals {
         info.bytes_copied += copy_prefix(fs, &filename::wal(&inner.dir, n), &filename::wal(dir, n), len)?;

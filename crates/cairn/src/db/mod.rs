@@ -12,6 +12,7 @@
 //! shrinks). `background` runs both on their own threads.
 
 mod background;
+mod backup;
 mod checkpoint;
 mod compact;
 mod elastic;
@@ -28,6 +29,7 @@ mod replay;
 mod stats;
 mod write;
 
+pub use backup::{BackupInfo, RestoreInfo};
 pub use checkpoint::CheckpointInfo;
 pub use iter::Range;
 
@@ -300,6 +302,39 @@ impl Db {
     /// I/O errors (the copy is then incomplete: delete it).
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointInfo> {
         checkpoint::checkpoint(self.inner(), dir.as_ref())
+    }
+
+    /// Backs the database up into `dir` as backup number N + 1 (N: the newest there), sharing
+    /// with the backups already in `dir` every table they have, so only tables written since
+    /// are copied. Writes continue meanwhile. [`Db::restore`] brings a backup back.
+    ///
+    /// # Errors
+    /// `ReadOnly` for a read-only open; I/O errors (the backup is then incomplete, and ignored
+    /// by a restore).
+    pub fn backup(&self, dir: impl AsRef<Path>) -> Result<BackupInfo> {
+        backup::backup(self.inner(), dir.as_ref())
+    }
+
+    /// Restores the newest complete backup in `backup_dir` into `db_dir` (new, or an empty
+    /// directory), on the real file system; [`Db::open`] then opens it.
+    ///
+    /// # Errors
+    /// See [`Db::restore_with`].
+    pub fn restore(backup_dir: impl AsRef<Path>, db_dir: impl AsRef<Path>) -> Result<RestoreInfo> {
+        backup::restore(&crate::env::StdFs::new(), backup_dir.as_ref(), db_dir.as_ref())
+    }
+
+    /// [`Db::restore`] on the file system `fs`.
+    ///
+    /// # Errors
+    /// `InvalidArgument` when `db_dir` holds anything or `backup_dir` has no complete backup;
+    /// `Corruption` for a damaged table list or a shared table of the wrong size; I/O errors.
+    pub fn restore_with(
+        fs: &dyn crate::env::FileSystem,
+        backup_dir: impl AsRef<Path>,
+        db_dir: impl AsRef<Path>,
+    ) -> Result<RestoreInfo> {
+        backup::restore(fs, backup_dir.as_ref(), db_dir.as_ref())
     }
 
     /// Stops background work, syncs the WAL and releases the directory lock. Other handles to
