@@ -2,7 +2,7 @@
 # Range deletes and merge operators against RocksDB (issue 34's measurements), each a `compare`
 # run with interleaved rounds; results land in
 # ${OUT:-bench-results}/<name>/{results.md,results.json,chart.png}.
-#   scripts/user-features.sh [delete10] [delete50] [small] [counters]     (default: all four)
+#   scripts/user-features.sh [delete10] [delete50] [small] [counters] [checkpoint]   (default: all)
 #   delete10/delete50: 4M random puts (16 B keys, 100 B values), compacted; one delete_range of
 #     the first 10% / 50% of the key space (timed); readrandom and seekrandom right after, then
 #     after a full compaction.
@@ -10,7 +10,9 @@
 #     random; readrandom and seekrandom again (the ratio of the two is the cost of the tombstones).
 #   counters: 1M increments of 8-byte counters over 1M keys, zipf 0.99, by merge (uint64add)
 #     and by get+put, in both engines; then readrandom of the counters.
-# Same 64 MiB of cache for both engines. Takes about 40 minutes on 2 cores.
+#   checkpoint: 8M random puts of 100 B (about 1 GB), then one checkpoint while a writer
+#     puts: its time, the bytes it copied, and the writer's longest put meanwhile.
+# Same 64 MiB of cache for both engines. Takes about 75 minutes on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
@@ -20,7 +22,7 @@ cmp=./target/release/compare
 common=(--num=4000000 --reads=200000 --seek_nexts=10 --key_size=16 --value_size=100 --bloom_bits=10
         --compression_type=none --cache_size=67108864 --seed=1)
 engines=(--config cairn=--engine=cairn --config rocksdb=--engine=rocksdb)
-what=${*:-delete10 delete50 small counters}
+what=${*:-delete10 delete50 small counters checkpoint}
 for w in $what; do
   case $w in
     delete10|delete50) pct=${w#delete}
@@ -38,6 +40,10 @@ for w in $what; do
         --config cairn-get+put=--engine=cairn --config rocksdb-get+put=--engine=rocksdb -- \
         --benchmarks=counters,readrandom@counters --num=1000000 --reads=200000 --key_dist=zipf:0.99 \
         --key_size=16 --bloom_bits=10 --compression_type=none --cache_size=67108864 --seed=1 ;;
-    *) echo "unknown measurement $w (delete10, delete50, small, counters)" >&2; exit 2 ;;
+    checkpoint)
+      $cmp --rounds 2 --out "$out/checkpoint" "${engines[@]}" -- --benchmarks=fillrandom,checkpoint \
+        --num=8000000 --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none \
+        --cache_size=67108864 --seed=1 ;;
+    *) echo "unknown measurement $w (delete10, delete50, small, counters, checkpoint)" >&2; exit 2 ;;
   esac
 done

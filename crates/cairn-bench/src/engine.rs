@@ -235,6 +235,10 @@ pub trait Engine: Send + Sync {
     fn get_value(&self, _key: &[u8]) -> EResult<Option<Vec<u8>>> {
         Err(format!("{} does not copy values out here", self.name()).into())
     }
+    /// Writes a checkpoint into `dir` (new); the bytes it copied when the engine says.
+    fn checkpoint(&self, _dir: &Path) -> EResult<Option<u64>> {
+        Err(format!("{} has no checkpoint here", self.name()).into())
+    }
     /// Merges an operand into `key` (the engine's merge operator combines it).
     fn merge(&self, _key: &[u8], _operand: &[u8]) -> EResult<()> {
         Err(format!("{} has no merge operator here", self.name()).into())
@@ -552,6 +556,10 @@ impl Engine for CairnEngine {
 
     fn merge(&self, key: &[u8], operand: &[u8]) -> EResult<()> {
         Ok(self.db.merge(key, operand)?)
+    }
+
+    fn checkpoint(&self, dir: &Path) -> EResult<Option<u64>> {
+        Ok(Some(self.db.checkpoint(dir)?.bytes_copied))
     }
 
     fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {

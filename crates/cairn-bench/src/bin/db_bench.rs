@@ -33,7 +33,8 @@ struct Args {
     /// readwhilewriting, readrandomwriterandom, deleterandom, deleterange:P (ours: one range
     /// delete of the first P% of the keys), deleteranges:N:W (ours: N range deletes of W keys
     /// each, at random), mergerandom (8-byte counters through --merge_operator=uint64add),
-    /// updaterandom (the same counters by get and put), counters (mergerandom with
+    /// updaterandom (the same counters by get and put), checkpoint (ours: one checkpoint while
+    /// a writer runs), counters (mergerandom with
     /// --merge_operator, updaterandom without: one phase name for both), compact, flush,
     /// waitforcompaction, stats. `NAME@LABEL` runs NAME as
     /// a phase called `NAME@LABEL` (the same benchmark twice in one run).
@@ -190,6 +191,8 @@ struct Bench<'a> {
     phase_start: std::sync::Mutex<Instant>,
     /// `--num_trees`, `--tree_skew`.
     trees: cairn_bench::keys::TreeChoice,
+    /// The database directory.
+    dir: PathBuf,
 }
 
 fn fail(msg: impl std::fmt::Display) -> ! {
@@ -668,6 +671,49 @@ impl Bench<'_> {
         )
     }
 
+    /// One checkpoint into `<db>.checkpoint` (replaced) while a writer puts random keys, from
+    /// 0.5 s before it to 0.5 s after: the phase's time is the checkpoint's, its latencies the
+    /// writer's puts meanwhile (the longest one is the longest writer stall).
+    fn checkpoint_while_writing(&self, name: &str, db_dir: &std::path::Path) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        let target = db_dir.with_extension("checkpoint");
+        let _ = std::fs::remove_dir_all(&target);
+        let done = AtomicBool::new(false);
+        let (secs, bytes, lat) = std::thread::scope(|s| {
+            let writer = s.spawn(|| {
+                let mut rng = StdRng::seed_from_u64(a.seed ^ 0xc0ffee);
+                let (mut key, mut values) = (Vec::new(), Values::new(&mut rng));
+                let mut lat = Latencies::default();
+                while !done.load(Ordering::Relaxed) {
+                    db_bench_key(self.stride(self.dist.next(a.num, &mut rng)), a.key_size, &mut key);
+                    let v = values.next(a.value_size);
+                    lat.time(|| db.put(&key, v, false)).unwrap_or_else(|e| fail(e));
+                }
+                lat
+            });
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let t0 = Instant::now();
+            let bytes = db.checkpoint(&target).unwrap_or_else(|e| fail(e));
+            let secs = t0.elapsed().as_secs_f64();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            done.store(true, Ordering::Relaxed);
+            (secs, bytes, writer.join().unwrap_or_else(|_| fail("the writer panicked")))
+        });
+        let mut p = Phase::new(name, 1, secs, 1);
+        let w = lat.summary();
+        let extra = format!(
+            " ({}; writer puts meanwhile: {} , p99.9 {:.0} us, longest {:.1} ms)",
+            bytes.map_or("bytes copied unknown".into(), |b| format!("{b} bytes copied")),
+            w.count,
+            w.p999_us,
+            w.max_us / 1000.0
+        );
+        p.by_op.insert("put".into(), w);
+        p.print_db_bench(0, &extra);
+        p
+    }
+
     /// `count` range deletes of `width` consecutive keys each: at key 0 when `count` is 1,
     /// else at random positions.
     fn delete_ranges(&self, name: &str, count: u64, width: u64) -> Phase {
@@ -768,6 +814,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "counters" => b.count_random(name, b.args.engine.merge_operator == "none"),
         "updaterandom" => b.count_random(name, true),
         "compact" => b.once(name, || db.compact()),
+        "checkpoint" => b.checkpoint_while_writing(name, &b.dir),
         "flush" => b.once(name, || db.flush()),
         "waitforcompaction" => b.once(name, || db.wait_for_background()),
         "stats" => {
@@ -834,6 +881,7 @@ fn main() {
         windows: std::sync::Mutex::new(Vec::new()),
         phase_start: std::sync::Mutex::new(Instant::now()),
         trees,
+        dir: dir.clone(),
     };
     let mut report = RunReport {
         tool: "db_bench".into(),

@@ -134,6 +134,11 @@ impl Engine for RocksEngine {
         Ok(self.db.merge_opt(key, operand, &self.plain)?)
     }
 
+    fn checkpoint(&self, dir: &Path) -> EResult<Option<u64>> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dir)?;
+        Ok(None)
+    }
+
     fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {
         Ok(self.db.get(key)?)
     }
