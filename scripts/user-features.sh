@@ -38,7 +38,7 @@ for w in $what; do
         --config "cairn-merge=--engine=cairn --merge_operator=uint64add" \
         --config "rocksdb-merge=--engine=rocksdb --merge_operator=uint64add" \
         --config cairn-get+put=--engine=cairn --config rocksdb-get+put=--engine=rocksdb -- \
-        --benchmarks=counters,readrandom@counters --num=1000000 --reads=200000 --key_dist=zipf:0.99 \
+        --benchmarks=counters,readrandom@counters --num=1000000 --reads=20000 --key_dist=zipf:0.99 \
         --key_size=16 --bloom_bits=10 --compression_type=none --cache_size=67108864 --seed=1 ;;
     checkpoint)
       $cmp --rounds 2 --out "$out/checkpoint" "${engines[@]}" -- --benchmarks=fillrandom,checkpoint \

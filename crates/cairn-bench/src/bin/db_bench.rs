@@ -698,7 +698,11 @@ impl Bench<'_> {
             let secs = t0.elapsed().as_secs_f64();
             std::thread::sleep(std::time::Duration::from_millis(500));
             done.store(true, Ordering::Relaxed);
-            (secs, bytes, writer.join().unwrap_or_else(|_| fail("the writer panicked")))
+            (
+                secs,
+                bytes,
+                writer.join().unwrap_or_else(|_| fail("the writer panicked")),
+            )
         });
         let mut p = Phase::new(name, 1, secs, 1);
         let w = lat.summary();

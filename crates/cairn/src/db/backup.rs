@@ -1,5 +1,6 @@
-//! Incremental backups: successive backups into one directory share the tables they have in
-//! common, so each copies only the tables written since the last one.
+//! Incremental backups (layout: `docs/format/backup.md`): successive backups into one
+//! directory share the tables they have in common, so each copies only the tables written
+//! since the last one.
 //!
 //! ```text
 //! DIR/shared/NNNNNN-IIIIIIIIIIIIIIII.sst   a table (file number, database id in hex), copied once

@@ -43,6 +43,8 @@ pub(crate) struct SuperVersion {
     /// Runtime state of this tree's files, parallel to `version.trees[tree].levels`.
     pub files: Vec<Vec<Arc<FileState>>>,
     pub counters: Arc<TreeCounters>,
+    /// This tree's tables that hold range tombstones (iterators gather theirs).
+    pub range_del_files: Vec<Arc<FileMeta>>,
 }
 
 /// Mutable engine state, under `DbInner::state`.
@@ -249,12 +251,21 @@ impl DbInner {
                 .map(|fs| fs.iter().map(|f| self.files.register(tree as u32, f)).collect())
                 .collect()
         });
+        let range_del_files = version.trees.get(tree).map_or_else(Vec::new, |tv| {
+            tv.levels
+                .iter()
+                .flatten()
+                .filter(|f| f.range_deletions > 0)
+                .cloned()
+                .collect()
+        });
         let sv = Arc::new(SuperVersion {
             tree,
             mems: st.mems[tree].read_view(),
             version,
             files,
             counters: self.counters.tree(tree),
+            range_del_files,
         });
         // Installs happen under the state lock, so read-modify-store loses no update.
         let mut supers = Vec::clone(&self.supers.load());

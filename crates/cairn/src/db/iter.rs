@@ -34,6 +34,8 @@ struct Cursor {
     /// Walking forward: the cursor already stands past the user key it last returned (a merge
     /// read its older versions).
     past: bool,
+    /// Where the last key asked about fell among the range tombstones' fragments.
+    rd_hint: std::cell::Cell<usize>,
     /// Per child of `it`, the largest sequence number it may hold (`u64::MAX`: unknown): a
     /// child whose entries are all older than a range tombstone skips the tombstone's range.
     max_seqs: Vec<u64>,
@@ -91,9 +93,10 @@ fn cursor(
     Cursor {
         it: MergingIter::new(children),
         seq,
-        range_dels: range_dels(inner, tree, &sv, bounds),
+        range_dels: range_dels(inner, &sv, bounds),
         merge: inner.opts.merge_op.clone(),
         past: false,
+        rd_hint: std::cell::Cell::new(0),
         max_seqs,
         _sv: sv,
         started: false,
@@ -105,13 +108,11 @@ fn cursor(
 /// The range tombstones of the memtables and of the tables overlapping `bounds` (only tables
 /// the manifest says hold some are opened for them), fragmented together. They are gathered
 /// apart from the entries: a table a range filter lets the read skip still deletes.
-fn range_dels(inner: &DbInner, tree: u32, sv: &SuperVersion, bounds: &KeyBounds) -> Result<Option<Arc<Fragments>>> {
+fn range_dels(inner: &DbInner, sv: &SuperVersion, bounds: &KeyBounds) -> Result<Option<Arc<Fragments>>> {
     let mut lists: Vec<Arc<Fragments>> = sv.mems.iter().filter_map(|m| m.range_dels()).collect();
-    if let Some(tv) = sv.version.trees.get(tree as usize) {
-        for f in tv.levels.iter().flatten() {
-            if f.range_deletions > 0 && bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
-                lists.push(inner.open_table(f)?.range_dels().clone());
-            }
+    for f in &sv.range_del_files {
+        if bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
+            lists.push(inner.open_table(f)?.range_dels().clone());
         }
     }
     Ok(match lists.len() {
@@ -145,7 +146,13 @@ const MAX_SEQUENTIAL_SKIPS: usize = 8;
 impl Cursor {
     /// Whether a range tombstone the read sees deletes version `seq` of `uk`.
     fn range_deleted(&self, uk: &[u8], seq: u64) -> bool {
-        matches!(&self.range_dels, Ok(Some(r)) if r.covering(uk, self.seq) > seq)
+        let Ok(Some(r)) = &self.range_dels else {
+            return false;
+        };
+        let mut hint = self.rd_hint.get();
+        let covered = r.covering_near(uk, self.seq, &mut hint) > seq;
+        self.rd_hint.set(hint);
+        covered
     }
 
     /// The cursor stands on version `seq` of `uk`, which a range tombstone deletes: moves every

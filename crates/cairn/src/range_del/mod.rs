@@ -119,6 +119,25 @@ impl Fragments {
         }
     }
 
+    /// [`covering`](Self::covering) for readers that walk keys in order: `hint` (any value at
+    /// first) remembers where the last key fell, and a key in the same fragment or gap costs
+    /// two comparisons instead of a binary search.
+    #[inline]
+    pub fn covering_near(&self, key: &[u8], read_seq: u64, hint: &mut usize) -> u64 {
+        let f = &self.frags;
+        let i = *hint;
+        let fits = i <= f.len()
+            && (i == 0 || f[i - 1].end.as_slice() <= key)
+            && (i == f.len() || key < f[i].end.as_slice());
+        if !fits {
+            *hint = f.partition_point(|x| x.end.as_slice() <= key);
+        }
+        match f.get(*hint) {
+            Some(x) if x.start.as_slice() <= key => x.seqs.iter().copied().find(|&s| s <= read_seq).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// The run of adjacent fragments around `key` that a reader at `read_seq` sees a tombstone
     /// over, from the one over `key` onwards (`forward`) or backwards: where the run ends (its
     /// last fragment's end, or its first one's start) and the oldest of the newest tombstones
@@ -370,6 +389,19 @@ mod tests {
     }
 
     proptest! {
+        /// Queries with a hint, in any order, answer as without.
+        #[test]
+        fn hinted_queries_agree(
+            ts in prop::collection::vec((0u8..20, 0u8..20, 1u64..50), 0..30),
+            keys in prop::collection::vec(0u8..21, 1..60),
+        ) {
+            let f = Fragments::new(ts.into_iter().map(|(a, b, s)| RangeTombstone { start: vec![a], end: vec![b], seq: s }));
+            let mut hint = 0;
+            for k in keys {
+                prop_assert_eq!(f.covering_near(&[k], 40, &mut hint), f.covering(&[k], 40));
+            }
+        }
+
         /// The fragments answer every point query as the tombstones do.
         #[test]
         fn covering_matches_a_scan(
