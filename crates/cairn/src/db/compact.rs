@@ -423,10 +423,7 @@ fn input_range_dels(inner: &DbInner, job: &Job, lo: Option<&[u8]>, hi: Option<&[
             lists.push(inner.open_table(f)?.range_dels().clone());
         }
     }
-    Ok(match lists.len() {
-        0 => Fragments::default(),
-        _ => Fragments::merged(lists.iter().map(|l| &**l), crate::format::ikey::MAX_SEQNO).clipped(lo, hi),
-    })
+    Ok(Fragments::union(lists).map_or_else(Fragments::default, |f| f.clipped(lo, hi)))
 }
 
 fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {

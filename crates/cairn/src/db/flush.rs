@@ -85,12 +85,8 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
 
 /// The range tombstones of memtables, fragmented together.
 pub(super) fn memory_range_dels(mems: &[Arc<Memtable>]) -> Fragments {
-    let lists: Vec<Arc<Fragments>> = mems.iter().filter_map(|m| m.range_dels()).collect();
-    match lists.len() {
-        0 => Fragments::default(),
-        1 => Fragments::clone(&lists[0]),
-        _ => Fragments::merged(lists.iter().map(|l| &**l), crate::format::ikey::MAX_SEQNO),
-    }
+    Fragments::union(mems.iter().filter_map(|m| m.range_dels()).collect())
+        .map_or_else(Fragments::default, |f| Fragments::clone(&f))
 }
 
 /// One iterator over memtables or runs (merged when there are several; the runs of a memory

@@ -115,11 +115,7 @@ fn range_dels(inner: &DbInner, sv: &SuperVersion, bounds: &KeyBounds) -> Result<
             lists.push(inner.open_table(f)?.range_dels().clone());
         }
     }
-    Ok(match lists.len() {
-        0 => None,
-        1 => lists.pop(),
-        _ => Some(Arc::new(Fragments::merged(lists.iter().map(|l| &**l), MAX_SEQNO))),
-    })
+    Ok(Fragments::union(lists))
 }
 
 fn past_hi(uk: &[u8], hi: &Bound<Vec<u8>>) -> bool {
@@ -309,12 +305,17 @@ impl Cursor {
             }
             _ => None,
         };
+        self.stand_before(uk);
+        newest
+    }
+
+    /// Walking backwards: moves to the entry just before `uk`'s first version.
+    fn stand_before(&mut self, uk: &[u8]) {
         // The first internal key of `uk` is (uk, MAX_SEQNO); step to the entry before it.
         self.it.seek_for_prev(InternalKey::for_seek(uk, MAX_SEQNO).encoded());
         while self.it.valid() && ikey::user_key(self.it.key()) == uk {
             self.it.prev();
         }
-        newest
     }
 
     fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
@@ -376,10 +377,7 @@ impl Cursor {
                     // then stand before `uk` again.
                     self.it.seek(InternalKey::for_seek(&uk, self.seq).encoded());
                     let value = self.merged_value(&uk);
-                    self.it.seek_for_prev(InternalKey::for_seek(&uk, MAX_SEQNO).encoded());
-                    while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
-                        self.it.prev();
-                    }
+                    self.stand_before(&uk);
                     return Some(value.map(|v| (uk, v)));
                 }
                 _ => {}

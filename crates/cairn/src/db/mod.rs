@@ -367,13 +367,13 @@ impl Tree {
     /// # Errors
     /// See [`Db::write`].
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.write_one(crate::format::ikey::ValueKind::Put, key.as_ref(), value.as_ref())
+    }
+
+    /// Writes one operation of this tree as a batch of its own.
+    fn write_one(&self, kind: crate::format::ikey::ValueKind, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
-        b.push(
-            self.id,
-            crate::format::ikey::ValueKind::Put,
-            key.as_ref(),
-            value.as_ref(),
-        );
+        b.push(self.id, kind, key, value);
         write::write(self.inner(), b, &WriteOptions::default())
     }
 
@@ -382,9 +382,7 @@ impl Tree {
     /// # Errors
     /// See [`Db::write`].
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.push(self.id, crate::format::ikey::ValueKind::Delete, key.as_ref(), &[]);
-        write::write(self.inner(), b, &WriteOptions::default())
+        self.write_one(crate::format::ikey::ValueKind::Delete, key.as_ref(), &[])
     }
 
     /// Merges `operand` into `key`: the database's merge operator (`merge_operator`) combines
@@ -395,14 +393,7 @@ impl Tree {
     /// `InvalidArgument` when the database has no merge operator (nothing is written); see
     /// [`Db::write`].
     pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.push(
-            self.id,
-            crate::format::ikey::ValueKind::Merge,
-            key.as_ref(),
-            operand.as_ref(),
-        );
-        write::write(self.inner(), b, &WriteOptions::default())
+        self.write_one(crate::format::ikey::ValueKind::Merge, key.as_ref(), operand.as_ref())
     }
 
     /// Deletes every key `start ≤ k < end`, with one range tombstone: its cost does not grow
@@ -414,12 +405,11 @@ impl Tree {
     /// # Errors
     /// `InvalidArgument` when `start > end` (nothing is written); see [`Db::write`].
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.push_range(self.id, start.as_ref(), end.as_ref());
-        if b.is_empty() {
+        let (start, end) = (start.as_ref(), end.as_ref());
+        if start == end {
             return Ok(());
         }
-        write::write(self.inner(), b, &WriteOptions::default())
+        self.write_one(crate::format::ikey::ValueKind::RangeDelete, start, end)
     }
 
     /// The value of `key`, if present.

@@ -111,9 +111,7 @@ fn checked(mut given: Settings, stored: Option<(&Path, &BTreeMap<String, String>
     }
     let mut resolved = given.clone().resolved();
     resolved.validate_resolved()?;
-    let stored_merge = stored
-        .and_then(|(_, m)| m.get("merge.operator").or_else(|| m.get("merge_operator")))
-        .map(String::as_str);
+    let stored_merge = stored.and_then(|(_, m)| m.get("merge.operator")).map(String::as_str);
     resolved.merge_op = crate::merge::for_open(&resolved.merge_operator, resolved.merge_op.as_ref(), stored_merge)?;
     Ok((given, resolved))
 }

@@ -148,7 +148,12 @@ impl Read<'_> {
                 &opened
             }
         };
-        let covering = table.range_del_covering(self.lookup.user_key(), self.lookup.seqno());
+        // Most tables hold no range tombstone: no trailer decode, no search for them.
+        let covering = if table.range_dels().is_empty() {
+            0
+        } else {
+            table.range_del_covering(self.lookup.user_key(), self.lookup.seqno())
+        };
         let out = table.lookup_into(self.lookup, units, value)?;
         self.sv.counters.record_probe(self.s, level, &out);
         if let Some(state) = state {

@@ -115,32 +115,19 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path, values: bool, bytes: Bytes, ou
                 match op {
                     Ok(op) => {
                         ops += 1;
+                        let (verb, arrow) = match op.kind {
+                            ValueKind::Merge => ("merge", "<="),
+                            ValueKind::RangeDelete => ("delete_range", ".."),
+                            _ => ("put", "=>"),
+                        };
+                        let (tree, key) = (op.tree, bytes.show(op.key));
                         let line = match (op.kind, values) {
-                            (ValueKind::Delete, _) => format!("    tree {} delete {}", op.tree, bytes.show(op.key)),
-                            (ValueKind::Merge, _) => format!(
-                                "    tree {} merge {} <= {}",
-                                op.tree,
-                                bytes.show(op.key),
-                                bytes.show(op.value)
-                            ),
-                            (ValueKind::RangeDelete, _) => format!(
-                                "    tree {} delete_range {} .. {}",
-                                op.tree,
-                                bytes.show(op.key),
-                                bytes.show(op.value)
-                            ),
-                            (ValueKind::Put, true) => format!(
-                                "    tree {} put {} => {}",
-                                op.tree,
-                                bytes.show(op.key),
-                                bytes.show(op.value)
-                            ),
-                            (ValueKind::Put, false) => format!(
-                                "    tree {} put {} ({} byte value)",
-                                op.tree,
-                                bytes.show(op.key),
-                                op.value.len()
-                            ),
+                            (ValueKind::Delete, _) => format!("    tree {tree} delete {key}"),
+                            // A range's end is a key: always shown.
+                            (ValueKind::RangeDelete, _) | (_, true) => {
+                                format!("    tree {tree} {verb} {key} {arrow} {}", bytes.show(op.value))
+                            }
+                            (_, false) => format!("    tree {tree} {verb} {key} ({} byte value)", op.value.len()),
                         };
                         w(out, line)?;
                     }

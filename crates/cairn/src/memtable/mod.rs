@@ -156,7 +156,7 @@ impl Memtable {
             if newer.len() * 2 < older.len() {
                 break;
             }
-            let merged = Arc::new(Fragments::merged([&**older, &**newer], ikey::MAX_SEQNO));
+            let merged = Arc::new(Fragments::merged([&**older, &**newer]));
             lists.truncate(lists.len() - 2);
             lists.push(merged);
         }
@@ -177,10 +177,7 @@ impl Memtable {
             return Some(m);
         }
         let lists = rd.lists.load();
-        let merged = match lists.as_slice() {
-            [one] => one.clone(),
-            many => Arc::new(Fragments::merged(many.iter().map(|l| &**l), ikey::MAX_SEQNO)),
-        };
+        let merged = Fragments::union(Vec::clone(&lists))?;
         // Kept unless a tombstone came meanwhile (then the next reader merges again).
         let _w = rd.write.lock();
         if Arc::ptr_eq(&rd.lists.load(), &lists) {

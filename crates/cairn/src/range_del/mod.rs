@@ -19,6 +19,7 @@
 pub mod block;
 
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
+use std::sync::Arc;
 
 
 /// One range tombstone.
@@ -175,9 +176,17 @@ impl Fragments {
         })
     }
 
-    /// The tombstones of every list that a reader at `read_seq` sees, fragmented together.
-    pub fn merged<'a>(lists: impl IntoIterator<Item = &'a Fragments>, read_seq: u64) -> Fragments {
-        Fragments::new(lists.into_iter().flat_map(|l| l.tombstones().filter(|t| t.seq <= read_seq)))
+    /// The tombstones of every list, fragmented together.
+    pub fn merged<'a>(lists: impl IntoIterator<Item = &'a Fragments>) -> Fragments {
+        Fragments::new(lists.into_iter().flat_map(Fragments::tombstones))
+    }
+
+    /// [`merged`](Self::merged) for shared lists: none is `None`, one is itself (no copy).
+    pub fn union(mut lists: Vec<Arc<Fragments>>) -> Option<Arc<Fragments>> {
+        match lists.len() {
+            0 | 1 => lists.pop(),
+            _ => Some(Arc::new(Fragments::merged(lists.iter().map(|l| &**l)))),
+        }
     }
 
     /// The smallest start and the largest covered user key (see the module comment).
