@@ -6,7 +6,9 @@
 //! ```
 //! `seqno` is the sequence number of the first op; op *i* gets `seqno + i`. Kinds are the
 //! internal-key kinds (`Delete = 0`, `Put = 1`, `RangeDelete = 2`: key = start, value = end,
-//! `Merge = 3`: value = the operand).
+//! `Merge = 3`: value = the operand, `Expiring = 4`: value = `u64le ‖ value`, the eight bytes
+//! holding the time to live in milliseconds until the write turns them into the deadline,
+//! which is what the WAL records; `ttl.rs`).
 
 use crate::error::{Error, Result};
 use crate::format::coding::{put_len_prefixed, put_varint32, Decoder};
@@ -19,6 +21,8 @@ const HEADER: usize = 12;
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    /// Whether an op holds a time to live still to be turned into a deadline.
+    ttls: bool,
 }
 
 impl Default for WriteBatch {
@@ -26,6 +30,7 @@ impl Default for WriteBatch {
         WriteBatch {
             rep: vec![0; HEADER],
             count: 0,
+            ttls: false,
         }
     }
 }
@@ -52,6 +57,64 @@ impl WriteBatch {
     /// Puts `key → value` in the default tree.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         self.push(0, ValueKind::Put, key.as_ref(), value.as_ref())
+    }
+
+    /// Puts `key → value` in the default tree, to expire `ttl` after the batch is written: from
+    /// then on reads do not return it (nor any older version of the key) and compactions drop
+    /// it. A `ttl` of zero writes a value that is already gone.
+    pub fn put_with_ttl(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, ttl: std::time::Duration) -> &mut Self {
+        self.push_with_ttl(0, key.as_ref(), value.as_ref(), crate::ttl::duration_ms(ttl))
+    }
+
+    /// [`put_with_ttl`](Self::put_with_ttl) in `tree`.
+    pub fn put_with_ttl_in(
+        &mut self,
+        tree: &crate::Tree,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        ttl: std::time::Duration,
+    ) -> &mut Self {
+        self.push_with_ttl(tree.id(), key.as_ref(), value.as_ref(), crate::ttl::duration_ms(ttl))
+    }
+
+    pub(crate) fn push_with_ttl(&mut self, tree: u32, key: &[u8], value: &[u8], ttl_ms: u64) -> &mut Self {
+        self.ttls = true;
+        self.push_expiring(tree, key, value, ttl_ms)
+    }
+
+    /// An expiring put whose eight leading value bytes are `when` (a time to live, or a
+    /// deadline once stamped).
+    fn push_expiring(&mut self, tree: u32, key: &[u8], value: &[u8], when: u64) -> &mut Self {
+        self.rep.push(ValueKind::Expiring as u8);
+        put_varint32(&mut self.rep, tree);
+        put_len_prefixed(&mut self.rep, key);
+        crate::format::coding::put_varint64(&mut self.rep, (crate::ttl::DEADLINE_LEN + value.len()) as u64);
+        self.rep.extend_from_slice(&when.to_le_bytes());
+        self.rep.extend_from_slice(value);
+        self.count += 1;
+        self
+    }
+
+    /// The batch as the WAL records it: each time to live turned into the deadline `now_ms`
+    /// plus it, and each put into a tree with a time to live (`tree_ttl(tree)`, in
+    /// milliseconds) made an expiring one. The batch itself when there is nothing to do.
+    pub(crate) fn stamped(self, now_ms: u64, tree_ttl: impl Fn(u32) -> Option<u64>) -> WriteBatch {
+        if !self.ttls && self.ops().all(|op| op.kind != ValueKind::Put || tree_ttl(op.tree).is_none()) {
+            return self;
+        }
+        let mut out = WriteBatch::new();
+        out.rep.reserve(self.rep.len() + 8 * self.count as usize);
+        for op in self.ops() {
+            match (op.kind, tree_ttl(op.tree)) {
+                (ValueKind::Expiring, _) => {
+                    let (ttl, v) = crate::ttl::split(op.value).unwrap_or((0, op.value));
+                    out.push_expiring(op.tree, op.key, v, now_ms.saturating_add(ttl))
+                }
+                (ValueKind::Put, Some(ttl)) => out.push_expiring(op.tree, op.key, op.value, now_ms.saturating_add(ttl)),
+                (kind, _) => out.push(op.tree, kind, op.key, op.value),
+            };
+        }
+        out
     }
 
     /// Deletes `key` from the default tree.
@@ -111,6 +174,11 @@ impl WriteBatch {
         self
     }
 
+    /// Whether an op holds a time to live (the write must stamp it).
+    pub(crate) fn has_ttls(&self) -> bool {
+        self.ttls
+    }
+
     /// Operations in the batch.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -130,6 +198,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.truncate(HEADER);
         self.count = 0;
+        self.ttls = false;
     }
 
     pub(crate) fn set_seqno(&mut self, seqno: u64) {
@@ -183,11 +252,18 @@ impl WriteBatch {
                         String::from_utf8_lossy(op.value)
                     )));
                 }
-            } else if op.value.len() > max_value {
-                return Err(Error::InvalidArgument(format!(
-                    "value of {} bytes exceeds max_value_size {max_value}",
-                    op.value.len()
-                )));
+            } else {
+                let len = match op.kind {
+                    ValueKind::Expiring => op.value.len().checked_sub(crate::ttl::DEADLINE_LEN).ok_or_else(|| {
+                        Error::InvalidArgument("an expiring put without its deadline".into())
+                    })?,
+                    _ => op.value.len(),
+                };
+                if len > max_value {
+                    return Err(Error::InvalidArgument(format!(
+                        "value of {len} bytes exceeds max_value_size {max_value}"
+                    )));
+                }
             }
             if op.tree >= trees {
                 return Err(Error::InvalidArgument(format!("unknown tree id {}", op.tree)));
@@ -334,6 +410,41 @@ mod tests {
         let mut long = WriteBatch::new();
         long.delete_range(b"a", b"zzz");
         assert!(long.validate(2, 8, 100, 1, None).unwrap_err().to_string().contains("max_key_size"));
+    }
+
+    #[test]
+    fn expiring_puts_golden_and_stamped_before_the_wal() {
+        let mut b = WriteBatch::new();
+        b.put_with_ttl(b"k", b"v", std::time::Duration::from_millis(5)).put(b"p", b"q");
+        b.push(1, ValueKind::Put, b"t", b"u");
+        b.push(2, ValueKind::Delete, b"d", b"");
+        assert!(b.has_ttls());
+        // Tree 1 has a time to live of 7 ms; the clock reads 1000.
+        let mut s = b.stamped(1000, |t| (t == 1).then_some(7));
+        s.set_seqno(1);
+        let expect: Vec<u8> = [
+            &[1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0][..],
+            // Expiring: kind 4, tree 0, key, value of 9 bytes = deadline 1005 ‖ "v".
+            &[4, 0, 1, b'k', 9, 0xed, 0x03, 0, 0, 0, 0, 0, 0, b'v'],
+            &[1, 0, 1, b'p', 1, b'q'],
+            // A put into tree 1 became expiring: deadline 1007.
+            &[4, 1, 1, b't', 9, 0xef, 0x03, 0, 0, 0, 0, 0, 0, b'u'],
+            &[0, 2, 1, b'd'],
+        ]
+        .concat();
+        assert_eq!(s.encoded(), &expect[..]);
+        let ops: Vec<_> = DecodedBatch::parse(s.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
+        assert_eq!(ops[0].kind, ValueKind::Expiring);
+        // The value limit is on the value, not its deadline; a deadline is required.
+        assert!(s.validate(1, 1, 100, 3, None).is_ok());
+        let mut short = WriteBatch::new();
+        short.push(0, ValueKind::Expiring, b"k", b"1234567");
+        assert!(short.validate(8, 8, 100, 1, None).unwrap_err().to_string().contains("deadline"));
+        // Nothing to stamp: the same bytes.
+        let mut plain = WriteBatch::new();
+        plain.put(b"a", b"b");
+        let before = plain.encoded().to_vec();
+        assert_eq!(plain.stamped(5, |_| None).encoded(), &before[..]);
     }
 
     #[test]

@@ -77,6 +77,7 @@ internal_modules!(
     wal,
 );
 
+pub mod compaction_filter;
 mod db;
 pub mod env;
 mod error;
@@ -87,12 +88,14 @@ pub mod inspect;
 pub mod merge;
 mod options;
 pub mod stats;
+pub mod ttl;
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod testutil;
 
 pub use batch::WriteBatch;
 pub use cache::{BlockCache, CacheCounters};
+pub use compaction_filter::{CompactionFilter, FilterContext, FilterDecision};
 pub use db::{BackupInfo, CheckpointInfo, Db, Range, RestoreInfo, Snapshot, Tree};
 pub use error::{Error, Result};
 pub use memory::MemoryLimits;
@@ -111,4 +114,5 @@ pub use stats::{
     BlockKind, DbStats, ElasticStats, FileAccessStats, IoSnapshot, KindSnapshot, LevelInfo, LevelStats, MemoryUsage,
     MerlinAccuracy, TreeLevels, TreeStatsSnapshot, TunerRecord, TunerRule,
 };
+pub use ttl::{Clock, ManualClock, SystemClock, TreeTtls};
 pub use wal::RecoveryMode;

@@ -1,5 +1,6 @@
-//! Crash loop (process crash): a child process writes (puts, deletes, range deletes, cross-tree
-//! batches, ~5% synced) with background flush and compaction on a real directory; the parent kills it with
+//! Crash loop (process crash): a child process writes (puts, some expiring a day later,
+//! deletes, range deletes, cross-tree batches, ~5% synced) with background flush and compaction
+//! on a real directory; the parent kills it with
 //! SIGKILL at a random moment, reopens, and checks the database against an expected-state file
 //! kept RocksDB-style: before each batch the child records it as pending, after the
 //! acknowledgment it commits it. With one writer at most one batch is in flight, so the
@@ -106,11 +107,16 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
                 next_id += 1;
                 next_id
             };
-            match (t, id) {
-                (0, ABSENT) => batch.delete(key(k)),
-                (0, _) => batch.put(key(k), value(id)),
-                (_, ABSENT) => batch.delete_in(&second, key(k)),
-                (_, _) => batch.put_in(&second, key(k), value(id)),
+            // Some puts expire, a day from now: the kind the WAL and tables then hold must
+            // come back through every crash as the same value.
+            let day = std::time::Duration::from_secs(86_400);
+            match (t, id, rng.gen_bool(0.2)) {
+                (0, ABSENT, _) => batch.delete(key(k)),
+                (0, _, false) => batch.put(key(k), value(id)),
+                (0, _, true) => batch.put_with_ttl(key(k), value(id), day),
+                (_, ABSENT, _) => batch.delete_in(&second, key(k)),
+                (_, _, false) => batch.put_in(&second, key(k), value(id)),
+                (_, _, true) => batch.put_with_ttl_in(&second, key(k), value(id), day),
             };
             ops.push((t * KEYS + k, id));
         }

@@ -157,6 +157,10 @@ fn write_and_sync_faults_are_never_acknowledged() {
                             None => v,
                         };
                         state.insert(k, merged);
+                    } else if rng.gen_bool(0.2) {
+                        // Expires in a day: an expiring entry, read back as the value.
+                        b.put_with_ttl(&k, &v, std::time::Duration::from_secs(86_400));
+                        state.insert(k, v);
                     } else {
                         b.put(&k, &v);
                         state.insert(k, v);

@@ -1,5 +1,5 @@
-//! Metamorphic / model test: one generator of random operation sequences (puts, deletes, range
-//! deletes, merges,
+//! Metamorphic / model test: one generator of random operation sequences (puts, puts with a
+//! time to live on a manual clock that the sequence moves, deletes, range deletes, merges,
 //! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, flushes,
 //! compact_range, reopen by close or drop, and power loss on `FaultFs` after a synced write)
 //! runs unchanged under many option sets. Every read is checked against a `BTreeMap` model, and
@@ -19,7 +19,8 @@
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
 use cairn::{
-    BpkPolicy, Compression, Db, FilterPolicy, FlushPolicy, MergePolicyKind, Options, WriteBatch, WriteOptions,
+    BpkPolicy, Clock, Compression, Db, FilterPolicy, FlushPolicy, ManualClock, MergePolicyKind, Options, WriteBatch,
+    WriteOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -33,12 +34,70 @@ use std::sync::Arc;
 /// Power-loss states checked (crash, reopen, full comparison with the model afterwards).
 static CRASHES: AtomicU64 = AtomicU64::new(0);
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 type Key = Vec<u8>;
+
+/// A key's state in the model: a value, possibly with a deadline, and the merge operands
+/// applied since (they apply to the value while it lives and to nothing after).
+#[derive(Debug, Clone)]
+struct Entry {
+    base: Vec<u8>,
+    deadline: Option<u64>,
+    operands: Option<Vec<u8>>,
+}
+
+impl Entry {
+    fn plain(v: &[u8]) -> Entry {
+        Entry {
+            base: v.to_vec(),
+            deadline: None,
+            operands: None,
+        }
+    }
+
+    /// What a read at `now` returns.
+    fn value(&self, now: u64) -> Option<Vec<u8>> {
+        let join = |a: &[u8], b: &[u8]| [a, b",", b].concat();
+        match (self.deadline.is_some_and(|d| d <= now), &self.operands) {
+            (true, ops) => ops.clone(),
+            (false, None) => Some(self.base.clone()),
+            (false, Some(ops)) => Some(join(&self.base, ops)),
+        }
+    }
+
+    /// After `merge(operand)` (stringappend).
+    fn merged(this: Option<&Entry>, operand: &[u8], now: u64) -> Entry {
+        let join = |a: &[u8], b: &[u8]| [a, b",", b].concat();
+        match this {
+            Some(e) if e.deadline.is_some() => Entry {
+                operands: Some(
+                    e.operands
+                        .as_deref()
+                        .map_or_else(|| operand.to_vec(), |o| join(o, operand)),
+                ),
+                ..e.clone()
+            },
+            Some(e) => Entry::plain(&e.value(now).map_or_else(|| operand.to_vec(), |v| join(&v, operand))),
+            None => Entry::plain(operand),
+        }
+    }
+}
+
+type Model = BTreeMap<Key, Entry>;
+
+/// The model's live keys and values at `now`, within `range`.
+fn live(m: &Model, range: (Bound<Key>, Bound<Key>), now: u64) -> Vec<(Key, Vec<u8>)> {
+    m.range(range)
+        .filter_map(|(k, e)| e.value(now).map(|v| (k.clone(), v)))
+        .collect()
+}
 
 #[derive(Debug, Clone)]
 enum Op {
     Put(usize, Key, Vec<u8>),
+    /// `put_with_ttl(key, value, ttl)`, the time to live in milliseconds.
+    PutTtl(usize, Key, Vec<u8>, u64),
+    /// Moves the clock forward this many milliseconds.
+    Advance(u64),
     Delete(usize, Key),
     /// `delete_range(lo, hi)`: a few keys, or hundreds.
     DeleteRange(usize, Key, Key),
@@ -81,7 +140,14 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
         .map(|step| {
             let t = rng.gen_range(0..2);
             match rng.gen_range(0..1000) {
-                0..=379 => {
+                340..=369 => Op::PutTtl(
+                    t,
+                    key(&mut rng),
+                    format!("t{step}").into_bytes(),
+                    rng.gen_range(0..3000),
+                ),
+                370..=379 => Op::Advance(rng.gen_range(1..800)),
+                0..=339 => {
                     // Values from empty to a few hundred bytes (spanning tiny blocks).
                     let len = if rng.gen_bool(0.05) {
                         rng.gen_range(100..700)
@@ -374,8 +440,11 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
     } else {
         (PathBuf::from("/m"), Some(FaultFs::new(Arc::new(MemFs::new()), 7)))
     };
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let now = || clock.now_ms();
     let options = || {
         let mut o = cfg.opts.clone();
+        o.clock = clock.clone();
         o.fs = match &fault {
             Some(f) => Arc::new(f.clone()),
             None => Arc::new(StdFs::new()),
@@ -409,8 +478,22 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     Some(tr) => tr.put(k, v),
                 }
                 .map_err(io)?;
-                models[*t].insert(k.clone(), v.clone());
+                models[*t].insert(k.clone(), Entry::plain(v));
             }
+            Op::PutTtl(t, k, v, ttl) => {
+                let ttl_d = std::time::Duration::from_millis(*ttl);
+                match &trees[*t] {
+                    None => db.put_with_ttl(k, v, ttl_d),
+                    Some(tr) => tr.put_with_ttl(k, v, ttl_d),
+                }
+                .map_err(io)?;
+                let entry = Entry {
+                    deadline: Some(now() + ttl),
+                    ..Entry::plain(v)
+                };
+                models[*t].insert(k.clone(), entry);
+            }
+            Op::Advance(ms) => clock.advance(std::time::Duration::from_millis(*ms)),
             Op::Delete(t, k) => {
                 match &trees[*t] {
                     None => db.delete(k),
@@ -425,10 +508,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     Some(tr) => tr.merge(k, v),
                 }
                 .map_err(io)?;
-                let merged = match models[*t].get(k) {
-                    Some(old) => [old.as_slice(), b",", v].concat(),
-                    None => v.clone(),
-                };
+                let merged = Entry::merged(models[*t].get(k), v, now());
                 models[*t].insert(k.clone(), merged);
             }
             Op::DeleteRange(t, lo, hi) => {
@@ -465,7 +545,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 .map_err(io)?;
                 for (t, k, v) in ops {
                     match v {
-                        Some(v) => models[*t].insert(k.clone(), v.clone()),
+                        Some(v) => models[*t].insert(k.clone(), Entry::plain(v)),
                         None => models[*t].remove(k),
                     };
                 }
@@ -476,8 +556,9 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     Some(tr) => tr.get(k),
                 }
                 .map_err(io)?;
-                if got.as_ref() != models[*t].get(k) {
-                    return Err(e(format!("got {got:?}, model has {:?}", models[*t].get(k))));
+                let want = models[*t].get(k).and_then(|m| m.value(now()));
+                if got != want {
+                    return Err(e(format!("got {got:?}, model has {want:?}")));
                 }
                 trace.push(digest(&got));
             }
@@ -487,10 +568,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 let mut want: Vec<(Key, Vec<u8>)> = if empty {
                     Vec::new()
                 } else {
-                    models[*t]
-                        .range((lo.clone(), hi.clone()))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect()
+                    live(&models[*t], (lo.clone(), hi.clone()), now())
                 };
                 let r = match &trees[*t] {
                     None => db.range((lo.clone(), hi.clone())),
@@ -510,8 +588,9 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
             Op::SnapshotGet(k) => {
                 if let Some((s, m)) = &snap {
                     let got = s.get(k).map_err(io)?;
-                    if got.as_ref() != m.get(k) {
-                        return Err(e(format!("snapshot got {got:?}, model {:?}", m.get(k))));
+                    let want = m.get(k).and_then(|m| m.value(now()));
+                    if got != want {
+                        return Err(e(format!("snapshot got {got:?}, model {want:?}")));
                     }
                     trace.push(digest(&got));
                 }
@@ -524,7 +603,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                         s.iter().collect()
                     };
                     let got: Vec<_> = got.into_iter().collect::<Result<_, _>>().map_err(io)?;
-                    let mut want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                    let mut want = live(m, (Bound::Unbounded, Bound::Unbounded), now());
                     if *rev {
                         want.reverse();
                     }
@@ -567,7 +646,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     },
                 )
                 .map_err(io)?;
-                models[0].insert(b"~crash".to_vec(), format!("{step}").into_bytes());
+                models[0].insert(b"~crash".to_vec(), Entry::plain(format!("{step}").as_bytes()));
                 snap = None;
                 trees = [None, None];
                 if let Some(f) = &fault {
@@ -595,7 +674,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
             Some(tr) => tr.iter().collect::<Result<_, _>>(),
         }
         .map_err(|e| format!("final scan: {e}"))?;
-        let want: Vec<_> = m.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let want = live(m, (Bound::Unbounded, Bound::Unbounded), now());
         if got != want {
             return Err(format!(
                 "final scan of tree {t}: {} entries, model {}",
@@ -624,7 +703,9 @@ fn run_caught(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
 /// reaches the failing step fails).
 fn shrink(cfg: &Config, ops: &[Op]) -> (usize, String) {
     let (mut lo, mut hi) = (0usize, ops.len());
-    let mut msg = run_caught(cfg, ops).err().unwrap_or_default();
+    let mut msg = run_caught(cfg, ops)
+        .err()
+        .unwrap_or_else(|| "the whole run passed when repeated".into());
     while lo + 1 < hi {
         let mid = (lo + hi) / 2;
         match run_caught(cfg, &ops[..mid]) {
@@ -674,10 +755,12 @@ fn metamorphic_across_option_sets() {
                     )),
                     Some(_) => {}
                 },
-                Err(_) => {
+                Err(first) => {
+                    // The shrink reruns; a failure that depends on thread timing may not repeat,
+                    // so the first run's message is kept whatever the reruns do.
                     let (n, msg) = shrink(cfg, ops);
                     failures.push(format!(
-                        "seed {seed} config #{i} ({}): {msg}\n  minimal failing prefix: {n} ops; replay with\n  \
+                        "seed {seed} config #{i} ({}): {first}\n  shortest failing prefix found: {n} ops ({msg}); replay with\n  \
                          CAIRN_META_SEED={seed} CAIRN_META_CONFIG={i} CAIRN_META_OPS={n} cargo test --profile ci -p cairn --test metamorphic",
                         cfg.name
                     ));

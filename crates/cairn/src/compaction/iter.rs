@@ -19,7 +19,7 @@ use crate::range_del::Fragments;
 type BottommostFn<'a> = Box<dyn FnMut(&[u8]) -> bool + 'a>;
 
 /// Decides, entry by entry in internal-key order, what a compaction keeps.
-pub struct CompactionFilter<'a> {
+pub struct Retention<'a> {
     oldest_snapshot: u64,
     bottommost: BottommostFn<'a>,
     /// The user key of the previous entry (meaningful once `last_seq_for_key` is set); reused,
@@ -39,22 +39,22 @@ pub struct CompactionFilter<'a> {
     pub dropped_by_range: u64,
 }
 
-impl std::fmt::Debug for CompactionFilter<'_> {
+impl std::fmt::Debug for Retention<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CompactionFilter")
+        f.debug_struct("Retention")
             .field("oldest_snapshot", &self.oldest_snapshot)
             .finish()
     }
 }
 
-impl<'a> CompactionFilter<'a> {
+impl<'a> Retention<'a> {
     /// `oldest_snapshot`: the smallest seqno any reader may read at (the last seqno when no
     /// snapshot is held). `bottommost(user_key)`: true when no level below the output may hold
     /// the key.
     pub fn new(oldest_snapshot: u64, bottommost: impl FnMut(&[u8]) -> bool + 'a) -> Self {
         // Above every seqno it would read as "every version shadowed", the first one included.
         debug_assert!(oldest_snapshot <= crate::format::ikey::MAX_SEQNO);
-        CompactionFilter {
+        Retention {
             oldest_snapshot,
             bottommost: Box::new(bottommost),
             current: Vec::new(),
@@ -133,7 +133,7 @@ impl<'a> CompactionFilter<'a> {
     }
 }
 
-/// What [`CompactionFilter::decide`] does with an entry.
+/// What [`Retention::decide`] does with an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     /// Written out.
@@ -151,7 +151,7 @@ mod tests {
     use crate::format::ikey::InternalKey;
 
     fn run(entries: &[(&str, u64, ValueKind)], snapshot: u64, bottom: bool) -> Vec<String> {
-        let mut f = CompactionFilter::new(snapshot, |_| bottom);
+        let mut f = Retention::new(snapshot, |_| bottom);
         entries
             .iter()
             .filter(|(k, s, kind)| f.keep(InternalKey::new(k.as_bytes(), *s, *kind).encoded()))
@@ -185,7 +185,7 @@ mod tests {
     fn merge_operands_shadow_nothing() {
         use ValueKind::{Delete as D, Merge as M, Put as P};
         let show = |e: &[(&str, u64, ValueKind)], snapshot: u64| -> Vec<String> {
-            let mut f = CompactionFilter::new(snapshot, |_| false);
+            let mut f = Retention::new(snapshot, |_| false);
             e.iter()
                 .filter(|(k, s, kind)| f.keep(InternalKey::new(k.as_bytes(), *s, *kind).encoded()))
                 .map(|(k, s, kind)| format!("{k}@{s}{}", if *kind == M { "M" } else { "" }))
@@ -212,7 +212,7 @@ mod tests {
         }]);
         let e = [("a", 9, P), ("a", 5, P), ("b", 3, P), ("c", 1, P)];
         let run = |snapshot: u64| -> Vec<String> {
-            let mut f = CompactionFilter::new(snapshot, |_| false).with_range_dels(rd.clone());
+            let mut f = Retention::new(snapshot, |_| false).with_range_dels(rd.clone());
             e.iter()
                 .filter(|(k, s, kind)| f.keep(InternalKey::new(k.as_bytes(), *s, *kind).encoded()))
                 .map(|(k, s, _)| format!("{k}@{s}"))

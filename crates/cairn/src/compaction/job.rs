@@ -5,7 +5,8 @@
 //! holds the part of them within its own key range (`range_del/`), and the outputs stay
 //! disjoint. Tombstones with no entry left beside them make an output of their own.
 
-use super::iter::{CompactionFilter, Decision};
+use super::iter::{Decision, Retention};
+use super::rewrite::Rewriter;
 use crate::env::FileSystem;
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind};
@@ -56,6 +57,8 @@ pub struct JobOutput {
     pub entries_in: u64,
     /// Entries written.
     pub entries_out: u64,
+    /// Values expired, or removed or changed by the compaction filter.
+    pub rewritten: super::rewrite::Rewritten,
 }
 
 fn meta(number: u64, s: &TableSummary) -> FileMeta {
@@ -80,7 +83,7 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
 /// Writes `input` (positioned by this function) through `filter`, and the range tombstones
 /// `range_dels`, into new tables, then syncs the directory so the files are durable before a
 /// manifest edit names them. With a merge operator, each chain of merge operands every reader
-/// sees in full (`CompactionFilter`) is folded: into a value when what lies below it is known
+/// sees in full (`Retention`) is folded: into a value when what lies below it is known
 /// (a value, a deletion, or nothing at the bottom), else into one operand by a partial merge;
 /// a chain the operator cannot fold is written as it is.
 ///
@@ -89,7 +92,8 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
 /// `out.files` being discarded by the caller (their numbers stay pending until deleted).
 pub fn write_outputs(
     input: &mut dyn InternalIterator,
-    filter: &mut CompactionFilter<'_>,
+    filter: &mut Retention<'_>,
+    rw: &mut Rewriter,
     range_dels: &Fragments,
     out: &mut Outputs<'_>,
 ) -> Result<JobOutput> {
@@ -105,76 +109,103 @@ pub fn write_outputs(
     input.seek_to_first();
     while input.valid() {
         w.result.entries_in += 1;
-        if !filter.keep(input.key()) {
+        let (key, value) = rw.apply(input.key(), input.value());
+        if !filter.keep(&key) {
             input.next();
             continue;
         }
-        match (&merge, ikey::split(input.key())) {
+        match (&merge, ikey::split(&key)) {
             (Some(op), Some((uk, seq, ValueKind::Merge))) if seq <= filter.oldest_snapshot() => {
-                let uk = uk.to_vec();
-                fold_merges(input, filter, &**op, &uk, seq, &mut w)?;
+                let (uk, first) = (uk.to_vec(), (key.to_vec(), value.to_vec()));
+                input.next();
+                fold_merges(input, filter, rw, &**op, &uk, seq, first, &mut w)?;
             }
             _ => {
-                w.add(input.key(), input.value())?;
+                w.add(&key, &value)?;
                 input.next();
             }
         }
     }
     input.status()?;
+    w.result.rewritten = rw.counts;
     w.finish()
 }
 
-/// Folds the chain of merge operands of `uk` that starts where `input` stands (the newest
-/// version every reader sees, at `seq`) and writes the result; leaves `input` after the chain
-/// and its base.
+/// What lies below a chain of merge operands.
+enum Base {
+    /// Not seen: it may lie in a deeper level.
+    Unknown,
+    /// A value, or nothing (a deletion, a range tombstone, or the bottom).
+    Known(Option<Vec<u8>>),
+    /// A value that expires: the chain cannot be folded into it (before the deadline the
+    /// operands apply to it, after it to nothing).
+    Expiring,
+}
+
+/// Folds the chain of merge operands of `uk` that starts with `first` (the newest version
+/// every reader sees, at `seq`; `input` stands after it) and writes the result; leaves `input`
+/// after the chain and its base.
+#[allow(clippy::too_many_arguments, reason = "one call site; the pieces of a job's state")]
 fn fold_merges(
     input: &mut dyn InternalIterator,
-    filter: &mut CompactionFilter<'_>,
+    filter: &mut Retention<'_>,
+    rw: &mut Rewriter,
     op: &dyn MergeOperator,
     uk: &[u8],
     seq: u64,
+    first: (Vec<u8>, Vec<u8>),
     w: &mut Writer<'_, '_>,
 ) -> Result<()> {
     // The chain, newest first: (internal key, operand).
-    let mut chain = vec![(input.key().to_vec(), input.value().to_vec())];
-    // What lies below the chain, when known: a value, or none; and the entry that says so
-    // when it is kept (a value or a deletion: written again if the chain is not folded).
-    let mut base: Option<Option<Vec<u8>>> = None;
+    let mut chain = vec![first];
+    let mut base = Base::Unknown;
+    // The entry that ended the chain, when kept (written again if the chain is not folded
+    // into it).
     let mut base_entry: Option<(Vec<u8>, Vec<u8>)> = None;
-    input.next();
     while input.valid() && ikey::user_key(input.key()) == uk {
         w.result.entries_in += 1;
-        let kind = ikey::split(input.key()).map(|(_, _, k)| k);
-        let decision = filter.decide(input.key());
+        let (key, value) = rw.apply(input.key(), input.value());
+        let kind = ikey::split(&key).map(|(_, _, k)| k);
+        let decision = filter.decide(&key);
         match (decision, kind) {
-            (Decision::Keep, Some(ValueKind::Merge)) => chain.push((input.key().to_vec(), input.value().to_vec())),
-            (Decision::Keep, Some(ValueKind::Put)) => base = Some(Some(input.value().to_vec())),
-            (Decision::Keep | Decision::Deleted, _) => base = Some(None),
+            (Decision::Keep, Some(ValueKind::Merge)) => chain.push((key.to_vec(), value.to_vec())),
+            (Decision::Keep, Some(ValueKind::Put)) => base = Base::Known(Some(value.to_vec())),
+            (Decision::Keep, Some(ValueKind::Expiring)) => base = Base::Expiring,
+            (Decision::Keep | Decision::Deleted, _) => base = Base::Known(None),
             (Decision::Shadowed, _) => {}
         }
-        if decision == Decision::Keep && base.is_some() {
-            base_entry = Some((input.key().to_vec(), input.value().to_vec()));
+        let ended = !matches!(base, Base::Unknown);
+        if decision == Decision::Keep && ended {
+            base_entry = Some((key.to_vec(), value.to_vec()));
         }
         input.next();
-        if base.is_some() {
+        if ended {
             break;
         }
     }
-    if base.is_none() && filter.bottommost(uk) {
-        base = Some(None);
+    if matches!(base, Base::Unknown) && filter.bottommost(uk) {
+        base = Base::Known(None);
     }
     let operands: Vec<&[u8]> = chain.iter().rev().map(|(_, v)| v.as_slice()).collect();
     let folded = match &base {
-        Some(b) => op
+        Base::Known(b) => op
             .full_merge(uk, b.as_deref(), &operands)
             .map(|v| (InternalKey::new(uk, seq, ValueKind::Put), v)),
-        None if operands.len() > 1 => op
+        Base::Unknown | Base::Expiring if operands.len() > 1 => op
             .partial_merge(uk, &operands)
             .map(|v| (InternalKey::new(uk, seq, ValueKind::Merge), v)),
-        None => None,
+        Base::Unknown | Base::Expiring => None,
     };
     match folded {
-        Some((k, v)) => w.add(k.encoded(), &v),
+        Some((k, v)) => {
+            w.add(k.encoded(), &v)?;
+            // A full merge took the base in; after a partial merge the base entry (an
+            // expiring value) stays below the operand.
+            match base_entry {
+                Some((k, v)) if !matches!(base, Base::Known(_)) => w.add(&k, &v),
+                _ => Ok(()),
+            }
+        }
         None => {
             // Not folded: the chain, and what ended it, as they were.
             for (k, v) in chain.iter().chain(base_entry.iter()) {

@@ -5,5 +5,6 @@ pub mod iter;
 pub mod job;
 pub mod policies;
 pub mod policy;
+pub mod rewrite;
 
 pub use policy::{pending_bytes, pick_range, Choice, Decision, FileView, LevelView, LsmView, MergePolicy};

@@ -4,8 +4,9 @@
 
 use super::filters::JobFilter;
 use super::inner::{DbInner, State};
-use crate::compaction::iter::CompactionFilter;
+use crate::compaction::iter::Retention;
 use crate::compaction::job::{split_points, write_outputs, JobOutput, Outputs, RangeIter};
+use crate::compaction::rewrite::{Rewriter, UserFilter};
 use crate::compaction::{pick_range, Choice, Decision, FileView, LevelView, LsmView};
 use crate::error::{Error, Result};
 use crate::iter::{BoxedIter, LevelIter, MergingIter};
@@ -247,8 +248,9 @@ pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
 /// into key ranges (`max_subcompactions`) merged by threads of their own into one output run.
 fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     let table = inner.job_table_options(job.tree, job.filter())?;
-    let deeper = {
+    let (deeper, tree_name) = {
         let st = inner.state.lock();
+        let tree_name: Arc<str> = Arc::from(st.versions.tree_names().get(job.tree).map_or("", String::as_str));
         let tv = st.version().trees.get(job.tree).cloned().unwrap_or_default();
         // Files that may hold older versions of the job's keys: every file at or below the
         // output level that the job does not rewrite (for an intra-L0 job, the older L0 files).
@@ -256,7 +258,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         let deeper: Vec<Arc<FileMeta>> = (job.output_level..tv.levels.len())
             .flat_map(|l| tv.level(l).iter().filter(|f| !mine.contains(&f.number)).cloned())
             .collect();
-        deeper
+        (deeper, tree_name)
     };
     let upper_bytes: u64 = job.inputs.iter().map(|f| f.size).sum();
     let input_bytes: u64 = upper_bytes + job.overlaps.iter().map(|f| f.size).sum::<u64>();
@@ -284,7 +286,24 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     // Open at once per piece: every L0 input (or one file of a sorted level) and one overlap.
     let open = if job.level == 0 { job.inputs.len() } else { 1 } + 1;
     let readahead = readahead_chunk(ranges.len(), open);
-    let merge = |lo, hi, table| merge_range(inner, job, (lo, hi), table, &deeper, oldest_snapshot, readahead);
+    let user = inner.opts.compaction_filter.clone().map(|filter| UserFilter {
+        filter,
+        tree: tree_name,
+        level: job.output_level,
+        newest_snapshot: inner.newest_snapshot(),
+    });
+    let rewriter = || Rewriter::new(inner.opts.clock.now_ms(), user.clone());
+    let merge = |lo, hi, table| {
+        merge_range(
+            inner,
+            job,
+            (lo, hi),
+            table,
+            &deeper,
+            (oldest_snapshot, rewriter()),
+            readahead,
+        )
+    };
     let pieces: Vec<(Result<JobOutput>, Vec<u64>)> = if ranges.len() == 1 {
         vec![merge(None, None, table)]
     } else {
@@ -321,6 +340,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
             Ok(o) => {
                 out.files.extend(o.files);
                 out.bytes_written += o.bytes_written;
+                out.rewritten += o.rewritten;
             }
             Err(e) => failed = failed.or(Some(e)),
         }
@@ -330,12 +350,9 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         Some(e) => Err(e),
         None => (|| {
             inner.log_and_apply(&mut st, job.edit(out.files), &[])?;
-            inner.counters.tree(job.tree).record_compaction(
-                job.output_level,
-                input_bytes,
-                upper_bytes,
-                out.bytes_written,
-            );
+            let counters = inner.counters.tree(job.tree);
+            counters.record_compaction(job.output_level, input_bytes, upper_bytes, out.bytes_written);
+            counters.record_rewritten(out.rewritten);
             Ok(())
         })(),
     };
@@ -353,7 +370,7 @@ fn merge_range(
     (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
     table: crate::sst::TableOptions,
     deeper: &[Arc<FileMeta>],
-    oldest_snapshot: u64,
+    (oldest_snapshot, mut rw): (u64, Rewriter),
     readahead: usize,
 ) -> (Result<JobOutput>, Vec<u64>) {
     let mut allocated = Vec::new();
@@ -387,7 +404,7 @@ fn merge_range(
             .any(|f| f.smallest_user_key() <= last && f.largest_user_key() >= start)
     });
     let mut merged = RangeIter::new(MergingIter::new(children), lo, hi);
-    let mut filter = CompactionFilter::new(oldest_snapshot, |uk: &[u8]| {
+    let mut filter = Retention::new(oldest_snapshot, |uk: &[u8]| {
         !deeper
             .iter()
             .any(|f| f.smallest_user_key() <= uk && f.largest_user_key() >= uk)
@@ -401,6 +418,7 @@ fn merge_range(
     let r = write_outputs(
         &mut merged,
         &mut filter,
+        &mut rw,
         &kept,
         &mut Outputs {
             fs: &*inner.fs,

@@ -3,8 +3,9 @@
 //! go), and installs it. Memory merges of partitioned components run here too.
 
 use super::inner::DbInner;
-use crate::compaction::iter::CompactionFilter;
+use crate::compaction::iter::Retention;
 use crate::compaction::job::{write_outputs, Outputs};
+use crate::compaction::rewrite::Rewriter;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, KeyBounds, MergingIter};
 use crate::memtable::{FlushJob, FlushKind, Memtable, MergeJob};
@@ -34,10 +35,13 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     let grouped = job.kind != FlushKind::Whole;
     // L0 is never the bottom: every tombstone goes down with the data.
     let range_dels = memory_range_dels(&job.runs);
-    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false).with_range_dels(range_dels.clone());
+    let mut filter = Retention::new(inner.oldest_snapshot(), |_| false).with_range_dels(range_dels.clone());
+    // Expired values go as tombstones; the user's compaction filter is for compactions.
+    let mut rw = Rewriter::new(inner.opts.clock.now_ms(), None);
     let result = write_outputs(
         &mut *runs_iter(&job.runs),
         &mut filter,
+        &mut rw,
         &range_dels,
         &mut Outputs {
             fs: &*inner.fs,
@@ -67,10 +71,9 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         // older WALs go: they are deleted only below every tree's logged number).
         edit.log_numbers = st.log_numbers(&job.runs);
         inner.log_and_apply(&mut st, edit, &job.runs)?;
-        inner
-            .counters
-            .tree(tree)
-            .record_flush(job.kind as usize, out.bytes_written);
+        let counters = inner.counters.tree(tree);
+        counters.record_flush(job.kind as usize, out.bytes_written);
+        counters.record_rewritten(out.rewritten);
         st.mems[tree].flushed(job);
         inner.install_super_version(&st, tree);
         Ok(())
@@ -113,7 +116,7 @@ pub(super) fn merge_one(inner: &Arc<DbInner>, tree: usize, job: &MergeJob) -> Re
     let first_wal = job.inputs().map(|m| m.first_wal()).min().unwrap_or(u64::MAX);
     let max_seqno = job.inputs().map(|m| m.max_seqno()).max().unwrap_or(0);
     let input: u64 = job.lower.iter().map(|m| m.approximate_bytes() as u64).sum();
-    let mut filter = CompactionFilter::new(inner.oldest_snapshot(), |_| false);
+    let mut filter = Retention::new(inner.oldest_snapshot(), |_| false);
     let built = job.build(&mut filter, inner.memory.write_buffer_size(), &scratch);
     let mut st = inner.state.lock();
     match built {

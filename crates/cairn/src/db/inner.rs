@@ -45,6 +45,8 @@ pub(crate) struct SuperVersion {
     pub counters: Arc<TreeCounters>,
     /// This tree's tables that hold range tombstones (iterators gather theirs).
     pub range_del_files: Vec<Arc<FileMeta>>,
+    /// The tree's time to live in milliseconds (`ttl`), if any.
+    pub ttl_ms: Option<u64>,
 }
 
 /// Mutable engine state, under `DbInner::state`.
@@ -227,6 +229,11 @@ impl DbInner {
         self.snapshots.lock().keys().next().copied().unwrap_or(last).min(last)
     }
 
+    /// The newest live snapshot's sequence number (0: none).
+    pub fn newest_snapshot(&self) -> u64 {
+        self.snapshots.lock().keys().next_back().copied().unwrap_or(0)
+    }
+
     /// `tree`'s current super-version, owned (for iterators, which outlive one call).
     pub fn super_version(&self, tree: u32) -> Result<Arc<SuperVersion>> {
         self.supers
@@ -266,6 +273,12 @@ impl DbInner {
             files,
             counters: self.counters.tree(tree),
             range_del_files,
+            ttl_ms: st
+                .versions
+                .tree_names()
+                .get(tree)
+                .and_then(|name| self.opts.ttl.get(name))
+                .map(crate::ttl::duration_ms),
         });
         // Installs happen under the state lock, so read-modify-store loses no update.
         let mut supers = Vec::clone(&self.supers.load());

@@ -39,6 +39,8 @@ struct Cursor {
     /// Per child of `it`, the largest sequence number it may hold (`u64::MAX`: unknown): a
     /// child whose entries are all older than a range tombstone skips the tombstone's range.
     max_seqs: Vec<u64>,
+    /// Expiring values are judged by this clock, read for each one met.
+    clock: Arc<dyn crate::ttl::Clock>,
 }
 
 fn cursor(
@@ -98,6 +100,7 @@ fn cursor(
         past: false,
         rd_hint: std::cell::Cell::new(0),
         max_seqs,
+        clock: inner.opts.clock.clone(),
         _sv: sv,
         started: false,
         skip: Vec::new(),
@@ -205,6 +208,10 @@ impl Cursor {
                     base = Some(self.it.value().to_vec());
                     break;
                 }
+                ValueKind::Expiring => {
+                    base = crate::ttl::live(self.it.value(), self.clock.now_ms()).map(<[u8]>::to_vec);
+                    break;
+                }
                 _ => break,
             }
             self.it.next();
@@ -277,6 +284,10 @@ impl Cursor {
             }
             match kind {
                 ValueKind::Put => return Some(Ok((uk.to_vec(), self.it.value().to_vec()))),
+                ValueKind::Expiring => match crate::ttl::live(self.it.value(), self.clock.now_ms()) {
+                    Some(v) => return Some(Ok((uk.to_vec(), v.to_vec()))),
+                    None => self.skip_current_user_key(),
+                },
                 ValueKind::Merge => {
                     let uk = uk.to_vec();
                     let value = match self.merged_value(&uk) {
@@ -370,6 +381,12 @@ impl Cursor {
             }
             match newest {
                 Some((ValueKind::Put, _)) if !past_hi(&uk, hi) => {
+                    return Some(Ok((uk, std::mem::take(&mut self.value))));
+                }
+                Some((ValueKind::Expiring, _))
+                    if !past_hi(&uk, hi) && crate::ttl::live(&self.value, self.clock.now_ms()).is_some() =>
+                {
+                    self.value.drain(..crate::ttl::DEADLINE_LEN);
                     return Some(Ok((uk, std::mem::take(&mut self.value))));
                 }
                 Some((ValueKind::Merge, _)) if !past_hi(&uk, hi) => {

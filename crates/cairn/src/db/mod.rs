@@ -370,6 +370,17 @@ impl Tree {
         self.write_one(crate::format::ikey::ValueKind::Put, key.as_ref(), value.as_ref())
     }
 
+    /// Sets `key` to `value` until `ttl` from now: from then on reads do not return it (nor an
+    /// older version of the key) and compactions drop it. Overrides the tree's `ttl`.
+    ///
+    /// # Errors
+    /// See [`Db::write`].
+    pub fn put_with_ttl(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>, ttl: std::time::Duration) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.push_with_ttl(self.id, key.as_ref(), value.as_ref(), crate::ttl::duration_ms(ttl));
+        write::write(self.inner(), b, &WriteOptions::default())
+    }
+
     /// Writes one operation of this tree as a batch of its own.
     fn write_one(&self, kind: crate::format::ikey::ValueKind, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();

@@ -9,9 +9,10 @@
 use super::inner::{DbInner, State, WalState, WriteQueue};
 use super::replay::replay_wals;
 use crate::cache::{BlockCache, TableCache};
-use crate::compaction::iter::CompactionFilter;
+use crate::compaction::iter::Retention;
 use crate::compaction::job::{write_outputs, Outputs};
 use crate::compaction::policies::{Garnering, Leveling};
+use crate::compaction::rewrite::Rewriter;
 use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileLock, FileSystem};
 use crate::error::{Error, Result};
@@ -204,11 +205,12 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
         };
         // No reader exists yet: only each key's newest version is kept.
         let range_dels = super::flush::memory_range_dels(std::slice::from_ref(m));
-        let mut filter =
-            CompactionFilter::new(crate::format::ikey::MAX_SEQNO, |_| false).with_range_dels(range_dels.clone());
+        let mut filter = Retention::new(crate::format::ikey::MAX_SEQNO, |_| false).with_range_dels(range_dels.clone());
+        let mut rw = Rewriter::new(opts.clock.now_ms(), None);
         let out = write_outputs(
             &mut m.iter(),
             &mut filter,
+            &mut rw,
             &range_dels,
             &mut Outputs {
                 fs: &*fs,

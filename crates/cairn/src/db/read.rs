@@ -46,10 +46,14 @@ pub(super) fn get_into(
     for m in &sv.mems {
         if let Some((kind, s_found)) = m.lookup_entry(&lookup, value) {
             sv.counters.record_memtable_hit(s);
-            if kind == ValueKind::Merge && s_found > covering {
-                return merged(inner, tree, key, snapshot, value);
+            if s_found <= covering {
+                return Ok(false);
             }
-            return Ok(kind == ValueKind::Put && s_found > covering);
+            return match kind {
+                ValueKind::Merge => merged(inner, tree, key, snapshot, value),
+                ValueKind::Expiring => Ok(unexpired(inner, value)),
+                kind => Ok(kind == ValueKind::Put),
+            };
         }
     }
     if covering > 0 {
@@ -70,6 +74,7 @@ pub(super) fn get_into(
     };
     let settled = |kind: ValueKind, value: &mut Vec<u8>| match kind {
         ValueKind::Merge => merged(inner, tree, key, snapshot, value),
+        ValueKind::Expiring => Ok(unexpired(inner, value)),
         kind => Ok(kind == ValueKind::Put),
     };
     for (i, f) in tv.level(0).iter().enumerate() {
@@ -87,6 +92,18 @@ pub(super) fn get_into(
         }
     }
     Ok(false)
+}
+
+/// An expiring version found by a get: whether it is still live (its value, without the
+/// deadline, left in `value`). The clock is read only for such versions.
+fn unexpired(inner: &DbInner, value: &mut Vec<u8>) -> bool {
+    match crate::ttl::split(value) {
+        Some((deadline, _)) if deadline > inner.opts.clock.now_ms() => {
+            value.drain(..crate::ttl::DEADLINE_LEN);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// A key whose newest visible version is a merge operand: its operands and the value below

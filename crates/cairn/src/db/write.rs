@@ -19,7 +19,18 @@ use std::time::Duration;
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
-    let trees = inner.supers.load().len() as u32;
+    let (trees, batch) = {
+        let supers = inner.supers.load();
+        // Times to live become deadlines here, before the WAL: recovery replays deadlines.
+        let batch = if batch.has_ttls() || supers.iter().any(|sv| sv.ttl_ms.is_some()) {
+            batch.stamped(inner.opts.clock.now_ms(), |t| {
+                supers.get(t as usize).and_then(|sv| sv.ttl_ms)
+            })
+        } else {
+            batch
+        };
+        (supers.len() as u32, batch)
+    };
     batch.validate(
         inner.opts.max_key_size,
         inner.opts.max_value_size,

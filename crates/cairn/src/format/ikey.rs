@@ -26,13 +26,16 @@ pub enum ValueKind {
     /// A merge operand (`Db::merge`): combined with the versions below it by the merge
     /// operator.
     Merge = 3,
+    /// A value with a deadline (`ttl.rs`): the value is `deadline u64 LE ‖ value`; from the
+    /// deadline on it reads as a deletion.
+    Expiring = 4,
 }
 
 impl ValueKind {
     /// The highest kind value: a seek key carries it, so that among entries of one sequence
     /// number it sorts first and a seek lands on any of them. Every kind must stay at or
     /// below it.
-    pub const SEEK: ValueKind = ValueKind::Merge;
+    pub const SEEK: ValueKind = ValueKind::Expiring;
 
     /// Decodes a kind byte; `None` for values this version does not know.
     pub fn from_u8(b: u8) -> Option<Self> {
@@ -41,6 +44,7 @@ impl ValueKind {
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::RangeDelete),
             3 => Some(ValueKind::Merge),
+            4 => Some(ValueKind::Expiring),
             _ => None,
         }
     }

@@ -123,6 +123,14 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path, values: bool, bytes: Bytes, ou
                         let (tree, key) = (op.tree, bytes.show(op.key));
                         let line = match (op.kind, values) {
                             (ValueKind::Delete, _) => format!("    tree {tree} delete {key}"),
+                            (ValueKind::Expiring, true) => {
+                                format!("    tree {tree} put {key} => {}", super::expiring_text(bytes, op.value))
+                            }
+                            (ValueKind::Expiring, false) => format!(
+                                "    tree {tree} put {key} ({} byte value, {})",
+                                op.value.len().saturating_sub(crate::ttl::DEADLINE_LEN),
+                                super::deadline_text(op.value)
+                            ),
                             // A range's end is a key: always shown.
                             (ValueKind::RangeDelete, _) | (_, true) => {
                                 format!("    tree {tree} {verb} {key} {arrow} {}", bytes.show(op.value))

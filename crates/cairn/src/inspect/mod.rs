@@ -157,6 +157,25 @@ pub(crate) fn seq_text(seq: u64) -> String {
 }
 
 /// Unix seconds as an ISO 8601 UTC time: `2026-11-25T12:34:56Z`.
+/// An expiring value as `value (expires TIME)`.
+pub(crate) fn expiring_text(bytes: Bytes, entry_value: &[u8]) -> String {
+    match crate::ttl::split(entry_value) {
+        Some((_, v)) => format!("{} ({})", bytes.show(v), deadline_text(entry_value)),
+        None => format!("{} (too short for a deadline)", Bytes::Hex.show(entry_value)),
+    }
+}
+
+/// `expires TIME` for an expiring value's deadline (to the millisecond).
+pub(crate) fn deadline_text(entry_value: &[u8]) -> String {
+    match crate::ttl::split(entry_value) {
+        Some((ms, _)) => {
+            let t = iso_time(ms / 1000);
+            format!("expires {}.{:03}Z", t.trim_end_matches('Z'), ms % 1000)
+        }
+        None => "no deadline: too short".into(),
+    }
+}
+
 pub(crate) fn iso_time(unix: u64) -> String {
     let (days, secs) = (unix / 86_400, unix % 86_400);
     // Howard Hinnant's civil-from-days, for days since 1970-01-01.

@@ -230,6 +230,11 @@ pub fn dump_table_with(
         while it.valid() {
             let line = match ikey::split(it.key()) {
                 Some((_, _, ValueKind::Delete)) => format!("    {}", show_ikey(it.key())),
+                Some((_, _, ValueKind::Expiring)) => format!(
+                    "    {} => {}",
+                    show_ikey(it.key()),
+                    super::expiring_text(bytes, it.value())
+                ),
                 _ => format!("    {} => {}", show_ikey(it.key()), bytes.show(it.value())),
             };
             w(out, line)?;
@@ -246,6 +251,7 @@ fn kind_name(k: ValueKind) -> &'static str {
         ValueKind::Delete => "delete",
         ValueKind::RangeDelete => "delete_range",
         ValueKind::Merge => "merge",
+        ValueKind::Expiring => "put-ttl",
     }
 }
 

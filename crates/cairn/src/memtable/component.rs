@@ -19,7 +19,7 @@
 
 use super::run::{build_runs, merge_runs, MergeScratch, SortedRun};
 use super::Memtable;
-use crate::compaction::iter::CompactionFilter;
+use crate::compaction::iter::Retention;
 use crate::tuning::flush;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -78,7 +78,7 @@ impl MergeJob {
     /// into a run — merges by galloping over the lower run ([`merge_runs`]).
     pub fn build(
         &self,
-        filter: &mut CompactionFilter<'_>,
+        filter: &mut Retention<'_>,
         target: usize,
         scratch: &MergeScratch,
     ) -> crate::error::Result<Vec<SortedRun>> {
@@ -651,7 +651,7 @@ mod tests {
 
     fn merge(c: &mut MemComponent, job: &MergeJob, run_size: usize) {
         let scratch = c.merge_scratch().unwrap();
-        let mut keep = CompactionFilter::new(u64::MAX >> 8, |_| false);
+        let mut keep = Retention::new(u64::MAX >> 8, |_| false);
         let runs = job.build(&mut keep, run_size, &scratch).unwrap();
         let wal = job.inputs().map(|m| m.first_wal()).min().unwrap();
         let runs = runs

@@ -92,7 +92,7 @@ impl TwoLevelIndex for LevelRuns {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::iter::CompactionFilter;
+    use crate::compaction::iter::Retention;
     use crate::format::ikey::{InternalKey, ValueKind};
     use crate::iter::InternalIterator;
     use crate::memtable::run::{build_runs, MergeScratch};
@@ -105,7 +105,7 @@ mod tests {
         // Several versions of most keys, so seeks land between the versions of a run's first
         // and last keys.
         let (m, model) = crate::memtable::tests::random_memtable(&mut rng, 3000);
-        let mut keep_all = CompactionFilter::new(0, |_| false);
+        let mut keep_all = Retention::new(0, |_| false);
         let runs: Vec<Arc<Memtable>> = build_runs(&mut m.iter(), &mut keep_all, 2048, &MergeScratch::default())
             .unwrap()
             .into_iter()

@@ -11,7 +11,7 @@
 //! before `data` would pass `u32::MAX`. `data` lives in a [`PageVec`] (mapped, not malloc'd:
 //! see `memory::pages`).
 
-use crate::compaction::iter::CompactionFilter;
+use crate::compaction::iter::Retention;
 use crate::format::ikey;
 use crate::iter::InternalIterator;
 use crate::memory::pages::{PageVec, Spare};
@@ -282,7 +282,7 @@ impl<'s> RunsBuilder<'s> {
 /// `filter` keeps, cut at `target_bytes` as [`RunsBuilder`] cuts.
 pub fn build_runs(
     input: &mut dyn InternalIterator,
-    filter: &mut CompactionFilter<'_>,
+    filter: &mut Retention<'_>,
     target_bytes: usize,
     scratch: &MergeScratch,
 ) -> crate::error::Result<Vec<SortedRun>> {
@@ -313,7 +313,7 @@ pub fn build_runs(
 pub fn merge_runs(
     upper: &mut dyn InternalIterator,
     lower: &SortedRun,
-    filter: &mut CompactionFilter<'_>,
+    filter: &mut Retention<'_>,
     target_bytes: usize,
     scratch: &MergeScratch,
 ) -> crate::error::Result<Vec<SortedRun>> {
@@ -351,7 +351,7 @@ fn take_lower(
     li: &mut usize,
     end: usize,
     last_upper: Option<&[u8]>,
-    filter: &mut CompactionFilter<'_>,
+    filter: &mut Retention<'_>,
 ) {
     while *li < end && last_upper.is_some_and(|u| ikey::user_key(lower.entry(*li).0) == u) {
         let (k, v) = lower.entry(*li);
@@ -393,7 +393,7 @@ mod tests {
         }
         let scratch = MergeScratch::default();
         // A snapshot at 0 keeps every version.
-        let mut keep_all = CompactionFilter::new(0, |_| false);
+        let mut keep_all = Retention::new(0, |_| false);
         let runs = build_runs(&mut m.iter(), &mut keep_all, 4096, &scratch).unwrap();
         assert!(runs.len() > 3);
         let sizes: Vec<usize> = runs.iter().map(|r| r.data.len()).collect();
@@ -404,7 +404,7 @@ mod tests {
             assert!(w[0].largest() < w[1].smallest(), "runs share no user key");
         }
         // Newest version only, with the last seqno as the oldest snapshot.
-        let mut newest = CompactionFilter::new(1000, |_| false);
+        let mut newest = Retention::new(1000, |_| false);
         let one = build_runs(&mut m.iter(), &mut newest, usize::MAX, &MergeScratch::default()).unwrap();
         assert_eq!(one.len(), 1);
         assert_eq!(one[0].len(), 300);
@@ -430,7 +430,7 @@ mod tests {
         for i in 0..500u64 {
             m.insert(format!("k{:04}", (i * 7) % 400).as_bytes(), i + 1, ValueKind::Put, b"v", 1);
         }
-        let run = build_runs(&mut m.iter(), &mut CompactionFilter::new(0, |_| false), usize::MAX, &MergeScratch::default())
+        let run = build_runs(&mut m.iter(), &mut Retention::new(0, |_| false), usize::MAX, &MergeScratch::default())
             .unwrap()
             .remove(0);
         for t in (0..420u64).step_by(3) {
@@ -470,7 +470,7 @@ mod tests {
                 }
             }
             let snapshot = (seq as f64 * snapshot_at) as u64;
-            let filter = || CompactionFilter::new(snapshot.min(seq), |_| false);
+            let filter = || Retention::new(snapshot.min(seq), |_| false);
             let lower = build_runs(&mut lower_m.iter(), &mut filter(), usize::MAX, &MergeScratch::default()).unwrap();
             let lower = Arc::new(Memtable::from_run(lower.into_iter().next().unwrap_or_default(), 1, 0));
             let upper = if upper_is_run {

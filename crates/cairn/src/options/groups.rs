@@ -82,6 +82,14 @@ pub struct Options {
     /// [`StringAppend`](crate::merge::StringAppend), also by name with
     /// `Options::set("merge_operator", "uint64add")`.
     pub merge_operator: Option<Arc<dyn crate::merge::MergeOperator>>,
+    /// Times to live by tree (`ttl`, e.g. `Options::set("ttl", "sessions=30m")`).
+    pub ttl: crate::ttl::TreeTtls,
+    /// Where expiry reads the time (default [`SystemClock`](crate::ttl::SystemClock); tests
+    /// give a [`ManualClock`](crate::ttl::ManualClock)).
+    pub clock: Arc<dyn crate::ttl::Clock>,
+    /// Asked about values during compactions ([`crate::compaction_filter`]); not stored: give
+    /// it at every open.
+    pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>>,
 }
 
 /// How memory is sized.
@@ -549,6 +557,9 @@ impl Options {
             files: FileOptions::of(s),
             limits: Limits::of(s),
             merge_operator: s.merge_op.clone().or_else(|| crate::merge::by_name(&s.merge_operator)),
+            ttl: s.ttl.clone(),
+            clock: s.clock.clone(),
+            compaction_filter: s.compaction_filter.clone(),
         }
     }
 
@@ -565,6 +576,9 @@ impl Options {
             merge_operator: crate::merge::MergeName(
                 self.merge_operator.as_ref().map_or_else(String::new, |op| op.name()),
             ),
+            ttl: self.ttl.clone(),
+            clock: self.clock.clone(),
+            compaction_filter: self.compaction_filter.clone(),
             ..Settings::default()
         };
         match &self.memory {

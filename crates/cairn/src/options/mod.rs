@@ -201,6 +201,10 @@ options! {
         /// The merge operator (`Db::merge`), when given as an object; otherwise the engine makes
         /// the built-in `merge_operator` names.
         pub merge_op: Option<Arc<dyn crate::merge::MergeOperator>> = None,
+        /// Where expiry reads the time (default: the system clock).
+        pub clock: Arc<dyn crate::ttl::Clock> = Arc::new(crate::ttl::SystemClock),
+        /// The user's compaction filter (default none).
+        pub compaction_filter: Option<Arc<dyn crate::compaction_filter::CompactionFilter>> = None,
         ;
         /// Create the directory and database if missing (default true).
         pub create_if_missing: bool = true => "create_if_missing", Bool, ANY, Open, Always;
@@ -227,6 +231,13 @@ options! {
         /// an operator of the same name (built-ins are made from their names).
         pub merge_operator: crate::merge::MergeName = crate::merge::MergeName::default()
             => "merge.operator", Choice, ANY, Stored, Always, "merge_operator: Option<Arc<dyn MergeOperator>>";
+        /// Times to live by tree (default none): `TREE=DURATION` pairs, e.g.
+        /// `sessions=30m,default=7d` (units `ms`, `s`, `m`, `h`, `d`). Each put into such a tree
+        /// expires that long after it is written: from then on reads do not return it and
+        /// compactions drop it. Applies to values written while it is set; `Db::put_with_ttl`
+        /// gives one put its own. Stored.
+        pub ttl: crate::ttl::TreeTtls = crate::ttl::TreeTtls::default()
+            => "ttl.trees", Choice, ANY, Stored, Always, "ttl: TreeTtls";
 
         /// One memory budget for write memory, the block cache and filter memory (Luo & Carey
         /// §3; default 256 MiB). It is split into write memory (`memory.write_share` of it;

@@ -419,6 +419,19 @@ impl OptionValue for crate::merge::MergeName {
     }
 }
 
+impl OptionValue for crate::ttl::TreeTtls {
+    const CHOICES: &'static [&'static str] = &[
+        "none",
+        "sessions=30m,default=7d (TREE=DURATION pairs; units ms, s, m, h, d)",
+    ];
+    fn show(&self) -> String {
+        crate::ttl::TreeTtls::show(self)
+    }
+    fn parse(text: &str, _: Kind) -> std::result::Result<Self, String> {
+        crate::ttl::TreeTtls::parse(text)
+    }
+}
+
 impl OptionValue for MergePolicyKind {
     const CHOICES: &'static [&'static str] = &["leveling", "garnering:C (0 < C <= 1, e.g. garnering:0.8)"];
     fn show(&self) -> String {

@@ -100,6 +100,9 @@ pub struct TreeCounters {
     /// Levels added and removed at L1 (level targets that follow write memory).
     levels_added: AtomicU64,
     levels_removed: AtomicU64,
+    /// Expired values flushes and compactions turned into tombstones; values the compaction
+    /// filter removed; values it changed.
+    rewritten: [AtomicU64; 3],
     /// Memory merges of a partitioned component: count, bytes in and out, and time spent.
     memory_merges: [AtomicU64; 4],
     levels: Box<[Striped<LevelCounters>]>,
@@ -117,6 +120,7 @@ impl TreeCounters {
             switched_manually: AtomicU64::new(0),
             levels_added: AtomicU64::new(0),
             levels_removed: AtomicU64::new(0),
+            rewritten: std::array::from_fn(|_| AtomicU64::new(0)),
             memory_merges: std::array::from_fn(|_| AtomicU64::new(0)),
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
@@ -294,6 +298,14 @@ impl TreeCounters {
         });
     }
 
+    /// What a flush or compaction rewrote: expired values, and the compaction filter's
+    /// removals and changes.
+    pub fn record_rewritten(&self, r: crate::compaction::rewrite::Rewritten) {
+        for (c, n) in self.rewritten.iter().zip([r.expired, r.removed, r.changed]) {
+            c.fetch_add(n, Relaxed);
+        }
+    }
+
     /// A level added (`add`) or removed at L1.
     pub fn record_reshape(&self, add: bool) {
         match add {
@@ -322,6 +334,9 @@ impl TreeCounters {
             switched_for_log: self.switched_for_log.load(Relaxed),
             levels_added: self.levels_added.load(Relaxed),
             levels_removed: self.levels_removed.load(Relaxed),
+            expired: self.rewritten[0].load(Relaxed),
+            filter_removed: self.rewritten[1].load(Relaxed),
+            filter_changed: self.rewritten[2].load(Relaxed),
             memory_merges: self.memory_merges[0].load(Relaxed),
             memory_merge_bytes_in: self.memory_merges[1].load(Relaxed),
             memory_merge_bytes_out: self.memory_merges[2].load(Relaxed),
@@ -534,6 +549,12 @@ pub struct TreeStatsSnapshot {
     pub levels_added: u64,
     /// L1s removed because write memory grew (`level_targets = write-memory`).
     pub levels_removed: u64,
+    /// Expired values (time to live) that flushes and compactions turned into tombstones.
+    pub expired: u64,
+    /// Values the compaction filter removed.
+    pub filter_removed: u64,
+    /// Values the compaction filter changed.
+    pub filter_changed: u64,
     /// Memory merges of a partitioned memory component.
     pub memory_merges: u64,
     /// Bytes of runs the memory merges read.

@@ -299,6 +299,17 @@ fn tree_text(o: &mut String, t: &TreeStatsSnapshot, shape: Option<&TreeLevels>) 
     if t.levels_added + t.levels_removed > 0 {
         let _ = write!(o, "; levels added {} removed {}", t.levels_added, t.levels_removed);
     }
+    if t.expired > 0 {
+        let _ = write!(o, "; {} expired values dropped", count(t.expired));
+    }
+    if t.filter_removed + t.filter_changed > 0 {
+        let _ = write!(
+            o,
+            "; compaction filter removed {} changed {}",
+            count(t.filter_removed),
+            count(t.filter_changed)
+        );
+    }
     o.push('\n');
     let flushes: Vec<String> = t
         .flushes
