@@ -4,7 +4,8 @@
 
 use super::inner::{unknown_tree, DbInner, SuperVersion};
 use crate::error::Result;
-use crate::format::ikey::ValueKind;
+use crate::format::ikey::{self, InternalKey, ValueKind};
+use crate::iter::InternalIterator;
 use crate::format::LookupKey;
 use crate::sst::UnitSelection;
 use crate::stats::stripe::Stripe;
@@ -43,14 +44,30 @@ pub(super) fn get_into(
     for m in &sv.mems {
         covering = covering.max(m.range_del_covering(key, seq));
     }
-    for m in &sv.mems {
+    for (mi, m) in sv.mems.iter().enumerate() {
         if let Some((kind, s_found)) = m.lookup_entry(&lookup, value) {
             sv.counters.record_memtable_hit(s);
             if s_found <= covering {
                 return Ok(false);
             }
             return match kind {
-                ValueKind::Merge => merged(inner, tree, key, snapshot, value),
+                ValueKind::Merge => {
+                    let mut chain = Chain::new(inner, value, covering);
+                    for (j, m) in sv.mems.iter().enumerate().skip(mi) {
+                        let below = if j == mi { s_found.checked_sub(1) } else { Some(seq) };
+                        if chain.walk(&mut m.iter(), key, below) {
+                            return chain.finish(key, value);
+                        }
+                    }
+                    match sv.version.trees.get(tree as usize) {
+                        Some(tv) => {
+                            let plan = inner.filter_plan.load();
+                            let read = Read::new(inner, sv, &plan, &lookup, s);
+                            chain.tables(&read, tables(tv, key), value)
+                        }
+                        None => chain.finish(key, value),
+                    }
+                }
                 ValueKind::Expiring => Ok(unexpired(inner, value)),
                 kind => Ok(kind == ValueKind::Put),
             };
@@ -63,35 +80,142 @@ pub(super) fn get_into(
         return Ok(false);
     };
     let plan = inner.filter_plan.load();
-    let read = Read {
-        inner,
-        sv,
-        plan: &plan,
-        lookup: &lookup,
-        // Merlin's lookup number, when this thread is the one recording windows.
-        g: inner.files.recorder(),
-        s,
-    };
-    let settled = |kind: ValueKind, value: &mut Vec<u8>| match kind {
-        ValueKind::Merge => merged(inner, tree, key, snapshot, value),
-        ValueKind::Expiring => Ok(unexpired(inner, value)),
-        kind => Ok(kind == ValueKind::Put),
-    };
-    for (i, f) in tv.level(0).iter().enumerate() {
-        if f.smallest_user_key() <= key && f.largest_user_key() >= key {
-            if let Some(kind) = read.probe(0, i, value)? {
-                return settled(kind, value);
-            }
-        }
-    }
-    for level in 1..tv.levels.len() {
-        if let Some(i) = tv.index_for_key(level, key) {
-            if let Some(kind) = read.probe(level, i, value)? {
-                return settled(kind, value);
-            }
+    let read = Read::new(inner, sv, &plan, &lookup, s);
+    let mut candidates = tables(tv, key);
+    while let Some((level, i)) = candidates.next() {
+        if let Some((kind, found)) = read.probe(level, i, value)? {
+            return match kind {
+                ValueKind::Merge => {
+                    let mut chain = Chain::new(inner, value, 0);
+                    if chain.rest_of_table(&read, level, i, found)? {
+                        return chain.finish(key, value);
+                    }
+                    chain.tables(&read, candidates, value)
+                }
+                ValueKind::Expiring => Ok(unexpired(inner, value)),
+                kind => Ok(kind == ValueKind::Put),
+            };
         }
     }
     Ok(false)
+}
+
+/// The tables a lookup of `key` probes, in order: the L0 files whose range holds it (newest
+/// first), then the one file of each deeper level that may. Allocates nothing.
+fn tables<'a>(tv: &'a crate::version::TreeVersion, key: &'a [u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let l0 = tv
+        .level(0)
+        .iter()
+        .enumerate()
+        .filter(move |(_, f)| f.smallest_user_key() <= key && f.largest_user_key() >= key)
+        .map(|(i, _)| (0, i));
+    let deeper = (1..tv.levels.len()).filter_map(move |l| tv.index_for_key(l, key).map(|i| (l, i)));
+    l0.chain(deeper)
+}
+
+/// A key whose newest visible version is a merge operand, resolved on the point path: its
+/// older versions are walked source by source, newest first, down to a value, a deletion, a
+/// range tombstone or the last source, then combined by the merge operator.
+struct Chain<'a> {
+    inner: &'a DbInner,
+    /// Newest first.
+    operands: Vec<Vec<u8>>,
+    /// The newest range tombstone over the key met so far: versions below it are deleted.
+    covering: u64,
+    /// What lies below the operands, once known (`Some(None)`: nothing).
+    base: Option<Option<Vec<u8>>>,
+}
+
+impl<'a> Chain<'a> {
+    fn new(inner: &'a DbInner, first: &[u8], covering: u64) -> Self {
+        Chain {
+            inner,
+            operands: vec![first.to_vec()],
+            covering,
+            base: None,
+        }
+    }
+
+    /// Takes the next older version; true once the chain is complete.
+    fn take(&mut self, kind: ValueKind, seq: u64, v: &[u8]) -> bool {
+        let base = match kind {
+            _ if self.covering > seq => None,
+            ValueKind::Merge => {
+                self.operands.push(v.to_vec());
+                return false;
+            }
+            ValueKind::Put => Some(v.to_vec()),
+            ValueKind::Expiring => crate::ttl::live(v, self.inner.opts.clock.now_ms()).map(<[u8]>::to_vec),
+            _ => None,
+        };
+        self.base = Some(base);
+        true
+    }
+
+    /// Takes `it`'s versions of `key` at or below `below` (`None`: none is); true once the
+    /// chain is complete.
+    fn walk(&mut self, it: &mut dyn InternalIterator, key: &[u8], below: Option<u64>) -> bool {
+        let Some(below) = below else {
+            return false;
+        };
+        it.seek(InternalKey::for_seek(key, below).encoded());
+        while it.valid() {
+            match ikey::split(it.key()) {
+                Some((k, seq, kind)) if k == key => {
+                    if self.take(kind, seq, it.value()) {
+                        return true;
+                    }
+                }
+                _ => break,
+            }
+            it.next();
+        }
+        false
+    }
+
+    /// After an operand at `found` in file `i` of `level`: that table's older versions; true
+    /// once the chain is complete.
+    fn rest_of_table(&mut self, read: &Read<'_>, level: usize, i: usize, found: u64) -> Result<bool> {
+        let Some(table) = read.table(level, i)? else {
+            return Ok(false);
+        };
+        let key = read.lookup.user_key();
+        self.covering = self.covering.max(table.range_del_covering(key, read.lookup.seqno()));
+        let mut it = table.iter();
+        let done = self.walk(&mut it, key, found.checked_sub(1));
+        it.status()?;
+        Ok(done)
+    }
+
+    /// Walks the remaining `tables` (probed through their filters), then combines.
+    fn tables(
+        mut self,
+        read: &Read<'_>,
+        tables: impl Iterator<Item = (usize, usize)>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<bool> {
+        for (level, i) in tables {
+            if let Some((kind, found)) = read.probe(level, i, scratch)? {
+                if self.take(kind, found, scratch) || self.rest_of_table(read, level, i, found)? {
+                    break;
+                }
+            }
+        }
+        self.finish(read.lookup.user_key(), scratch)
+    }
+
+    /// The merged value into `value`.
+    fn finish(self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        let Some(op) = self.inner.opts.merge_op.as_deref() else {
+            return Err(crate::Error::InvalidArgument(format!(
+                "key {:?} holds merge operands and the database has no merge operator",
+                String::from_utf8_lossy(key)
+            )));
+        };
+        let base = self.base.flatten();
+        *value = crate::merge::resolve(op, key, base.as_deref(), &self.operands)?;
+        Ok(true)
+    }
 }
 
 /// An expiring version found by a get: whether it is still live (its value, without the
@@ -106,21 +230,6 @@ fn unexpired(inner: &DbInner, value: &mut Vec<u8>) -> bool {
     }
 }
 
-/// A key whose newest visible version is a merge operand: its operands and the value below
-/// them come from a read of the key's versions (an iterator over `[key, key]`, which knows the
-/// range tombstones and the merge operator), at `snapshot` or now.
-fn merged(inner: &Arc<DbInner>, tree: u32, key: &[u8], snapshot: Option<u64>, value: &mut Vec<u8>) -> Result<bool> {
-    let mut r = super::iter::Range::new(inner.clone(), tree, snapshot, &(key..=key));
-    match r.next() {
-        Some(Ok((_, v))) => {
-            *value = v;
-            Ok(true)
-        }
-        Some(Err(e)) => Err(e),
-        None => Ok(false),
-    }
-}
-
 /// One point read's context, shared by the tables it probes.
 struct Read<'a> {
     inner: &'a DbInner,
@@ -131,13 +240,43 @@ struct Read<'a> {
     s: Stripe,
 }
 
-impl Read<'_> {
-    /// Probes file `i` of `level`; `Some(kind)` once the table settles the read: it holds a
-    /// version of the key (its kind; `Delete` when one of the table's own range tombstones is
-    /// newer; the value in `value`), or a range tombstone over the key (`Delete`: every deeper
-    /// version is older than it). Range tombstones are asked before any filter, which knows
-    /// point keys only.
-    fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<ValueKind>> {
+impl<'a> Read<'a> {
+    fn new(inner: &'a DbInner, sv: &'a SuperVersion, plan: &'a FilterPlan, lookup: &'a LookupKey, s: Stripe) -> Self {
+        Read {
+            inner,
+            sv,
+            plan,
+            lookup,
+            // Merlin's lookup number, when this thread is the one recording windows.
+            g: inner.files.recorder(),
+            s,
+        }
+    }
+
+    /// File `i` of `level`'s reader (a merge chain reads on in it).
+    fn table(&self, level: usize, i: usize) -> Result<Option<Arc<crate::sst::TableReader>>> {
+        let Some(f) = self
+            .sv
+            .version
+            .trees
+            .get(self.sv.tree)
+            .and_then(|t| t.level(level).get(i))
+        else {
+            return Ok(None);
+        };
+        let state = self.sv.files.get(level).and_then(|l| l.get(i));
+        match state.and_then(|st| st.reader_slot().load_full()) {
+            Some(t) => Ok(Some(t)),
+            None => self.inner.open_table_for(f, state).map(Some),
+        }
+    }
+
+    /// Probes file `i` of `level`; `Some((kind, seqno))` once the table settles the read: it
+    /// holds a version of the key (its kind and sequence number; `Delete` when one of the
+    /// table's own range tombstones is newer; the value in `value`), or a range tombstone over
+    /// the key (`Delete`: every deeper version is older than it). Range tombstones are asked
+    /// before any filter, which knows point keys only.
+    fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<(ValueKind, u64)>> {
         let Some(f) = self
             .sv
             .version
@@ -180,9 +319,9 @@ impl Read<'_> {
             }
         }
         Ok(match out.found {
-            Some(found) if found.seqno > covering => Some(found.kind),
-            Some(_) => Some(ValueKind::Delete),
-            None => (covering > 0).then_some(ValueKind::Delete),
+            Some(found) if found.seqno > covering => Some((found.kind, found.seqno)),
+            Some(_) => Some((ValueKind::Delete, covering)),
+            None => (covering > 0).then_some((ValueKind::Delete, covering)),
         })
     }
 }
