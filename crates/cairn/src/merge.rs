@@ -193,15 +193,14 @@ pub(crate) fn for_open(
     })
 }
 
-/// Resolves a key's operands (newest first, as reads meet them) over `base`.
+/// Applies a key's operands (oldest first) to `base`; an operator that cannot is corruption.
 pub(crate) fn resolve(
     op: &dyn MergeOperator,
     key: &[u8],
     base: Option<&[u8]>,
-    newest_first: &[Vec<u8>],
+    operands: &[&[u8]],
 ) -> crate::Result<Vec<u8>> {
-    let operands: Vec<&[u8]> = newest_first.iter().rev().map(Vec::as_slice).collect();
-    op.full_merge(key, base, &operands).ok_or_else(|| {
+    op.full_merge(key, base, operands).ok_or_else(|| {
         crate::Error::corruption(
             "",
             0,

@@ -217,7 +217,8 @@ impl Cursor {
             self.it.next();
         }
         self.it.status()?;
-        crate::merge::resolve(&*op, uk, base.as_deref(), &operands)
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        crate::merge::resolve(&*op, uk, base.as_deref(), &oldest_first)
     }
 
     /// Steps past every version of the current entry's user key.

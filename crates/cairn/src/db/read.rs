@@ -5,8 +5,8 @@
 use super::inner::{unknown_tree, DbInner, SuperVersion};
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind};
-use crate::iter::InternalIterator;
 use crate::format::LookupKey;
+use crate::iter::InternalIterator;
 use crate::sst::UnitSelection;
 use crate::stats::stripe::Stripe;
 use crate::tuning::{FilterPlan, UnitChoice};
@@ -118,8 +118,10 @@ fn tables<'a>(tv: &'a crate::version::TreeVersion, key: &'a [u8]) -> impl Iterat
 /// range tombstone or the last source, then combined by the merge operator.
 struct Chain<'a> {
     inner: &'a DbInner,
-    /// Newest first.
-    operands: Vec<Vec<u8>>,
+    /// The operands, newest first, end to end in one buffer (a hot counter holds thousands:
+    /// one allocation each would cost more than the walk), and where each ends.
+    operands: Vec<u8>,
+    ends: Vec<usize>,
     /// The newest range tombstone over the key met so far: versions below it are deleted.
     covering: u64,
     /// What lies below the operands, once known (`Some(None)`: nothing).
@@ -130,7 +132,8 @@ impl<'a> Chain<'a> {
     fn new(inner: &'a DbInner, first: &[u8], covering: u64) -> Self {
         Chain {
             inner,
-            operands: vec![first.to_vec()],
+            operands: first.to_vec(),
+            ends: vec![first.len()],
             covering,
             base: None,
         }
@@ -141,7 +144,8 @@ impl<'a> Chain<'a> {
         let base = match kind {
             _ if self.covering > seq => None,
             ValueKind::Merge => {
-                self.operands.push(v.to_vec());
+                self.operands.extend_from_slice(v);
+                self.ends.push(self.operands.len());
                 return false;
             }
             ValueKind::Put => Some(v.to_vec()),
@@ -213,7 +217,11 @@ impl<'a> Chain<'a> {
             )));
         };
         let base = self.base.flatten();
-        *value = crate::merge::resolve(op, key, base.as_deref(), &self.operands)?;
+        let oldest_first: Vec<&[u8]> = (0..self.ends.len())
+            .rev()
+            .map(|i| &self.operands[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
+            .collect();
+        *value = crate::merge::resolve(op, key, base.as_deref(), &oldest_first)?;
         Ok(true)
     }
 }
