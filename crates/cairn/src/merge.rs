@@ -247,7 +247,7 @@ mod tests {
     #[test]
     fn resolve_applies_oldest_first() {
         let op = StringAppend::default();
-        let got = resolve(&op, b"k", Some(b"base"), &[b"new".to_vec(), b"old".to_vec()]).unwrap();
+        let got = resolve(&op, b"k", Some(b"base"), &[b"old", b"new"]).unwrap();
         assert_eq!(got, b"base,old,new");
     }
 }
