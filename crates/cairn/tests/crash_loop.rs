@@ -1,4 +1,4 @@
-//! Crash loop (process crash): a child process writes (puts, some expiring a day later,
+//! Crash loop (process crash): a child process writes (puts, some expiring a day later, merges,
 //! deletes, range deletes, cross-tree batches, ~5% synced) with background flush and compaction
 //! on a real directory; the parent kills it with
 //! SIGKILL at a random moment, reopens, and checks the database against an expected-state file
@@ -18,7 +18,7 @@
     reason = "tests and benchmarks fail by panicking"
 )]
 
-use cairn::{Db, Options, WriteBatch, WriteOptions};
+use cairn::{Db, MergeOperator, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::fs::{File, OpenOptions};
@@ -52,8 +52,44 @@ fn value(id: u32) -> Vec<u8> {
 }
 
 fn decode(v: &[u8]) -> u32 {
-    let s = std::str::from_utf8(v).unwrap();
-    s[1..s.find('-').unwrap()].parse().unwrap()
+    try_decode(v).unwrap()
+}
+
+fn try_decode(v: &[u8]) -> Option<u32> {
+    let s = std::str::from_utf8(v).ok()?;
+    s.get(1..s.find('-')?)?.parse().ok()
+}
+
+/// Merges whose result is the newest operand, provided the value below and the operands carry
+/// strictly increasing ids (the child's ids only grow): an operand lost, replayed twice or
+/// applied out of order makes the read fail, and the expected state stays one id per key.
+#[derive(Debug)]
+struct Newest;
+
+impl Newest {
+    fn check(existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let ids: Option<Vec<u32>> = existing
+            .into_iter()
+            .chain(operands.iter().copied())
+            .map(try_decode)
+            .collect();
+        let ids = ids?;
+        ids.windows(2)
+            .all(|w| w[0] < w[1])
+            .then(|| operands.last().map(|o| o.to_vec()))?
+    }
+}
+
+impl MergeOperator for Newest {
+    fn name(&self) -> String {
+        "crash-loop-newest".into()
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Newest::check(existing, operands)
+    }
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Newest::check(None, operands)
+    }
 }
 
 /// The defaults (one budget with the memory tuner, Mnemosyne filters, range filters) at 1 MiB,
@@ -65,6 +101,7 @@ fn options() -> Options {
     o.compaction.max_bytes_for_level_base = 256 << 10;
     o.compaction.target_file_size = 64 << 10;
     o.compaction.l0_trigger = 2;
+    o.merge_operator = Some(std::sync::Arc::new(Newest));
     o
 }
 
@@ -81,7 +118,9 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
     let mut committed = vec![0u8; PENDING_AT as usize];
     state.read_exact(&mut committed).unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut next_id: u32 = (seed as u32 & 0xffff) << 14 | 1;
+    // The seed is the cycle (from 1): ids grow across cycles too, as `Newest` requires (a child
+    // writes far fewer than 2^20 of them; 4,095 cycles fit).
+    let mut next_id: u32 = (seed as u32) << 20 | 1;
     loop {
         let mut batch = WriteBatch::new();
         let mut ops: Vec<(usize, u32)> = Vec::new();
@@ -110,13 +149,16 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
             // Some puts expire, a day from now: the kind the WAL and tables then hold must
             // come back through every crash as the same value.
             let day = std::time::Duration::from_secs(86_400);
-            match (t, id, rng.gen_bool(0.2)) {
+            // Some are merges (`Newest`: the value becomes the operand).
+            match (t, id, rng.gen_range(0..10)) {
                 (0, ABSENT, _) => batch.delete(key(k)),
-                (0, _, false) => batch.put(key(k), value(id)),
-                (0, _, true) => batch.put_with_ttl(key(k), value(id), day),
+                (0, _, 0..=5) => batch.put(key(k), value(id)),
+                (0, _, 6..=7) => batch.put_with_ttl(key(k), value(id), day),
+                (0, _, _) => batch.merge(key(k), value(id)),
                 (_, ABSENT, _) => batch.delete_in(&second, key(k)),
-                (_, _, false) => batch.put_in(&second, key(k), value(id)),
-                (_, _, true) => batch.put_with_ttl_in(&second, key(k), value(id), day),
+                (_, _, 0..=5) => batch.put_in(&second, key(k), value(id)),
+                (_, _, 6..=7) => batch.put_with_ttl_in(&second, key(k), value(id), day),
+                (_, _, _) => batch.merge_in(&second, key(k), value(id)),
             };
             ops.push((t * KEYS + k, id));
         }
@@ -186,6 +228,10 @@ fn crash_loop() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100);
+    assert!(
+        cycles < 4096,
+        "value ids hold the cycle in 12 bits: at most 4,095 cycles"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let dir: PathBuf = tmp.path().join("db");
     let expected = tmp.path().join("expected");
