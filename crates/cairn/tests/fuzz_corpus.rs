@@ -64,7 +64,13 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         db.merge(format!("key{:05}", i * 31), i.to_le_bytes()).unwrap();
     }
     db.delete_range("key00020", "key00040").unwrap();
+    // Expiring values (kind 4) in a table and in the WAL.
+    for i in 0..5u32 {
+        db.put_with_ttl(format!("key{:05}", i * 17), "ttl", std::time::Duration::from_secs(3600))
+            .unwrap();
+    }
     db.flush_all().unwrap();
+    db.put_with_ttl("wal9", "ttl", std::time::Duration::from_secs(3600)).unwrap();
     for i in 0..20u32 {
         db.put(format!("wal{i}"), "x").unwrap();
     }
