@@ -239,6 +239,15 @@ pub trait Engine: Send + Sync {
     fn checkpoint(&self, _dir: &Path) -> EResult<Option<u64>> {
         Err(format!("{} has no checkpoint here", self.name()).into())
     }
+    /// Backs the database up into `dir` (incremental when it holds earlier backups); the
+    /// bytes it copied when the engine says.
+    fn backup(&self, _dir: &Path) -> EResult<Option<u64>> {
+        Err(format!("{} has no backup here", self.name()).into())
+    }
+    /// Restores the newest backup in `dir` into the new directory `to`.
+    fn restore(&self, _dir: &Path, _to: &Path) -> EResult<()> {
+        Err(format!("{} has no restore here", self.name()).into())
+    }
     /// Merges an operand into `key` (the engine's merge operator combines it).
     fn merge(&self, _key: &[u8], _operand: &[u8]) -> EResult<()> {
         Err(format!("{} has no merge operator here", self.name()).into())
@@ -560,6 +569,15 @@ impl Engine for CairnEngine {
 
     fn checkpoint(&self, dir: &Path) -> EResult<Option<u64>> {
         Ok(Some(self.db.checkpoint(dir)?.bytes_copied))
+    }
+
+    fn backup(&self, dir: &Path) -> EResult<Option<u64>> {
+        Ok(Some(self.db.backup(dir)?.bytes_copied))
+    }
+
+    fn restore(&self, dir: &Path, to: &Path) -> EResult<()> {
+        cairn::Db::restore(dir, to)?;
+        Ok(())
     }
 
     fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {

@@ -279,7 +279,7 @@ fn main() {
                 }
                 for p in phases {
                     let name = format!("{prefix}{}", p.name);
-                    say(&bar, format!("  {name:<20} {:>12.0} ops/s", p.ops_per_sec));
+                    say(&bar, format!("  {name:<20} {:>12} ops/s", ops(p.ops_per_sec)));
                     if !order.contains(&name) {
                         order.push(name.clone());
                     }
@@ -317,7 +317,7 @@ fn main() {
     for (pi, name) in order.iter().enumerate() {
         md.push_str(&format!("| {name} |"));
         for c in &configs {
-            md.push_str(&med(pi, &c.name).map_or(" – |".into(), |v| format!(" {v:.0} |")));
+            md.push_str(&med(pi, &c.name).map_or(" – |".into(), |v| format!(" {} |", ops(v))));
         }
         for c in configs.iter().skip(1) {
             let r = med(pi, &c.name).zip(med(pi, &configs[0].name)).map(|(a, b)| a / b);
@@ -414,5 +414,15 @@ fn main() {
             args.out.display()
         ),
         Err(e) => eprintln!("compare: chart not drawn: {e}"),
+    }
+}
+
+/// Operations per second for a table: whole numbers, with three decimals below 100 (a phase of
+/// one operation that takes seconds, such as a backup, is 0.312, not 0).
+fn ops(v: f64) -> String {
+    if v < 100.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.0}")
     }
 }

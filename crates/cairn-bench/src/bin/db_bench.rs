@@ -34,7 +34,8 @@ struct Args {
     /// delete of the first P% of the keys), deleteranges:N:W (ours: N range deletes of W keys
     /// each, at random), mergerandom (8-byte counters through --merge_operator=uint64add),
     /// updaterandom (the same counters by get and put), checkpoint (ours: one checkpoint while
-    /// a writer runs), counters (mergerandom with
+    /// a writer runs), backup (into `<db>.backup`, incremental after the first), restore (the
+    /// newest backup into `<db>.restored`), counters (mergerandom with
     /// --merge_operator, updaterandom without: one phase name for both), compact, flush,
     /// waitforcompaction, stats. `NAME@LABEL` runs NAME as
     /// a phase called `NAME@LABEL` (the same benchmark twice in one run).
@@ -819,6 +820,24 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "updaterandom" => b.count_random(name, true),
         "compact" => b.once(name, || db.compact()),
         "checkpoint" => b.checkpoint_while_writing(name, &b.dir),
+        // Into `<db>.backup` (kept between phases: a second backup is incremental), and the
+        // newest backup restored into `<db>.restored` (replaced).
+        "backup" => {
+            let bytes = std::cell::Cell::new(None);
+            let p = b.once(name, || {
+                bytes.set(db.backup(&b.dir.with_extension("backup"))?);
+                Ok(())
+            });
+            if let Some(n) = bytes.get() {
+                println!("  ({name}: {n} bytes copied)");
+            }
+            p
+        }
+        "restore" => {
+            let to = b.dir.with_extension("restored");
+            let _ = std::fs::remove_dir_all(&to);
+            b.once(name, || db.restore(&b.dir.with_extension("backup"), &to))
+        }
         "flush" => b.once(name, || db.flush()),
         "waitforcompaction" => b.once(name, || db.wait_for_background()),
         "stats" => {
@@ -836,8 +855,16 @@ fn main() {
         .db
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("{}_db_bench", args.engine.engine)));
-    if !args.use_existing_db && dir.exists() {
-        let _ = std::fs::remove_dir_all(&dir);
+    if !args.use_existing_db {
+        // With the database go its checkpoint, backups and restored copy.
+        for d in [
+            dir.clone(),
+            dir.with_extension("checkpoint"),
+            dir.with_extension("backup"),
+            dir.with_extension("restored"),
+        ] {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
     if !(0.0..=1.0).contains(&args.empty_ratio) {
         fail(format!("--empty_ratio={}: must be in [0, 1]", args.empty_ratio));

@@ -139,6 +139,20 @@ impl Engine for RocksEngine {
         Ok(None)
     }
 
+    fn backup(&self, dir: &Path) -> EResult<Option<u64>> {
+        use rocksdb::backup::{BackupEngine, BackupEngineOptions};
+        let mut engine = BackupEngine::open(&BackupEngineOptions::new(dir)?, &rocksdb::Env::new()?)?;
+        engine.create_new_backup(&self.db)?;
+        Ok(None)
+    }
+
+    fn restore(&self, dir: &Path, to: &Path) -> EResult<()> {
+        use rocksdb::backup::{BackupEngine, BackupEngineOptions, RestoreOptions};
+        let mut engine = BackupEngine::open(&BackupEngineOptions::new(dir)?, &rocksdb::Env::new()?)?;
+        engine.restore_from_latest_backup(to, to, &RestoreOptions::default())?;
+        Ok(())
+    }
+
     fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {
         Ok(self.db.get(key)?)
     }
