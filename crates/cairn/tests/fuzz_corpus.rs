@@ -48,6 +48,8 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         o.filters.bits_per_key = 10.0;
         o.range_filter.bits_per_key = 12.0;
         o.set("merge_operator", "uint64add").unwrap();
+        // Cache-local units (version 2) in the seeds; the committed corpus has version 1.
+        o.filters.unit_format = cairn::UnitFormat::CacheLocal;
         o
     };
     let db = Db::open("/s", opts).unwrap();
@@ -70,7 +72,8 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
             .unwrap();
     }
     db.flush_all().unwrap();
-    db.put_with_ttl("wal9", "ttl", std::time::Duration::from_secs(3600)).unwrap();
+    db.put_with_ttl("wal9", "ttl", std::time::Duration::from_secs(3600))
+        .unwrap();
     for i in 0..20u32 {
         db.put(format!("wal{i}"), "x").unwrap();
     }

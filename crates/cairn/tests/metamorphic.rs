@@ -390,7 +390,7 @@ fn configs() -> Vec<Config> {
         o
     };
     type Switch = fn(&mut Options);
-    let off: [(&str, Switch); 5] = [
+    let off: [(&str, Switch); 6] = [
         ("", |_| {}),
         (" without the tuner", |o| o.memory.budget_mut().tuner = None),
         (" with fixed sizes instead of the budget", |o| {
@@ -405,6 +405,9 @@ fn configs() -> Vec<Config> {
             o.filters.policy = FilterPolicy::Uniform
         }),
         (" without range filters", |o| o.range_filter.bits_per_key = 0.0),
+        (" with cache-local filter units", |o| {
+            o.filters.unit_format = cairn::UnitFormat::CacheLocal
+        }),
     ];
     for (what, switch) in off {
         let mut o = defaults.clone();

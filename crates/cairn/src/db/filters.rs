@@ -192,6 +192,7 @@ fn with_filter(
         compression: opts.compression,
         segment_size: opts.segment_size,
         filter,
+        cache_local_filters: opts.filter_unit_format == crate::options::UnitFormat::CacheLocal,
         filter_decider: decider,
         range_filter: (opts.range_filter_bits_per_key > 0.0).then_some(RangeFilterOptions {
             bits_per_key: opts.range_filter_bits_per_key,

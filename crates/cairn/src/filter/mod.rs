@@ -67,6 +67,8 @@ pub struct BloomUnitsWriter {
     decider: Option<Arc<dyn DecideFilters>>,
     segments: Vec<Vec<u64>>,
     current: Vec<u64>,
+    /// Cache-local units (`bloom.rs` version 2) instead of standard ones.
+    cache_local: bool,
 }
 
 impl BloomUnitsWriter {
@@ -77,7 +79,14 @@ impl BloomUnitsWriter {
             decider,
             segments: Vec::new(),
             current: Vec::new(),
+            cache_local: false,
         }
+    }
+
+    /// Builds cache-local units.
+    pub fn cache_local(mut self, on: bool) -> Self {
+        self.cache_local = on;
+        self
     }
 }
 
@@ -102,7 +111,10 @@ impl FilterWriter for BloomUnitsWriter {
                 decision
                     .units
                     .iter()
-                    .map(|u| bloom::build(hashes, u.bpk, u.seed))
+                    .map(|u| match self.cache_local {
+                        true => bloom::build_local(hashes, u.bpk, u.seed),
+                        false => bloom::build(hashes, u.bpk, u.seed),
+                    })
                     .collect()
             })
             .collect();

@@ -213,6 +213,8 @@ pub struct FilterOptions {
     pub segment_size: u64,
     /// Probes in Merlin's per-file window (`filters.merlin_window`).
     pub merlin_window: usize,
+    /// The layout of new tables' filter units (`filters.unit_format`).
+    pub unit_format: super::UnitFormat,
 }
 
 /// How point-filter bits are spread over files, with each policy's parameters
@@ -530,6 +532,7 @@ impl FilterOptions {
             policy: FilterPolicy::of(s),
             segment_size: s.segment_size,
             merlin_window: s.merlin_window,
+            unit_format: s.filter_unit_format,
         }
     }
 }
@@ -619,6 +622,7 @@ impl Options {
         s.bpk_policy = f.policy.kind();
         s.segment_size = f.segment_size;
         s.merlin_window = f.merlin_window;
+        s.filter_unit_format = f.unit_format;
         if let FilterPolicy::Elastic(u) | FilterPolicy::MnemosyneElastic { units: u, .. } = &f.policy {
             u.store(&mut s);
         }

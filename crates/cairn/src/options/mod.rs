@@ -93,6 +93,18 @@ pub enum MemoryComponent {
     Partitioned,
 }
 
+/// The layout of point-filter units in new tables (`filters.unit_format`; tables record it
+/// per unit, so both are read whatever the setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnitFormat {
+    /// Probes spread over the whole unit (up to one cache line each).
+    #[default]
+    Standard,
+    /// Every probe of a key in one 64-byte line: one cache miss per unit, a slightly higher
+    /// false-positive rate at the same bits (`docs/format/sst.md`, filter units).
+    CacheLocal,
+}
+
 /// How the sorted levels' capacities are set (leveling only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LevelTargets {
@@ -123,7 +135,7 @@ macro_rules! named {
         }
     )*};
 }
-named!(BpkPolicy, FlushPolicy, MemoryComponent, LevelTargets);
+named!(BpkPolicy, FlushPolicy, MemoryComponent, LevelTargets, UnitFormat);
 
 impl BpkPolicy {
     /// Whether filter units are loaded and unloaded at run time (ElasticBF).
@@ -351,6 +363,10 @@ options! {
         pub bpk_policy: BpkPolicy = BpkPolicy::Mnemosyne => "filters.policy", Choice, ANY, Stored, Always;
         /// Data bytes per filter segment (default 4 MiB).
         pub segment_size: u64 = 4 << 20 => "filters.segment_size", Bytes, within(1.0, INF), Stored, Always;
+        /// Layout of the filter units of new tables (default standard; cache-local: every
+        /// probe of a key in one 64-byte line). Tables record it per unit: both are read.
+        pub filter_unit_format: UnitFormat = UnitFormat::Standard
+            => "filters.unit_format", Choice, ANY, Stored, Always, "filters.unit_format";
         /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
         pub merlin_window: usize = 64 => "filters.merlin_window", Count, within(2.0, 64.0), Stored, Always;
         /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).

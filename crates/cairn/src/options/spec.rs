@@ -4,7 +4,7 @@
 //! per option drives the struct, its defaults, `Options::set`, the OPTIONS file, range
 //! validation and the generated table in `docs/options.md`.
 
-use super::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings};
+use super::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings, UnitFormat};
 use crate::sst::Compression;
 use crate::wal::RecoveryMode;
 
@@ -385,6 +385,10 @@ choice_value!(FlushPolicy:
 choice_value!(MemoryComponent:
     MemoryComponent::Monolithic => "monolithic",
     MemoryComponent::Partitioned => "partitioned",
+);
+choice_value!(UnitFormat:
+    UnitFormat::Standard => "standard",
+    UnitFormat::CacheLocal => "cache-local",
 );
 choice_value!(LevelTargets:
     LevelTargets::Fixed => "fixed",

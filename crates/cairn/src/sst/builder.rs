@@ -83,7 +83,9 @@ impl TableBuilder {
             db_id: opts.db_id,
             range_deletions: 0,
         };
-        let filter = Box::new(BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()));
+        let filter = Box::new(
+            BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()).cache_local(opts.cache_local_filters),
+        );
         let range = opts
             .range_filter
             .as_ref()
@@ -351,6 +353,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             segment_size: 4 << 20,
             filter: FilterDecision::uniform(10.0),
+            cache_local_filters: false,
             filter_decider: None,
             range_filter: None,
             db_id: 0,

@@ -62,6 +62,8 @@ pub struct TableOptions {
     pub segment_size: u64,
     /// Filter units per segment (default one 10-bit unit).
     pub filter: crate::filter::FilterDecision,
+    /// Build cache-local filter units (version 2) instead of standard ones.
+    pub cache_local_filters: bool,
     /// When set, decides the filter instead of `filter`, once the table's keys are known.
     pub filter_decider: Option<std::sync::Arc<dyn crate::filter::DecideFilters>>,
     /// The range filter to build (none by default).

@@ -177,6 +177,8 @@ fn round_trip_random_tables() {
                 2 => FilterDecision::units("elastic", 6, 4.0),
                 _ => FilterDecision::uniform(2.5),
             },
+            // Cache-local units in a third of the tables (version-2 units).
+            cache_local_filters: round % 3 == 1,
             filter_decider: None,
             range_filter: None,
             db_id: round as u64,
