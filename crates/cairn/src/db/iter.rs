@@ -171,6 +171,24 @@ impl Cursor {
             .skip_children(target.encoded(), |i| max_seqs.get(i).is_some_and(|&m| m < t))
     }
 
+    /// Seeks forward to `k`; when range tombstones cover the keys from `k` on, the sources all
+    /// older than them seek straight past the covered run.
+    fn seek_from(&mut self, k: &[u8]) {
+        let target = InternalKey::for_seek(k, MAX_SEQNO);
+        let run = match &self.range_dels {
+            Ok(Some(rd)) => rd.covered_run(k, self.seq, true).map(|(bound, t)| (InternalKey::for_seek(bound, MAX_SEQNO), t)),
+            _ => None,
+        };
+        match run {
+            Some((far, t)) => {
+                let max_seqs = &self.max_seqs;
+                self.it
+                    .seek_past(target.encoded(), far.encoded(), |i| max_seqs.get(i).is_some_and(|&m| m < t));
+            }
+            None => self.it.seek(target.encoded()),
+        }
+    }
+
     /// The error gathering the range tombstones, once.
     fn take_error(&mut self) -> Option<crate::Error> {
         match std::mem::replace(&mut self.range_dels, Ok(None)) {
@@ -250,7 +268,7 @@ impl Cursor {
                 return Some(Err(e));
             }
             match lo {
-                Bound::Included(k) | Bound::Excluded(k) => self.it.seek(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
+                Bound::Included(k) | Bound::Excluded(k) => self.seek_from(k),
                 Bound::Unbounded => self.it.seek_to_first(),
             }
         } else if self.it.valid() && !self.past {
