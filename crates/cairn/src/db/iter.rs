@@ -176,16 +176,40 @@ impl Cursor {
     fn seek_from(&mut self, k: &[u8]) {
         let target = InternalKey::for_seek(k, MAX_SEQNO);
         let run = match &self.range_dels {
-            Ok(Some(rd)) => rd.covered_run(k, self.seq, true).map(|(bound, t)| (InternalKey::for_seek(bound, MAX_SEQNO), t)),
+            Ok(Some(rd)) => rd
+                .covered_run(k, self.seq, true)
+                .map(|(bound, t)| (InternalKey::for_seek(bound, MAX_SEQNO), t)),
             _ => None,
         };
         match run {
             Some((far, t)) => {
                 let max_seqs = &self.max_seqs;
-                self.it
-                    .seek_past(target.encoded(), far.encoded(), |i| max_seqs.get(i).is_some_and(|&m| m < t));
+                self.it.seek_past(target.encoded(), far.encoded(), |i| {
+                    max_seqs.get(i).is_some_and(|&m| m < t)
+                });
             }
             None => self.it.seek(target.encoded()),
+        }
+    }
+
+    /// Seeks backward to `target`, the last internal key of the range ending at user key `k`
+    /// (`included` or not); when range tombstones cover the keys just below it, the sources all
+    /// older than them go straight before the covered run.
+    fn seek_back_from(&mut self, target: InternalKey, k: &[u8], included: bool) {
+        let run = match &self.range_dels {
+            Ok(Some(rd)) if included => rd.covered_run(k, self.seq, false),
+            Ok(Some(rd)) => rd.covered_run_below(k, self.seq),
+            _ => None,
+        }
+        .map(|(bound, t)| (InternalKey::for_seek(bound, MAX_SEQNO), t));
+        match run {
+            Some((far, t)) => {
+                let max_seqs = &self.max_seqs;
+                self.it.seek_for_prev_past(target.encoded(), far.encoded(), |i| {
+                    max_seqs.get(i).is_some_and(|&m| m < t)
+                });
+            }
+            None => self.it.seek_for_prev(target.encoded()),
         }
     }
 
@@ -356,10 +380,8 @@ impl Cursor {
             }
             match hi {
                 // The last internal key of user key k is (k, seqno 0, kind 0).
-                Bound::Included(k) => self
-                    .it
-                    .seek_for_prev(InternalKey::new(k, 0, ValueKind::Delete).encoded()),
-                Bound::Excluded(k) => self.it.seek_for_prev(InternalKey::for_seek(k, MAX_SEQNO).encoded()),
+                Bound::Included(k) => self.seek_back_from(InternalKey::new(k, 0, ValueKind::Delete), k, true),
+                Bound::Excluded(k) => self.seek_back_from(InternalKey::for_seek(k, MAX_SEQNO), k, false),
                 Bound::Unbounded => self.it.seek_to_last(),
             }
         }

@@ -120,6 +120,24 @@ impl MergingIter {
         self.find_smallest();
     }
 
+    /// [`seek_for_prev`](InternalIterator::seek_for_prev) to `target`, except that every child
+    /// `i` with `older(i)` goes at once to its last entry before `far` (≤ `target`): the
+    /// backward counterpart of [`seek_past`](Self::seek_past).
+    pub fn seek_for_prev_past(&mut self, target: &[u8], far: &[u8], older: impl Fn(usize) -> bool) {
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if older(i) {
+                c.seek_for_prev(far);
+                if c.valid() && ikey::compare(c.key(), far) != Ordering::Less {
+                    c.prev();
+                }
+            } else {
+                c.seek_for_prev(target);
+            }
+        }
+        self.direction = Direction::Backward;
+        self.find_largest();
+    }
+
     fn find_smallest(&mut self) {
         self.find(Ordering::Less);
     }

@@ -144,10 +144,23 @@ impl Fragments {
     /// last fragment's end, or its first one's start) and the oldest of the newest tombstones
     /// over its fragments (a version older than that is deleted anywhere in the run).
     pub fn covered_run(&self, key: &[u8], read_seq: u64, forward: bool) -> Option<(&[u8], u64)> {
-        let visible = |f: &Fragment| f.seqs.iter().copied().find(|&s| s <= read_seq);
         let i = self.frags.partition_point(|f| f.end.as_slice() <= key);
-        let f = self.frags.get(i).filter(|f| f.start.as_slice() <= key)?;
-        let mut min = visible(f)?;
+        self.frags.get(i).filter(|f| f.start.as_slice() <= key)?;
+        self.run_from(i, read_seq, forward)
+    }
+
+    /// [`covered_run`](Self::covered_run) walking backwards from the keys just below `key`
+    /// (an excluded upper bound): the run of the fragment holding them.
+    pub fn covered_run_below(&self, key: &[u8], read_seq: u64) -> Option<(&[u8], u64)> {
+        let i = self.frags.partition_point(|f| f.start.as_slice() < key).checked_sub(1)?;
+        self.frags.get(i).filter(|f| key <= f.end.as_slice())?;
+        self.run_from(i, read_seq, false)
+    }
+
+    /// The run of adjacent visible fragments from fragment `i` on, in the direction given.
+    fn run_from(&self, i: usize, read_seq: u64, forward: bool) -> Option<(&[u8], u64)> {
+        let visible = |f: &Fragment| f.seqs.iter().copied().find(|&s| s <= read_seq);
+        let mut min = visible(&self.frags[i])?;
         let mut j = i;
         loop {
             let next = if forward { j + 1 } else { j.wrapping_sub(1) };
@@ -387,6 +400,14 @@ mod tests {
         assert_eq!(f.covered_run(b"d", 8, true), Some((&b"e"[..], 5)), "9 is not visible at 8");
         assert_eq!(f.covered_run(b"i", 100, true), Some((&b"k"[..], 7)));
         assert_eq!(f.covered_run(b"g", 100, true), None);
+        // Below an excluded bound: the keys just below `key`.
+        assert_eq!(f.covered_run_below(b"g", 100), Some((&b"a"[..], 5)), "[e,g) holds the keys below g");
+        assert_eq!(f.covered_run_below(b"e", 100), Some((&b"a"[..], 5)));
+        assert_eq!(f.covered_run_below(b"k", 100), Some((&b"h"[..], 7)));
+        assert_eq!(f.covered_run_below(b"h", 100), None, "below h is the gap");
+        assert_eq!(f.covered_run_below(b"a", 100), None);
+        assert_eq!(f.covered_run_below(b"z", 100), None);
+        assert_eq!(f.covered_run_below(b"f", 8), None, "[e,g)@9 is not visible at 8");
     }
 
     #[test]
