@@ -137,6 +137,11 @@ fn before_lo(uk: &[u8], lo: &Bound<Vec<u8>>) -> bool {
     }
 }
 
+/// Whether child `i` of a cursor holds only entries older than sequence number `t`.
+fn older_than(max_seqs: &[u64], t: u64) -> impl Fn(usize) -> bool + '_ {
+    move |i| max_seqs.get(i).is_some_and(|&m| m < t)
+}
+
 /// Versions of one user key stepped over one by one before a cursor seeks past the rest
 /// (RocksDB's `max_sequential_skip_in_iterations`): a hot key overwritten thousands of times
 /// costs one seek instead of thousands of steps.
@@ -166,9 +171,7 @@ impl Cursor {
             return false;
         };
         let target = InternalKey::for_seek(bound, MAX_SEQNO);
-        let max_seqs = &self.max_seqs;
-        self.it
-            .skip_children(target.encoded(), |i| max_seqs.get(i).is_some_and(|&m| m < t))
+        self.it.skip_children(target.encoded(), older_than(&self.max_seqs, t))
     }
 
     /// Seeks forward to `k`; when range tombstones cover the keys from `k` on, the sources all
@@ -183,10 +186,8 @@ impl Cursor {
         };
         match run {
             Some((far, t)) => {
-                let max_seqs = &self.max_seqs;
-                self.it.seek_past(target.encoded(), far.encoded(), |i| {
-                    max_seqs.get(i).is_some_and(|&m| m < t)
-                });
+                self.it
+                    .seek_past(target.encoded(), far.encoded(), older_than(&self.max_seqs, t));
             }
             None => self.it.seek(target.encoded()),
         }
@@ -204,10 +205,8 @@ impl Cursor {
         .map(|(bound, t)| (InternalKey::for_seek(bound, MAX_SEQNO), t));
         match run {
             Some((far, t)) => {
-                let max_seqs = &self.max_seqs;
-                self.it.seek_for_prev_past(target.encoded(), far.encoded(), |i| {
-                    max_seqs.get(i).is_some_and(|&m| m < t)
-                });
+                self.it
+                    .seek_for_prev_past(target.encoded(), far.encoded(), older_than(&self.max_seqs, t));
             }
             None => self.it.seek_for_prev(target.encoded()),
         }
