@@ -99,6 +99,58 @@ fn a_put_with_ttl_expires_everywhere_and_compaction_drops_it() {
 }
 
 #[test]
+fn expired_values_leave_the_disk_without_other_compactions() {
+    let fs = MemFs::new();
+    let clock = Arc::new(ManualClock::new(T0));
+    let path = Path::new("/db");
+    let db = Db::open(path, opts(&fs, &clock)).unwrap();
+    for i in 0..400u32 {
+        db.put_with_ttl(
+            common::key(i),
+            [7u8; 40],
+            Duration::from_secs(10 + u64::from(i % 2) * 50),
+        )
+        .unwrap();
+    }
+    for i in 400..500u32 {
+        db.put(common::key(i), [1u8; 40]).unwrap();
+    }
+    db.compact_range::<&str, _>(..).unwrap();
+    // Newer expiring values in L0, above the bottom.
+    for i in 500..600u32 {
+        db.put_with_ttl(common::key(i), [3u8; 40], Duration::from_secs(10))
+            .unwrap();
+    }
+    db.flush_all().unwrap();
+    db.wait_for_background().unwrap();
+    assert_eq!(entries(&db, "default"), 600);
+    // Nothing is written from here on: the background compacts the files whose values
+    // expired (the half with 10 s, then the rest with 60 s).
+    clock.advance(Duration::from_secs(10));
+    db.wait_for_background().unwrap();
+    assert_eq!(
+        entries(&db, "default"),
+        300,
+        "200 + 100 values expired at 10 s are gone"
+    );
+    assert_eq!(db.iter().count(), 300);
+    clock.advance(Duration::from_secs(50));
+    db.wait_for_background().unwrap();
+    assert_eq!(entries(&db, "default"), 100);
+    assert!(db.stats().trees[0].expired >= 500);
+    // The earliest deadlines are in the manifest: a reopen still finds nothing to do, and a
+    // file written after it is found as well.
+    db.close().unwrap();
+    let db = Db::open(path, opts(&fs, &clock)).unwrap();
+    db.put_with_ttl("late", "x", Duration::from_secs(1)).unwrap();
+    db.flush_all().unwrap();
+    clock.advance(Duration::from_secs(1));
+    db.wait_for_background().unwrap();
+    assert_eq!(entries(&db, "default"), 100);
+    db.close().unwrap();
+}
+
+#[test]
 fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
     let fs = MemFs::new();
     let clock = Arc::new(ManualClock::new(T0));

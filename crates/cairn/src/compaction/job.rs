@@ -77,6 +77,7 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
         segments: p.segments.len() as u64,
         l0_group: 0,
         range_deletions: p.range_deletions,
+        min_deadline: s.min_deadline,
     }
 }
 

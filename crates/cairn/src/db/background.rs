@@ -41,7 +41,11 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Head of a background thread's loop: waits on `bg_cv` until `find` yields work; `None` at
 /// shutdown. Nothing is picked while the database is poisoned.
-fn wait_for_work<T>(inner: &DbInner, mut find: impl FnMut(&mut State) -> Option<T>) -> Option<T> {
+fn wait_for_work<T>(
+    inner: &DbInner,
+    mut find: impl FnMut(&mut State) -> Option<T>,
+    timeout: impl Fn(&State) -> Option<Duration>,
+) -> Option<T> {
     let mut st = inner.state.lock();
     loop {
         if inner.shutdown.load(Ordering::Acquire) {
@@ -52,7 +56,12 @@ fn wait_for_work<T>(inner: &DbInner, mut find: impl FnMut(&mut State) -> Option<
                 return Some(job);
             }
         }
-        inner.bg_cv.wait(&mut st);
+        match timeout(&st) {
+            Some(t) => {
+                inner.bg_cv.wait_for(&mut st, t);
+            }
+            None => inner.bg_cv.wait(&mut st),
+        }
     }
 }
 
@@ -64,16 +73,20 @@ enum FlushWork {
 
 fn flush_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
-    while let Some(work) = wait_for_work(&inner, |st| {
-        let run_size = inner.memory.write_buffer_size();
-        let work = (0..st.mems.len())
-            .find_map(|t| st.mems[t].next_flush().map(|j| FlushWork::Flush(t, j)))
-            .or_else(|| {
-                (0..st.mems.len()).find_map(|t| st.mems[t].next_merge(run_size).map(|j| FlushWork::Merge(t, j)))
-            });
-        st.flushing |= work.is_some();
-        work
-    }) {
+    while let Some(work) = wait_for_work(
+        &inner,
+        |st| {
+            let run_size = inner.memory.write_buffer_size();
+            let work = (0..st.mems.len())
+                .find_map(|t| st.mems[t].next_flush().map(|j| FlushWork::Flush(t, j)))
+                .or_else(|| {
+                    (0..st.mems.len()).find_map(|t| st.mems[t].next_merge(run_size).map(|j| FlushWork::Merge(t, j)))
+                });
+            st.flushing |= work.is_some();
+            work
+        },
+        |_| None,
+    ) {
         let r = match &work {
             FlushWork::Flush(t, job) => flush::flush_one(&inner, *t, job),
             FlushWork::Merge(t, job) => flush::merge_one(&inner, *t, job),
@@ -90,19 +103,27 @@ fn flush_loop(inner: Arc<DbInner>) {
 
 fn compaction_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
-    while let Some(job) = wait_for_work(&inner, |st| {
-        let found = match compact::pick(&inner, st) {
-            Ok(job) => job,
-            Err(e) => {
-                inner.set_poison(&e);
-                None
+    while let Some(job) = wait_for_work(
+        &inner,
+        |st| {
+            let found = match compact::pick(&inner, st) {
+                Ok(job) => job,
+                Err(e) => {
+                    inner.set_poison(&e);
+                    None
+                }
+            };
+            if found.is_none() {
+                inner.done_cv.notify_all();
             }
-        };
-        if found.is_none() {
-            inner.done_cv.notify_all();
-        }
-        found
-    }) {
+            found
+        },
+        |st| {
+            // Wake up when a file's values expire (checked at least once a minute: the clock may
+            // jump).
+            compact::until_next_expiry(&inner, st).map(|d| d.clamp(Duration::from_millis(10), Duration::from_secs(60)))
+        },
+    ) {
         let r = compact::run_and_release(&inner, &job);
         if let Err(e) = r {
             tracing::error!(error = %e, "compaction failed");

@@ -208,15 +208,70 @@ pub(super) fn pick(inner: &DbInner, st: &mut State) -> Result<Option<Job>> {
                 }
             }
         }
+        if let Some(job) = expired_job(inner, st, tree) {
+            claim(st, &job);
+            return Ok(Some(job));
+        }
     }
     Ok(None)
+}
+
+/// A file of `tree` holding values whose deadline passed (the one that passed first, not
+/// busy): the first step of what `compact_range` over its key range would do (merged into the
+/// next level, or rewritten in place at the bottom). Its outputs hold no expired value (they
+/// become tombstones), so a tree that takes no writes still gets its expired bytes off the
+/// disk, one file at a time.
+fn expired_job(inner: &DbInner, st: &State, tree: usize) -> Option<Job> {
+    let now = inner.opts.clock.now_ms();
+    let tv = st.version().trees.get(tree)?;
+    let (level, f) = tv
+        .levels
+        .iter()
+        .enumerate()
+        .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
+        .filter(|(_, f)| f.min_deadline != 0 && f.min_deadline <= now && !st.busy.contains(&f.number))
+        .min_by_key(|(_, f)| f.min_deadline)?;
+    let bottom = tv.deepest_nonempty();
+    let choice = pick_range(
+        &view(tv, &st.busy, None),
+        level,
+        bottom.max(level),
+        Some(f.smallest_user_key()),
+        Some(f.largest_user_key()),
+    );
+    let Choice::Merge { output_level, .. } = choice else {
+        return None;
+    };
+    let decision = Decision {
+        deepest: (output_level as u32 > tv.deepest).then_some(output_level as u32),
+        choice,
+    };
+    let job = Job::from_choice(tree, tv, &decision)?;
+    let free = job
+        .inputs
+        .iter()
+        .chain(&job.overlaps)
+        .all(|f| !st.busy.contains(&f.number));
+    free.then_some(job)
+}
+
+/// How long until the next file's earliest deadline passes (`None`: no file expires).
+pub(super) fn until_next_expiry(inner: &DbInner, st: &State) -> Option<Duration> {
+    let now = inner.opts.clock.now_ms();
+    st.version()
+        .trees
+        .iter()
+        .flat_map(|t| t.levels.iter().flatten())
+        .filter(|f| f.min_deadline > now)
+        .map(|f| Duration::from_millis(f.min_deadline - now))
+        .min()
 }
 
 /// Whether the policy would pick anything now (ignoring what is running).
 pub(super) fn work_pending(inner: &DbInner, st: &State) -> bool {
     st.version().trees.iter().enumerate().any(|(i, t)| {
         let d = inner.policy.pick(&view(t, &st.busy, write_share(inner, st, i)));
-        d.deepest.is_some() || d.choice != Choice::DoNothing
+        d.deepest.is_some() || d.choice != Choice::DoNothing || expired_job(inner, st, i).is_some()
     })
 }
 

@@ -236,6 +236,7 @@ mod tests {
             segments: 1,
             l0_group: 0,
             range_deletions: 0,
+            min_deadline: 0,
         })
     }
 

@@ -24,6 +24,9 @@ pub struct TableSummary {
     pub file_size: u64,
     /// Its properties block.
     pub properties: Properties,
+    /// The earliest deadline of its expiring values (0: none); the manifest keeps it, so
+    /// compactions can find files whose values expired without opening them.
+    pub min_deadline: u64,
 }
 
 #[derive(Debug, Default)]
@@ -53,6 +56,8 @@ pub struct TableBuilder {
     separator: Vec<u8>,
     /// The table's range tombstones (`range_del/`), written in their own block.
     range_dels: Fragments,
+    /// The earliest deadline of the expiring values added (0: none).
+    min_deadline: u64,
 }
 
 impl TableBuilder {
@@ -111,6 +116,7 @@ impl TableBuilder {
             pending_index: None,
             separator: Vec::new(),
             range_dels: Fragments::default(),
+            min_deadline: 0,
         }
     }
 
@@ -171,6 +177,11 @@ impl TableBuilder {
         }
         p.entries += 1;
         p.tombstones += u64::from(kind == ValueKind::Delete);
+        if kind == ValueKind::Expiring {
+            if let Some((d, _)) = crate::ttl::split(value) {
+                self.min_deadline = if self.min_deadline == 0 { d } else { self.min_deadline.min(d) };
+            }
+        }
         p.raw_key_bytes += ikey.len() as u64;
         p.raw_value_bytes += value.len() as u64;
         p.smallest_seqno = p.smallest_seqno.min(seqno);
@@ -328,6 +339,7 @@ impl TableBuilder {
         Ok(TableSummary {
             file_size: self.offset,
             properties: self.props,
+            min_deadline: self.min_deadline,
         })
     }
 }

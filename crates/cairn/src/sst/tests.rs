@@ -846,6 +846,7 @@ fn reader_slots_follow_the_table_cache() {
                 segments: 1,
                 l0_group: 0,
                 range_deletions: 0,
+                min_deadline: 0,
             },
         )
     };

@@ -400,6 +400,7 @@ mod tests {
             segments,
             l0_group: 0,
             range_deletions: 0,
+            min_deadline: 0,
         }
     }
 

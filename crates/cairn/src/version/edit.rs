@@ -57,6 +57,8 @@ pub struct FileMeta {
     /// Range tombstones in the table (0 for most; readers open a table for its tombstones only
     /// when it has some).
     pub range_deletions: u64,
+    /// The earliest deadline (Unix ms) of its expiring values; 0: none (manifest tag 11).
+    pub min_deadline: u64,
 }
 
 impl FileMeta {
@@ -140,6 +142,9 @@ impl VersionEdit {
             if f.range_deletions > 0 {
                 field(&mut o, 10, &[f.number, f.range_deletions]);
             }
+            if f.min_deadline > 0 {
+                field(&mut o, 11, &[f.number, f.min_deadline]);
+            }
         }
         o
     }
@@ -183,6 +188,7 @@ impl VersionEdit {
                         segments: d.varint64("segments")?,
                         l0_group: 0,
                         range_deletions: 0,
+                        min_deadline: 0,
                     };
                     let mut f = f;
                     if tag == 9 {
@@ -205,6 +211,14 @@ impl VersionEdit {
                     match e.added.iter_mut().rev().find(|(_, _, f)| f.number == number) {
                         Some((_, _, f)) if count > 0 => f.range_deletions = count,
                         _ => return Err("range deletions of a file this edit does not add"),
+                    }
+                }
+                11 => {
+                    let number = d.varint64("file number")?;
+                    let deadline = d.varint64("earliest deadline")?;
+                    match e.added.iter_mut().rev().find(|(_, _, f)| f.number == number) {
+                        Some((_, _, f)) if deadline > 0 => f.min_deadline = deadline,
+                        _ => return Err("an earliest deadline of a file this edit does not add"),
                     }
                 }
                 _ => return Err("unknown version edit tag"),
@@ -234,6 +248,7 @@ pub(crate) mod tests {
             segments: 1,
             l0_group: 0,
             range_deletions: 0,
+            min_deadline: 0,
         }
     }
 
@@ -300,6 +315,36 @@ pub(crate) mod tests {
         }
         .encode();
         for v in [10u64, 8, 0] {
+            put_varint64(&mut zero, v);
+        }
+        assert!(VersionEdit::decode(&zero).is_err());
+    }
+
+    /// A file with expiring values: tag 11 after its add (`docs/format/manifest.md`).
+    #[test]
+    fn golden_earliest_deadlines() {
+        let e = VersionEdit {
+            added: vec![
+                (0, 1, FileMeta { min_deadline: 1_800_000_000_000, range_deletions: 2, ..meta(7, "a", "k") }),
+                (0, 1, meta(8, "m", "z")),
+            ],
+            ..VersionEdit::default()
+        };
+        let enc = e.encode();
+        crate::testutil::check_golden("golden/version_edit_deadline.hex", &crate::testutil::hex_lines(&enc));
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
+        // Tag 11 naming a file the edit does not add, or a deadline of 0, is corruption.
+        let mut orphan = Vec::new();
+        for v in [11u64, 9, 3] {
+            put_varint64(&mut orphan, v);
+        }
+        assert!(VersionEdit::decode(&orphan).is_err());
+        let mut zero = VersionEdit {
+            added: vec![(0, 1, meta(8, "m", "z"))],
+            ..VersionEdit::default()
+        }
+        .encode();
+        for v in [11u64, 8, 0] {
             put_varint64(&mut zero, v);
         }
         assert!(VersionEdit::decode(&zero).is_err());
