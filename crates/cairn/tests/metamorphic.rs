@@ -435,6 +435,17 @@ fn configs() -> Vec<Config> {
     out
 }
 
+/// Where two scans first disagree, for the failure message.
+fn first_difference(got: &[(Key, Vec<u8>)], want: &[(Key, Vec<u8>)]) -> String {
+    let show = |kv: Option<&(Key, Vec<u8>)>| {
+        kv.map_or("nothing".to_string(), |(k, v)| {
+            format!("{} = {:?}", String::from_utf8_lossy(k), String::from_utf8_lossy(v))
+        })
+    };
+    let i = got.iter().zip(want).take_while(|(a, b)| a == b).count();
+    format!("at {i}: got {}, model {}", show(got.get(i)), show(want.get(i)))
+}
+
 /// Runs `ops` under `cfg`; returns the trace of read results or the first disagreement.
 fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
     let tmp = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -583,7 +594,12 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     want.reverse();
                 }
                 if got != want {
-                    return Err(e(format!("range returned {} entries, model {}", got.len(), want.len())));
+                    return Err(e(format!(
+                        "range returned {} entries, model {}; first difference: {}",
+                        got.len(),
+                        want.len(),
+                        first_difference(&got, &want)
+                    )));
                 }
                 trace.push(digest(&got));
             }
@@ -611,7 +627,12 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                         want.reverse();
                     }
                     if got != want {
-                        return Err(e(format!("snapshot scan {} entries, model {}", got.len(), want.len())));
+                        return Err(e(format!(
+                            "snapshot scan {} entries, model {}; first difference: {}",
+                            got.len(),
+                            want.len(),
+                            first_difference(&got, &want)
+                        )));
                     }
                     trace.push(digest(&got));
                 }
@@ -680,9 +701,10 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
         let want = live(m, (Bound::Unbounded, Bound::Unbounded), now());
         if got != want {
             return Err(format!(
-                "final scan of tree {t}: {} entries, model {}",
+                "final scan of tree {t}: {} entries, model {}; first difference: {}",
                 got.len(),
-                want.len()
+                want.len(),
+                first_difference(&got, &want)
             ));
         }
     }
