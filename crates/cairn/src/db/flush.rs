@@ -70,12 +70,10 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         // on; trees with no memtable data need none before the current one (logging that lets
         // older WALs go: they are deleted only below every tree's logged number).
         edit.log_numbers = st.log_numbers(&job.runs);
-        inner.log_and_apply(&mut st, edit, &job.runs)?;
+        inner.log_and_apply_then(&mut st, edit, &job.runs, |st| st.mems[tree].flushed(job))?;
         let counters = inner.counters.tree(tree);
         counters.record_flush(job.kind as usize, out.bytes_written);
         counters.record_rewritten(out.rewritten);
-        st.mems[tree].flushed(job);
-        inner.install_super_version(&st, tree);
         Ok(())
     });
     for n in outputs {

@@ -387,9 +387,28 @@ impl DbInner {
     /// tree's super-version. `flushed` holds the memtables or runs whose flush the edit installs
     /// (their data no longer needs the WAL). A failure poisons the database.
     pub fn log_and_apply(&self, st: &mut State, edit: VersionEdit, flushed: &[Arc<Memtable>]) -> Result<()> {
+        self.log_and_apply_then(st, edit, flushed, |_| {})
+    }
+
+    /// [`log_and_apply`](Self::log_and_apply), running `then` once the edit is applied and
+    /// before the new super-versions are published: a flush takes its memtables out of the
+    /// read view in the same publication that adds their tables, so no reader ever sees an
+    /// entry in both (a merge operand would count twice).
+    pub fn log_and_apply_then(
+        &self,
+        st: &mut State,
+        edit: VersionEdit,
+        flushed: &[Arc<Memtable>],
+        then: impl FnOnce(&mut State),
+    ) -> Result<()> {
         let last_seq = self.last_seq.load(Ordering::Acquire);
         let logs = st.log_numbers(flushed);
+        let before = st.version().clone();
         let r = st.versions.log_and_apply(edit, last_seq, || logs);
+        // Applied even when only the manifest rotation after it failed.
+        if !Arc::ptr_eq(&before, st.version()) {
+            then(st);
+        }
         if let Err(e) = &r {
             if !matches!(e, Error::Corruption { .. }) {
                 self.set_poison(e);
