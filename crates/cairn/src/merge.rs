@@ -193,6 +193,38 @@ pub(crate) fn for_open(
     })
 }
 
+/// A key's operands as reads meet them, newest first, end to end in one buffer: a hot counter
+/// holds thousands, and one allocation each would cost more than reading them.
+#[derive(Debug, Default)]
+pub(crate) struct Operands {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Operands {
+    /// Adds the next older operand.
+    pub(crate) fn push(&mut self, operand: &[u8]) {
+        self.bytes.extend_from_slice(operand);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// Applies them (oldest first) to `base` with `op` ([`resolve`]).
+    pub(crate) fn resolve(&self, op: &dyn MergeOperator, key: &[u8], base: Option<&[u8]>) -> crate::Result<Vec<u8>> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let mut oldest_first: Vec<&[u8]> = starts.zip(&self.ends).map(|(a, &b)| &self.bytes[a..b]).collect();
+        oldest_first.reverse();
+        resolve(op, key, base, &oldest_first)
+    }
+}
+
+/// The error of a read that meets merge operands in a database without an operator.
+pub(crate) fn missing_operator(key: &[u8]) -> crate::Error {
+    crate::Error::InvalidArgument(format!(
+        "key {:?} holds merge operands and the database has no merge operator",
+        String::from_utf8_lossy(key)
+    ))
+}
+
 /// Applies a key's operands (oldest first) to `base`; an operator that cannot is corruption.
 pub(crate) fn resolve(
     op: &dyn MergeOperator,
@@ -249,5 +281,12 @@ mod tests {
         let op = StringAppend::default();
         let got = resolve(&op, b"k", Some(b"base"), &[b"old", b"new"]).unwrap();
         assert_eq!(got, b"base,old,new");
+        // Gathered newest first, as reads meet them (an empty operand included).
+        let mut ops = Operands::default();
+        for o in [&b"new"[..], b"", b"old"] {
+            ops.push(o);
+        }
+        assert_eq!(ops.resolve(&op, b"k", Some(b"base")).unwrap(), b"base,old,,new");
+        assert_eq!(ops.resolve(&op, b"k", None).unwrap(), b"old,,new");
     }
 }

@@ -87,6 +87,16 @@ pub(crate) fn live(entry_value: &[u8], now_ms: u64) -> Option<&[u8]> {
         .map(|(_, v)| v)
 }
 
+/// An expiring entry's value, read into `value`, made the user's: the deadline taken off while
+/// it lives at `now_ms` (true), left as is from the deadline on (false). No allocation.
+pub(crate) fn strip_if_live(value: &mut Vec<u8>, now_ms: u64) -> bool {
+    let alive = live(value, now_ms).is_some();
+    if alive {
+        value.drain(..DEADLINE_LEN);
+    }
+    alive
+}
+
 /// Times to live by tree name (`ttl`): `NAME=DURATION` pairs separated by commas, durations
 /// with a unit (`ms`, `s`, `m`, `h`, `d`; plain numbers are seconds), e.g.
 /// `sessions=30m,default=7d`.
@@ -233,6 +243,12 @@ mod tests {
         assert_eq!(live(&e, 999), Some(&b"v"[..]));
         assert_eq!(live(&e, 1000), None);
         assert_eq!(live(b"short", 0), None);
+        let mut v = e.clone();
+        assert!(strip_if_live(&mut v, 999));
+        assert_eq!(v, b"v");
+        let mut v = e.clone();
+        assert!(!strip_if_live(&mut v, 1000));
+        assert_eq!(v, e);
         assert_eq!(split(b"short"), None);
     }
 

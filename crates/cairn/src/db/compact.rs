@@ -231,14 +231,21 @@ fn expired_job(inner: &DbInner, st: &State, tree: usize) -> Option<Job> {
         .flat_map(|(l, fs)| fs.iter().map(move |f| (l, f)))
         .filter(|(_, f)| f.min_deadline != 0 && f.min_deadline <= now && !st.busy.contains(&f.number))
         .min_by_key(|(_, f)| f.min_deadline)?;
-    let bottom = tv.deepest_nonempty();
-    let choice = pick_range(
-        &view(tv, &st.busy, None),
-        level,
-        bottom.max(level),
-        Some(f.smallest_user_key()),
-        Some(f.largest_user_key()),
-    );
+    let range = (Some(f.smallest_user_key()), Some(f.largest_user_key()));
+    range_job(st, tree, tv, level, range).filter(|job| is_free(st, job))
+}
+
+/// `compact_range`'s step at `level` for the user keys in `[lo, hi]` (`None`: unbounded): its
+/// files there merged into the next level, or rewritten in place at the bottom; `None` when
+/// the level holds none of them.
+fn range_job(
+    st: &State,
+    tree: usize,
+    tv: &TreeVersion,
+    level: usize,
+    (lo, hi): (Option<&[u8]>, Option<&[u8]>),
+) -> Option<Job> {
+    let choice = pick_range(&view(tv, &st.busy, None), level, tv.deepest_nonempty(), lo, hi);
     let Choice::Merge { output_level, .. } = choice else {
         return None;
     };
@@ -246,13 +253,15 @@ fn expired_job(inner: &DbInner, st: &State, tree: usize) -> Option<Job> {
         deepest: (output_level as u32 > tv.deepest).then_some(output_level as u32),
         choice,
     };
-    let job = Job::from_choice(tree, tv, &decision)?;
-    let free = job
-        .inputs
+    Job::from_choice(tree, tv, &decision)
+}
+
+/// Whether no running job holds any of `job`'s files.
+fn is_free(st: &State, job: &Job) -> bool {
+    job.inputs
         .iter()
         .chain(&job.overlaps)
-        .all(|f| !st.busy.contains(&f.number));
-    free.then_some(job)
+        .all(|f| !st.busy.contains(&f.number))
 }
 
 /// How long until the next file's earliest deadline passes (`None`: no file expires).
@@ -303,9 +312,15 @@ pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
 /// into key ranges (`max_subcompactions`) merged by threads of their own into one output run.
 fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     let table = inner.job_table_options(job.tree, job.filter())?;
-    let (deeper, tree_name) = {
+    let (deeper, user) = {
         let st = inner.state.lock();
-        let tree_name: Arc<str> = Arc::from(st.versions.tree_names().get(job.tree).map_or("", String::as_str));
+        // The user's compaction filter, told where it runs.
+        let user = inner.opts.compaction_filter.clone().map(|filter| UserFilter {
+            filter,
+            tree: Arc::from(st.versions.tree_names().get(job.tree).map_or("", String::as_str)),
+            level: job.output_level,
+            newest_snapshot: inner.newest_snapshot(),
+        });
         let tv = st.version().trees.get(job.tree).cloned().unwrap_or_default();
         // Files that may hold older versions of the job's keys: every file at or below the
         // output level that the job does not rewrite (for an intra-L0 job, the older L0 files).
@@ -313,7 +328,7 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         let deeper: Vec<Arc<FileMeta>> = (job.output_level..tv.levels.len())
             .flat_map(|l| tv.level(l).iter().filter(|f| !mine.contains(&f.number)).cloned())
             .collect();
-        (deeper, tree_name)
+        (deeper, user)
     };
     let upper_bytes: u64 = job.inputs.iter().map(|f| f.size).sum();
     let input_bytes: u64 = upper_bytes + job.overlaps.iter().map(|f| f.size).sum::<u64>();
@@ -341,12 +356,6 @@ fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     // Open at once per piece: every L0 input (or one file of a sorted level) and one overlap.
     let open = if job.level == 0 { job.inputs.len() } else { 1 } + 1;
     let readahead = readahead_chunk(ranges.len(), open);
-    let user = inner.opts.compaction_filter.clone().map(|filter| UserFilter {
-        filter,
-        tree: tree_name,
-        level: job.output_level,
-        newest_snapshot: inner.newest_snapshot(),
-    });
     let rewriter = || Rewriter::new(inner.opts.clock.now_ms(), user.clone());
     let merge = |lo, hi, table| {
         merge_range(
@@ -530,32 +539,14 @@ pub(super) fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(
             loop {
                 inner.check_writable()?;
                 let tv = st.version().trees.get(tree as usize).cloned().unwrap_or_default();
-                let bottom = tv.deepest_nonempty();
-                if level > bottom {
+                if level > tv.deepest_nonempty() {
                     return Ok(());
                 }
-                let choice = pick_range(&view(&tv, &st.busy, None), level, bottom, lo.as_deref(), hi.as_deref());
-                let output_level = match &choice {
-                    Choice::Merge { output_level, .. } => *output_level,
-                    _ => {
-                        level += 1;
-                        continue;
-                    }
-                };
-                let decision = Decision {
-                    deepest: (output_level as u32 > tv.deepest).then_some(output_level as u32),
-                    choice,
-                };
-                let Some(job) = Job::from_choice(tree as usize, &tv, &decision) else {
+                let Some(job) = range_job(&st, tree as usize, &tv, level, (lo.as_deref(), hi.as_deref())) else {
                     level += 1;
                     continue;
                 };
-                if job
-                    .inputs
-                    .iter()
-                    .chain(&job.overlaps)
-                    .any(|f| st.busy.contains(&f.number))
-                {
+                if !is_free(&st, &job) {
                     // A background compaction holds some of these files: wait for it.
                     inner.done_cv.wait_for(&mut st, Duration::from_millis(20));
                     continue;

@@ -229,12 +229,9 @@ impl Cursor {
     /// versions.
     fn merged_value(&mut self, uk: &[u8]) -> Result<Vec<u8>> {
         let Some(op) = self.merge.clone() else {
-            return Err(crate::Error::InvalidArgument(format!(
-                "key {:?} holds merge operands and the database has no merge operator",
-                String::from_utf8_lossy(uk)
-            )));
+            return Err(crate::merge::missing_operator(uk));
         };
-        let mut operands = Vec::new();
+        let mut operands = crate::merge::Operands::default();
         let mut base = None;
         while self.it.valid() {
             let Some((k, s, kind)) = ikey::split(self.it.key()) else {
@@ -244,7 +241,7 @@ impl Cursor {
                 break;
             }
             match kind {
-                ValueKind::Merge => operands.push(self.it.value().to_vec()),
+                ValueKind::Merge => operands.push(self.it.value()),
                 ValueKind::Put => {
                     base = Some(self.it.value().to_vec());
                     break;
@@ -258,8 +255,7 @@ impl Cursor {
             self.it.next();
         }
         self.it.status()?;
-        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
-        crate::merge::resolve(&*op, uk, base.as_deref(), &oldest_first)
+        operands.resolve(&*op, uk, base.as_deref())
     }
 
     /// Steps past every version of the current entry's user key.
@@ -424,9 +420,8 @@ impl Cursor {
                     return Some(Ok((uk, std::mem::take(&mut self.value))));
                 }
                 Some((ValueKind::Expiring, _))
-                    if !past_hi(&uk, hi) && crate::ttl::live(&self.value, self.clock.now_ms()).is_some() =>
+                    if !past_hi(&uk, hi) && crate::ttl::strip_if_live(&mut self.value, self.clock.now_ms()) =>
                 {
-                    self.value.drain(..crate::ttl::DEADLINE_LEN);
                     return Some(Ok((uk, std::mem::take(&mut self.value))));
                 }
                 Some((ValueKind::Merge, _)) if !past_hi(&uk, hi) => {

@@ -9,7 +9,9 @@ use crate::format::LookupKey;
 use crate::iter::InternalIterator;
 use crate::sst::UnitSelection;
 use crate::stats::stripe::Stripe;
+use crate::stats::FileState;
 use crate::tuning::{FilterPlan, UnitChoice};
+use crate::version::FileMeta;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -68,8 +70,7 @@ pub(super) fn get_into(
                         None => chain.finish(key, value),
                     }
                 }
-                ValueKind::Expiring => Ok(unexpired(inner, value)),
-                kind => Ok(kind == ValueKind::Put),
+                kind => Ok(settled(inner, kind, value)),
             };
         }
     }
@@ -92,8 +93,7 @@ pub(super) fn get_into(
                     }
                     chain.tables(&read, candidates, value)
                 }
-                ValueKind::Expiring => Ok(unexpired(inner, value)),
-                kind => Ok(kind == ValueKind::Put),
+                kind => Ok(settled(inner, kind, value)),
             };
         }
     }
@@ -118,10 +118,7 @@ fn tables<'a>(tv: &'a crate::version::TreeVersion, key: &'a [u8]) -> impl Iterat
 /// range tombstone or the last source, then combined by the merge operator.
 struct Chain<'a> {
     inner: &'a DbInner,
-    /// The operands, newest first, end to end in one buffer (a hot counter holds thousands:
-    /// one allocation each would cost more than the walk), and where each ends.
-    operands: Vec<u8>,
-    ends: Vec<usize>,
+    operands: crate::merge::Operands,
     /// The newest range tombstone over the key met so far: versions below it are deleted.
     covering: u64,
     /// What lies below the operands, once known (`Some(None)`: nothing).
@@ -130,10 +127,11 @@ struct Chain<'a> {
 
 impl<'a> Chain<'a> {
     fn new(inner: &'a DbInner, first: &[u8], covering: u64) -> Self {
+        let mut operands = crate::merge::Operands::default();
+        operands.push(first);
         Chain {
             inner,
-            operands: first.to_vec(),
-            ends: vec![first.len()],
+            operands,
             covering,
             base: None,
         }
@@ -144,8 +142,7 @@ impl<'a> Chain<'a> {
         let base = match kind {
             _ if self.covering > seq => None,
             ValueKind::Merge => {
-                self.operands.extend_from_slice(v);
-                self.ends.push(self.operands.len());
+                self.operands.push(v);
                 return false;
             }
             ValueKind::Put => Some(v.to_vec()),
@@ -211,29 +208,20 @@ impl<'a> Chain<'a> {
     /// The merged value into `value`.
     fn finish(self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
         let Some(op) = self.inner.opts.merge_op.as_deref() else {
-            return Err(crate::Error::InvalidArgument(format!(
-                "key {:?} holds merge operands and the database has no merge operator",
-                String::from_utf8_lossy(key)
-            )));
+            return Err(crate::merge::missing_operator(key));
         };
-        let base = self.base.flatten();
-        let oldest_first: Vec<&[u8]> = (0..self.ends.len())
-            .rev()
-            .map(|i| &self.operands[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
-            .collect();
-        *value = crate::merge::resolve(op, key, base.as_deref(), &oldest_first)?;
+        *value = self.operands.resolve(op, key, self.base.flatten().as_deref())?;
         Ok(true)
     }
 }
 
-/// An expiring version found by a get: whether it is still live (its value, without the
-/// deadline, left in `value`). The clock is read only for such versions.
-fn unexpired(inner: &DbInner, value: &mut Vec<u8>) -> bool {
-    match crate::ttl::split(value) {
-        Some((deadline, _)) if deadline > inner.opts.clock.now_ms() => {
-            value.drain(..crate::ttl::DEADLINE_LEN);
-            true
-        }
+/// Whether a version of kind `kind` other than a merge operand, its value in `value`, makes
+/// the key present: a value, or an expiring value before its deadline (the deadline taken off;
+/// the clock is read only for those).
+fn settled(inner: &DbInner, kind: ValueKind, value: &mut Vec<u8>) -> bool {
+    match kind {
+        ValueKind::Put => true,
+        ValueKind::Expiring => crate::ttl::strip_if_live(value, inner.opts.clock.now_ms()),
         _ => false,
     }
 }
@@ -261,18 +249,17 @@ impl<'a> Read<'a> {
         }
     }
 
+    /// File `i` of `level`, with its run-time state.
+    fn file(&self, level: usize, i: usize) -> Option<(&'a FileMeta, Option<&'a Arc<FileState>>)> {
+        let f = self.sv.version.trees.get(self.sv.tree)?.level(level).get(i)?;
+        Some((f, self.sv.files.get(level).and_then(|l| l.get(i))))
+    }
+
     /// File `i` of `level`'s reader (a merge chain reads on in it).
     fn table(&self, level: usize, i: usize) -> Result<Option<Arc<crate::sst::TableReader>>> {
-        let Some(f) = self
-            .sv
-            .version
-            .trees
-            .get(self.sv.tree)
-            .and_then(|t| t.level(level).get(i))
-        else {
+        let Some((f, state)) = self.file(level, i) else {
             return Ok(None);
         };
-        let state = self.sv.files.get(level).and_then(|l| l.get(i));
         match state.and_then(|st| st.reader_slot().load_full()) {
             Some(t) => Ok(Some(t)),
             None => self.inner.open_table_for(f, state).map(Some),
@@ -285,16 +272,9 @@ impl<'a> Read<'a> {
     /// the key (`Delete`: every deeper version is older than it). Range tombstones are asked
     /// before any filter, which knows point keys only.
     fn probe(&self, level: usize, i: usize, value: &mut Vec<u8>) -> Result<Option<(ValueKind, u64)>> {
-        let Some(f) = self
-            .sv
-            .version
-            .trees
-            .get(self.sv.tree)
-            .and_then(|t| t.level(level).get(i))
-        else {
+        let Some((f, state)) = self.file(level, i) else {
             return Ok(None);
         };
-        let state = self.sv.files.get(level).and_then(|l| l.get(i));
         let units = match (state, self.plan.units_for(f.number)) {
             // Elastic units: the ones loaded in filter memory.
             (Some(st), _) if !st.elastic().is_empty() => UnitSelection::Loaded(st.elastic()),

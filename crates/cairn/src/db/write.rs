@@ -22,7 +22,7 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
     let (trees, batch) = {
         let supers = inner.supers.load();
         // Times to live become deadlines here, before the WAL: recovery replays deadlines.
-        let batch = if batch.has_ttls() || supers.iter().any(|sv| sv.ttl_ms.is_some()) {
+        let batch = if batch.has_ttls() || !inner.opts.ttl.is_empty() {
             batch.stamped(inner.opts.clock.now_ms(), |t| {
                 supers.get(t as usize).and_then(|sv| sv.ttl_ms)
             })

@@ -142,16 +142,21 @@ fn local_line(g: u64, lines: u64) -> u64 {
     ((g >> 32) * lines) >> 32
 }
 
+/// A serialized unit's header and an all-zero bit array of `num_bits`.
+fn empty_unit(version: u8, k: u32, seed: u64, num_bits: u64) -> Vec<u8> {
+    let mut out = vec![0u8; HEADER_LEN + num_bits.div_ceil(8) as usize];
+    out[0] = version;
+    out[1] = k as u8;
+    out[4..12].copy_from_slice(&seed.to_le_bytes());
+    out[12..20].copy_from_slice(&num_bits.to_le_bytes());
+    out
+}
+
 /// Builds a cache-local (version 2) unit for the given key hashes.
 pub fn build_local(hashes: &[u64], bpk: f64, seed: u64) -> Vec<u8> {
     let k = local_probes(bpk);
     let lines = ((hashes.len() as f64 * bpk / LINE_BITS as f64).ceil() as u64).max(1);
-    let num_bits = lines * LINE_BITS;
-    let mut out = vec![0u8; HEADER_LEN + (num_bits / 8) as usize];
-    out[0] = VERSION_LOCAL;
-    out[1] = k as u8;
-    out[4..12].copy_from_slice(&seed.to_le_bytes());
-    out[12..20].copy_from_slice(&num_bits.to_le_bytes());
+    let mut out = empty_unit(VERSION_LOCAL, k, seed, lines * LINE_BITS);
     let bits = &mut out[HEADER_LEN..];
     for &h in hashes {
         let g = unit_hash(h, seed);
@@ -168,12 +173,7 @@ pub fn build_local(hashes: &[u64], bpk: f64, seed: u64) -> Vec<u8> {
 pub fn build(hashes: &[u64], bpk: f64, seed: u64) -> Vec<u8> {
     let k = num_probes(bpk);
     let num_bits = ((hashes.len() as f64 * bpk).ceil() as u64).max(64);
-    let nbytes = num_bits.div_ceil(8) as usize;
-    let mut out = vec![0u8; HEADER_LEN + nbytes];
-    out[0] = VERSION;
-    out[1] = k as u8;
-    out[4..12].copy_from_slice(&seed.to_le_bytes());
-    out[12..20].copy_from_slice(&num_bits.to_le_bytes());
+    let mut out = empty_unit(VERSION, k, seed, num_bits);
     let bits = &mut out[HEADER_LEN..];
     for &h in hashes {
         for pos in probe_positions(unit_hash(h, seed), num_bits, k) {

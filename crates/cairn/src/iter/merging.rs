@@ -90,11 +90,7 @@ impl MergingIter {
                 c.seek(target);
                 moved = true;
             } else if !forward && before != Ordering::Less {
-                c.seek_for_prev(target);
-                // `seek_for_prev` may land on `target` itself; the side wanted is strictly before.
-                if c.valid() && ikey::compare(c.key(), target) != Ordering::Less {
-                    c.prev();
-                }
+                seek_before(c, target);
                 moved = true;
             }
         }
@@ -126,10 +122,7 @@ impl MergingIter {
     pub fn seek_for_prev_past(&mut self, target: &[u8], far: &[u8], older: impl Fn(usize) -> bool) {
         for (i, c) in self.children.iter_mut().enumerate() {
             if older(i) {
-                c.seek_for_prev(far);
-                if c.valid() && ikey::compare(c.key(), far) != Ordering::Less {
-                    c.prev();
-                }
+                seek_before(c, far);
             } else {
                 c.seek_for_prev(target);
             }
@@ -144,6 +137,15 @@ impl MergingIter {
 
     fn find_largest(&mut self) {
         self.find(Ordering::Greater);
+    }
+}
+
+/// Moves `c` to its last entry strictly before `target` (`seek_for_prev` may land on `target`
+/// itself).
+fn seek_before(c: &mut BoxedIter, target: &[u8]) {
+    c.seek_for_prev(target);
+    if c.valid() && ikey::compare(c.key(), target) != Ordering::Less {
+        c.prev();
     }
 }
 

@@ -366,7 +366,7 @@ options! {
         /// Layout of the filter units of new tables (default standard; cache-local: every
         /// probe of a key in one 64-byte line). Tables record it per unit: both are read.
         pub filter_unit_format: UnitFormat = UnitFormat::Standard
-            => "filters.unit_format", Choice, ANY, Stored, Always, "filters.unit_format";
+            => "filters.unit_format", Choice, ANY, Stored, Always;
         /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
         pub merlin_window: usize = 64 => "filters.merlin_window", Count, within(2.0, 64.0), Stored, Always;
         /// Elastic policies: filter units per segment on disk (1..=16, default 6; the paper's).

@@ -205,20 +205,22 @@ impl VersionEdit {
                     }
                     e.added.push((tree, level, f));
                 }
-                10 => {
+                // A fact about a file added earlier in this edit: never 0 (absent means 0).
+                tag @ (10 | 11) => {
                     let number = d.varint64("file number")?;
-                    let count = d.varint64("range deletions")?;
-                    match e.added.iter_mut().rev().find(|(_, _, f)| f.number == number) {
-                        Some((_, _, f)) if count > 0 => f.range_deletions = count,
-                        _ => return Err("range deletions of a file this edit does not add"),
-                    }
-                }
-                11 => {
-                    let number = d.varint64("file number")?;
-                    let deadline = d.varint64("earliest deadline")?;
-                    match e.added.iter_mut().rev().find(|(_, _, f)| f.number == number) {
-                        Some((_, _, f)) if deadline > 0 => f.min_deadline = deadline,
-                        _ => return Err("an earliest deadline of a file this edit does not add"),
+                    let n = d.varint64(if tag == 10 { "range deletions" } else { "earliest deadline" })?;
+                    let file = e.added.iter_mut().rev().map(|(_, _, f)| f).find(|f| f.number == number);
+                    let Some(f) = file.filter(|_| n > 0) else {
+                        return Err(if tag == 10 {
+                            "range deletions of a file this edit does not add"
+                        } else {
+                            "an earliest deadline of a file this edit does not add"
+                        });
+                    };
+                    if tag == 10 {
+                        f.range_deletions = n;
+                    } else {
+                        f.min_deadline = n;
                     }
                 }
                 _ => return Err("unknown version edit tag"),
@@ -304,8 +306,14 @@ pub(crate) mod tests {
         crate::testutil::check_golden("golden/version_edit_range_del.hex", &crate::testutil::hex_lines(&enc));
         assert_eq!(VersionEdit::decode(&enc), Ok(e));
         // Tag 10 naming a file the edit does not add, or a count of 0, is corruption.
+        refuses_orphans_and_zeros(10);
+    }
+
+    /// A per-file tag (`[tag, file, n]`) naming a file the edit does not add, or with `n` = 0,
+    /// is corruption.
+    fn refuses_orphans_and_zeros(tag: u64) {
         let mut orphan = Vec::new();
-        for v in [10u64, 9, 3] {
+        for v in [tag, 9, 3] {
             put_varint64(&mut orphan, v);
         }
         assert!(VersionEdit::decode(&orphan).is_err());
@@ -314,7 +322,7 @@ pub(crate) mod tests {
             ..VersionEdit::default()
         }
         .encode();
-        for v in [10u64, 8, 0] {
+        for v in [tag, 8, 0] {
             put_varint64(&mut zero, v);
         }
         assert!(VersionEdit::decode(&zero).is_err());
@@ -334,19 +342,6 @@ pub(crate) mod tests {
         crate::testutil::check_golden("golden/version_edit_deadline.hex", &crate::testutil::hex_lines(&enc));
         assert_eq!(VersionEdit::decode(&enc), Ok(e));
         // Tag 11 naming a file the edit does not add, or a deadline of 0, is corruption.
-        let mut orphan = Vec::new();
-        for v in [11u64, 9, 3] {
-            put_varint64(&mut orphan, v);
-        }
-        assert!(VersionEdit::decode(&orphan).is_err());
-        let mut zero = VersionEdit {
-            added: vec![(0, 1, meta(8, "m", "z"))],
-            ..VersionEdit::default()
-        }
-        .encode();
-        for v in [11u64, 8, 0] {
-            put_varint64(&mut zero, v);
-        }
-        assert!(VersionEdit::decode(&zero).is_err());
+        refuses_orphans_and_zeros(11);
     }
 }
