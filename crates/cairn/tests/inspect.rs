@@ -43,15 +43,7 @@ fn build(fs: &MemFs, policy: BpkPolicy) {
 }
 
 fn files(fs: &MemFs, suffix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs
-        .list(Path::new(DIR))
-        .unwrap()
-        .into_iter()
-        .filter(|n| n.ends_with(suffix))
-        .map(|n| Path::new(DIR).join(n))
-        .collect();
-    v.sort();
-    v
+    common::files(fs, Path::new(DIR), suffix)
 }
 
 #[test]

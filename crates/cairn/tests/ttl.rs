@@ -21,6 +21,11 @@ use std::time::Duration;
 
 const T0: u64 = 1_800_000_000_000;
 
+/// An empty file system and a manual clock at `T0`.
+fn fresh() -> (MemFs, Arc<ManualClock>) {
+    (MemFs::new(), Arc::new(ManualClock::new(T0)))
+}
+
 fn opts(fs: &MemFs, clock: &Arc<ManualClock>) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
     o.clock = clock.clone();
@@ -49,8 +54,7 @@ fn entries(db: &Db, tree: &str) -> u64 {
 
 #[test]
 fn a_put_with_ttl_expires_everywhere_and_compaction_drops_it() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let db = Db::open(Path::new("/db"), opts(&fs, &clock)).unwrap();
     db.put("a", "a-old").unwrap();
     db.flush_all().unwrap();
@@ -100,8 +104,7 @@ fn a_put_with_ttl_expires_everywhere_and_compaction_drops_it() {
 
 #[test]
 fn expired_values_leave_the_disk_without_other_compactions() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let path = Path::new("/db");
     let db = Db::open(path, opts(&fs, &clock)).unwrap();
     for i in 0..400u32 {
@@ -152,8 +155,7 @@ fn expired_values_leave_the_disk_without_other_compactions() {
 
 #[test]
 fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let path = Path::new("/db");
     let mut o = opts(&fs, &clock);
     o.set("ttl", "sessions=1m").unwrap();
@@ -199,8 +201,7 @@ fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
 
 #[test]
 fn replay_keeps_the_deadline_written_not_the_delay() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let path = Path::new("/db");
     let db = Db::open(path, opts(&fs, &clock)).unwrap();
     db.put_with_ttl("k", "v", Duration::from_secs(10)).unwrap();
@@ -220,8 +221,7 @@ fn replay_keeps_the_deadline_written_not_the_delay() {
 #[test]
 fn the_inspectors_show_deadlines() {
     use cairn::inspect::{self, Bytes};
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let db = Db::open(Path::new("/db"), opts(&fs, &clock)).unwrap();
     db.put_with_ttl("k", "v", Duration::from_millis(1500)).unwrap();
     let text = |f: &dyn Fn(&mut Vec<u8>)| {
@@ -229,17 +229,7 @@ fn the_inspectors_show_deadlines() {
         f(&mut out);
         String::from_utf8(out).unwrap()
     };
-    let find = |suffix: &str| {
-        let mut v: Vec<_> = fs
-            .list(Path::new("/db"))
-            .unwrap()
-            .into_iter()
-            .filter(|n| n.ends_with(suffix))
-            .collect();
-        v.sort();
-        Path::new("/db").join(v.pop().unwrap())
-    };
-    use cairn::env::FileSystem;
+    let find = |suffix: &str| common::files(&fs, Path::new("/db"), suffix).pop().unwrap();
     let wal = text(&|o| inspect::dump_wal(&fs, &find(".wal"), true, Bytes::Text, o).unwrap());
     // T0 = 2027-01-15T08:00:00Z; + 1.5 s.
     assert!(wal.contains("put k => v (expires 2027-01-15T08:00:01.500Z)"), "{wal}");
@@ -254,8 +244,7 @@ fn the_inspectors_show_deadlines() {
 
 #[test]
 fn merges_over_an_expiring_value_apply_to_it_until_it_expires() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let mut o = opts(&fs, &clock);
     o.set("merge_operator", "stringappend").unwrap();
     let db = Db::open(Path::new("/db"), o).unwrap();
@@ -310,8 +299,7 @@ impl CompactionFilter for Janitor {
 
 #[test]
 fn a_compaction_filter_removes_and_changes_without_reviving_or_breaking_snapshots() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let janitor = Arc::new(Janitor::default());
     let mut o = opts(&fs, &clock);
     o.compaction_filter = Some(janitor.clone());
@@ -364,8 +352,7 @@ fn a_compaction_filter_removes_and_changes_without_reviving_or_breaking_snapshot
 
 #[test]
 fn bad_ttl_settings_and_values_are_refused_with_clear_errors() {
-    let fs = MemFs::new();
-    let clock = Arc::new(ManualClock::new(T0));
+    let (fs, clock) = fresh();
     let mut o = opts(&fs, &clock);
     for bad in ["sessions", "sessions=1y", "sessions=0s", "a=1s,a=2s"] {
         let e = o.set("ttl", bad).unwrap_err().to_string();

@@ -24,6 +24,22 @@ pub fn small(fs: Arc<dyn FileSystem>, write_buffer: usize) -> Options {
     o
 }
 
+/// The files of directory `dir` whose names end with `suffix` (`.sst`, `.wal`), sorted.
+///
+/// # Panics
+/// When the directory cannot be listed.
+pub fn files(fs: &dyn FileSystem, dir: &std::path::Path, suffix: &str) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<std::path::PathBuf> = fs
+        .list(dir)
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(suffix))
+        .map(|n| dir.join(n))
+        .collect();
+    v.sort();
+    v
+}
+
 /// `key00042`.
 pub fn key(i: u32) -> Vec<u8> {
     format!("key{i:05}").into_bytes()
