@@ -996,6 +996,22 @@ mod tests {
         assert_eq!(why, "table.block_size = 10 B must be between 64 B and 64 MiB");
     }
 
+    /// An OPTIONS file written before `ttl.trees` and `filters.unit_format` existed (the
+    /// default configuration of that build) reads back as today's defaults: the new settings
+    /// take their defaults, and a reopen keeping it changes nothing.
+    #[test]
+    fn options_files_before_ttl_still_apply() {
+        let text = std::fs::read(crate::testutil::testdata("golden/OPTIONS-before-ttl")).unwrap();
+        let stored = parse_options_file(&text).unwrap();
+        assert!(!stored.contains_key("ttl.trees") && !stored.contains_key("filters.unit_format"));
+        for (k, v) in &stored {
+            Settings::default().set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
+        let mut o = Settings::default();
+        o.apply_stored(&stored, false).unwrap();
+        assert_eq!(o.to_map(), Settings::default().to_map());
+    }
+
     /// OPTIONS files written before the names had groups (flat names; with a budget, the
     /// derived region sizes too) still apply: to a default configuration exactly, and with a
     /// budget to the budget without the sizes it derived.
