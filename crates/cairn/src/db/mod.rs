@@ -1,10 +1,11 @@
 //! The database: a thin orchestrator over the WAL, memtables, versions, flush and compaction.
 //! This file holds the public handles ([`Db`], [`Tree`], [`Snapshot`]); `inner.rs` the shared
 //! state, `open.rs` recovery (`replay.rs` the WAL replay), `write.rs` the write path, `read.rs`
-//! and `iter.rs` the read path, `flush.rs` and `compact.rs` the jobs, `background.rs` their
+//! the point path, `iter.rs` and `cursor.rs` iteration, `flush.rs`, `compact.rs` (picking) and
+//! `job.rs` (a compaction job, and running a merge) the jobs, `background.rs` their
 //! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`).
 //!
-//! The jobs depend one way: `background` → `compact` → `flush` → `write` → `inner`. The two
+//! The jobs depend one way: `background` → `compact` → `job` → `flush` → `write` → `inner`. The two
 //! run-time tuners keep their state in `DbInner` and import nothing else of `db/`:
 //! `elastic.rs` (filter units) sees the engine through its narrow `Host` trait, which `inner.rs`
 //! implements; `memory.rs` (the memory tuner) takes counters and a shape as plain values, which
@@ -15,11 +16,13 @@ mod background;
 mod backup;
 mod checkpoint;
 mod compact;
+mod cursor;
 mod elastic;
 mod filters;
 mod flush;
 mod inner;
 mod iter;
+mod job;
 mod memory;
 mod open;
 mod range_filter;

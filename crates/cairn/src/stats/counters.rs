@@ -57,7 +57,7 @@ impl Default for ReadCounters {
 }
 
 /// Flushes of one kind: how many, and the bytes they wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct FlushCount {
     /// Flushes.
     pub count: u64,
@@ -66,7 +66,7 @@ pub struct FlushCount {
 }
 
 /// A tree's flushes by kind (Luo & Carey's partitioned component has the last three).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct Flushes {
     /// A whole memtable (the monolithic component, and memory-triggered flushes).
     pub whole: FlushCount,
@@ -487,7 +487,7 @@ impl EngineCounters {
 }
 
 /// Counters of one level of one tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct LevelStats {
     /// Point-lookup probes of tables in this level.
     pub probes: u64,
@@ -526,7 +526,7 @@ pub struct LevelStats {
 }
 
 /// Counters of one tree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct TreeStatsSnapshot {
     /// Tree name.
     pub name: String,

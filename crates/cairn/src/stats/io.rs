@@ -69,7 +69,7 @@ pub struct IoStats {
 }
 
 /// Counters of one block kind at one moment.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
 pub struct KindSnapshot {
     /// Blocks read from storage.
     pub reads: u64,
@@ -83,7 +83,7 @@ pub struct KindSnapshot {
 }
 
 /// A copy of all counters; subtract two to get the I/O of an interval.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
 pub struct IoSnapshot {
     /// Key/value data blocks.
     pub data: KindSnapshot,

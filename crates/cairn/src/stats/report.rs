@@ -3,11 +3,77 @@
 //! the `cairn.stats`, `cairn.filters` and `cairn.tuner` properties all come from here; the
 //! machine-readable form is the types' fields, exact.
 
+use super::counters::{FlushCount, Flushes};
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::{BlockKind, IoSnapshot, KindSnapshot};
-use super::types::{DbStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
+use super::types::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
 use crate::memory::MemoryUsage;
 use std::fmt::{self, Display, Write as _};
+
+/// `Debug` that lists only the fields that are not zero (or empty), so that `{:#?}` of a report
+/// shows what happened rather than pages of zeros; `..` marks that some were left out. The
+/// fields before `;` name the record and are always shown. The
+/// destructuring makes a field added to a type without being added here a compile error.
+macro_rules! debug_nonzero {
+    ($($t:ident { $($id:ident),* ; $($f:ident),* $(,)? })*) => {$(
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let $t { $($id,)* $($f),* } = self;
+                let mut d = f.debug_struct(stringify!($t));
+                // What names the record (a tree, a level, a file) is shown even when 0.
+                $(d.field(stringify!($id), $id);)*
+                let mut left_out = false;
+                $(
+                    if is_zero($f) {
+                        left_out = true;
+                    } else {
+                        d.field(stringify!($f), $f);
+                    }
+                )*
+                if left_out { d.finish_non_exhaustive() } else { d.finish() }
+            }
+        }
+    )*};
+}
+
+/// Whether a report field is its type's zero (a `Default` that compares equal).
+fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+debug_nonzero! {
+    KindSnapshot { ; reads, bytes, cache_hits, ghost_hits }
+    IoSnapshot { ; data, index, filter, range_filter, properties, meta, bytes_written, syncs }
+    FlushCount { ; count, bytes }
+    Flushes { ; whole, partial, log, full }
+    LevelStats {
+        ;
+        probes, filter_units_probed, filter_negatives, filter_false_positives, found, data_reads,
+        data_cache_hits, unnecessary_data_reads, compactions, compaction_bytes_read,
+        compaction_upper_bytes_read, compaction_bytes_written, moves, range_probes,
+        range_negatives, range_false_positives,
+    }
+    TreeStatsSnapshot {
+        name;
+        gets, ranges, memtable_hits, flush_bytes, flushes, switched_for_memory,
+        switched_for_log, levels_added, levels_removed, expired, filter_removed, filter_changed,
+        memory_merges, memory_merge_bytes_in, memory_merge_bytes_out, memory_merge_micros, levels,
+    }
+    FileAccessStats {
+        tree, level, file;
+        entries, filter_bpk, filter_policy, probes, filter_negatives, found,
+        data_reads, estimated_lookups, estimated_hits, estimated_empty, exact_lookups, exact_hits,
+        exact_empty, range_probes, range_empty, loaded_units,
+    }
+    ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
+    DbStats {
+        ;
+        io, compaction_io, trees, files, user_write_ops, user_bytes_written, wal_bytes_written,
+        flush_bytes_written, compaction_bytes_written, stall_slowdowns, stall_stops, stall_micros,
+        delay_micros, delayed_write_rate, pending_compaction_bytes, l0_files, l0_groups,
+        memtable_bytes, cache_usage, cache_capacity, elastic,
+    }
+}
 
 /// Rows of cells printed in aligned columns: the first left-aligned, the others right-aligned.
 pub(crate) struct Table {
@@ -683,6 +749,25 @@ pub(crate) fn filters_text(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_lists_what_is_not_zero() {
+        let mut s = DbStats::default();
+        assert_eq!(format!("{s:?}"), "DbStats { .. }");
+        s.io.data.reads = 3;
+        s.files.push(FileAccessStats {
+            file: 7,
+            probes: 2,
+            ..Default::default()
+        });
+        assert_eq!(
+            format!("{s:?}"),
+            "DbStats { io: IoSnapshot { data: KindSnapshot { reads: 3, .. }, .. }, files: \
+             [FileAccessStats { tree: 0, level: 0, file: 7, probes: 2, .. }], .. }"
+        );
+        let all = FlushCount { count: 1, bytes: 2 };
+        assert_eq!(format!("{all:?}"), "FlushCount { count: 1, bytes: 2 }");
+    }
 
     #[test]
     fn units_and_numbers() {

@@ -6,7 +6,7 @@ use super::io::IoSnapshot;
 use crate::tuning::memory::Rule as TunerRule;
 
 /// Access record of one live table (exact counts since it was created or the DB opened).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 pub struct FileAccessStats {
     /// Tree id.
     pub tree: u32,
@@ -78,8 +78,9 @@ impl MerlinAccuracy {
     }
 }
 
-/// Everything `Db::stats` reports.
-#[derive(Debug, Clone, Default)]
+/// Everything `Db::stats` reports. `Display` prints it as tables for people; `Debug` (here and
+/// in the other report types) lists only the fields that are not zero, with `..` for the rest.
+#[derive(Clone, Default)]
 pub struct DbStats {
     /// Block I/O by kind (storage reads, bytes, cache hits), bytes written, syncs — everything
     /// except compaction reads.
@@ -128,7 +129,7 @@ pub struct DbStats {
 }
 
 /// What the elastic filter adjuster did and holds (ElasticBF).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ElasticStats {
     /// Filter memory in bytes.
     pub budget: u64,
