@@ -223,6 +223,65 @@ impl BlockReads {
     }
 }
 
+/// Where an engine's read memory goes, at one moment: the block cache's contents by kind, what
+/// it holds outside the cache, and the tables' index and filter bytes (all in bytes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CacheAccounting {
+    /// Block cache capacity.
+    pub capacity: u64,
+    /// Data blocks in the cache.
+    pub data: u64,
+    /// Index blocks in the cache (cairn: the capacity reserved for the pinned index blocks and
+    /// properties).
+    pub index: u64,
+    /// Filter blocks or units in the cache.
+    pub filter: u64,
+    /// Everything else the cache holds or charges.
+    pub other: u64,
+    /// Index bytes of every live table (cairn: pinned index blocks and properties).
+    pub tables_index: u64,
+    /// Filter bytes of every live table.
+    pub tables_filter: u64,
+    /// Bytes of every live table.
+    pub tables_bytes: u64,
+    /// Data blocks of every live table (0: not known).
+    pub tables_data_blocks: u64,
+    /// Cache hits and misses so far, by kind: data, index, filter.
+    pub hits: [u64; 3],
+    /// Misses (blocks read from storage through the cache).
+    pub misses: [u64; 3],
+}
+
+impl CacheAccounting {
+    /// One line for people.
+    pub fn line(&self) -> String {
+        let mb = |b: u64| b as f64 / (1 << 20) as f64;
+        let rate = |i: usize| {
+            let all = self.hits[i] + self.misses[i];
+            if all == 0 {
+                0.0
+            } else {
+                100.0 * self.hits[i] as f64 / all as f64
+            }
+        };
+        format!(
+            "cache {:.2} MiB: data {:.2}, index {:.2}, filter {:.2}, other {:.2}; tables: index {:.2} MiB, \
+             filters {:.2} MiB, {} data blocks; hit rates data {:.1}%, index {:.1}%, filter {:.1}%",
+            mb(self.capacity),
+            mb(self.data),
+            mb(self.index),
+            mb(self.filter),
+            mb(self.other),
+            mb(self.tables_index),
+            mb(self.tables_filter),
+            self.tables_data_blocks,
+            rate(0),
+            rate(1),
+            rate(2)
+        )
+    }
+}
+
 /// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
 pub trait Engine: Send + Sync {
     /// The adapter's name.
@@ -282,6 +341,10 @@ pub trait Engine: Send + Sync {
     }
     /// L0 files and pending compaction bytes now (`None`: the engine does not say).
     fn debt(&self) -> Option<crate::timeline::Debt> {
+        None
+    }
+    /// Where its read memory goes (engines that report it).
+    fn cache_accounting(&self) -> Option<CacheAccounting> {
         None
     }
     /// The cairn database, for cairn's own metrics.
@@ -688,6 +751,31 @@ impl Engine for CairnEngine {
             .range(start.to_vec()..)
             .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
         count_entries(sizes, limit)
+    }
+
+    fn cache_accounting(&self) -> Option<CacheAccounting> {
+        use cairn::BlockKind::{Data, FilterUnit, Index};
+        let m = self.db.memory();
+        let s = self.db.stats();
+        let kinds = [Data, Index, FilterUnit];
+        Some(CacheAccounting {
+            capacity: m.cache_capacity as u64,
+            data: m.cache_data_usage as u64,
+            index: m.cache_reserved as u64,
+            filter: (m.filter_usage - m.pinned_filter_usage) as u64,
+            other: (m.cache_usage - m.cache_data_usage - (m.filter_usage - m.pinned_filter_usage)) as u64,
+            tables_index: m.pinned_meta_usage as u64,
+            // The decided bits of each table (headers and trailers aside).
+            tables_filter: s
+                .files
+                .iter()
+                .map(|f| (f.entries as f64 * f.filter_bpk / 8.0) as u64)
+                .sum(),
+            tables_bytes: self.db.levels().iter().flat_map(|t| &t.levels).map(|l| l.bytes).sum(),
+            tables_data_blocks: 0,
+            hits: kinds.map(|k| s.io.kind(k).cache_hits),
+            misses: kinds.map(|k| s.io.kind(k).reads),
+        })
     }
 
     fn block_reads(&self) -> Option<BlockReads> {

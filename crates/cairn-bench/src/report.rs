@@ -379,6 +379,9 @@ pub struct Phase {
     /// CPU seconds the process used during the phase (all threads).
     #[serde(default)]
     pub cpu_secs: Option<f64>,
+    /// Where the engine's read memory went when a lookup phase ended (engines that say).
+    #[serde(default)]
+    pub cache: Option<crate::engine::CacheAccounting>,
 }
 
 /// Blocks read from storage per lookup.

@@ -336,6 +336,10 @@ impl Bench<'_> {
                 r.data, r.filter, r.index
             );
             p.block_reads_per_lookup = Some(r);
+            p.cache = self.db.cache_accounting();
+            if let Some(c) = &p.cache {
+                println!("  {}", c.line());
+            }
         }
         if self.args.window > 0 && lookups > 0 {
             let mut w = self.windows.lock().map(|w| w.clone()).unwrap_or_default();

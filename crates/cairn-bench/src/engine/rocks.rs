@@ -11,6 +11,7 @@ use std::path::Path;
 pub struct RocksEngine {
     db: DB,
     opts: Options,
+    cache_capacity: u64,
     plain: WriteOptions,
     synced: WriteOptions,
 }
@@ -102,6 +103,7 @@ impl RocksEngine {
         Ok(RocksEngine {
             db,
             opts: o,
+            cache_capacity: cache_size as u64,
             plain: WriteOptions::default(),
             synced,
         })
@@ -236,6 +238,65 @@ impl Engine for RocksEngine {
         let positive = ticker(&st, "rocksdb.bloom.filter.full.positive")?;
         let true_positive = ticker(&st, "rocksdb.bloom.filter.full.true.positive")?;
         Some(positive.saturating_sub(true_positive))
+    }
+
+    fn cache_accounting(&self) -> Option<crate::engine::CacheAccounting> {
+        let st = self.opts.get_statistics()?;
+        let entries = self.db.property_value("rocksdb.block-cache-entry-stats").ok()??;
+        let tables = self.db.property_value("rocksdb.aggregated-table-properties").ok()??;
+        let capacity = self.cache_capacity;
+        // Each role's share of the capacity, in % to four decimals (its size is rounded to
+        // 0.01 MB).
+        let share = |role: &str| -> u64 {
+            entries
+                .split(&format!("{role}("))
+                .nth(1)
+                .and_then(|s| s.split(')').next())
+                .and_then(|s| s.rsplit(',').next())
+                .and_then(|p| p.trim_end_matches('%').parse::<f64>().ok())
+                .map_or(0, |p| (p / 100.0 * capacity as f64) as u64)
+        };
+        let (data, index, filter) = (share("DataBlock"), share("IndexBlock"), share("FilterBlock"));
+        let used: u64 = [
+            "DataBlock",
+            "IndexBlock",
+            "FilterBlock",
+            "FilterMetaBlock",
+            "OtherBlock",
+            "WriteBuffer",
+            "Misc",
+            "CompressionDictionaryBuildingBuffer",
+            "FilterConstruction",
+            "BlockBasedTableReader",
+            "FileMetadata",
+            "BlobValue",
+            "BlobCache",
+        ]
+        .iter()
+        .map(|r| share(r))
+        .sum();
+        let prop = |name: &str| -> u64 {
+            tables
+                .split("; ")
+                .find(|kv| kv.starts_with(name))
+                .and_then(|kv| kv.rsplit('=').next())
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let tick = |k: &str| ticker(&st, &format!("rocksdb.block.cache.{k}")).unwrap_or(0);
+        Some(crate::engine::CacheAccounting {
+            capacity,
+            data,
+            index,
+            filter,
+            other: used.saturating_sub(data + index + filter),
+            tables_index: prop("index block size"),
+            tables_filter: prop("filter block size"),
+            tables_bytes: prop("data block size") + prop("index block size") + prop("filter block size"),
+            tables_data_blocks: prop("# data blocks"),
+            hits: [tick("data.hit"), tick("index.hit"), tick("filter.hit")],
+            misses: [tick("data.miss"), tick("index.miss"), tick("filter.miss")],
+        })
     }
 
     fn block_reads(&self) -> Option<crate::engine::BlockReads> {

@@ -110,6 +110,8 @@ struct Shard {
     generation: u64,
     usage: usize,
     high_usage: usize,
+    /// `usage` by block kind.
+    kind_usage: [usize; 6],
     capacity: usize,
     high_capacity: usize,
 }
@@ -121,6 +123,7 @@ impl Shard {
     /// Takes out the charge of `slot`, removed from the map (its queue entry is now stale).
     fn unlink(&mut self, slot: &Slot) {
         self.usage -= slot.charge;
+        self.kind_usage[slot.kind as usize] -= slot.charge;
         if slot.high {
             self.high_usage -= slot.charge;
         }
@@ -314,6 +317,7 @@ impl BlockCache {
                     sh.unlink(old);
                 }
                 sh.usage += charge;
+                sh.kind_usage[kind as usize] += charge;
                 if high {
                     sh.high_usage += charge;
                 }
@@ -421,6 +425,11 @@ impl BlockCache {
         self.shards.iter().map(|s| s.lock().usage).sum()
     }
 
+    /// Bytes charged to cached blocks of `kind`.
+    pub fn usage_of(&self, kind: BlockKind) -> usize {
+        self.shards.iter().map(|s| s.lock().kind_usage[kind as usize]).sum()
+    }
+
     /// Bytes charged to high-priority entries.
     pub fn high_pri_usage(&self) -> usize {
         self.shards.iter().map(|s| s.lock().high_usage).sum()
@@ -477,17 +486,19 @@ impl BlockCache {
         for s in self.shards.iter() {
             let sh = s.lock();
             let (mut usage, mut high, mut stale) = (0, 0, 0);
+            let mut kinds = [0; 6];
             for (k, g) in &sh.queue {
                 match map.get(k).filter(|e| e.generation == *g) {
                     Some(e) => {
                         usage += e.charge;
+                        kinds[e.kind as usize] += e.charge;
                         high += if e.high { e.charge } else { 0 };
                         entries += 1;
                     }
                     None => stale += 1,
                 }
             }
-            assert_eq!((sh.usage, sh.high_usage, sh.stale), (usage, high, stale));
+            assert_eq!((sh.usage, sh.high_usage, sh.stale, sh.kind_usage), (usage, high, stale, kinds));
             assert!(sh.usage <= sh.capacity);
         }
         assert_eq!(map.len(), entries);

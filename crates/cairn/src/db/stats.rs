@@ -3,7 +3,9 @@
 
 use super::inner::DbInner;
 use crate::memory::MemoryUsage;
-use crate::stats::{report, DbStats, ElasticStats, FileAccessStats, LevelInfo, TreeLevels, TreeStatsSnapshot};
+use crate::stats::{
+    report, BlockKind, DbStats, ElasticStats, FileAccessStats, LevelInfo, TreeLevels, TreeStatsSnapshot,
+};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
@@ -135,12 +137,14 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         write_buffer_size: inner.memory.write_buffer_size(),
         cache_capacity: inner.cache.capacity(),
         cache_usage: inner.cache.usage(),
+        cache_data_usage: inner.cache.usage_of(BlockKind::Data),
+        cache_reserved: inner.cache.reserved(),
         filter_capacity: if inner.opts.bpk_policy.is_elastic() {
             inner.memory.pinned_filters.capacity()
         } else {
             0
         },
-        filter_usage: inner.cache.high_pri_usage() + inner.memory.pinned_filters.usage(),
+        filter_usage: inner.cache.usage_of(BlockKind::FilterUnit) + inner.memory.pinned_filters.usage(),
         pinned_meta_usage: inner.memory.pinned_meta.usage(),
         pinned_filter_usage: inner.memory.pinned_filters.usage(),
         ghost_capacity: inner.ghost.as_ref().map_or(0, |(g, _)| g.capacity()),

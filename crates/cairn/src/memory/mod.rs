@@ -194,10 +194,15 @@ pub struct MemoryUsage {
     pub cache_capacity: usize,
     /// Bytes the block cache holds (data blocks and filter units).
     pub cache_usage: usize,
+    /// Of `cache_usage`, data blocks.
+    pub cache_data_usage: usize,
+    /// Of `cache_capacity`, the part reserved for the index blocks and properties open table
+    /// readers pin (`cache.index_in_block_cache`; 0 when they are not charged to the cache).
+    pub cache_reserved: usize,
     /// Filter memory of the elastic policies (0 for the others, whose filter units live in the
     /// block cache at high priority).
     pub filter_capacity: usize,
-    /// Filter units: pinned in table readers, plus the block cache's high-priority part.
+    /// Filter units: pinned in table readers, plus those in the block cache.
     pub filter_usage: usize,
     /// Index blocks and properties pinned by open table readers.
     pub pinned_meta_usage: usize,

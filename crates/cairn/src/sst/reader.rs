@@ -154,8 +154,9 @@ pub struct TableReader {
     /// The range filter, read on first use and then pinned like the index (with its charge):
     /// one block per table, needed by every bounded read of the table, and costly to read
     /// again (a 64 MiB table's filter is ~1 MB at 16 bits per key) — evicted from a cache it
-    /// would be read from storage by every range read.
-    range_pinned: OnceLock<(RosettaFilter, Option<Charge>)>,
+    /// would be read from storage by every range read. Boxed: the decoded filter is ~2.7 KB
+    /// of fixed fields, which every reader would otherwise carry (and charge) without one.
+    range_pinned: OnceLock<(Box<RosettaFilter>, Option<Charge>)>,
     /// Bytes of the pinned range filter reserved in the block cache (released on drop).
     range_reserved: AtomicUsize,
     meta_region: Option<Arc<Region>>,
@@ -395,9 +396,9 @@ impl TableReader {
         let mut keys = Vec::new();
         self.for_each_block_key(|k| keys.push(k.to_vec()));
         if self.index.num_restarts() == keys.len() {
-            self.index_fences = Fences::new(common, &keys);
+            self.index_fences = Fences::new(common, &keys, super::fences::INDEX_STRIDE);
         }
-        self.segment_fences = Fences::new(common, p.segments.iter().map(|s| &s.largest_user_key));
+        self.segment_fences = Fences::new(common, p.segments.iter().map(|s| &s.largest_user_key), 1);
     }
 
     /// The first segment whose last key is ≥ `user_key` (`segments.len()` past the last).
@@ -458,7 +459,7 @@ impl TableReader {
             return Ok(None);
         };
         if let Some((f, _)) = self.range_pinned.get() {
-            return Ok(Some(f));
+            return Ok(Some(&**f));
         }
         let raw = read_block(&*self.file, &self.path, handle, BlockKind::RangeFilter, &self.stats)?;
         let f = RosettaFilter::decode(raw)
@@ -466,13 +467,13 @@ impl TableReader {
         let size = f.memory_usage();
         let charge = self.meta_region.as_ref().map(|r| r.charge(size));
         // Two first readers may race: the loser's copy (and its charge) is dropped.
-        if self.range_pinned.set((f, charge)).is_ok() {
+        if self.range_pinned.set((Box::new(f), charge)).is_ok() {
             if let (Some(cache), true) = (&self.cache, self.reserve_in_cache) {
                 cache.reserve(size);
                 self.range_reserved.store(size, Ordering::Relaxed);
             }
         }
-        Ok(self.range_pinned.get().map(|(f, _)| f))
+        Ok(self.range_pinned.get().map(|(f, _)| &**f))
     }
 
     /// Bytes this reader pins in memory: the index block, the reader itself and the decoded

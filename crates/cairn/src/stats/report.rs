@@ -279,7 +279,12 @@ impl Display for MemoryUsage {
             "block cache".into(),
             size(self.cache_capacity as u64),
             size(self.cache_usage as u64),
-            "data blocks, cached filter units and reserved index blocks".into(),
+            format!(
+                "{} data blocks, {} filter units; {} of the capacity reserved for pinned index blocks",
+                size(self.cache_data_usage as u64),
+                size(self.filter_usage.saturating_sub(self.pinned_filter_usage) as u64),
+                size(self.cache_reserved as u64)
+            ),
         ]);
         t.row(vec![
             "filter units".into(),
