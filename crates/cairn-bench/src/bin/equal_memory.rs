@@ -18,7 +18,10 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
-#[command(rename_all = "snake_case", about = "cairn's plain engine against RocksDB at equal memory")]
+#[command(
+    rename_all = "snake_case",
+    about = "cairn's plain engine against RocksDB at equal memory"
+)]
 struct Args {
     /// Where results go.
     #[arg(long)]
@@ -157,8 +160,11 @@ fn main() {
         }
     }
     let _ = std::fs::remove_dir_all(&base);
-    std::fs::write(a.out.join("runs.json"), serde_json::to_string_pretty(&runs).unwrap_or_default())
-        .unwrap_or_else(|e| fail(e));
+    std::fs::write(
+        a.out.join("runs.json"),
+        serde_json::to_string_pretty(&runs).unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| fail(e));
     // Per cell and engine, the run with the median throughput.
     let mut cells: Vec<Run> = Vec::new();
     for &bpk in &a.bpk {
@@ -206,7 +212,14 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
     let hit = |c: &Option<CacheAccounting>| {
         c.map_or("–".into(), |c| {
             let all = c.hits[0] + c.misses[0];
-            format!("{:.1}%", if all == 0 { 0.0 } else { 100.0 * c.hits[0] as f64 / all as f64 })
+            format!(
+                "{:.1}%",
+                if all == 0 {
+                    0.0
+                } else {
+                    100.0 * c.hits[0] as f64 / all as f64
+                }
+            )
         })
     };
     let split = |c: &Option<CacheAccounting>| {
@@ -286,7 +299,11 @@ fn chart(a: &Args, cells: &[Run]) -> Result<(), String> {
                     })
                     .collect();
                 let color = Palette99::pick(bi).to_rgba();
-                let style = if ei == 0 { color.stroke_width(2) } else { color.stroke_width(1) };
+                let style = if ei == 0 {
+                    color.stroke_width(2)
+                } else {
+                    color.stroke_width(1)
+                };
                 cairn_bench::plot::marked_line(&mut ch, pts, style, format!("{engine} {bpk} bpk"))?;
             }
         }
