@@ -325,8 +325,11 @@ impl BlockCache {
                 if high {
                     sh.high_usage += charge;
                 }
-                sh.queue.push_back((key, generation));
+                // Room is made before the new entry joins the ring: when every other entry was
+                // referenced, the hand clears them all and would otherwise reach the new one
+                // first (LRU never evicts what it just inserted).
                 Self::enforce(&mut sh, &map, &mut evicted);
+                sh.queue.push_back((key, generation));
                 sh.compact(&map);
             }
             self.report(evicted);
@@ -546,6 +549,12 @@ mod tests {
         assert!(cache.get(&key(0), BlockKind::Data).is_some());
         assert!((1..4).all(|i| cache.get(&key(i), BlockKind::Data).is_none()));
         assert_eq!((cache.usage_of(BlockKind::Data), cache.usage_of(BlockKind::Index)), (4000, 0));
+        // Every entry referenced: the new one still stays (an older one leaves).
+        for i in [0, 4, 5, 6] {
+            assert!(cache.get(&key(i), BlockKind::Data).is_some());
+        }
+        cache.insert(key(7), filter(), BlockKind::Data, 1000, Priority::Low);
+        assert!(cache.get(&key(7), BlockKind::Data).is_some());
         cache.check();
     }
 
