@@ -254,7 +254,7 @@ fn inspection_beside_a_writer() {
     assert!(t.contains("segment 0: blocks 0.."), "{t}");
     // The index is listed only when asked; dates are ISO 8601, compression as OPTIONS spells it.
     assert!(
-        t.contains(" entries (listed with --index)") && !t.contains("block at "),
+        t.contains(" keys (listed with --index)") && !t.contains("block at "),
         "{t}"
     );
     assert!(t.contains("compression none"), "{t}");

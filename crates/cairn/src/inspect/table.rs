@@ -207,21 +207,39 @@ pub fn dump_table_with(
         }
     }
     if what.index {
-        w(out, format!("  index: {} entries", p.data_blocks))?;
+        w(
+            out,
+            format!(
+                "  index: {} entries ({} keys)",
+                p.data_blocks,
+                if p.index_user_keys { "user" } else { "internal" }
+            ),
+        )?;
         let mut index_lines = Vec::new();
         t.for_each_index_entry(|key, h| {
             index_lines.push(format!(
                 "    block at {} ({} bytes): key {}",
                 h.offset,
                 h.size,
-                show_ikey(key)
+                if p.index_user_keys {
+                    super::key_text(bytes, key)
+                } else {
+                    show_ikey(key)
+                }
             ));
         })?;
         for l in index_lines {
             w(out, l)?;
         }
     } else {
-        w(out, format!("  index: {} entries (listed with --index)", p.data_blocks))?;
+        w(
+            out,
+            format!(
+                "  index: {} entries with {} keys (listed with --index)",
+                p.data_blocks,
+                if p.index_user_keys { "user" } else { "internal" }
+            ),
+        )?;
     }
     if entries {
         w(out, "  entries:".into())?;

@@ -43,7 +43,11 @@ pub struct TableBuilder {
     stats: Arc<IoStats>,
     offset: u64,
     data: BlockBuilder,
+    /// The index with internal keys, and beside it the same with user keys, which the table
+    /// keeps unless a user key's versions span two data blocks (then `None`): a user-key
+    /// separator could not tell those blocks apart.
     index: BlockBuilder,
+    user_index: Option<BlockBuilder>,
     props: Properties,
     seg: SegmentAcc,
     filter: Box<dyn FilterWriter>,
@@ -87,6 +91,7 @@ impl TableBuilder {
             segments: Vec::new(),
             db_id: opts.db_id,
             range_deletions: 0,
+            index_user_keys: false,
         };
         let filter = Box::new(
             BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()).cache_local(opts.cache_local_filters),
@@ -104,6 +109,7 @@ impl TableBuilder {
                 BlockBuilder::new(opts.restart_interval)
             },
             index: BlockBuilder::new(1),
+            user_index: Some(BlockBuilder::new(1)),
             file,
             opts,
             stats,
@@ -154,6 +160,12 @@ impl TableBuilder {
         if let Some(h) = self.pending_index.take() {
             ikey::separator(&self.last_key, ikey, &mut self.separator);
             index_entry(&mut self.index, &self.separator, h);
+            if ikey::user_key(&self.last_key) == user_key {
+                self.user_index = None;
+            } else if let Some(u) = &mut self.user_index {
+                // last ≤ separator < next, and the two user keys differ: so do the user keys.
+                index_entry(u, ikey::user_key(&self.separator), h);
+            }
         }
         if self.seg.last_user_key.as_deref() != Some(user_key) {
             self.filter.add_key(user_key, key_hash(user_key));
@@ -257,6 +269,9 @@ impl TableBuilder {
         // The last block's entry keeps its last key: the table's largest key bounds lookups.
         if let Some(h) = self.pending_index.take() {
             index_entry(&mut self.index, &self.last_key, h);
+            if let Some(u) = &mut self.user_index {
+                index_entry(u, ikey::user_key(&self.last_key), h);
+            }
         }
         self.close_segment();
         self.props.data_size = self.offset;
@@ -306,7 +321,11 @@ impl TableBuilder {
         } else {
             Some(self.write_block(&range_del::block::encode(&self.range_dels), Compression::None)?)
         };
-        let index_bytes = self.index.finish().to_vec();
+        self.props.index_user_keys = self.user_index.is_some();
+        let index_bytes = match &mut self.user_index {
+            Some(u) => u.finish().to_vec(),
+            None => self.index.finish().to_vec(),
+        };
         let index = self.write_block(&index_bytes, Compression::None)?;
         self.props.index_size = index.size + TRAILER_LEN as u64;
         let props = self.write_block(&self.props.encode(), Compression::None)?;

@@ -50,7 +50,7 @@ const AUTO_READAHEAD_MAX: usize = 256 << 10;
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
         TwoLevelIter::over(TableIndex {
-            index: table.index_block().iter(KeyOrder::Internal),
+            index: table.index_block().iter(table.index_order()),
             table,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
@@ -88,7 +88,7 @@ impl TableIndex {
             return false;
         };
         // The index key is at or after the block's last key.
-        let last = ikey::user_key(self.index.key());
+        let last = self.table.index_user_key(self.index.key());
         if w.lo.as_deref().is_some_and(|lo| last < lo) {
             return true;
         }
@@ -113,14 +113,14 @@ impl TwoLevelIndex for TableIndex {
     fn seek(&mut self, target: &[u8]) {
         self.set_floor(ikey::user_key(target));
         // The first block whose index key is ≥ target.
-        self.index.seek(target);
+        self.index.seek(self.table.index_target(target));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
         self.floor_known = false;
         // The last key ≤ target is in the first block whose index key is ≥ target, or in an
         // earlier one; past every index key it is the table's last key (the last block's
         // index key is its last key).
-        self.index.seek(target);
+        self.index.seek(self.table.index_target(target));
         if !self.index.valid() && self.index.status().is_ok() {
             self.index.seek_to_last();
         }
@@ -129,7 +129,7 @@ impl TwoLevelIndex for TableIndex {
         if self.window.is_some() && self.index.valid() {
             // Every key of the next block comes after this block's index key.
             self.floor.clear();
-            self.floor.extend_from_slice(ikey::user_key(self.index.key()));
+            self.floor.extend_from_slice(self.table.index_user_key(self.index.key()));
             self.floor_known = true;
         }
         self.index.next();

@@ -11,19 +11,22 @@
 //!                 { unit_offset unit_size }*unit_count }*segment_count
 //! db_id                                                          (version ≥ 2)
 //! range_deletions                                                (version ≥ 3)
+//! index_user_keys:u8 (0 or 1)                                    (version ≥ 4)
 //! ```
 //! `lp` = varint length + bytes. Keys are internal keys; segment key ranges are user keys.
 //! Version 2 (2026-11-25) adds the id of the database that wrote the table, so that a table
 //! from another database put in its place is found; version 1 tables read with id 0
 //! (unknown). Version 3 (2026-11-26) adds the number of range tombstones (one per fragment and
-//! sequence number of the range-deletion block); older tables have none.
+//! sequence number of the range-deletion block); older tables have none. Version 4
+//! (2026-11-26) says whether the index block's keys are user keys (no user key spans two data
+//! blocks; 8 bytes less per index entry) or internal keys, as every older table's are.
 
 use super::footer::BlockHandle;
 use crate::filter::{FilterDecision, UnitSpec};
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 
 /// A run of consecutive data blocks sharing one group of filter units.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -93,6 +96,8 @@ pub struct Properties {
     pub db_id: u64,
     /// Range tombstones in its range-deletion block (one per fragment and sequence number).
     pub range_deletions: u64,
+    /// The index block's keys are user keys, compared bytewise (else internal keys).
+    pub index_user_keys: bool,
 }
 
 impl Properties {
@@ -152,6 +157,7 @@ impl Properties {
         }
         put_varint64(&mut o, self.db_id);
         put_varint64(&mut o, self.range_deletions);
+        o.push(u8::from(self.index_user_keys));
         o
     }
 
@@ -211,6 +217,14 @@ impl Properties {
         }
         let db_id = if version >= 2 { d.varint64("database id")? } else { 0 };
         let range_deletions = if version >= 3 { d.varint64("range deletions")? } else { 0 };
+        let index_user_keys = match version {
+            4.. => match d.u8("index key kind")? {
+                0 => false,
+                1 => true,
+                _ => return Err("index key kind is neither 0 nor 1"),
+            },
+            _ => false,
+        };
         if !d.is_empty() {
             return Err("trailing bytes after properties");
         }
@@ -238,6 +252,7 @@ impl Properties {
             segments,
             db_id,
             range_deletions,
+            index_user_keys,
         })
     }
 }
@@ -289,23 +304,30 @@ mod tests {
             }],
             db_id: 77,
             range_deletions: 5,
+            index_user_keys: true,
         }
     }
 
-    /// Version 1 (before the database id) and 2 (before range deletions) blocks still read.
+    /// Version 1 (before the database id), 2 (before range deletions) and 3 (before user-key
+    /// indexes) blocks still read.
     #[test]
     fn older_versions_read() {
-        let mut v2 = sample().encode();
+        let mut v3 = sample().encode();
+        assert_eq!(v3.pop(), Some(1)); // index_user_keys
+        v3[0] = 3;
+        let p = Properties::decode(&v3).unwrap();
+        assert_eq!(p, Properties { index_user_keys: false, ..sample() });
+        let mut v2 = v3.clone();
         v2.pop(); // the one-byte varint 5
         v2[0] = 2;
         let p = Properties::decode(&v2).unwrap();
-        assert_eq!(p, Properties { range_deletions: 0, ..sample() });
+        assert_eq!(p, Properties { range_deletions: 0, index_user_keys: false, ..sample() });
         let mut v1 = v2.clone();
         v1.pop(); // the one-byte varint 77
         v1[0] = 1;
         let p = Properties::decode(&v1).unwrap();
-        assert_eq!(p, Properties { db_id: 0, range_deletions: 0, ..sample() });
-        v1[0] = 4;
+        assert_eq!(p, Properties { db_id: 0, range_deletions: 0, index_user_keys: false, ..sample() });
+        v1[0] = 5;
         assert!(Properties::decode(&v1).is_err());
     }
 

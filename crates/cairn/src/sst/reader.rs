@@ -363,17 +363,17 @@ impl TableReader {
             return Err(bad("data section overlaps the index".into()));
         }
         // The index has one fence pointer per data block, contiguous from offset 0.
-        let mut it = self.index.iter(KeyOrder::Internal);
+        let mut it = self.index.iter(self.index_order());
         it.seek_to_first();
         let (mut n, mut expect) = (0u64, 0u64);
         let mut prev: Option<Vec<u8>> = None;
         while it.valid() {
             let h =
                 BlockHandle::decode(&mut Decoder::new(it.value())).map_err(|e| bad(format!("index entry {n}: {e}")))?;
-            if h.offset != expect || ikey::split(it.key()).is_none() {
+            if h.offset != expect || (!p.index_user_keys && ikey::split(it.key()).is_none()) {
                 return Err(bad(format!("index entry {n} is not the next data block")));
             }
-            if prev.as_deref().is_some_and(|pk| ikey::compare(pk, it.key()).is_ge()) {
+            if prev.as_deref().is_some_and(|pk| self.index_order().compare(pk, it.key()).is_ge()) {
                 return Err(bad(format!("index entry {n} out of order")));
             }
             prev = Some(it.key().to_vec());
@@ -519,7 +519,7 @@ impl TableReader {
     /// `Corruption` for an entry whose handle does not decode (`open` validated them, so only a
     /// bug makes this fail).
     pub(crate) fn for_each_index_entry(&self, mut f: impl FnMut(&[u8], BlockHandle)) -> Result<()> {
-        let mut it = self.index.iter(KeyOrder::Internal);
+        let mut it = self.index.iter(self.index_order());
         it.seek_to_first();
         while it.valid() {
             let h = BlockHandle::decode(&mut Decoder::new(it.value()))
@@ -534,14 +534,47 @@ impl TableReader {
         &self.index
     }
 
+    /// The order of the index block's keys: user keys bytewise (properties version 4 on, when
+    /// no user key spans two data blocks), else internal keys.
+    #[inline]
+    pub(crate) fn index_order(&self) -> KeyOrder {
+        if self.props.index_user_keys {
+            KeyOrder::Bytewise
+        } else {
+            KeyOrder::Internal
+        }
+    }
+
+    /// What an index search for the internal key `target` seeks: `target`, or its user key in
+    /// a user-key index (the first block whose index key is at or after it holds every
+    /// version of that user key).
+    #[inline]
+    pub(crate) fn index_target<'a>(&self, target: &'a [u8]) -> &'a [u8] {
+        if self.props.index_user_keys {
+            ikey::user_key(target)
+        } else {
+            target
+        }
+    }
+
+    /// The user key of index key `k`.
+    #[inline]
+    pub(crate) fn index_user_key<'a>(&self, k: &'a [u8]) -> &'a [u8] {
+        if self.props.index_user_keys {
+            k
+        } else {
+            ikey::user_key(k)
+        }
+    }
+
     /// Calls `f` with the user key of each data block's index key, in order (the block
     /// boundaries the index holds, with no I/O: each at or after its block's last user key and
     /// at or before the next block's first).
     pub(crate) fn for_each_block_key(&self, mut f: impl FnMut(&[u8])) {
-        let mut it = self.index.iter(KeyOrder::Internal);
+        let mut it = self.index.iter(self.index_order());
         it.seek_to_first();
         while it.valid() {
-            f(ikey::user_key(it.key()));
+            f(self.index_user_key(it.key()));
             it.next();
         }
     }
@@ -771,7 +804,7 @@ impl TableReader {
         // Both searches borrow their blocks and build keys in this thread's buffer: no
         // reference-count write on a shared block and no allocation.
         KEY_BUFFER.with(|buf| {
-            let mut idx = self.index.iter_ref(KeyOrder::Internal, buf.take());
+            let mut idx = self.index.iter_ref(self.index_order(), buf.take());
             let r = self.search(&mut idx, key, &mut out, value);
             buf.set(idx.into_key_buffer());
             r
@@ -792,7 +825,7 @@ impl TableReader {
                     let k = self.index.restart_key(mid).ok_or_else(|| {
                         Error::corruption(&*self.path, self.index.file_offset(), format!("index entry {mid}"))
                     })?;
-                    if ikey::compare(k, seek) == std::cmp::Ordering::Less {
+                    if self.index_order().compare(k, self.index_target(seek)) == std::cmp::Ordering::Less {
                         a = mid + 1;
                     } else {
                         b = mid;
@@ -800,7 +833,7 @@ impl TableReader {
                 }
                 idx.seek_to_restart_entry(a);
             }
-            None => idx.seek(seek),
+            None => idx.seek(self.index_target(seek)),
         }
         if !idx.valid() {
             return idx.status(); // past the table's last key (all its versions are newer than the read)

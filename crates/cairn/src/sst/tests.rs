@@ -225,6 +225,7 @@ fn same_user_key_at_many_seqnos_across_segments() {
     build(&fs, p, &model, opts);
     let t = open(&fs, p, None).unwrap();
     assert!(t.properties().segments.len() > 10, "the key spans many segments");
+    assert!(!t.properties().index_user_keys, "a user key spans blocks: internal index keys");
     for seq in (0..3100u64).step_by(37) {
         let got = t.get(b"hot", seq, UnitSelection::All).unwrap();
         assert_eq!(got.found, model_get(&model, b"hot", seq), "seq {seq}");
@@ -362,7 +363,7 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
     let footer = Footer::decode(&data[data.len() - FOOTER_LEN..]).unwrap();
     let t = open(fs, p, None).unwrap();
     let mut out = Vec::new();
-    let mut it = t.index_block().iter(crate::format::ikey::KeyOrder::Internal);
+    let mut it = t.index_block().iter(t.index_order());
     it.seek_to_first();
     while it.valid() {
         let h = BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value())).unwrap();
@@ -735,6 +736,13 @@ fn tables_before_range_deletions_are_still_read() {
     assert_eq!(read_old_golden_table("golden/tiny-properties-v2.sst.hex"), 2);
 }
 
+/// A table whose properties block is version 3 (index keys always internal keys; pinned
+/// before user-key indexes) is still read.
+#[test]
+fn tables_with_internal_index_keys_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-properties-v3.sst.hex"), 2);
+}
+
 /// A table with range tombstones (pinned byte for byte: `docs/format/sst.md`), and one holding
 /// only tombstones: their key and seqno ranges include the tombstones', lookups see them.
 #[test]
@@ -799,7 +807,8 @@ fn index_keys_are_shortened_separators() {
     let mut keys = Vec::new();
     t.for_each_index_entry(|k, _| keys.push(k.to_vec())).unwrap();
     assert!(keys.len() > 10);
-    let last = model.keys().last().unwrap().encoded().to_vec();
+    assert!(t.properties().index_user_keys, "no user key spans two blocks");
+    let last = model.keys().last().unwrap().user_key().to_vec();
     assert_eq!(keys.last(), Some(&last), "the last block's entry is its last key");
     assert!(keys[..keys.len() - 1].iter().all(|k| k.len() < last.len() - 30), "{keys:?}");
     for i in 0..4000u32 {
