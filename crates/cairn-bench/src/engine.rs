@@ -225,7 +225,7 @@ impl BlockReads {
 
 /// Where an engine's read memory goes, at one moment: the block cache's contents by kind, what
 /// it holds outside the cache, and the tables' index and filter bytes (all in bytes).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CacheAccounting {
     /// Block cache capacity.
     pub capacity: u64,
@@ -246,6 +246,9 @@ pub struct CacheAccounting {
     pub tables_bytes: u64,
     /// Data blocks of every live table (0: not known).
     pub tables_data_blocks: u64,
+    /// Files per level (L0 first): the runs a lookup may probe.
+    #[serde(default)]
+    pub files_per_level: Vec<u64>,
     /// Cache hits and misses so far, by kind: data, index, filter.
     pub hits: [u64; 3],
     /// Misses (blocks read from storage through the cache).
@@ -266,7 +269,7 @@ impl CacheAccounting {
         };
         format!(
             "cache {:.2} MiB: data {:.2}, index {:.2}, filter {:.2}, other {:.2}; tables: index {:.2} MiB, \
-             filters {:.2} MiB, {} data blocks; hit rates data {:.1}%, index {:.1}%, filter {:.1}%",
+             filters {:.2} MiB, {} data blocks, files per level {:?}; hit rates data {:.1}%, index {:.1}%, filter {:.1}%",
             mb(self.capacity),
             mb(self.data),
             mb(self.index),
@@ -275,6 +278,7 @@ impl CacheAccounting {
             mb(self.tables_index),
             mb(self.tables_filter),
             self.tables_data_blocks,
+            self.files_per_level,
             rate(0),
             rate(1),
             rate(2)
@@ -773,6 +777,13 @@ impl Engine for CairnEngine {
                 .sum(),
             tables_bytes: self.db.levels().iter().flat_map(|t| &t.levels).map(|l| l.bytes).sum(),
             tables_data_blocks: 0,
+            files_per_level: self.db.levels().first().map_or_else(Vec::new, |t| {
+                let mut v: Vec<u64> = t.levels.iter().map(|l| l.files as u64).collect();
+                while v.len() > 1 && v.last() == Some(&0) {
+                    v.pop();
+                }
+                v
+            }),
             hits: kinds.map(|k| s.io.kind(k).cache_hits),
             misses: kinds.map(|k| s.io.kind(k).reads),
         })

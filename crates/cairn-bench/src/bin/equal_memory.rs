@@ -145,7 +145,7 @@ fn main() {
                             data_reads: r.data,
                             filter_reads: r.filter,
                             index_reads: r.index,
-                            accounting: p.cache,
+                            accounting: p.cache.clone(),
                         };
                         println!(
                             "round {round} bpk {bpk} cache {}% {dist} {engine}: {:.0} ops/s, data blocks per lookup {:.4}",
@@ -194,15 +194,15 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
          reserved in the cache; RocksDB: cache_index_and_filter_blocks, high priority, L0 pinned), \
          O_DIRECT, one thread, {} lookups per cell with half of them absent; {} round(s), the median \
          run's figures. Cache MiB: what each engine's cache held at the end by kind (data / index / \
-         filter).\n\n",
+         filter); files per level: L0 first.\n\n",
         a.num,
         data >> 20,
         a.reads,
         a.rounds
     );
     md.push_str(
-        "| bpk | cache | keys | data / lookup cairn | RocksDB | cairn ÷ RocksDB | ops/s cairn | RocksDB | cairn ÷ RocksDB | data hit cairn | RocksDB | cache MiB cairn | RocksDB |\n\
-         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
+        "| bpk | cache | keys | data / lookup cairn | RocksDB | cairn ÷ RocksDB | ops/s cairn | RocksDB | cairn ÷ RocksDB | data hit cairn | RocksDB | cache MiB cairn | RocksDB | files per level cairn | RocksDB |\n\
+         |---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|\n",
     );
     let find = |e: &str, bpk: f64, cache: f64, dist: &str| {
         cells
@@ -210,7 +210,7 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
             .find(|x| x.engine == e && x.bpk == bpk && x.cache == cache && x.dist == dist)
     };
     let hit = |c: &Option<CacheAccounting>| {
-        c.map_or("–".into(), |c| {
+        c.as_ref().map_or("–".into(), |c| {
             let all = c.hits[0] + c.misses[0];
             format!(
                 "{:.1}%",
@@ -224,8 +224,17 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
     };
     let split = |c: &Option<CacheAccounting>| {
         let mb = |b: u64| b as f64 / f64::from(1 << 20);
-        c.map_or("–".into(), |c| {
+        c.as_ref().map_or("–".into(), |c| {
             format!("{:.2} / {:.2} / {:.2}", mb(c.data), mb(c.index), mb(c.filter))
+        })
+    };
+    let shape = |c: &Option<CacheAccounting>| {
+        c.as_ref().map_or("–".into(), |c| {
+            c.files_per_level
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" ")
         })
     };
     for &bpk in &a.bpk {
@@ -235,7 +244,7 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
                     continue;
                 };
                 md.push_str(&format!(
-                    "| {bpk} | {}% | {dist} | {:.4} | {:.4} | {:.2} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} |\n",
+                    "| {bpk} | {}% | {dist} | {:.4} | {:.4} | {:.2} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |\n",
                     cache * 100.0,
                     c.data_reads,
                     r.data_reads,
@@ -247,6 +256,8 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
                     hit(&r.accounting),
                     split(&c.accounting),
                     split(&r.accounting),
+                    shape(&c.accounting),
+                    shape(&r.accounting),
                 ));
             }
         }

@@ -294,6 +294,18 @@ impl Engine for RocksEngine {
             tables_filter: prop("filter block size"),
             tables_bytes: prop("data block size") + prop("index block size") + prop("filter block size"),
             tables_data_blocks: prop("# data blocks"),
+            files_per_level: {
+                let mut v: Vec<u64> = (0..7)
+                    .map(|l| {
+                        self.int_property(&format!("rocksdb.num-files-at-level{l}"))
+                            .unwrap_or(0)
+                    })
+                    .collect();
+                while v.len() > 1 && v.last() == Some(&0) {
+                    v.pop();
+                }
+                v
+            },
             hits: [tick("data.hit"), tick("index.hit"), tick("filter.hit")],
             misses: [tick("data.miss"), tick("index.miss"), tick("filter.miss")],
         })
