@@ -2,12 +2,12 @@
 //! same bits per key, block cache = a share of the data with index and filters charged to it on
 //! both engines, O_DIRECT, half of the lookups absent, uniform and zipf 0.99 key choice. One
 //! load per engine and bits per key (T = 4, 4 MiB files), kept for every cache size and key
-//! distribution; each cell a fresh process. Besides throughput and data blocks per lookup it
+//! distribution (with `--reload`, a new load before each round); each cell a fresh process. Besides throughput and data blocks per lookup it
 //! records where each engine's cache went (data, index, filter) and the hit rate per kind.
 //! Writes results.md, results.json, runs.json and data-reads.png.
 //!
 //! ```sh
-//! equal_memory --out results/equal-memory --num 3000000 --reads 300000
+//! equal_memory --out results/equal-memory --num 3000000 --reads 600000 [--rounds 3 --reload]
 //! ```
 
 use cairn_bench::engine::CacheAccounting;
@@ -41,9 +41,14 @@ struct Args {
     /// Key choice of the lookups.
     #[arg(long, value_delimiter = ',', default_value = "uniform,zipf:0.99")]
     dist: Vec<String>,
-    /// Rounds (engines interleaved in each); the median run's figures are reported.
+    /// Rounds (engines interleaved in each); per cell the median of each figure is reported.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+    /// Load the databases again before every round, with the round's seed: each load leaves
+    /// its own level shape (runs to probe), which moves data blocks per lookup by ~10% on both
+    /// engines; medians over several loads show what is the engine's and what the shape's.
+    #[arg(long)]
+    reload: bool,
 }
 
 const ENGINES: [&str; 2] = ["cairn", "rocksdb"];
@@ -77,7 +82,7 @@ fn main() {
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
     let base = a.out.join("db");
     let data = a.num * (16 + 100);
-    let common = |engine: &str, bpk: f64| {
+    let common = |engine: &str, bpk: f64, seed: usize| {
         let mut f: Vec<String> = vec![
             format!("--engine={engine}"),
             format!("--num={}", a.num),
@@ -87,9 +92,9 @@ fn main() {
             "--use_direct_reads=1".into(),
             "--cache_index_and_filter_blocks=1".into(),
             "--statistics=1".into(),
-            "--seed=7".into(),
             "--threads=1".into(),
             format!("--bloom_bits={bpk}"),
+            format!("--seed={seed}"),
         ];
         f.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
         if engine == "cairn" {
@@ -98,19 +103,26 @@ fn main() {
         f
     };
     let dir = |engine: &str, bpk: f64| base.join(format!("{engine}-{bpk}"));
-    for &bpk in &a.bpk {
-        for engine in ENGINES {
-            let d = dir(engine, bpk);
-            let _ = std::fs::remove_dir_all(&d);
-            let mut f = common(engine, bpk);
-            f.push(format!("--db={}", d.display()));
-            f.push("--benchmarks=fillrandom,waitforcompaction".into());
-            println!("{engine}, {bpk} bits per key: loading {} keys", a.num);
-            run(&db_bench, &f);
+    let load = |seed: usize| {
+        for &bpk in &a.bpk {
+            for engine in ENGINES {
+                let d = dir(engine, bpk);
+                let _ = std::fs::remove_dir_all(&d);
+                let mut f = common(engine, bpk, seed);
+                f.push(format!("--db={}", d.display()));
+                f.push("--benchmarks=fillrandom,waitforcompaction".into());
+                println!("{engine}, {bpk} bits per key: loading {} keys (seed {seed})", a.num);
+                run(&db_bench, &f);
+            }
         }
-    }
+    };
     let mut runs = Vec::new();
     for round in 1..=a.rounds {
+        // The first load (seed 7) always; another before each later round with --reload.
+        let seed = if a.reload { 6 + round } else { 7 };
+        if round == 1 || a.reload {
+            load(seed);
+        }
         for &bpk in &a.bpk {
             for &cache in &a.cache {
                 for dist in &a.dist {
@@ -121,7 +133,7 @@ fn main() {
                     }
                     for engine in order {
                         let _ = std::process::Command::new("sync").status();
-                        let mut f = common(engine, bpk);
+                        let mut f = common(engine, bpk, seed);
                         f.extend([
                             format!("--db={}", dir(engine, bpk).display()),
                             "--use_existing_db=1".into(),
@@ -165,7 +177,8 @@ fn main() {
         serde_json::to_string_pretty(&runs).unwrap_or_default(),
     )
     .unwrap_or_else(|e| fail(e));
-    // Per cell and engine, the run with the median throughput.
+    // Per cell and engine, the run with the median throughput, with the median of the data
+    // blocks per lookup over the rounds (they need not come from the same run).
     let mut cells: Vec<Run> = Vec::new();
     for &bpk in &a.bpk {
         for &cache in &a.cache {
@@ -177,7 +190,11 @@ fn main() {
                         .collect();
                     mine.sort_by(|x, y| x.ops_per_sec.total_cmp(&y.ops_per_sec));
                     if let Some(m) = mine.get(mine.len() / 2) {
-                        cells.push((*m).clone());
+                        let mut cell = (*m).clone();
+                        let mut reads: Vec<f64> = mine.iter().map(|x| x.data_reads).collect();
+                        reads.sort_by(f64::total_cmp);
+                        cell.data_reads = reads[reads.len() / 2];
+                        cells.push(cell);
                     }
                 }
             }
@@ -192,13 +209,18 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
          files, uniform filters at the same bits per key on both engines, block cache = the share \
          of the data shown, with index and filters charged to it on both (cairn: its pinned index \
          reserved in the cache; RocksDB: cache_index_and_filter_blocks, high priority, L0 pinned), \
-         O_DIRECT, one thread, {} lookups per cell with half of them absent; {} round(s), the median \
-         run's figures. Cache MiB: what each engine's cache held at the end by kind (data / index / \
+         O_DIRECT, one thread, {} lookups per cell with half of them absent; {} round(s){}, the \
+         median of each figure. Cache MiB: what each engine's cache held at the end by kind (data / index / \
          filter); files per level: L0 first.\n\n",
         a.num,
         data >> 20,
         a.reads,
-        a.rounds
+        a.rounds,
+        if a.reload {
+            ", each on its own load"
+        } else {
+            " on one load"
+        }
     );
     md.push_str(
         "| bpk | cache | keys | data / lookup cairn | RocksDB | cairn ÷ RocksDB | ops/s cairn | RocksDB | cairn ÷ RocksDB | data hit cairn | RocksDB | cache MiB cairn | RocksDB | files per level cairn | RocksDB |\n\
