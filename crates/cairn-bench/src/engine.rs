@@ -255,18 +255,29 @@ pub struct CacheAccounting {
     pub misses: [u64; 3],
 }
 
+/// Files per level, L0 first, without the empty levels below the deepest one.
+pub fn files_per_level(files: impl IntoIterator<Item = u64>) -> Vec<u64> {
+    let mut v: Vec<u64> = files.into_iter().collect();
+    while v.len() > 1 && v.last() == Some(&0) {
+        v.pop();
+    }
+    v
+}
+
 impl CacheAccounting {
+    /// Hits in % of the lookups of kind `i` (0 data, 1 index, 2 filter).
+    pub fn hit_rate(&self, i: usize) -> f64 {
+        let all = self.hits[i] + self.misses[i];
+        if all == 0 {
+            0.0
+        } else {
+            100.0 * self.hits[i] as f64 / all as f64
+        }
+    }
+
     /// One line for people.
     pub fn line(&self) -> String {
         let mb = |b: u64| b as f64 / (1 << 20) as f64;
-        let rate = |i: usize| {
-            let all = self.hits[i] + self.misses[i];
-            if all == 0 {
-                0.0
-            } else {
-                100.0 * self.hits[i] as f64 / all as f64
-            }
-        };
         format!(
             "cache {:.2} MiB: data {:.2}, index {:.2}, filter {:.2}, other {:.2}; tables: index {:.2} MiB, \
              filters {:.2} MiB, {} data blocks, files per level {:?}; hit rates data {:.1}%, index {:.1}%, filter {:.1}%",
@@ -279,9 +290,9 @@ impl CacheAccounting {
             mb(self.tables_filter),
             self.tables_data_blocks,
             self.files_per_level,
-            rate(0),
-            rate(1),
-            rate(2)
+            self.hit_rate(0),
+            self.hit_rate(1),
+            self.hit_rate(2)
         )
     }
 }
@@ -759,15 +770,15 @@ impl Engine for CairnEngine {
 
     fn cache_accounting(&self) -> Option<CacheAccounting> {
         use cairn::BlockKind::{Data, FilterUnit, Index};
-        let m = self.db.memory();
-        let s = self.db.stats();
+        let (m, s, trees) = (self.db.memory(), self.db.stats(), self.db.levels());
         let kinds = [Data, Index, FilterUnit];
+        let filter = m.cached_filter_usage() as u64;
         Some(CacheAccounting {
             capacity: m.cache_capacity as u64,
             data: m.cache_data_usage as u64,
             index: m.cache_reserved as u64,
-            filter: (m.filter_usage - m.pinned_filter_usage) as u64,
-            other: (m.cache_usage - m.cache_data_usage - (m.filter_usage - m.pinned_filter_usage)) as u64,
+            filter,
+            other: (m.cache_usage as u64).saturating_sub(m.cache_data_usage as u64 + filter),
             tables_index: m.pinned_meta_usage as u64,
             // The decided bits of each table (headers and trailers aside).
             tables_filter: s
@@ -775,15 +786,11 @@ impl Engine for CairnEngine {
                 .iter()
                 .map(|f| (f.entries as f64 * f.filter_bpk / 8.0) as u64)
                 .sum(),
-            tables_bytes: self.db.levels().iter().flat_map(|t| &t.levels).map(|l| l.bytes).sum(),
+            tables_bytes: trees.iter().flat_map(|t| &t.levels).map(|l| l.bytes).sum(),
             tables_data_blocks: 0,
-            files_per_level: self.db.levels().first().map_or_else(Vec::new, |t| {
-                let mut v: Vec<u64> = t.levels.iter().map(|l| l.files as u64).collect();
-                while v.len() > 1 && v.last() == Some(&0) {
-                    v.pop();
-                }
-                v
-            }),
+            files_per_level: trees
+                .first()
+                .map_or_else(Vec::new, |t| files_per_level(t.levels.iter().map(|l| l.files as u64))),
             hits: kinds.map(|k| s.io.kind(k).cache_hits),
             misses: kinds.map(|k| s.io.kind(k).reads),
         })

@@ -82,6 +82,22 @@ pub const SMALL_TREE_FLAGS: [&str; 4] = [
     "--max_bytes_for_level_multiplier=4",
 ];
 
+/// The db_bench flags the equal-memory experiments (`filter_grid`, `elastic_grid`,
+/// `equal_memory`) share: `num` keys of 16 B with 100 B values, uncompressed, O_DIRECT, index and
+/// filters charged to the block cache, and the small tree.
+pub fn equal_memory_flags(num: u64) -> Vec<String> {
+    let mut f = vec![
+        format!("--num={num}"),
+        "--key_size=16".into(),
+        "--value_size=100".into(),
+        "--compression_type=none".into(),
+        "--use_direct_reads=1".into(),
+        "--cache_index_and_filter_blocks=1".into(),
+    ];
+    f.extend(SMALL_TREE_FLAGS.map(String::from));
+    f
+}
+
 /// Writes an experiment's `results.md` (`md`) and `results.json` (`data`) into `out`.
 ///
 /// # Errors

@@ -185,17 +185,8 @@ fn main() {
     let data = a.num * (16 + 100);
     let memory = ((data as f64 * a.memory_share) as u64).max(1 << 20);
     let filter_memory = (a.bpk * a.num as f64 / 8.0) as u64;
-    let mut common = vec![
-        format!("--num={}", a.num),
-        "--key_size=16".into(),
-        "--value_size=100".into(),
-        "--compression_type=none".into(),
-        "--use_direct_reads=1".into(),
-        "--cache_index_and_filter_blocks=1".into(),
-        "--seed=7".into(),
-        "--threads=1".into(),
-    ];
-    common.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
+    let mut common = cairn_bench::equal_memory_flags(a.num);
+    common.extend(["--seed=7".into(), "--threads=1".into()]);
     // One load per configuration, kept; every run starts from a copy.
     let mut flags_of = Vec::new();
     for config in &a.configs {

@@ -83,20 +83,14 @@ fn main() {
     let base = a.out.join("db");
     let data = a.num * (16 + 100);
     let common = |engine: &str, bpk: f64, seed: usize| {
-        let mut f: Vec<String> = vec![
+        let mut f = cairn_bench::equal_memory_flags(a.num);
+        f.extend([
             format!("--engine={engine}"),
-            format!("--num={}", a.num),
-            "--key_size=16".into(),
-            "--value_size=100".into(),
-            "--compression_type=none".into(),
-            "--use_direct_reads=1".into(),
-            "--cache_index_and_filter_blocks=1".into(),
             "--statistics=1".into(),
             "--threads=1".into(),
             format!("--bloom_bits={bpk}"),
             format!("--seed={seed}"),
-        ];
-        f.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
+        ]);
         if engine == "cairn" {
             f.push("--bpk_policy=uniform".into());
         }
@@ -231,19 +225,7 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
             .iter()
             .find(|x| x.engine == e && x.bpk == bpk && x.cache == cache && x.dist == dist)
     };
-    let hit = |c: &Option<CacheAccounting>| {
-        c.as_ref().map_or("–".into(), |c| {
-            let all = c.hits[0] + c.misses[0];
-            format!(
-                "{:.1}%",
-                if all == 0 {
-                    0.0
-                } else {
-                    100.0 * c.hits[0] as f64 / all as f64
-                }
-            )
-        })
-    };
+    let hit = |c: &Option<CacheAccounting>| c.as_ref().map_or("–".into(), |c| format!("{:.1}%", c.hit_rate(0)));
     let split = |c: &Option<CacheAccounting>| {
         let mb = |b: u64| b as f64 / f64::from(1 << 20);
         c.as_ref().map_or("–".into(), |c| {

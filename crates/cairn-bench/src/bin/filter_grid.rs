@@ -87,17 +87,8 @@ fn main() {
     let data = a.num * (16 + 100);
     let cache = ((data as f64 * a.cache_share) as u64).max(1 << 20);
     // Four levels of small files under T = 4 (L1 = 4 MiB), as the paper's shape at our scale.
-    let mut common = vec![
-        format!("--num={}", a.num),
-        "--key_size=16".into(),
-        "--value_size=100".into(),
-        "--compression_type=none".into(),
-        "--use_direct_reads=1".into(),
-        format!("--cache_size={cache}"),
-        "--cache_index_and_filter_blocks=1".into(),
-        "--seed=7".into(),
-    ];
-    common.extend(cairn_bench::SMALL_TREE_FLAGS.map(String::from));
+    let mut common = cairn_bench::equal_memory_flags(a.num);
+    common.extend([format!("--cache_size={cache}"), "--seed=7".into()]);
     let mut cells = Vec::new();
     let total = a.dists.len() * a.z.len() * a.bpk.len() * a.configs.len();
     let mut done = 0;

@@ -245,36 +245,19 @@ impl Engine for RocksEngine {
         let entries = self.db.property_value("rocksdb.block-cache-entry-stats").ok()??;
         let tables = self.db.property_value("rocksdb.aggregated-table-properties").ok()??;
         let capacity = self.cache_capacity;
-        // Each role's share of the capacity, in % to four decimals (its size is rounded to
-        // 0.01 MB).
-        let share = |role: &str| -> u64 {
-            entries
-                .split(&format!("{role}("))
-                .nth(1)
-                .and_then(|s| s.split(')').next())
-                .and_then(|s| s.rsplit(',').next())
-                .and_then(|p| p.trim_end_matches('%').parse::<f64>().ok())
-                .map_or(0, |p| (p / 100.0 * capacity as f64) as u64)
-        };
+        // Each role's share of the capacity, `Role(count,size,portion%)`, in % to four decimals
+        // (its size is rounded to 0.01 MB).
+        let shares: Vec<(&str, u64)> = entries
+            .split(')')
+            .filter_map(|s| {
+                let (head, inside) = s.rsplit_once('(')?;
+                let p: f64 = inside.rsplit(',').next()?.trim_end_matches('%').parse().ok()?;
+                Some((head.rsplit(' ').next()?, (p / 100.0 * capacity as f64) as u64))
+            })
+            .collect();
+        let share = |role: &str| shares.iter().find(|(r, _)| *r == role).map_or(0, |(_, b)| *b);
         let (data, index, filter) = (share("DataBlock"), share("IndexBlock"), share("FilterBlock"));
-        let used: u64 = [
-            "DataBlock",
-            "IndexBlock",
-            "FilterBlock",
-            "FilterMetaBlock",
-            "OtherBlock",
-            "WriteBuffer",
-            "Misc",
-            "CompressionDictionaryBuildingBuffer",
-            "FilterConstruction",
-            "BlockBasedTableReader",
-            "FileMetadata",
-            "BlobValue",
-            "BlobCache",
-        ]
-        .iter()
-        .map(|r| share(r))
-        .sum();
+        let used: u64 = shares.iter().map(|(_, b)| b).sum();
         let prop = |name: &str| -> u64 {
             tables
                 .split("; ")
@@ -294,18 +277,10 @@ impl Engine for RocksEngine {
             tables_filter: prop("filter block size"),
             tables_bytes: prop("data block size") + prop("index block size") + prop("filter block size"),
             tables_data_blocks: prop("# data blocks"),
-            files_per_level: {
-                let mut v: Vec<u64> = (0..7)
-                    .map(|l| {
-                        self.int_property(&format!("rocksdb.num-files-at-level{l}"))
-                            .unwrap_or(0)
-                    })
-                    .collect();
-                while v.len() > 1 && v.last() == Some(&0) {
-                    v.pop();
-                }
-                v
-            },
+            files_per_level: crate::engine::files_per_level((0..7).map(|l| {
+                self.int_property(&format!("rocksdb.num-files-at-level{l}"))
+                    .unwrap_or(0)
+            })),
             hits: [tick("data.hit"), tick("index.hit"), tick("filter.hit")],
             misses: [tick("data.miss"), tick("index.miss"), tick("filter.miss")],
         })

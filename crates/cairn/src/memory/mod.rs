@@ -215,6 +215,11 @@ pub struct MemoryUsage {
 }
 
 impl MemoryUsage {
+    /// Filter units in the block cache (the part of `filter_usage` not pinned in readers).
+    pub fn cached_filter_usage(&self) -> usize {
+        self.filter_usage.saturating_sub(self.pinned_filter_usage)
+    }
+
     /// Every byte the engine accounts for.
     pub fn total_usage(&self) -> usize {
         self.write_usage + self.cache_usage + self.pinned_meta_usage + self.pinned_filter_usage

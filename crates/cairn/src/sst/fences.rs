@@ -76,7 +76,7 @@ impl Fences {
                 let g = self.lower_bound(p);
                 let lo = if g == 0 { 0 } else { (g - 1) * self.stride + 1 };
                 let hi = (self.end_of_equal(g, p) * self.stride).min(self.len);
-                (lo.min(hi), hi)
+                (lo, hi)
             }
             Err(Ordering::Less) => (0, 0),
             Err(_) => (self.len, self.len),

@@ -815,9 +815,11 @@ impl TableReader {
     /// The index search and the data-block search of a point lookup.
     fn search(&self, idx: &mut BlockIter<&Block>, key: &LookupKey, out: &mut GetOutcome, value: &mut Vec<u8>) -> Result<()> {
         let (seek, user_key) = (key.encoded(), key.user_key());
+        let (order, target) = (self.index_order(), self.index_target(seek));
         match &self.index_fences {
             Some(f) => {
-                // Only the entries whose prefix equals the key's are compared in full.
+                // Only the entries between the kept prefixes around the key's are compared in
+                // full.
                 let (lo, hi) = f.candidates(user_key);
                 let (mut a, mut b) = (lo, hi);
                 while a < b {
@@ -825,7 +827,7 @@ impl TableReader {
                     let k = self.index.restart_key(mid).ok_or_else(|| {
                         Error::corruption(&*self.path, self.index.file_offset(), format!("index entry {mid}"))
                     })?;
-                    if self.index_order().compare(k, self.index_target(seek)) == std::cmp::Ordering::Less {
+                    if order.compare(k, target) == std::cmp::Ordering::Less {
                         a = mid + 1;
                     } else {
                         b = mid;
@@ -833,7 +835,7 @@ impl TableReader {
                 }
                 idx.seek_to_restart_entry(a);
             }
-            None => idx.seek(self.index_target(seek)),
+            None => idx.seek(target),
         }
         if !idx.valid() {
             return idx.status(); // past the table's last key (all its versions are newer than the read)

@@ -282,7 +282,7 @@ impl Display for MemoryUsage {
             format!(
                 "{} data blocks, {} filter units; {} of the capacity reserved for pinned index blocks",
                 size(self.cache_data_usage as u64),
-                size(self.filter_usage.saturating_sub(self.pinned_filter_usage) as u64),
+                size(self.cached_filter_usage() as u64),
                 size(self.cache_reserved as u64)
             ),
         ]);
