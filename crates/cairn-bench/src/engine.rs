@@ -124,6 +124,9 @@ pub struct EngineArgs {
     /// Data bytes per filter segment (cairn only; default its own, 4 MiB).
     #[arg(long)]
     pub segment_size: Option<u64>,
+    /// Layout of point-filter units: standard | cache-local (cairn only; default its own).
+    #[arg(long)]
+    pub filter_unit_format: Option<String>,
     /// Bytes of loaded filter units for the elastic policies (cairn only; default: bloom_bits
     /// per live key).
     #[arg(long)]
@@ -186,6 +189,7 @@ impl EngineArgs {
     /// Whether a cairn-only filter or memory-component flag is set.
     pub fn cairn_filter_flags(&self) -> bool {
         self.segment_size.is_some()
+            || self.filter_unit_format.is_some()
             || self.filter_memory.is_some()
             || self.elastic_units.is_some()
             || self.elastic_unit_bpk.is_some()
@@ -564,7 +568,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     // Flags without a db_bench default: applied when given.
     macro_rules! given {
         ($($flag:ident => $option:literal),* $(,)?) => {$(
-            if let Some(v) = a.$flag {
+            if let Some(v) = &a.$flag {
                 set.push((stringify!($flag), $option, v.to_string()));
             }
         )*};
@@ -577,6 +581,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         delayed_write_rate => "write_stalls.delayed_write_rate",
         merlin_window => "filters.merlin_window",
         segment_size => "filters.segment_size",
+        filter_unit_format => "filters.unit_format",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",
         elastic_unit_bpk => "filters.elastic_unit_bits_per_key",

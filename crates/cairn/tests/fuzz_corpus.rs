@@ -48,8 +48,8 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         o.filters.bits_per_key = 10.0;
         o.range_filter.bits_per_key = 12.0;
         o.set("merge_operator", "uint64add").unwrap();
-        // Cache-local units (version 2) in the seeds; the committed corpus has version 1.
-        o.filters.unit_format = cairn::UnitFormat::CacheLocal;
+        // Cache-local units (version 2, the default) in the seeds; the committed corpus has
+        // version 1.
         o
     };
     let db = Db::open("/s", opts).unwrap();

@@ -405,8 +405,8 @@ fn configs() -> Vec<Config> {
             o.filters.policy = FilterPolicy::Uniform
         }),
         (" without range filters", |o| o.range_filter.bits_per_key = 0.0),
-        (" with cache-local filter units", |o| {
-            o.filters.unit_format = cairn::UnitFormat::CacheLocal
+        (" with standard filter units", |o| {
+            o.filters.unit_format = cairn::UnitFormat::Standard
         }),
     ];
     for (what, switch) in off {

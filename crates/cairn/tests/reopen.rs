@@ -28,7 +28,7 @@ fn configured(fs: &MemFs) -> Options {
     o.range_filter.bits_per_key = 16.0;
     o.compaction.merge_policy = MergePolicyKind::Garnering { c: 0.8 };
     o.table.compression = Compression::Zstd;
-    o.filters.unit_format = UnitFormat::CacheLocal;
+    o.filters.unit_format = UnitFormat::Standard;
     o
 }
 
@@ -81,8 +81,8 @@ fn a_reopen_with_defaults_keeps_the_configuration() {
     let file = stored(&fs);
     assert_eq!(file["filters.policy"], "monkey");
     assert_eq!(file["memtable.component"], "partitioned");
-    assert_eq!(db.options().filters.unit_format, UnitFormat::CacheLocal);
-    assert_eq!(file["filters.unit_format"], "cache-local");
+    assert_eq!(db.options().filters.unit_format, UnitFormat::Standard);
+    assert_eq!(file["filters.unit_format"], "standard");
     assert_eq!(file["memory.budget"], (64u64 << 20).to_string());
     for i in 0..2000u32 {
         assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(format!("v{i}").into_bytes()));

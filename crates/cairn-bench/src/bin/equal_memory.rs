@@ -49,6 +49,9 @@ struct Args {
     /// engines; medians over several loads show what is the engine's and what the shape's.
     #[arg(long)]
     reload: bool,
+    /// cairn's filter-unit layout (standard | cache-local; default: the engine's).
+    #[arg(long)]
+    unit_format: Option<String>,
 }
 
 const ENGINES: [&str; 2] = ["cairn", "rocksdb"];
@@ -93,6 +96,7 @@ fn main() {
         ]);
         if engine == "cairn" {
             f.push("--bpk_policy=uniform".into());
+            f.extend(a.unit_format.iter().map(|u| format!("--filter_unit_format={u}")));
         }
         f
     };

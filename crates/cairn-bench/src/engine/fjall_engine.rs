@@ -31,7 +31,7 @@ impl FjallEngine {
             return Err("the fjall adapter maps no compaction-thread or write-stall flags".into());
         }
         if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
-            return Err("--bpk_policy, --merlin_window, --segment_size, the elastic flags and --memory_component are cairn's (other engines allocate filters uniformly and flush memtables whole)".into());
+            return Err("--bpk_policy, --merlin_window, --segment_size, --filter_unit_format, the elastic flags and --memory_component are cairn's (other engines allocate filters uniformly and flush memtables whole)".into());
         }
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());

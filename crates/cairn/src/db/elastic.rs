@@ -24,7 +24,6 @@ use crate::memory::Region;
 use crate::options::{BpkPolicy, Settings};
 use crate::sst::TableReader;
 use crate::stats::FileState;
-use crate::tuning::bpk::LN2_SQ;
 use crate::tuning::elastic::{adjust, marginals, targets, Action, Demand, Params, Segment};
 use crate::version::FileMeta;
 use parking_lot::Mutex;
@@ -198,7 +197,7 @@ impl Elastic {
                 t => t,
             },
             budget,
-            unit_fpr: (-opts.elastic_unit_bpk * LN2_SQ).exp(),
+            unit_fpr: (-opts.elastic_unit_bpk * opts.filter_unit_format.decay()).exp(),
             initial_units: 1,
             min_gain: MIN_GAIN,
         };
@@ -368,10 +367,12 @@ impl Elastic {
                 at.push((l.meta.number, i));
             }
         }
-        for ((n, i), target) in at
-            .into_iter()
-            .zip(targets(&demands, budget, host.settings().elastic_unit_bpk))
-        {
+        for ((n, i), target) in at.into_iter().zip(targets(
+            &demands,
+            budget,
+            host.settings().elastic_unit_bpk,
+            host.settings().filter_unit_format.decay(),
+        )) {
             if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
                 s.target = Some(target);
             }

@@ -60,6 +60,8 @@ pub(super) struct OutputDecider {
     range_bpk: Option<f64>,
     /// The seed of the output decided last (by number), for its second decision.
     last_seed: Mutex<Option<(u64, Seed)>>,
+    /// The units' false-positive decay per bit per key (their layout's).
+    decay: f64,
 }
 
 impl OutputDecider {
@@ -119,6 +121,7 @@ impl DecideFilters for OutputDecider {
             stats: &self.stats,
             replaced: &replaced,
             seed,
+            decay: self.decay,
         });
         if let Some(inner) = &self.inner {
             let tree_files: Vec<u64> = self.stats.files.iter().map(|f| f.number.0).collect();
@@ -158,7 +161,8 @@ impl DecideFilters for OutputDecider {
                 empty: f.range_empty,
             })
             .collect();
-        let Some(c) = sort_and_search(&population, avg, 1.0).c else {
+        // Rosetta's levels are standard Bloom filters.
+        let Some(c) = sort_and_search(&population, avg, 1.0, LN2_SQ).c else {
             return 0.0; // no empty range read counted yet
         };
         if seed.range_empty <= 0.0 || t.keys == 0 {
@@ -271,6 +275,7 @@ impl DbInner {
             inner: Some(self.clone()),
             range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
             last_seed: Mutex::new(None),
+            decay: self.opts.filter_unit_format.decay(),
         });
         let (filter, point): (_, Option<Arc<dyn DecideFilters>>) = match point_fixed {
             Some(fixed) => (fixed, None),
@@ -327,6 +332,7 @@ pub(super) fn recovery_table_options(
         inner: None,
         range_bpk: None,
         last_seed: Mutex::new(None),
+        decay: opts.filter_unit_format.decay(),
     };
     with_filter(
         opts,

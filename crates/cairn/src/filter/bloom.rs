@@ -385,6 +385,12 @@ mod tests {
             let (local, std) = (expected_fpr_local(bpk, local_probes(bpk)), expected_fpr(bpk));
             assert!(local < std * 1.25, "bpk {bpk}: {local} vs {std}");
         }
+        // The allocation policies' model of the layout: e^(−LOCAL_DECAY·b) within 7% of the
+        // expected rate from 2 to 10 bits per key.
+        for bpk in [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0] {
+            let (model, exact) = ((-crate::tuning::bpk::LOCAL_DECAY * bpk).exp(), expected_fpr_local(bpk, local_probes(bpk)));
+            assert!((model / exact - 1.0).abs() < 0.07, "bpk {bpk}: {model} vs {exact}");
+        }
         // Measured rates match the model (200K absent keys).
         for bpk in [2.0, 6.0, 10.0] {
             let f = BloomFilter::decode(build_local(&hashes(0..20_000), bpk, 11)).unwrap();

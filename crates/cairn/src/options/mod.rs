@@ -98,11 +98,19 @@ pub enum MemoryComponent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum UnitFormat {
     /// Probes spread over the whole unit (up to one cache line each).
-    #[default]
     Standard,
     /// Every probe of a key in one 64-byte line: one cache miss per unit, a slightly higher
-    /// false-positive rate at the same bits (`docs/format/sst.md`, filter units).
+    /// false-positive rate at the same bits (`docs/format/sst.md`, filter units). The default.
+    #[default]
     CacheLocal,
+}
+
+impl UnitFormat {
+    /// How fast the layout's false-positive rate falls per bit per key (the allocation
+    /// policies' model: `e^(−decay · bpk)`).
+    pub(crate) fn decay(self) -> f64 {
+        crate::tuning::bpk::decay(self == UnitFormat::CacheLocal)
+    }
 }
 
 /// How the sorted levels' capacities are set (leveling only).
@@ -363,9 +371,10 @@ options! {
         pub bpk_policy: BpkPolicy = BpkPolicy::Mnemosyne => "filters.policy", Choice, ANY, Stored, Always;
         /// Data bytes per filter segment (default 4 MiB).
         pub segment_size: u64 = 4 << 20 => "filters.segment_size", Bytes, within(1.0, INF), Stored, Always;
-        /// Layout of the filter units of new tables (default standard; cache-local: every
-        /// probe of a key in one 64-byte line). Tables record it per unit: both are read.
-        pub filter_unit_format: UnitFormat = UnitFormat::Standard
+        /// Layout of the filter units of new tables (default cache-local: every probe of a key
+        /// in one 64-byte line; standard: probes spread over the unit). Tables record it per
+        /// unit: both are read.
+        pub filter_unit_format: UnitFormat = UnitFormat::CacheLocal
             => "filters.unit_format", Choice, ANY, Stored, Always;
         /// Probes in Merlin's per-file window (2..=64, default 64; the paper's default).
         pub merlin_window: usize = 64 => "filters.merlin_window", Count, within(2.0, 64.0), Stored, Always;

@@ -31,6 +31,9 @@ pub struct OutputContext<'a> {
     pub replaced: &'a [FileNumber],
     /// What the output inherits from the inputs.
     pub seed: Seed,
+    /// How fast the units' false-positive rate falls per bit per key ([`LN2_SQ`] for the
+    /// standard layout, [`LOCAL_DECAY`] for cache-local units).
+    pub decay: f64,
 }
 
 /// An allocator's decision for one output.
@@ -206,7 +209,7 @@ fn solve_for(
         entries: out.keys as f64,
         empty: z_out,
     });
-    let a = sort_and_search(&files, avg_bpk, 1.0);
+    let a = sort_and_search(&files, avg_bpk, 1.0, out.decay);
     let skip = match a.c {
         Some(c) => kept
             .iter()
@@ -253,20 +256,34 @@ pub struct Allocation {
 /// `(ln 2)²`: the exponent of a Bloom filter's false-positive rate per bit per key.
 pub const LN2_SQ: f64 = std::f64::consts::LN_2 * std::f64::consts::LN_2;
 
+/// The same exponent for cache-local units (every probe in one 64-byte line): their expected
+/// rate (`filter::bloom::expected_fpr_local`) falls by `e^−0.465` per bit between 2 and 10 bits
+/// per key, and `e^(−0.465·b)` is within 7% of it there.
+pub const LOCAL_DECAY: f64 = 0.465;
+
+/// The exponent for units of the standard layout (`false`) or cache-local ones.
+pub fn decay(cache_local: bool) -> f64 {
+    if cache_local {
+        LOCAL_DECAY
+    } else {
+        LN2_SQ
+    }
+}
+
 /// Sort-and-search (Mnemosyne, Alg. 1): the bits per key of every file that minimize the
 /// expected unnecessary data-block reads `Σ z_i · ε_i` under the memory `M = avg_bpk · Σ n_i`
 /// (files with `z_i = 0` get no filter and their share goes to the others), with
-/// `ε_i = e^(−(ln 2)² · bpk_i)`.
+/// `ε_i = e^(−β · bpk_i)`, `β = decay` (the paper's `(ln 2)²` for standard Bloom filters).
 ///
-/// With `C = −(M·(ln 2)² + Σ n_i ln w_i) / Σ n_i` over the filtered files (`w_i = n_i / z_i`),
-/// the file with the largest `w_i` is dropped while its bits per key `−(ln w_i + C)/(ln 2)²`
+/// With `C = −(M·β + Σ n_i ln w_i) / Σ n_i` over the filtered files (`w_i = n_i / z_i`),
+/// the file with the largest `w_i` is dropped while its bits per key `−(ln w_i + C)/β`
 /// would be below `min_bpk`, recomputing C each time (Theorem 3.1: the dropped files are exactly
 /// those with the smallest `z_i / n_i`). `min_bpk = 1` is the engine's rule (a filter of fewer
 /// than 1 bit per key is no filter, as in RocksDB); `min_bpk = 0` is the paper's continuous
 /// problem. The result is then rounded (`< 0.5` → 0, `[0.5, 1)` → 1) and, if rounding pushed the
 /// average above `avg_bpk + 1`, scaled down to it. O(F log F).
-pub fn sort_and_search(files: &[SolverFile], avg_bpk: f64, min_bpk: f64) -> Allocation {
-    let (mut bpk, c) = solve(files, avg_bpk, min_bpk);
+pub fn sort_and_search(files: &[SolverFile], avg_bpk: f64, min_bpk: f64, decay: f64) -> Allocation {
+    let (mut bpk, c) = solve(files, avg_bpk, min_bpk, decay);
     for b in &mut bpk {
         *b = if *b < 0.5 { 0.0 } else { b.max(1.0) };
     }
@@ -280,7 +297,7 @@ pub fn sort_and_search(files: &[SolverFile], avg_bpk: f64, min_bpk: f64) -> Allo
 }
 
 /// The unrounded optimum and its multiplier (files without a filter get 0).
-fn solve(files: &[SolverFile], avg_bpk: f64, min_bpk: f64) -> (Vec<f64>, Option<f64>) {
+fn solve(files: &[SolverFile], avg_bpk: f64, min_bpk: f64, decay: f64) -> (Vec<f64>, Option<f64>) {
     let mut bpk = vec![0.0; files.len()];
     let total: f64 = files.iter().map(|f| f.entries.max(0.0)).sum();
     if avg_bpk <= 0.0 || total <= 0.0 {
@@ -297,10 +314,10 @@ fn solve(files: &[SolverFile], avg_bpk: f64, min_bpk: f64) -> (Vec<f64>, Option<
     active.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut s1: f64 = active.iter().map(|&(_, i)| files[i].entries).sum();
     let mut s2: f64 = active.iter().map(|&(lw, i)| files[i].entries * lw).sum();
-    let floor = -LN2_SQ * min_bpk;
+    let floor = -decay * min_bpk;
     let mut c = None;
     while let Some(&(lw, i)) = active.last() {
-        let ci = -(m * LN2_SQ + s2) / s1;
+        let ci = -(m * decay + s2) / s1;
         if lw + ci > floor {
             s1 -= files[i].entries;
             s2 -= files[i].entries * lw;
@@ -312,19 +329,19 @@ fn solve(files: &[SolverFile], avg_bpk: f64, min_bpk: f64) -> (Vec<f64>, Option<
     }
     if let Some(cv) = c {
         for &(lw, i) in &active {
-            bpk[i] = -(lw + cv) / LN2_SQ;
+            bpk[i] = -(lw + cv) / decay;
         }
     }
     (bpk, c)
 }
 
-/// The expected unnecessary data-block reads of an allocation: `Σ z_i · e^(−(ln 2)² · bpk_i)`.
+/// The expected unnecessary data-block reads of an allocation: `Σ z_i · e^(−β · bpk_i)`.
 #[cfg(any(test, feature = "test-util"))]
-pub fn expected_cost(files: &[SolverFile], bpk: &[f64]) -> f64 {
+pub fn expected_cost(files: &[SolverFile], bpk: &[f64], decay: f64) -> f64 {
     files
         .iter()
         .zip(bpk)
-        .map(|(f, &b)| f.empty * (-LN2_SQ * b).exp())
+        .map(|(f, &b)| f.empty * (-decay * b).exp())
         .sum()
 }
 
@@ -335,8 +352,8 @@ mod solver_tests {
     use rand::{Rng, SeedableRng};
 
     /// The continuous optimum found independently: bisection on the multiplier C until the
-    /// memory `Σ n_i · max(0, −(ln w_i + C)/(ln 2)²)` equals M (it falls as C grows).
-    fn reference(files: &[SolverFile], avg_bpk: f64) -> Vec<f64> {
+    /// memory `Σ n_i · max(0, −(ln w_i + C)/β)` equals M (it falls as C grows).
+    fn reference(files: &[SolverFile], avg_bpk: f64, decay: f64) -> Vec<f64> {
         let m: f64 = avg_bpk * files.iter().map(|f| f.entries).sum::<f64>();
         let bpk_at = |c: f64| -> Vec<f64> {
             files
@@ -345,7 +362,7 @@ mod solver_tests {
                     if f.empty <= 0.0 {
                         0.0
                     } else {
-                        (-((f.entries / f.empty).ln() + c) / LN2_SQ).max(0.0)
+                        (-((f.entries / f.empty).ln() + c) / decay).max(0.0)
                     }
                 })
                 .collect()
@@ -376,9 +393,10 @@ mod solver_tests {
                 })
                 .collect();
             let avg = [0.5, 1.0, 2.0, 4.0, 10.0][round % 5];
-            let (raw, c) = solve(&files, avg, 0.0);
-            let r = reference(&files, avg);
-            let (a, b) = (expected_cost(&files, &raw), expected_cost(&files, &r));
+            let decay = if round % 2 == 0 { LN2_SQ } else { LOCAL_DECAY };
+            let (raw, c) = solve(&files, avg, 0.0, decay);
+            let r = reference(&files, avg, decay);
+            let (a, b) = (expected_cost(&files, &raw, decay), expected_cost(&files, &r, decay));
             assert!((a - b).abs() <= 1e-6 * b.max(1e-12), "round {round}: {a} vs {b}");
             // Memory used equals the budget.
             let used: f64 = files.iter().zip(&raw).map(|(f, b)| f.entries * b).sum();
@@ -389,7 +407,7 @@ mod solver_tests {
         }
     }
 
-    /// `solve bpk= [min=]` with one line per file `n z`: each file's bits per key and C.
+    /// `solve bpk= [min=] [decay=]` with one line per file `n z`: each file's bits per key and C.
     #[test]
     fn solver_cases() {
         run_file("tuning/bpk_solver.txt", |c: &Case| match c.command.as_str() {
@@ -405,10 +423,11 @@ mod solver_tests {
                         }
                     })
                     .collect();
-                let a = sort_and_search(&files, c.arg("bpk", 10.0), c.arg("min", 1.0));
+                let decay = c.arg("decay", LN2_SQ);
+                let a = sort_and_search(&files, c.arg("bpk", 10.0), c.arg("min", 1.0), decay);
                 let mut out: Vec<String> = a.bpk.iter().map(|b| format!("{b:.3}")).collect();
                 out.push(match a.c {
-                    Some(cv) => format!("C {cv:.4}, cost {:.6}", expected_cost(&files, &a.bpk)),
+                    Some(cv) => format!("C {cv:.4}, cost {:.6}", expected_cost(&files, &a.bpk, decay)),
                     None => "no filters".into(),
                 });
                 out.join("\n")
@@ -490,6 +509,7 @@ mod allocator_tests {
                 stats: &stats,
                 replaced: &replaced,
                 seed,
+                decay: c.arg("decay", LN2_SQ),
             });
             let skip: Vec<u64> = d.skip.iter().map(|n| n.0).collect();
             format!(

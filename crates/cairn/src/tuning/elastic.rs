@@ -22,7 +22,7 @@
 //!   (unloads, then loads in order of benefit per byte while memory is free); the rule above
 //!   then handles the accesses between solves.
 
-use super::bpk::{sort_and_search, SolverFile, LN2_SQ};
+use super::bpk::{sort_and_search, SolverFile};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
 
@@ -375,7 +375,7 @@ pub struct Demand {
 /// memory of `budget` bytes, each segment's bits per key rounded to the nearest whole number of
 /// `unit_bpk`-bit units (at most its units), then trimmed to the budget by dropping the units
 /// whose loss raises the expected extra I/O least.
-pub fn targets(segs: &[Demand], budget: u64, unit_bpk: f64) -> Vec<u32> {
+pub fn targets(segs: &[Demand], budget: u64, unit_bpk: f64, decay: f64) -> Vec<u32> {
     let keys: f64 = segs.iter().map(|s| s.keys).sum();
     if segs.is_empty() || keys <= 0.0 || unit_bpk <= 0.0 {
         return vec![0; segs.len()];
@@ -388,14 +388,14 @@ pub fn targets(segs: &[Demand], budget: u64, unit_bpk: f64) -> Vec<u32> {
         })
         .collect();
     let avg = budget as f64 * 8.0 / keys;
-    let a = sort_and_search(&files, avg, unit_bpk / 2.0);
+    let a = sort_and_search(&files, avg, unit_bpk / 2.0, decay);
     let mut t: Vec<u32> = a
         .bpk
         .iter()
         .zip(segs)
         .map(|(b, s)| ((b / unit_bpk).round().max(0.0) as u32).min(s.units))
         .collect();
-    let fpr = (-unit_bpk * LN2_SQ).exp();
+    let fpr = (-unit_bpk * decay).exp();
     let mut used: u64 = t.iter().zip(segs).map(|(&k, s)| u64::from(k) * s.unit_bytes).sum();
     // Rounding up may overshoot: drop the cheapest units until it fits.
     let mut heap: BTreeSet<(u64, usize)> = BTreeSet::new();
@@ -511,7 +511,12 @@ mod tests {
                         }
                     })
                     .collect();
-                let t = targets(&segs, c.arg("budget", 0.0) as u64, c.arg("unit_bpk", 4.0));
+                let t = targets(
+                    &segs,
+                    c.arg("budget", 0.0) as u64,
+                    c.arg("unit_bpk", 4.0),
+                    c.arg("decay", super::super::bpk::LN2_SQ),
+                );
                 let used: u64 = t.iter().zip(&segs).map(|(&k, s)| u64::from(k) * s.unit_bytes).sum();
                 format!("{t:?}, used {used}")
             }
