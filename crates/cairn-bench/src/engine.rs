@@ -480,7 +480,10 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     let mut set: Vec<(&str, &str, String)> = Vec::new();
     // Bench defaults name every setting: a reopen (--use_existing_db) uses exactly them.
     set.push(("defaults", "keep_stored", engine_defaults.to_string()));
-    if take("bloom_bits") {
+    // An elastic policy given its filter memory sizes its units by it: bits per key would
+    // have no effect (and be refused), so bench defaults leave it out unless it was given.
+    let sized_by_memory = a.bpk_policy.contains("elastic") && a.filter_memory.is_some();
+    if take("bloom_bits") && (a.given.contains("bloom_bits") || !sized_by_memory) {
         set.push(("bloom_bits", "filters.bits_per_key", a.bloom_bits.max(0.0).to_string()));
     }
     for (flag, option, value) in [
@@ -852,6 +855,17 @@ mod tests {
         assert_eq!(get(&o, "memory.budget"), (64u64 << 20).to_string());
         assert_eq!(get(&o, "memory.tuner"), "false");
         assert_eq!(get(&o, "filters.bits_per_key"), "10");
+        // An elastic policy sized by its filter memory: bits per key left at the engine's
+        // default (open refuses one set beside the filter memory), unless given.
+        let elastic = ["--bpk_policy=elastic", "--filter_memory=1000000"];
+        let o = cairn_options(&args(&elastic)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "memory.filter_memory"), "1000000");
+        assert_eq!(
+            get(&o, "filters.bits_per_key"),
+            get(&cairn::Options::default(), "filters.bits_per_key")
+        );
+        let o = cairn_options(&args(&[elastic[0], elastic[1], "--bloom_bits=4"])).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(get(&o, "filters.bits_per_key"), "4");
     }
 
     #[test]
