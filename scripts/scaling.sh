@@ -3,7 +3,8 @@
 # db_bench on the same data (1M random keys of 16 B / 100 B, Bloom 10, no compression), each
 # database filled once and compacted, then read with --use_existing_db: a warm-up readrandom,
 # then readrandom, readmissing and seekrandom (10 nexts), at 1 and 2 threads, engines
-# interleaved in every round. Writes $OUT/results.md (medians of the rounds) and raw.txt.
+# interleaved in every round. Writes $OUT/results.md (medians of the rounds), chart.png and
+# raw.txt.
 #   scripts/scaling.sh                  (1 GiB cache; ROUNDS=3 NUM=1000000 READS=1000000)
 #   CACHE=8388608 DIRECT=1 scripts/scaling.sh   (the I/O-bound parity run: 8 MB cache, O_DIRECT)
 #   BEFORE=path/to/older/db_bench scripts/scaling.sh   (adds that cairn build as "before")
@@ -47,7 +48,12 @@ done
 sort -k1,1 -k2,2n -k4,4 -k5,5n "$raw" | awk '
   { k = $1 " " $2 " " $4; v[k, ++c[k]] = $5 }
   END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
-  awk -v before="${BEFORE:+1}" '{ med[$1, $2, $3] = $4 }
+  sort -k3,3 -k2,2n -k1,1 >"$out/medians.txt"
+# The chart: one group per benchmark and thread count, one bar per engine.
+awk '{ print $3 "-" $2 "t", $1, $4 }' "$out/medians.txt" >"$out/bars.txt"
+./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+  --title "cached reads, $num keys (medians of $rounds rounds)" --ylabel "ops/s"
+awk -v before="${BEFORE:+1}" '{ med[$1, $2, $3] = $4 }
   END {
     if (before) {
       printf "| benchmark | threads | cairn before ops/s | cairn ops/s | Debian db_bench ops/s | cairn / before | cairn / db_bench | cairn 2t / 1t |\n"
@@ -65,6 +71,6 @@ sort -k1,1 -k2,2n -k4,4 -k5,5n "$raw" | awk '
       else
         printf "| %s | %d | %d | %d | %.2f | %s |\n", x, t, c, d, (d > 0 ? c / d : 0), s
     }
-  }' >"$out/results.md"
+  }' <"$out/medians.txt" >"$out/results.md"
 echo "rounds=$rounds num=$num reads=$reads cache=$cache direct=$direct (medians)" >>"$out/results.md"
 cat "$out/results.md"
