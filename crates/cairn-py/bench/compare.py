@@ -1,0 +1,190 @@
+"""cairn from Python against RocksDict (RocksDB) and python-lmdb on the same data: random puts
+one call each, random gets of present keys on 1 and 4 threads, and a full forward scan.
+Each engine runs in a fresh process per round (engines interleaved); the tables report the
+median of the rounds. Writes results.md, results.json and chart.png under --out.
+
+    scripts/test-python.sh   # builds the package into target/pyenv
+    target/pyenv/bin/pip install rocksdict lmdb matplotlib
+    target/pyenv/bin/python crates/cairn-py/bench/compare.py --out /tmp/py-bench
+
+Comparable settings: 256 MiB of memory for each engine where it has a knob (cairn's budget;
+RocksDB two 64 MiB write buffers and a 128 MiB block cache, Bloom 10 bits per key), no
+compression, no sync on puts (lmdb: sync=False, one write transaction per put; reads in one
+read transaction per thread, lmdb's usual way), raw bytes (RocksDict raw_mode).
+"""
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import statistics
+import threading
+import time
+
+ENGINES = ["cairn", "rocksdict", "lmdb"]
+
+
+def keys(num, seed):
+    rng = random.Random(seed)
+    order = list(range(num))
+    rng.shuffle(order)
+    return [b"%016d" % i for i in order]
+
+
+def value(i):
+    return (b"%016d" % i) * 6 + b"v" * 4  # 100 bytes
+
+
+def open_engine(name, path):
+    if name == "cairn":
+        import cairn
+
+        db = cairn.open(path, memory_budget="256MiB", **{"table.compression": "none"})
+        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close
+    if name == "rocksdict":
+        from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict
+
+        o = Options(raw_mode=True)
+        o.create_if_missing(True)
+        o.set_write_buffer_size(64 << 20)
+        o.set_max_write_buffer_number(2)
+        o.set_compression_type(DBCompressionType.none())
+        t = BlockBasedOptions()
+        t.set_block_cache(Cache(128 << 20))
+        t.set_bloom_filter(10, False)
+        o.set_block_based_table_factory(t)
+        db = Rdict(path, o)
+        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close
+    if name == "lmdb":
+        import lmdb
+
+        env = lmdb.open(path, map_size=8 << 30, sync=False, metasync=False, writemap=True)
+
+        def put(k, v):
+            with env.begin(write=True) as txn:
+                txn.put(k, v)
+
+        local = threading.local()
+
+        def get(k):
+            txn = getattr(local, "txn", None)
+            if txn is None:
+                txn = local.txn = env.begin(buffers=False)
+            v = txn.get(k)
+            if v is None:
+                raise KeyError(k)
+            return v
+
+        def scan():
+            with env.begin() as txn:
+                yield from txn.cursor().iternext(keys=True, values=True)
+
+        return env, put, get, scan, env.close
+    raise ValueError(name)
+
+
+def run_round(name, path, num, reads, queue):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path, exist_ok=True)
+    ks = keys(num, 7)
+    _, put, get, scan, close = open_engine(name, path)
+    out = {}
+    t = time.perf_counter()
+    for i, k in enumerate(ks):
+        put(k, value(i))
+    out["put"] = num / (time.perf_counter() - t)
+    probe = keys(num, 11)[:reads]
+    for threads in (1, 4):
+        per = reads // threads
+
+        def reader(part):
+            for k in part:
+                get(k)
+
+        parts = [probe[j * per : (j + 1) * per] for j in range(threads)]
+        ts = [threading.Thread(target=reader, args=(p,)) for p in parts]
+        t = time.perf_counter()
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        out[f"get {threads}t"] = per * threads / (time.perf_counter() - t)
+    t = time.perf_counter()
+    n = sum(1 for _ in scan())
+    out["scan"] = n / (time.perf_counter() - t)
+    assert n == num, (name, n)
+    close()
+    shutil.rmtree(path, ignore_errors=True)
+    queue.put(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--num", type=int, default=1_000_000)
+    ap.add_argument("--reads", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--dir", default="/tmp/cairn-py-bench")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    runs = {e: [] for e in ENGINES}
+    ctx = mp.get_context("spawn")
+    for r in range(a.rounds):
+        order = ENGINES if r % 2 == 0 else list(reversed(ENGINES))
+        for e in order:
+            os.sync()
+            q = ctx.Queue()
+            p = ctx.Process(target=run_round, args=(e, os.path.join(a.dir, e), a.num, a.reads, q))
+            p.start()
+            p.join()
+            if p.exitcode != 0:
+                raise SystemExit(f"{e}: the round's process failed (exit code {p.exitcode})")
+            res = q.get(timeout=10)
+            runs[e].append(res)
+            print(f"round {r + 1} {e}: " + ", ".join(f"{k} {v:,.0f}/s" for k, v in res.items()), flush=True)
+    ops = list(runs["cairn"][0])
+    med = {e: {o: statistics.median(x[o] for x in runs[e]) for o in ops} for e in ENGINES}
+    lines = [
+        f"{a.num} keys of 16 B with 100 B values, {a.reads} gets of present keys in random order, "
+        f"one Python call per operation; medians of {a.rounds} rounds, each engine in a fresh "
+        "process per round (engines interleaved). Settings: see the script's docstring.",
+        "",
+        "| operation | cairn ops/s | RocksDict ops/s | lmdb ops/s | cairn ÷ RocksDict | cairn ÷ lmdb |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for o in ops:
+        c, r, l = med["cairn"][o], med["rocksdict"][o], med["lmdb"][o]
+        lines.append(f"| {o} | {c:,.0f} | {r:,.0f} | {l:,.0f} | {c / r:.2f} | {c / l:.2f} |")
+    lines.append("")
+    lines.append(
+        "cairn 4 threads ÷ 1 thread: {:.2f} (RocksDict {:.2f}, lmdb {:.2f})".format(
+            *(med[e]["get 4t"] / med[e]["get 1t"] for e in ENGINES)
+        )
+    )
+    md = "\n".join(lines) + "\n"
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"args": vars(a), "runs": runs, "medians": med}, f, indent=2)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 5))
+    width = 0.27
+    for i, e in enumerate(ENGINES):
+        ax.bar([x + i * width for x in range(len(ops))], [med[e][o] for o in ops], width, label=e)
+    ax.set_xticks([x + width for x in range(len(ops))], ops)
+    ax.set_ylabel("operations per second")
+    ax.set_title(f"From Python: {a.num} keys, medians of {a.rounds} rounds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(a.out, "chart.png"), dpi=100)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+"""cairn: an embedded, read-optimized, memory-adaptive LSM-tree key-value engine.
+
+    import cairn
+    with cairn.open("/tmp/db", block_cache_size="64MiB") as db:
+        db[b"k"] = b"v"
+        for k, v in db.items(start=b"a", end=b"z"):
+            ...
+
+Keys and values are bytes-like (bytes, bytearray, memoryview); a str raises TypeError.
+Every engine call releases the GIL, so threads read and write in parallel.
+"""
+
+from ._native import (
+    Batch,
+    CorruptionError,
+    Db,
+    Error,
+    InvalidArgumentError,
+    IoError,
+    Iterator,
+    LockedError,
+    ReadOnlyError,
+    Snapshot,
+    Tree,
+    open,
+)
+
+__all__ = [
+    "Batch",
+    "CorruptionError",
+    "Db",
+    "Error",
+    "InvalidArgumentError",
+    "IoError",
+    "Iterator",
+    "LockedError",
+    "ReadOnlyError",
+    "Snapshot",
+    "Tree",
+    "open",
+]

@@ -1,0 +1,808 @@
+//! cairn from Python: the `cairn._native` extension module that the `cairn` package re-exports.
+//!
+//! Every engine call runs with the interpreter detached (the GIL released), so Python threads
+//! read and write in parallel. Keys and values are bytes-like: `bytes` is read in place (it is
+//! immutable and kept alive by the caller's reference), `bytearray` and `memoryview` are
+//! copied first, and `str` is refused with `TypeError` (an encoding is the caller's choice).
+
+use parking_lot::Mutex;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyKeyError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+create_exception!(cairn, Error, PyException, "Base class of every error cairn raises.");
+create_exception!(
+    cairn,
+    CorruptionError,
+    Error,
+    "Stored bytes failed a checksum or a structural check."
+);
+create_exception!(
+    cairn,
+    InvalidArgumentError,
+    Error,
+    "An argument or option the engine refuses (the message names it)."
+);
+create_exception!(cairn, IoError, Error, "An operating-system I/O call failed.");
+create_exception!(
+    cairn,
+    LockedError,
+    Error,
+    "Another handle or process holds the database directory's lock."
+);
+create_exception!(
+    cairn,
+    ReadOnlyError,
+    Error,
+    "The database writes nothing: opened read-only, or after a failed durable write."
+);
+
+/// The Python exception for an engine error.
+fn err(e: cairn::Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        cairn::Error::Corruption { .. } => CorruptionError::new_err(msg),
+        cairn::Error::InvalidArgument(_) | cairn::Error::InvalidOptions { .. } => InvalidArgumentError::new_err(msg),
+        cairn::Error::Io { .. } => IoError::new_err(msg),
+        cairn::Error::Locked(_) => LockedError::new_err(msg),
+        cairn::Error::ReadOnly | cairn::Error::Poisoned(_) => ReadOnlyError::new_err(msg),
+        _ => Error::new_err(msg),
+    }
+}
+
+fn closed() -> PyErr {
+    Error::new_err("the database is closed")
+}
+
+/// The bytes of a bytes-like `obj` (`what` names it in the error).
+fn bytes_like<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Cow::Borrowed(b.as_bytes()));
+    }
+    if let Ok(b) = obj.cast::<PyByteArray>() {
+        return Ok(Cow::Owned(b.to_vec()));
+    }
+    if obj.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be bytes-like (bytes, bytearray, memoryview), not str: encode it first"
+        )));
+    }
+    if obj.hasattr("tobytes")? && obj.get_type().name()? == "memoryview" {
+        let b = obj.call_method0("tobytes")?;
+        return Ok(Cow::Owned(b.cast::<PyBytes>()?.as_bytes().to_vec()));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be bytes-like (bytes, bytearray, memoryview), not {}",
+        obj.get_type().name()?
+    )))
+}
+
+fn optional_bytes<'a>(obj: Option<&'a Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Cow<'a, [u8]>>> {
+    obj.filter(|o| !o.is_none()).map(|o| bytes_like(o, what)).transpose()
+}
+
+/// An option's value as `Options::set` takes it.
+fn option_value(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(b) = v.extract::<bool>() {
+        return Ok(b.to_string());
+    }
+    if v.is_instance_of::<PyString>() {
+        return v.extract::<String>();
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(i.to_string());
+    }
+    if let Ok(f) = v.extract::<f64>() {
+        return Ok(f.to_string());
+    }
+    Err(PyTypeError::new_err(format!(
+        "option values are str, int, float or bool, not {}",
+        v.get_type().name()?
+    )))
+}
+
+/// The key range of an iteration: `[start, end)`, either end open when `None`.
+type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn bounds(start: Option<&Bound<'_, PyAny>>, end: Option<&Bound<'_, PyAny>>) -> PyResult<Bounds> {
+    Ok((
+        optional_bytes(start, "start")?.map(Cow::into_owned),
+        optional_bytes(end, "end")?.map(Cow::into_owned),
+    ))
+}
+
+fn range_of(tree: &cairn::Tree, (start, end): &Bounds) -> cairn::Range {
+    use std::ops::Bound::{Excluded, Included, Unbounded};
+    let lo = start.as_deref().map_or(Unbounded, Included);
+    let hi = end.as_deref().map_or(Unbounded, Excluded);
+    tree.range::<&[u8], _>((lo, hi))
+}
+
+/// What an iterator yields.
+#[derive(Clone, Copy, Debug)]
+enum Yield {
+    Items,
+    Keys,
+    Values,
+}
+
+/// Entries an iterator reads ahead per engine call: the GIL is released once per run of them,
+/// not once per entry (a release and re-acquire costs about as much as a cached step).
+const READ_AHEAD: usize = 64;
+
+/// A lazy iteration over a key range, in either direction: reads `READ_AHEAD` entries at a
+/// time with the GIL released.
+#[pyclass(module = "cairn", name = "Iterator")]
+struct RangeIter {
+    state: Mutex<IterState>,
+    what: Yield,
+    reverse: bool,
+}
+
+struct IterState {
+    /// `None` once exhausted (the view it held is released).
+    range: Option<cairn::Range>,
+    ahead: std::collections::VecDeque<cairn::Result<(Vec<u8>, Vec<u8>)>>,
+}
+
+#[pymethods]
+impl RangeIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        // The lock is taken only with the GIL released: a thread that held it while waiting
+        // for the GIL could deadlock with one holding the GIL while waiting for it.
+        let next = py.detach(|| {
+            let mut st = self.state.lock();
+            let st = &mut *st;
+            if st.ahead.is_empty() {
+                while let Some(r) = st.range.as_mut() {
+                    match if self.reverse { r.next_back() } else { r.next() } {
+                        Some(item) => st.ahead.push_back(item),
+                        None => st.range = None,
+                    }
+                    if st.ahead.len() >= READ_AHEAD {
+                        break;
+                    }
+                }
+            }
+            st.ahead.pop_front()
+        });
+        let Some(item) = next else { return Ok(None) };
+        let (k, v) = item.map_err(err)?;
+        Ok(Some(match self.what {
+            Yield::Items => (PyBytes::new(py, &k), PyBytes::new(py, &v))
+                .into_pyobject(py)?
+                .into_any()
+                .unbind(),
+            Yield::Keys => PyBytes::new(py, &k).into_any().unbind(),
+            Yield::Values => PyBytes::new(py, &v).into_any().unbind(),
+        }))
+    }
+}
+
+fn iter(py: Python<'_>, tree: &cairn::Tree, b: Bounds, what: Yield, reverse: bool) -> RangeIter {
+    let range = py.detach(|| range_of(tree, &b));
+    RangeIter {
+        state: Mutex::new(IterState {
+            range: Some(range),
+            ahead: Default::default(),
+        }),
+        what,
+        reverse,
+    }
+}
+
+/// One tree of a database, with the dict protocol (`db.tree(name)`). `Db` is the default tree.
+#[pyclass(module = "cairn", name = "Tree", subclass, frozen)]
+struct Tree {
+    tree: cairn::Tree,
+    /// Set by `Db.close()`, shared by the database's trees.
+    closed: Arc<AtomicBool>,
+}
+
+thread_local! {
+    /// Where a get's value lands before it is copied into a Python `bytes`: one allocation
+    /// per get instead of two.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Tree {
+    /// Runs `f` on the tree with the GIL released.
+    fn run<R: Send>(&self, py: Python<'_>, f: impl FnOnce(&cairn::Tree) -> cairn::Result<R> + Send) -> PyResult<R> {
+        let t = self.handle()?;
+        py.detach(|| f(t)).map_err(err)
+    }
+
+    fn handle(&self) -> PyResult<&cairn::Tree> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(&self.tree)
+    }
+
+    /// The value of `key` as `bytes`, or `None`.
+    fn lookup(&self, py: Python<'_>, key: &[u8]) -> PyResult<Option<Py<PyBytes>>> {
+        SCRATCH.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let buf = &mut *buf;
+            let found = self.run(py, |t| t.get_into(key, buf))?;
+            Ok(found.then(|| PyBytes::new(py, buf).unbind()))
+        })
+    }
+}
+
+#[pymethods]
+impl Tree {
+    /// The tree's name (`"default"` for the database itself).
+    #[getter]
+    fn name(&self) -> PyResult<String> {
+        Ok(self.handle()?.name().to_owned())
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
+        let k = bytes_like(key, "key")?;
+        match self.lookup(py, &k)? {
+            Some(v) => Ok(v),
+            None => Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind())),
+        }
+    }
+
+    fn __setitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (k, v) = (bytes_like(key, "key")?, bytes_like(value, "value")?);
+        self.run(py, |t| t.put(&k, &v))
+    }
+
+    /// Deletes `key`; `KeyError` when it is absent (checked by a read first, so a concurrent
+    /// writer may make the two disagree).
+    fn __delitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_like(key, "key")?;
+        let found = self.run(py, |t| {
+            let found = t.get(&k)?.is_some();
+            if found {
+                t.delete(&k)?;
+            }
+            Ok(found)
+        })?;
+        if found {
+            Ok(())
+        } else {
+            Err(PyKeyError::new_err(PyBytes::new(py, &k).unbind()))
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = bytes_like(key, "key")?;
+        SCRATCH.with(|buf| {
+            let buf = &mut *buf.borrow_mut();
+            self.run(py, |t| t.get_into(&k, buf))
+        })
+    }
+
+    /// The value of `key`, or `default` when it is absent.
+    #[pyo3(signature = (key, default = None))]
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>, default: Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+        let k = bytes_like(key, "key")?;
+        Ok(match self.lookup(py, &k)? {
+            Some(v) => v.into_any(),
+            None => default.unwrap_or_else(|| py.None()),
+        })
+    }
+
+    /// Writes `value` under `key`.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.__setitem__(py, key, value)
+    }
+
+    /// Deletes `key` (nothing happens when it is absent).
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let k = bytes_like(key, "key")?;
+        self.run(py, |t| t.delete(&k))
+    }
+
+    /// Deletes every key in `[start, end)`.
+    fn delete_range(&self, py: Python<'_>, start: &Bound<'_, PyAny>, end: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (s, e) = (bytes_like(start, "start")?, bytes_like(end, "end")?);
+        self.run(py, |t| t.delete_range(&s, &e))
+    }
+
+    /// `(key, value)` pairs of `[start, end)` in key order (`reverse`: descending), lazily.
+    #[pyo3(signature = (start = None, end = None, reverse = false))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<RangeIter> {
+        Ok(iter(py, self.handle()?, bounds(start, end)?, Yield::Items, reverse))
+    }
+
+    /// The keys of `[start, end)`, lazily.
+    #[pyo3(signature = (start = None, end = None, reverse = false))]
+    fn keys(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<RangeIter> {
+        Ok(iter(py, self.handle()?, bounds(start, end)?, Yield::Keys, reverse))
+    }
+
+    /// The values of `[start, end)`, lazily.
+    #[pyo3(signature = (start = None, end = None, reverse = false))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+    ) -> PyResult<RangeIter> {
+        Ok(iter(py, self.handle()?, bounds(start, end)?, Yield::Values, reverse))
+    }
+
+    fn __iter__(&self, py: Python<'_>) -> PyResult<RangeIter> {
+        Ok(iter(py, self.handle()?, (None, None), Yield::Keys, false))
+    }
+
+    /// Flushes the tree's memtables to tables.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, cairn::Tree::flush)
+    }
+
+    /// Compacts the tables overlapping `[start, end)` (the whole tree by default).
+    #[pyo3(signature = (start = None, end = None))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let (s, e) = bounds(start, end)?;
+        self.run(py, |t| {
+            let lo = s.as_deref().map_or(Unbounded, Included);
+            let hi = e.as_deref().map_or(Unbounded, Excluded);
+            t.compact_range::<&[u8], _>((lo, hi))
+        })
+    }
+}
+
+/// A database (`cairn.open`): the default tree, plus trees, batches, snapshots and reports.
+#[pyclass(module = "cairn", name = "Db", extends = Tree, frozen)]
+struct Db {
+    db: cairn::Db,
+    closed: Arc<AtomicBool>,
+}
+
+impl Db {
+    fn handle(&self) -> PyResult<&cairn::Db> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(&self.db)
+    }
+}
+
+#[pymethods]
+impl Db {
+    /// The tree named `name`, created if missing.
+    fn tree(&self, py: Python<'_>, name: &str) -> PyResult<Tree> {
+        let db = self.handle()?;
+        let t = py.detach(|| db.tree(name)).map_err(err)?;
+        Ok(Tree {
+            tree: t,
+            closed: self.closed.clone(),
+        })
+    }
+
+    /// Names of every tree.
+    fn tree_names(&self) -> PyResult<Vec<String>> {
+        Ok(self.handle()?.tree_names())
+    }
+
+    /// A batch written atomically when its `with` block ends normally, dropped when it raises.
+    fn batch(&self) -> PyResult<Batch> {
+        Ok(Batch {
+            db: self.handle()?.clone(),
+            batch: Mutex::new(Some(cairn::WriteBatch::new())),
+        })
+    }
+
+    /// A consistent read view of every tree as of now, held until it is closed or collected.
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let db = self.handle()?;
+        let snap = py.detach(|| db.snapshot());
+        Ok(Snapshot {
+            snap: Mutex::new(Some(Arc::new(snap))),
+        })
+    }
+
+    /// The engine's counters as nested dicts of numbers: `io` and `compaction_io` (per block
+    /// kind: reads, bytes, cache hits, ghost hits), write and stall totals, the cache, and per
+    /// tree its operations and per level its probes, filter outcomes, reads and compactions.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.handle()?;
+        let s = py.detach(|| db.stats());
+        stats_dict(py, &s)
+    }
+
+    /// A report by name (`cairn.stats`, `cairn.filters`, `cairn.tuner`, ...); `None` when
+    /// unknown.
+    fn property(&self, py: Python<'_>, name: &str) -> PyResult<Option<String>> {
+        let db = self.handle()?;
+        Ok(py.detach(|| db.property(name)))
+    }
+
+    /// Flushes every tree's memtables.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.flush_all()).map_err(err)
+    }
+
+    /// Stops background work, syncs the log and releases the directory; later calls raise
+    /// `cairn.Error`. Iterators and snapshots still open keep the engine alive until they go.
+    fn close(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<()> {
+        if slf.closed.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let db = slf.db.clone();
+        py.detach(|| db.close()).map_err(err)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(slf: PyRef<'_, Self>, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        Db::close(slf, py)?;
+        Ok(false)
+    }
+}
+
+/// A dict of `obj`'s named fields.
+macro_rules! fields {
+    ($py:expr, $obj:expr, $($f:ident),* $(,)?) => {{
+        let d = PyDict::new($py);
+        $(d.set_item(stringify!($f), $obj.$f)?;)*
+        d
+    }};
+}
+
+fn io_dict<'py>(py: Python<'py>, io: &cairn::stats::IoSnapshot) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (name, k) in [
+        ("data", io.data),
+        ("index", io.index),
+        ("filter", io.filter),
+        ("range_filter", io.range_filter),
+        ("properties", io.properties),
+        ("meta", io.meta),
+    ] {
+        d.set_item(name, fields!(py, k, reads, bytes, cache_hits, ghost_hits))?;
+    }
+    d.set_item("bytes_written", io.bytes_written)?;
+    d.set_item("syncs", io.syncs)?;
+    Ok(d)
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = fields!(
+        py,
+        s,
+        user_write_ops,
+        user_bytes_written,
+        wal_bytes_written,
+        flush_bytes_written,
+        compaction_bytes_written,
+        stall_slowdowns,
+        stall_stops,
+        stall_micros,
+        delay_micros,
+        delayed_write_rate,
+        pending_compaction_bytes,
+        l0_files,
+        l0_groups,
+        memtable_bytes,
+        cache_usage,
+        cache_capacity,
+    );
+    d.set_item("io", io_dict(py, &s.io)?)?;
+    d.set_item("compaction_io", io_dict(py, &s.compaction_io)?)?;
+    let trees = PyDict::new(py);
+    for t in &s.trees {
+        let td = fields!(
+            py,
+            t,
+            gets,
+            ranges,
+            memtable_hits,
+            flush_bytes,
+            switched_for_memory,
+            switched_for_log,
+            expired,
+            filter_removed,
+            filter_changed,
+        );
+        let levels = t
+            .levels
+            .iter()
+            .map(|l| {
+                Ok(fields!(
+                    py,
+                    l,
+                    probes,
+                    filter_units_probed,
+                    filter_negatives,
+                    filter_false_positives,
+                    found,
+                    data_reads,
+                    data_cache_hits,
+                    unnecessary_data_reads,
+                    compactions,
+                    compaction_bytes_read,
+                    compaction_bytes_written,
+                    moves,
+                    range_probes,
+                    range_negatives,
+                ))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        td.set_item("levels", levels)?;
+        trees.set_item(&t.name, td)?;
+    }
+    d.set_item("trees", trees)?;
+    Ok(d)
+}
+
+/// Writes collected in a `with db.batch() as b:` block.
+#[pyclass(module = "cairn", name = "Batch", frozen)]
+struct Batch {
+    db: cairn::Db,
+    batch: Mutex<Option<cairn::WriteBatch>>,
+}
+
+impl Batch {
+    fn add(&self, f: impl FnOnce(&mut cairn::WriteBatch)) -> PyResult<()> {
+        let mut b = self.batch.lock();
+        let b = b
+            .as_mut()
+            .ok_or_else(|| Error::new_err("the batch was already written or discarded"))?;
+        f(b);
+        Ok(())
+    }
+}
+
+fn tree_of(tree: Option<&Bound<'_, Tree>>) -> PyResult<Option<cairn::Tree>> {
+    tree.map(|t| t.get().handle().cloned()).transpose()
+}
+
+#[pymethods]
+impl Batch {
+    /// Adds a put of `key` (in `tree`, default: the database's default tree).
+    #[pyo3(signature = (key, value, tree = None))]
+    fn put(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, tree: Option<&Bound<'_, Tree>>) -> PyResult<()> {
+        let (k, v, t) = (bytes_like(key, "key")?, bytes_like(value, "value")?, tree_of(tree)?);
+        self.add(|b| {
+            match &t {
+                Some(t) => b.put_in(t, &k, &v),
+                None => b.put(&k, &v),
+            };
+        })
+    }
+
+    /// Adds a delete of `key`.
+    #[pyo3(signature = (key, tree = None))]
+    fn delete(&self, key: &Bound<'_, PyAny>, tree: Option<&Bound<'_, Tree>>) -> PyResult<()> {
+        let (k, t) = (bytes_like(key, "key")?, tree_of(tree)?);
+        self.add(|b| {
+            match &t {
+                Some(t) => b.delete_in(t, &k),
+                None => b.delete(&k),
+            };
+        })
+    }
+
+    /// Adds a delete of every key in `[start, end)`.
+    #[pyo3(signature = (start, end, tree = None))]
+    fn delete_range(
+        &self,
+        start: &Bound<'_, PyAny>,
+        end: &Bound<'_, PyAny>,
+        tree: Option<&Bound<'_, Tree>>,
+    ) -> PyResult<()> {
+        let (s, e, t) = (bytes_like(start, "start")?, bytes_like(end, "end")?, tree_of(tree)?);
+        self.add(|b| {
+            match &t {
+                Some(t) => b.delete_range_in(t, &s, &e),
+                None => b.delete_range(&s, &e),
+            };
+        })
+    }
+
+    /// Adds a merge operand for `key` (the database needs a merge operator).
+    #[pyo3(signature = (key, operand, tree = None))]
+    fn merge(
+        &self,
+        key: &Bound<'_, PyAny>,
+        operand: &Bound<'_, PyAny>,
+        tree: Option<&Bound<'_, Tree>>,
+    ) -> PyResult<()> {
+        let (k, v, t) = (bytes_like(key, "key")?, bytes_like(operand, "operand")?, tree_of(tree)?);
+        self.add(|b| {
+            match &t {
+                Some(t) => b.merge_in(t, &k, &v),
+                None => b.merge(&k, &v),
+            };
+        })
+    }
+
+    /// Writes the batch now (atomically); it can take nothing more afterwards.
+    fn write(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(b) = self.batch.lock().take() else {
+            return Err(Error::new_err("the batch was already written or discarded"));
+        };
+        py.detach(|| self.db.write(b, &cairn::WriteOptions::default()))
+            .map_err(err)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// Writes the batch when the block ended normally, drops it when it raised.
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        if exc_type.is_some_and(|t| !t.is_none()) {
+            self.batch.lock().take();
+        } else {
+            self.write(py)?;
+        }
+        Ok(false)
+    }
+}
+
+/// A consistent read view (`db.snapshot()`); a context manager that releases it on exit.
+#[pyclass(module = "cairn", name = "Snapshot", frozen)]
+struct Snapshot {
+    /// Locked only briefly, never across a GIL release (a holder waiting for the GIL could
+    /// deadlock with a thread holding the GIL while waiting for the lock).
+    snap: Mutex<Option<Arc<cairn::Snapshot>>>,
+}
+
+impl Snapshot {
+    fn view(&self) -> PyResult<Arc<cairn::Snapshot>> {
+        self.snap
+            .lock()
+            .clone()
+            .ok_or_else(|| Error::new_err("the snapshot was released"))
+    }
+}
+
+#[pymethods]
+impl Snapshot {
+    /// The value of `key` in the view (in `tree`), or `default`.
+    #[pyo3(signature = (key, default = None, tree = None))]
+    fn get(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+        tree: Option<&Bound<'_, Tree>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (k, t) = (bytes_like(key, "key")?, tree_of(tree)?);
+        let s = self.view()?;
+        let v = py
+            .detach(|| match &t {
+                Some(t) => s.get_in(t, &k),
+                None => s.get(&k),
+            })
+            .map_err(err)?;
+        Ok(match v {
+            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            None => default.unwrap_or_else(|| py.None()),
+        })
+    }
+
+    /// `(key, value)` pairs of `[start, end)` as of the view, lazily.
+    #[pyo3(signature = (start = None, end = None, reverse = false, tree = None))]
+    fn items(
+        &self,
+        py: Python<'_>,
+        start: Option<&Bound<'_, PyAny>>,
+        end: Option<&Bound<'_, PyAny>>,
+        reverse: bool,
+        tree: Option<&Bound<'_, Tree>>,
+    ) -> PyResult<RangeIter> {
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        let ((lo, hi), t) = (bounds(start, end)?, tree_of(tree)?);
+        let s = self.view()?;
+        let range = py.detach(|| {
+            let r = (
+                lo.as_deref().map_or(Unbounded, Included),
+                hi.as_deref().map_or(Unbounded, Excluded),
+            );
+            match &t {
+                Some(t) => s.range_in::<&[u8], _>(t, r),
+                None => s.range::<&[u8], _>(r),
+            }
+        });
+        Ok(RangeIter {
+            state: Mutex::new(IterState {
+                range: Some(range),
+                ahead: Default::default(),
+            }),
+            what: Yield::Items,
+            reverse,
+        })
+    }
+
+    /// Releases the view (compactions may then drop the versions it held).
+    fn close(&self) {
+        self.snap.lock().take();
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// Opens (creating if missing) the database at `path`, with options by the names
+/// `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`).
+#[pyfunction]
+#[pyo3(signature = (path, **options))]
+fn open(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Py<Db>> {
+    let mut o = cairn::Options::default();
+    if let Some(opts) = options {
+        for (k, v) in opts.iter() {
+            let name: String = k.extract()?;
+            let value = option_value(&v)?;
+            o.set(&name, &value).map_err(err)?;
+        }
+    }
+    let db = py.detach(|| cairn::Db::open(&path, o)).map_err(err)?;
+    let closed = Arc::new(AtomicBool::new(false));
+    let tree = Tree {
+        tree: (*db).clone(),
+        closed: closed.clone(),
+    };
+    Py::new(py, PyClassInitializer::from(tree).add_subclass(Db { db, closed }))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_class::<Tree>()?;
+    m.add_class::<Db>()?;
+    m.add_class::<Batch>()?;
+    m.add_class::<Snapshot>()?;
+    m.add_class::<RangeIter>()?;
+    let py = m.py();
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("CorruptionError", py.get_type::<CorruptionError>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("IoError", py.get_type::<IoError>())?;
+    m.add("LockedError", py.get_type::<LockedError>())?;
+    m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
+    Ok(())
+}

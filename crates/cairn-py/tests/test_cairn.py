@@ -1,0 +1,220 @@
+"""The Python API against a dict model, and its edges: trees, batches, snapshots, threads,
+exceptions, reopen."""
+
+import random
+import threading
+
+import pytest
+
+import cairn
+
+# Small memtables: the model test flushes and compacts tables, not only the memtable.
+SMALL = {"write_buffer_size": 64 << 10, "write_memory_budget": 256 << 10}
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "db")
+
+
+def test_model_against_a_dict(path):
+    rng = random.Random(7)
+    model = {}
+    with cairn.open(path, **SMALL) as db:
+        for step in range(6000):
+            k = b"k%04d" % rng.randrange(800)
+            op = rng.random()
+            if op < 0.55:
+                v = rng.randbytes(rng.randrange(1, 200))
+                db[k] = v
+                model[k] = v
+            elif op < 0.7:
+                if k in model:
+                    del db[k]
+                    del model[k]
+                else:
+                    with pytest.raises(KeyError):
+                        del db[k]
+            elif op < 0.72:
+                lo, hi = sorted([b"k%04d" % rng.randrange(800), b"k%04d" % rng.randrange(800)])
+                db.delete_range(lo, hi)
+                for key in [key for key in model if lo <= key < hi]:
+                    del model[key]
+            else:
+                assert db.get(k) == model.get(k)
+                assert (k in db) == (k in model)
+            if step % 1500 == 1499:
+                db.flush()
+        assert list(db.items()) == sorted(model.items())
+        assert list(db.keys(reverse=True)) == sorted(model, reverse=True)
+        lo, hi = b"k0200", b"k0500"
+        assert list(db.values(start=lo, end=hi)) == [model[k] for k in sorted(model) if lo <= k < hi]
+        assert list(db.items(start=lo, end=hi, reverse=True)) == sorted(
+            ((k, v) for k, v in model.items() if lo <= k < hi), reverse=True
+        )
+        assert list(db) == sorted(model)
+        db.compact()
+        assert list(db.items()) == sorted(model.items())
+    # Reopen: everything written is there.
+    with cairn.open(path) as db:
+        assert list(db.items()) == sorted(model.items())
+
+
+def test_dict_protocol_and_bytes_like_keys(path):
+    with cairn.open(path) as db:
+        db[b"a"] = b"1"
+        db[bytearray(b"b")] = memoryview(b"2")
+        assert db[memoryview(b"b")] == b"2"
+        assert db[bytearray(b"a")] == b"1"
+        assert db.get(b"missing") is None
+        assert db.get(b"missing", b"d") == b"d"
+        with pytest.raises(KeyError):
+            db[b"missing"]
+        with pytest.raises(TypeError, match="not str"):
+            db["a"] = b"1"
+        with pytest.raises(TypeError, match="not str"):
+            db[b"a"] = "1"
+        with pytest.raises(TypeError):
+            db[1] = b"1"
+        db.delete(b"never")  # deleting an absent key with delete() is not an error
+        assert db.name == "default"
+
+
+def test_trees_are_separate_key_spaces(path):
+    with cairn.open(path) as db:
+        users = db.tree("users")
+        db[b"k"] = b"default"
+        users[b"k"] = b"users"
+        assert db[b"k"] == b"default" and users[b"k"] == b"users"
+        assert list(users.items()) == [(b"k", b"users")]
+        assert users.name == "users"
+        assert "users" in db.tree_names()
+    with cairn.open(path) as db:
+        assert db.tree("users")[b"k"] == b"users"
+
+
+def test_batches_commit_atomically_and_roll_back(path):
+    with cairn.open(path) as db:
+        t = db.tree("t")
+        db[b"gone"] = b"x"
+        with db.batch() as b:
+            b.put(b"a", b"1")
+            b.put(b"a", b"2", tree=t)
+            b.delete(b"gone")
+            b.delete_range(b"r0", b"r9")
+        assert db[b"a"] == b"1" and t[b"a"] == b"2" and b"gone" not in db
+        with pytest.raises(RuntimeError):
+            with db.batch() as b:
+                b.put(b"never", b"1")
+                raise RuntimeError("abort")
+        assert b"never" not in db
+        b = db.batch()
+        b.put(b"late", b"1")
+        b.write()
+        assert db[b"late"] == b"1"
+        with pytest.raises(cairn.Error, match="already written"):
+            b.put(b"again", b"1")
+
+
+def test_snapshots_see_the_past(path):
+    with cairn.open(path) as db:
+        t = db.tree("t")
+        db[b"k"] = b"old"
+        t[b"k"] = b"t-old"
+        with db.snapshot() as snap:
+            db[b"k"] = b"new"
+            db[b"added"] = b"1"
+            t[b"k"] = b"t-new"
+            assert snap.get(b"k") == b"old"
+            assert snap.get(b"added") is None
+            assert snap.get(b"added", b"d") == b"d"
+            assert snap.get(b"k", tree=t) == b"t-old"
+            assert list(snap.items()) == [(b"k", b"old")]
+            assert list(snap.items(tree=t, reverse=True)) == [(b"k", b"t-old")]
+        with pytest.raises(cairn.Error, match="released"):
+            snap.get(b"k")
+        assert db[b"k"] == b"new"
+
+
+def test_threads_read_and_write_in_parallel(path):
+    with cairn.open(path) as db:
+        for i in range(2000):
+            db[b"%05d" % i] = b"v%d" % i
+        errors = []
+
+        def reader(seed):
+            rng = random.Random(seed)
+            try:
+                for _ in range(3000):
+                    i = rng.randrange(2000)
+                    assert db[b"%05d" % i] == b"v%d" % i
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        def writer():
+            try:
+                for i in range(2000, 4000):
+                    db[b"%05d" % i] = b"w"
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=reader, args=(s,)) for s in range(4)]
+        threads.append(threading.Thread(target=writer))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert len(list(db.keys())) == 4000
+        # One iterator and one snapshot shared by threads: every key exactly once, no deadlock.
+        shared = db.items()
+        seen = []
+        with db.snapshot() as snap:
+
+            def drain():
+                for k, _ in shared:
+                    seen.append(k)
+                    assert snap.get(k) is not None
+
+            threads = [threading.Thread(target=drain) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        assert sorted(seen) == [b"%05d" % i for i in range(4000)]
+
+
+def test_errors_are_typed(path):
+    db = cairn.open(path)
+    with pytest.raises(cairn.LockedError):
+        cairn.open(path)
+    with pytest.raises(cairn.InvalidArgumentError, match="no_such_option"):
+        cairn.open(path + "-2", no_such_option=1)
+    with pytest.raises(cairn.InvalidArgumentError, match="key"):
+        db[b"k" * (1 << 20)] = b"v"
+    assert issubclass(cairn.CorruptionError, cairn.Error)
+    assert issubclass(cairn.IoError, cairn.Error)
+    assert issubclass(cairn.ReadOnlyError, cairn.Error)
+    db.close()
+    with pytest.raises(cairn.Error, match="closed"):
+        db[b"k"]
+    db.close()  # closing twice is harmless
+    # The lock was released: it opens again.
+    cairn.open(path).close()
+
+
+def test_options_by_name_and_reports(path):
+    with cairn.open(path, block_cache_size="4MiB", **{"filters.bits_per_key": 12.5, "table.block_size": 8192}) as db:
+        db[b"k"] = b"v"
+        db.flush()
+        assert "cache" in db.property("cairn.stats").lower()
+        assert db.property("no.such.property") is None
+        for _ in range(10):
+            assert db[b"k"] == b"v"
+        s = db.stats()
+        assert s["user_write_ops"] == 1
+        assert s["trees"]["default"]["gets"] >= 10
+        assert set(s["io"]) >= {"data", "index", "filter", "bytes_written", "syncs"}
+        assert s["io"]["data"]["reads"] + s["io"]["data"]["cache_hits"] >= 1
+        assert all(isinstance(level["probes"], int) for level in s["trees"]["default"]["levels"])
+        assert s["cache_capacity"] == 4 << 20
