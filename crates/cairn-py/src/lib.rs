@@ -55,6 +55,15 @@ fn err(e: cairn::Error) -> PyErr {
     }
 }
 
+/// A dict of `obj`'s named fields.
+macro_rules! fields {
+    ($py:expr, $obj:expr, $($f:ident),* $(,)?) => {{
+        let d = PyDict::new($py);
+        $(d.set_item(stringify!($f), $obj.$f)?;)*
+        d
+    }};
+}
+
 fn closed() -> PyErr {
     Error::new_err("the database is closed")
 }
@@ -296,9 +305,23 @@ impl Tree {
         })
     }
 
-    /// Writes `value` under `key`.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.__setitem__(py, key, value)
+    /// Writes `value` under `key`; with `ttl` (seconds), the value expires after it.
+    #[pyo3(signature = (key, value, ttl = None))]
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, ttl: Option<f64>) -> PyResult<()> {
+        let Some(ttl) = ttl else {
+            return self.__setitem__(py, key, value);
+        };
+        let ttl = std::time::Duration::try_from_secs_f64(ttl)
+            .map_err(|e| InvalidArgumentError::new_err(format!("ttl = {ttl}: {e}")))?;
+        let (k, v) = (bytes_like(key, "key")?, bytes_like(value, "value")?);
+        self.run(py, |t| t.put_with_ttl(&k, &v, ttl))
+    }
+
+    /// Adds a merge operand for `key` (the database needs a merge operator, e.g.
+    /// `merge_operator="uint64add"`).
+    fn merge(&self, py: Python<'_>, key: &Bound<'_, PyAny>, operand: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (k, v) = (bytes_like(key, "key")?, bytes_like(operand, "operand")?);
+        self.run(py, |t| t.merge(&k, &v))
     }
 
     /// Deletes `key` (nothing happens when it is absent).
@@ -448,6 +471,22 @@ impl Db {
         py.detach(|| db.flush_all()).map_err(err)
     }
 
+    /// Writes a consistent copy of the database into the new directory `path` (tables hard
+    /// linked where the file system allows); returns what it did as a dict.
+    fn checkpoint<'py>(&self, py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.handle()?;
+        let c = py.detach(|| db.checkpoint(&path)).map_err(err)?;
+        Ok(fields!(
+            py,
+            c,
+            tables,
+            linked,
+            bytes_copied,
+            last_seqno,
+            writer_pause_micros
+        ))
+    }
+
     /// Stops background work, syncs the log and releases the directory; later calls raise
     /// `cairn.Error`. Iterators and snapshots still open keep the engine alive until they go.
     fn close(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<()> {
@@ -467,15 +506,6 @@ impl Db {
         Db::close(slf, py)?;
         Ok(false)
     }
-}
-
-/// A dict of `obj`'s named fields.
-macro_rules! fields {
-    ($py:expr, $obj:expr, $($f:ident),* $(,)?) => {{
-        let d = PyDict::new($py);
-        $(d.set_item(stringify!($f), $obj.$f)?;)*
-        d
-    }};
 }
 
 fn io_dict<'py>(py: Python<'py>, io: &cairn::stats::IoSnapshot) -> PyResult<Bound<'py, PyDict>> {
@@ -768,10 +798,16 @@ impl Snapshot {
 }
 
 /// Opens (creating if missing) the database at `path`, with options by the names
-/// `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`).
+/// `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`);
+/// `read_only=True` opens an existing database that writes nothing.
 #[pyfunction]
-#[pyo3(signature = (path, **options))]
-fn open(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyDict>>) -> PyResult<Py<Db>> {
+#[pyo3(signature = (path, read_only = false, **options))]
+fn open(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    read_only: bool,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<Db>> {
     let mut o = cairn::Options::default();
     if let Some(opts) = options {
         for (k, v) in opts.iter() {
@@ -780,7 +816,15 @@ fn open(py: Python<'_>, path: std::path::PathBuf, options: Option<&Bound<'_, PyD
             o.set(&name, &value).map_err(err)?;
         }
     }
-    let db = py.detach(|| cairn::Db::open(&path, o)).map_err(err)?;
+    let db = py
+        .detach(|| {
+            if read_only {
+                cairn::Db::open_read_only(&path, o)
+            } else {
+                cairn::Db::open(&path, o)
+            }
+        })
+        .map_err(err)?;
     let closed = Arc::new(AtomicBool::new(false));
     let tree = Tree {
         tree: (*db).clone(),

@@ -3,6 +3,7 @@ exceptions, reopen."""
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -218,3 +219,28 @@ def test_options_by_name_and_reports(path):
         assert s["io"]["data"]["reads"] + s["io"]["data"]["cache_hits"] >= 1
         assert all(isinstance(level["probes"], int) for level in s["trees"]["default"]["levels"])
         assert s["cache_capacity"] == 4 << 20
+
+
+def test_merge_ttl_read_only_and_checkpoint(tmp_path):
+    path = str(tmp_path / "db")
+    with cairn.open(path, merge_operator="uint64add") as db:
+        counters = db.tree("counters")
+        for _ in range(3):
+            counters.merge(b"hits", (5).to_bytes(8, "little"))
+        with db.batch() as b:
+            b.merge(b"hits", (1).to_bytes(8, "little"), tree=counters)
+        assert int.from_bytes(counters[b"hits"], "little") == 16
+        db.put(b"short", b"lived", ttl=0.05)
+        db.put(b"long", b"lived", ttl=3600)
+        with pytest.raises(cairn.InvalidArgumentError, match="ttl"):
+            db.put(b"k", b"v", ttl=-1)
+        time.sleep(0.1)
+        assert db.get(b"short") is None and db[b"long"] == b"lived"
+        info = db.checkpoint(str(tmp_path / "copy"))
+        assert info["last_seqno"] > 0
+    with cairn.open(str(tmp_path / "copy"), merge_operator="uint64add") as copy:
+        assert int.from_bytes(copy.tree("counters")[b"hits"], "little") == 16
+    with cairn.open(path, read_only=True, merge_operator="uint64add") as ro:
+        assert ro[b"long"] == b"lived"
+        with pytest.raises(cairn.ReadOnlyError):
+            ro[b"x"] = b"y"

@@ -45,7 +45,10 @@ class Tree:
     def get(self, key: BytesLike) -> Optional[bytes]: ...
     @overload
     def get(self, key: BytesLike, default: _T) -> Union[bytes, _T]: ...
-    def put(self, key: BytesLike, value: BytesLike) -> None: ...
+    def put(self, key: BytesLike, value: BytesLike, ttl: Optional[float] = None) -> None:
+        """Writes `value` under `key`; with `ttl` (seconds) the value expires after it."""
+    def merge(self, key: BytesLike, operand: BytesLike) -> None:
+        """Adds a merge operand (the database needs a merge operator, e.g. uint64add)."""
     def delete(self, key: BytesLike) -> None:
         """Deletes `key`; nothing happens when it is absent (`del db[key]` raises KeyError)."""
     def delete_range(self, start: BytesLike, end: BytesLike) -> None:
@@ -109,10 +112,13 @@ class Db(Tree):
         """The engine's counters as nested dicts of numbers (io per block kind, writes, stalls,
         the cache, per tree and per level)."""
     def property(self, name: str) -> Optional[str]: ...
+    def checkpoint(self, path: str) -> dict[str, int]:
+        """A consistent copy in the new directory `path` (tables hard linked where possible)."""
     def close(self) -> None: ...
     def __enter__(self) -> "Db": ...
     def __exit__(self, *args: Any) -> bool: ...
 
-def open(path: str, **options: OptionValue) -> Db:
+def open(path: str, read_only: bool = False, **options: OptionValue) -> Db:
     """Opens (creating if missing) the database at `path`, with options by the names
-    `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`)."""
+    `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`);
+    `read_only=True` opens an existing database that writes nothing."""
