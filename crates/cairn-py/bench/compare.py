@@ -1,5 +1,6 @@
 """cairn from Python against RocksDict (RocksDB) and python-lmdb on the same data: random puts
-one call each, random gets of present keys on 1 and 4 threads, and a full forward scan.
+one call each, random gets of present keys on 1 and 4 threads (one key per call, then 100 per
+call: cairn's get_many, RocksDict's list index), and a full forward scan.
 Each engine runs in a fresh process per round (engines interleaved); the tables report the
 median of the rounds. Writes results.md, results.json and chart.png under --out.
 
@@ -42,7 +43,7 @@ def open_engine(name, path):
         import cairn
 
         db = cairn.open(path, memory_budget="256MiB", **{"table.compression": "none"})
-        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close
+        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close, db.get_many
     if name == "rocksdict":
         from rocksdict import BlockBasedOptions, Cache, DBCompressionType, Options, Rdict
 
@@ -56,7 +57,8 @@ def open_engine(name, path):
         t.set_bloom_filter(10, False)
         o.set_block_based_table_factory(t)
         db = Rdict(path, o)
-        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close
+        # RocksDict's multi-get: indexing with a list of keys.
+        return db, db.__setitem__, db.__getitem__, lambda: db.items(), db.close, db.__getitem__
     if name == "lmdb":
         import lmdb
 
@@ -81,7 +83,10 @@ def open_engine(name, path):
             with env.begin() as txn:
                 yield from txn.cursor().iternext(keys=True, values=True)
 
-        return env, put, get, scan, env.close
+        def get_many(ks):
+            return [get(k) for k in ks]
+
+        return env, put, get, scan, env.close, get_many
     raise ValueError(name)
 
 
@@ -89,7 +94,7 @@ def run_round(name, path, num, reads, queue):
     shutil.rmtree(path, ignore_errors=True)
     os.makedirs(path, exist_ok=True)
     ks = keys(num, 7)
-    _, put, get, scan, close = open_engine(name, path)
+    _, put, get, scan, close, get_many = open_engine(name, path)
     out = {}
     t = time.perf_counter()
     for i, k in enumerate(ks):
@@ -111,6 +116,22 @@ def run_round(name, path, num, reads, queue):
         for th in ts:
             th.join()
         out[f"get {threads}t"] = per * threads / (time.perf_counter() - t)
+    # Batches of 100 keys per call (lmdb: a loop in Python, its gets being in-process reads).
+    for threads in (1, 4):
+        per = reads // threads
+
+        def batched(part):
+            for j in range(0, len(part), 100):
+                get_many(part[j : j + 100])
+
+        parts = [probe[j * per : (j + 1) * per] for j in range(threads)]
+        ts = [threading.Thread(target=batched, args=(p,)) for p in parts]
+        t = time.perf_counter()
+        for th in ts:
+            th.start()
+        for th in ts:
+            th.join()
+        out[f"get_many {threads}t"] = per * threads / (time.perf_counter() - t)
     t = time.perf_counter()
     n = sum(1 for _ in scan())
     out["scan"] = n / (time.perf_counter() - t)
@@ -158,11 +179,12 @@ def main():
         c, r, l = med["cairn"][o], med["rocksdict"][o], med["lmdb"][o]
         lines.append(f"| {o} | {c:,.0f} | {r:,.0f} | {l:,.0f} | {c / r:.2f} | {c / l:.2f} |")
     lines.append("")
-    lines.append(
-        "cairn 4 threads ÷ 1 thread: {:.2f} (RocksDict {:.2f}, lmdb {:.2f})".format(
-            *(med[e]["get 4t"] / med[e]["get 1t"] for e in ENGINES)
+    for op in ("get", "get_many"):
+        lines.append(
+            "{}: cairn 4 threads ÷ 1 thread {:.2f} (RocksDict {:.2f}, lmdb {:.2f})".format(
+                op, *(med[e][f"{op} 4t"] / med[e][f"{op} 1t"] for e in ENGINES)
+            )
         )
-    )
     md = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write(md)

@@ -305,6 +305,18 @@ impl Tree {
         })
     }
 
+    /// The values of `keys` (`None` for an absent key), in order, read with one release of the
+    /// GIL: what lets reader threads run in parallel when each key costs less than a GIL
+    /// hand-off.
+    fn get_many<'py>(&self, py: Python<'py>, keys: &Bound<'py, PyAny>) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
+        let ks: Vec<Vec<u8>> = keys
+            .try_iter()?
+            .map(|k| Ok(bytes_like(&k?, "key")?.into_owned()))
+            .collect::<PyResult<_>>()?;
+        let vals = self.run(py, |t| ks.iter().map(|k| t.get(k)).collect::<cairn::Result<Vec<_>>>())?;
+        Ok(vals.into_iter().map(|v| v.map(|v| PyBytes::new(py, &v))).collect())
+    }
+
     /// Writes `value` under `key`; with `ttl` (seconds), the value expires after it.
     #[pyo3(signature = (key, value, ttl = None))]
     fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, ttl: Option<f64>) -> PyResult<()> {

@@ -78,6 +78,10 @@ def test_dict_protocol_and_bytes_like_keys(path):
         with pytest.raises(TypeError):
             db[1] = b"1"
         db.delete(b"never")  # deleting an absent key with delete() is not an error
+        assert db.get_many([b"a", bytearray(b"b"), b"missing"]) == [b"1", b"2", None]
+        assert db.get_many(iter([])) == []
+        with pytest.raises(TypeError, match="not str"):
+            db.get_many([b"a", "b"])
         assert db.name == "default"
 
 

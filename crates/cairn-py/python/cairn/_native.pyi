@@ -1,7 +1,7 @@
 """Type stubs of the cairn extension module (re-exported by the `cairn` package)."""
 
 from types import TracebackType
-from typing import Any, Iterator as _Iterator, Optional, Tuple, Type, TypeVar, Union, overload
+from typing import Any, Iterable, Iterator as _Iterator, Optional, Tuple, Type, TypeVar, Union, overload
 
 BytesLike = Union[bytes, bytearray, memoryview]
 OptionValue = Union[str, int, float, bool]
@@ -45,6 +45,8 @@ class Tree:
     def get(self, key: BytesLike) -> Optional[bytes]: ...
     @overload
     def get(self, key: BytesLike, default: _T) -> Union[bytes, _T]: ...
+    def get_many(self, keys: Iterable[BytesLike]) -> list[Optional[bytes]]:
+        """The values of `keys` in order (None when absent), with one release of the GIL."""
     def put(self, key: BytesLike, value: BytesLike, ttl: Optional[float] = None) -> None:
         """Writes `value` under `key`; with `ttl` (seconds) the value expires after it."""
     def merge(self, key: BytesLike, operand: BytesLike) -> None:
