@@ -101,37 +101,26 @@ def run_round(name, path, num, reads, queue):
         put(k, value(i))
     out["put"] = num / (time.perf_counter() - t)
     probe = keys(num, 11)[:reads]
-    for threads in (1, 4):
-        per = reads // threads
 
-        def reader(part):
-            for k in part:
-                get(k)
+    def one_by_one(part):
+        for k in part:
+            get(k)
 
-        parts = [probe[j * per : (j + 1) * per] for j in range(threads)]
-        ts = [threading.Thread(target=reader, args=(p,)) for p in parts]
-        t = time.perf_counter()
-        for th in ts:
-            th.start()
-        for th in ts:
-            th.join()
-        out[f"get {threads}t"] = per * threads / (time.perf_counter() - t)
     # Batches of 100 keys per call (lmdb: a loop in Python, its gets being in-process reads).
-    for threads in (1, 4):
-        per = reads // threads
+    def batched(part):
+        for j in range(0, len(part), 100):
+            get_many(part[j : j + 100])
 
-        def batched(part):
-            for j in range(0, len(part), 100):
-                get_many(part[j : j + 100])
-
-        parts = [probe[j * per : (j + 1) * per] for j in range(threads)]
-        ts = [threading.Thread(target=batched, args=(p,)) for p in parts]
-        t = time.perf_counter()
-        for th in ts:
-            th.start()
-        for th in ts:
-            th.join()
-        out[f"get_many {threads}t"] = per * threads / (time.perf_counter() - t)
+    for op, reader in (("get", one_by_one), ("get_many", batched)):
+        for threads in (1, 4):
+            per = reads // threads
+            ts = [threading.Thread(target=reader, args=(probe[j * per : (j + 1) * per],)) for j in range(threads)]
+            t = time.perf_counter()
+            for th in ts:
+                th.start()
+            for th in ts:
+                th.join()
+            out[f"{op} {threads}t"] = per * threads / (time.perf_counter() - t)
     t = time.perf_counter()
     n = sum(1 for _ in scan())
     out["scan"] = n / (time.perf_counter() - t)

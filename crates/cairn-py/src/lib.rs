@@ -125,11 +125,13 @@ fn bounds(start: Option<&Bound<'_, PyAny>>, end: Option<&Bound<'_, PyAny>>) -> P
     ))
 }
 
-fn range_of(tree: &cairn::Tree, (start, end): &Bounds) -> cairn::Range {
+/// `b` as the engine's range bounds.
+fn key_range((start, end): &Bounds) -> (std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>) {
     use std::ops::Bound::{Excluded, Included, Unbounded};
-    let lo = start.as_deref().map_or(Unbounded, Included);
-    let hi = end.as_deref().map_or(Unbounded, Excluded);
-    tree.range::<&[u8], _>((lo, hi))
+    (
+        start.as_deref().map_or(Unbounded, Included),
+        end.as_deref().map_or(Unbounded, Excluded),
+    )
 }
 
 /// What an iterator yields.
@@ -166,23 +168,27 @@ impl RangeIter {
     }
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        // The lock is taken only with the GIL released: a thread that held it while waiting
-        // for the GIL could deadlock with one holding the GIL while waiting for it.
-        let next = py.detach(|| {
-            let mut st = self.state.lock();
-            let st = &mut *st;
-            if st.ahead.is_empty() {
-                while let Some(r) = st.range.as_mut() {
-                    match if self.reverse { r.next_back() } else { r.next() } {
-                        Some(item) => st.ahead.push_back(item),
-                        None => st.range = None,
-                    }
-                    if st.ahead.len() >= READ_AHEAD {
-                        break;
+        // An entry read ahead is taken without releasing the GIL, by a lock that never waits
+        // (a thread waiting for the lock while holding the GIL could deadlock with the one
+        // holding it while waiting for the GIL); reading more, or a busy lock, releases it.
+        let ready = self.state.try_lock().and_then(|mut st| st.ahead.pop_front());
+        let next = ready.or_else(|| {
+            py.detach(|| {
+                let mut st = self.state.lock();
+                let st = &mut *st;
+                if st.ahead.is_empty() {
+                    while let Some(r) = st.range.as_mut() {
+                        match if self.reverse { r.next_back() } else { r.next() } {
+                            Some(item) => st.ahead.push_back(item),
+                            None => st.range = None,
+                        }
+                        if st.ahead.len() >= READ_AHEAD {
+                            break;
+                        }
                     }
                 }
-            }
-            st.ahead.pop_front()
+                st.ahead.pop_front()
+            })
         });
         let Some(item) = next else { return Ok(None) };
         let (k, v) = item.map_err(err)?;
@@ -197,16 +203,21 @@ impl RangeIter {
     }
 }
 
-fn iter(py: Python<'_>, tree: &cairn::Tree, b: Bounds, what: Yield, reverse: bool) -> RangeIter {
-    let range = py.detach(|| range_of(tree, &b));
-    RangeIter {
-        state: Mutex::new(IterState {
-            range: Some(range),
-            ahead: Default::default(),
-        }),
-        what,
-        reverse,
+impl RangeIter {
+    fn new(range: cairn::Range, what: Yield, reverse: bool) -> Self {
+        RangeIter {
+            state: Mutex::new(IterState {
+                range: Some(range),
+                ahead: Default::default(),
+            }),
+            what,
+            reverse,
+        }
     }
+}
+
+fn iter(py: Python<'_>, tree: &cairn::Tree, b: Bounds, what: Yield, reverse: bool) -> RangeIter {
+    RangeIter::new(py.detach(|| tree.range::<&[u8], _>(key_range(&b))), what, reverse)
 }
 
 /// One tree of a database, with the dict protocol (`db.tree(name)`). `Db` is the default tree.
@@ -401,13 +412,8 @@ impl Tree {
         start: Option<&Bound<'_, PyAny>>,
         end: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let (s, e) = bounds(start, end)?;
-        self.run(py, |t| {
-            let lo = s.as_deref().map_or(Unbounded, Included);
-            let hi = e.as_deref().map_or(Unbounded, Excluded);
-            t.compact_range::<&[u8], _>((lo, hi))
-        })
+        let b = bounds(start, end)?;
+        self.run(py, |t| t.compact_range::<&[u8], _>(key_range(&b)))
     }
 }
 
@@ -457,6 +463,7 @@ impl Db {
         let db = self.handle()?;
         let snap = py.detach(|| db.snapshot());
         Ok(Snapshot {
+            default: (**db).clone(),
             snap: Mutex::new(Some(Arc::new(snap))),
         })
     }
@@ -624,8 +631,12 @@ impl Batch {
     }
 }
 
-fn tree_of(tree: Option<&Bound<'_, Tree>>) -> PyResult<Option<cairn::Tree>> {
-    tree.map(|t| t.get().handle().cloned()).transpose()
+/// The tree a batch or snapshot call names, `default` when none.
+fn tree_of(tree: Option<&Bound<'_, Tree>>, default: &cairn::Tree) -> PyResult<cairn::Tree> {
+    match tree {
+        Some(t) => t.get().handle().cloned(),
+        None => Ok(default.clone()),
+    }
 }
 
 #[pymethods]
@@ -633,24 +644,22 @@ impl Batch {
     /// Adds a put of `key` (in `tree`, default: the database's default tree).
     #[pyo3(signature = (key, value, tree = None))]
     fn put(&self, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, tree: Option<&Bound<'_, Tree>>) -> PyResult<()> {
-        let (k, v, t) = (bytes_like(key, "key")?, bytes_like(value, "value")?, tree_of(tree)?);
+        let (k, v, t) = (
+            bytes_like(key, "key")?,
+            bytes_like(value, "value")?,
+            tree_of(tree, &self.db)?,
+        );
         self.add(|b| {
-            match &t {
-                Some(t) => b.put_in(t, &k, &v),
-                None => b.put(&k, &v),
-            };
+            b.put_in(&t, &k, &v);
         })
     }
 
     /// Adds a delete of `key`.
     #[pyo3(signature = (key, tree = None))]
     fn delete(&self, key: &Bound<'_, PyAny>, tree: Option<&Bound<'_, Tree>>) -> PyResult<()> {
-        let (k, t) = (bytes_like(key, "key")?, tree_of(tree)?);
+        let (k, t) = (bytes_like(key, "key")?, tree_of(tree, &self.db)?);
         self.add(|b| {
-            match &t {
-                Some(t) => b.delete_in(t, &k),
-                None => b.delete(&k),
-            };
+            b.delete_in(&t, &k);
         })
     }
 
@@ -662,12 +671,13 @@ impl Batch {
         end: &Bound<'_, PyAny>,
         tree: Option<&Bound<'_, Tree>>,
     ) -> PyResult<()> {
-        let (s, e, t) = (bytes_like(start, "start")?, bytes_like(end, "end")?, tree_of(tree)?);
+        let (s, e, t) = (
+            bytes_like(start, "start")?,
+            bytes_like(end, "end")?,
+            tree_of(tree, &self.db)?,
+        );
         self.add(|b| {
-            match &t {
-                Some(t) => b.delete_range_in(t, &s, &e),
-                None => b.delete_range(&s, &e),
-            };
+            b.delete_range_in(&t, &s, &e);
         })
     }
 
@@ -679,12 +689,13 @@ impl Batch {
         operand: &Bound<'_, PyAny>,
         tree: Option<&Bound<'_, Tree>>,
     ) -> PyResult<()> {
-        let (k, v, t) = (bytes_like(key, "key")?, bytes_like(operand, "operand")?, tree_of(tree)?);
+        let (k, v, t) = (
+            bytes_like(key, "key")?,
+            bytes_like(operand, "operand")?,
+            tree_of(tree, &self.db)?,
+        );
         self.add(|b| {
-            match &t {
-                Some(t) => b.merge_in(t, &k, &v),
-                None => b.merge(&k, &v),
-            };
+            b.merge_in(&t, &k, &v);
         })
     }
 
@@ -721,6 +732,8 @@ impl Batch {
 /// A consistent read view (`db.snapshot()`); a context manager that releases it on exit.
 #[pyclass(module = "cairn", name = "Snapshot", frozen)]
 struct Snapshot {
+    /// The database's default tree (what calls without `tree` read).
+    default: cairn::Tree,
     /// Locked only briefly, never across a GIL release (a holder waiting for the GIL could
     /// deadlock with a thread holding the GIL while waiting for the lock).
     snap: Mutex<Option<Arc<cairn::Snapshot>>>,
@@ -746,14 +759,9 @@ impl Snapshot {
         default: Option<Py<PyAny>>,
         tree: Option<&Bound<'_, Tree>>,
     ) -> PyResult<Py<PyAny>> {
-        let (k, t) = (bytes_like(key, "key")?, tree_of(tree)?);
+        let (k, t) = (bytes_like(key, "key")?, tree_of(tree, &self.default)?);
         let s = self.view()?;
-        let v = py
-            .detach(|| match &t {
-                Some(t) => s.get_in(t, &k),
-                None => s.get(&k),
-            })
-            .map_err(err)?;
+        let v = py.detach(|| s.get_in(&t, &k)).map_err(err)?;
         Ok(match v {
             Some(v) => PyBytes::new(py, &v).into_any().unbind(),
             None => default.unwrap_or_else(|| py.None()),
@@ -770,27 +778,10 @@ impl Snapshot {
         reverse: bool,
         tree: Option<&Bound<'_, Tree>>,
     ) -> PyResult<RangeIter> {
-        use std::ops::Bound::{Excluded, Included, Unbounded};
-        let ((lo, hi), t) = (bounds(start, end)?, tree_of(tree)?);
+        let (b, t) = (bounds(start, end)?, tree_of(tree, &self.default)?);
         let s = self.view()?;
-        let range = py.detach(|| {
-            let r = (
-                lo.as_deref().map_or(Unbounded, Included),
-                hi.as_deref().map_or(Unbounded, Excluded),
-            );
-            match &t {
-                Some(t) => s.range_in::<&[u8], _>(t, r),
-                None => s.range::<&[u8], _>(r),
-            }
-        });
-        Ok(RangeIter {
-            state: Mutex::new(IterState {
-                range: Some(range),
-                ahead: Default::default(),
-            }),
-            what: Yield::Items,
-            reverse,
-        })
+        let range = py.detach(|| s.range_in::<&[u8], _>(&t, key_range(&b)));
+        Ok(RangeIter::new(range, Yield::Items, reverse))
     }
 
     /// Releases the view (compactions may then drop the versions it held).
