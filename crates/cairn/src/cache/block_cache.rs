@@ -364,7 +364,7 @@ impl BlockCache {
                     charge,
                     meta,
                     clock: AtomicU8::new(if meta { HIGH_CLOCK } else { 0 }),
-                    protected: AtomicBool::new(false),
+                    protected: AtomicBool::new(meta),
                     generation,
                 };
                 if let Some(old) = map.insert(key, slot) {
@@ -372,14 +372,16 @@ impl BlockCache {
                 }
                 sh.usage += charge;
                 sh.kind_usage[kind as usize] += charge;
+                if meta {
+                    sh.protected_usage += charge;
+                }
                 // Room is made before the new entry joins its ring: when every other entry was
                 // referenced, the hands clear them all and would otherwise reach the new one
                 // first (LRU never evicts what it just inserted).
                 Self::enforce(&mut sh, &map, &mut evicted);
-                if let Some(slot) = map.get(&key).filter(|s| s.generation == generation) {
-                    sh.push(key, generation, slot, meta);
-                    sh.demote(&map);
-                }
+                let ring = if meta { &mut sh.protected } else { &mut sh.probation };
+                ring.push_back((key, generation));
+                sh.demote(&map);
                 sh.compact(&map);
             }
             self.report(evicted);

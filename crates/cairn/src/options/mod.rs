@@ -109,7 +109,10 @@ impl UnitFormat {
     /// How fast the layout's false-positive rate falls per bit per key (the allocation
     /// policies' model: `e^(−decay · bpk)`).
     pub(crate) fn decay(self) -> f64 {
-        crate::tuning::bpk::decay(self == UnitFormat::CacheLocal)
+        match self {
+            UnitFormat::Standard => crate::tuning::bpk::LN2_SQ,
+            UnitFormat::CacheLocal => crate::tuning::bpk::LOCAL_DECAY,
+        }
     }
 }
 

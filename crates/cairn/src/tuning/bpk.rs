@@ -261,15 +261,6 @@ pub const LN2_SQ: f64 = std::f64::consts::LN_2 * std::f64::consts::LN_2;
 /// per key, and `e^(−0.465·b)` is within 7% of it there.
 pub const LOCAL_DECAY: f64 = 0.465;
 
-/// The exponent for units of the standard layout (`false`) or cache-local ones.
-pub fn decay(cache_local: bool) -> f64 {
-    if cache_local {
-        LOCAL_DECAY
-    } else {
-        LN2_SQ
-    }
-}
-
 /// Sort-and-search (Mnemosyne, Alg. 1): the bits per key of every file that minimize the
 /// expected unnecessary data-block reads `Σ z_i · ε_i` under the memory `M = avg_bpk · Σ n_i`
 /// (files with `z_i = 0` get no filter and their share goes to the others), with
