@@ -506,6 +506,24 @@ impl Db {
         ))
     }
 
+    /// Backs the database up into `path` as its next numbered backup, copying only the tables
+    /// earlier backups there lack (writes go on meanwhile); returns what it did as a dict.
+    /// `cairn.restore` brings the newest back.
+    fn backup<'py>(&self, py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.handle()?;
+        let b = py.detach(|| db.backup(&path)).map_err(err)?;
+        Ok(fields!(
+            py,
+            b,
+            id,
+            tables,
+            tables_shared,
+            bytes_copied,
+            last_seqno,
+            writer_pause_micros
+        ))
+    }
+
     /// Stops background work, syncs the log and releases the directory; later calls raise
     /// `cairn.Error`. Iterators and snapshots still open keep the engine alive until they go.
     fn close(slf: PyRef<'_, Self>, py: Python<'_>) -> PyResult<()> {
@@ -836,9 +854,22 @@ fn open(
     Py::new(py, PyClassInitializer::from(tree).add_subclass(Db { db, closed }))
 }
 
+/// Restores the newest complete backup in `backup_dir` into `db_dir` (new or empty); `open`
+/// then opens it. Returns what it did as a dict.
+#[pyfunction]
+fn restore<'py>(
+    py: Python<'py>,
+    backup_dir: std::path::PathBuf,
+    db_dir: std::path::PathBuf,
+) -> PyResult<Bound<'py, PyDict>> {
+    let r = py.detach(|| cairn::Db::restore(&backup_dir, &db_dir)).map_err(err)?;
+    Ok(fields!(py, r, id, tables, bytes_copied))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
+    m.add_function(wrap_pyfunction!(restore, m)?)?;
     m.add_class::<Tree>()?;
     m.add_class::<Db>()?;
     m.add_class::<Batch>()?;

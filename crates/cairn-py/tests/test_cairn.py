@@ -248,3 +248,28 @@ def test_merge_ttl_read_only_and_checkpoint(tmp_path):
         assert ro[b"long"] == b"lived"
         with pytest.raises(cairn.ReadOnlyError):
             ro[b"x"] = b"y"
+
+
+def test_backups_share_tables_and_restore_the_newest(tmp_path):
+    path, backups = str(tmp_path / "db"), str(tmp_path / "backups")
+    with cairn.open(path, **SMALL) as db:
+        for i in range(2000):
+            db[b"k%05d" % i] = b"first"
+        db.flush()
+        first = db.backup(backups)
+        assert first["id"] == 1 and first["tables"] > 0 and first["tables_shared"] == 0
+        for i in range(1000):
+            db[b"k%05d" % i] = b"second"
+        del db[b"k01999"]
+        second = db.backup(backups)
+        assert second["id"] == 2 and second["tables_shared"] > 0
+        db[b"after"] = b"not in any backup"
+    restored = str(tmp_path / "restored")
+    info = cairn.restore(backups, restored)
+    assert info["id"] == 2
+    with cairn.open(restored) as db:
+        assert db[b"k00000"] == b"second" and db[b"k01000"] == b"first"
+        assert b"k01999" not in db and b"after" not in db
+        assert len(list(db.keys())) == 1999
+    with pytest.raises(cairn.InvalidArgumentError):
+        cairn.restore(backups, restored)  # not empty any more

@@ -23,6 +23,7 @@ from ._native import (
     Snapshot,
     Tree,
     open,
+    restore,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "Snapshot",
     "Tree",
     "open",
+    "restore",
 ]

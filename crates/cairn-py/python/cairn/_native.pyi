@@ -116,6 +116,8 @@ class Db(Tree):
     def property(self, name: str) -> Optional[str]: ...
     def checkpoint(self, path: str) -> dict[str, int]:
         """A consistent copy in the new directory `path` (tables hard linked where possible)."""
+    def backup(self, path: str) -> dict[str, int]:
+        """The next numbered backup in `path`, copying only tables earlier backups there lack."""
     def close(self) -> None: ...
     def __enter__(self) -> "Db": ...
     def __exit__(self, *args: Any) -> bool: ...
@@ -124,3 +126,6 @@ def open(path: str, read_only: bool = False, **options: OptionValue) -> Db:
     """Opens (creating if missing) the database at `path`, with options by the names
     `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`);
     `read_only=True` opens an existing database that writes nothing."""
+
+def restore(backup_dir: str, db_dir: str) -> dict[str, int]:
+    """Restores the newest complete backup in `backup_dir` into `db_dir` (new or empty)."""
