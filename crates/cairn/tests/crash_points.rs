@@ -178,3 +178,196 @@ fn crash_at_every_file_system_operation() {
         points.len()
     );
 }
+
+/// A file system whose table creations wait while its gate is shut: holds flushes back so a
+/// test sees what the write path alone did.
+#[derive(Debug)]
+struct Gated {
+    inner: FaultFs,
+    shut: std::sync::Mutex<bool>,
+    opened: std::sync::Condvar,
+}
+
+impl Gated {
+    fn set(&self, shut: bool) {
+        *self.shut.lock().unwrap() = shut;
+        self.opened.notify_all();
+    }
+}
+
+/// Opens the gate when dropped: a failing assertion must not leave a flush waiting forever (the
+/// database's drop waits for it).
+struct OpenOnDrop(Arc<Gated>);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl FileSystem for Gated {
+    fn create(&self, path: &std::path::Path) -> cairn::Result<Box<dyn cairn::env::WritableFile>> {
+        if path.extension().is_some_and(|e| e == "sst") {
+            let mut shut = self.shut.lock().unwrap();
+            while *shut {
+                shut = self.opened.wait(shut).unwrap();
+            }
+        }
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &std::path::Path) -> cairn::Result<Box<dyn cairn::env::WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(
+        &self,
+        path: &std::path::Path,
+        opts: cairn::env::ReadOptions,
+    ) -> cairn::Result<Arc<dyn cairn::env::RandomAccessFile>> {
+        self.inner.open_read(path, opts)
+    }
+    fn file_size(&self, path: &std::path::Path) -> cairn::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn exists(&self, path: &std::path::Path) -> cairn::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn rename(&self, from: &std::path::Path, to: &std::path::Path) -> cairn::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &std::path::Path) -> cairn::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn truncate(&self, path: &std::path::Path, len: u64) -> cairn::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn list(&self, dir: &std::path::Path) -> cairn::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &std::path::Path) -> cairn::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &std::path::Path) -> cairn::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &std::path::Path) -> cairn::Result<Box<dyn cairn::env::FileLock>> {
+        self.inner.lock(path)
+    }
+}
+
+/// A memtable switch leaves the old WAL's tail to the flush or the next synced write (it used
+/// to sync it, holding every writer); a power cut before either keeps a prefix, and a synced
+/// write makes every earlier write durable, in every WAL.
+#[test]
+fn a_switch_leaves_the_old_wal_to_the_flush_or_the_next_synced_write() {
+    for synced_write in [false, true] {
+        let fault = FaultFs::new(Arc::new(MemFs::new()), 1);
+        let fs = Arc::new(Gated {
+            inner: fault.clone(),
+            shut: std::sync::Mutex::new(true),
+            opened: std::sync::Condvar::new(),
+        });
+        let o = common::small(fs.clone(), 2048);
+        let db = Db::open("/db", o.clone()).unwrap();
+        let _open = OpenOnDrop(fs.clone()); // dropped before `db`
+        let dir = std::path::Path::new("/db");
+        let mut written = 0u32;
+        while common::files(&*fs, dir, ".wal").len() < 2 {
+            db.put(key(written), [b'v'; 100]).unwrap();
+            written += 1;
+            assert!(written < 200, "no memtable switch");
+        }
+        let wals = common::files(&*fs, dir, ".wal");
+        assert!(
+            fault.unsynced_bytes(&wals[0]) > 0,
+            "the switch synced the old WAL on the write path"
+        );
+        if synced_write {
+            let sync = WriteOptions {
+                sync: true,
+                ..WriteOptions::default()
+            };
+            let mut b = WriteBatch::new();
+            b.put(b"synced", b"yes");
+            db.write(b, &sync).unwrap();
+            assert_eq!(
+                fault.unsynced_bytes(&wals[0]),
+                0,
+                "a synced write left an older WAL unsynced"
+            );
+        }
+        // Power cut with the flush still held back.
+        fault.crash(CrashMode::DropUnsynced).unwrap();
+        fs.set(false);
+        drop(db);
+        fault.restart();
+        let db = Db::open("/db", o).unwrap();
+        let found: Vec<u32> = (0..written).filter(|&i| db.get(key(i)).unwrap().is_some()).collect();
+        assert_eq!(found, (0..found.len() as u32).collect::<Vec<_>>(), "not a prefix");
+        if synced_write {
+            assert_eq!(found.len() as u32, written, "writes before a synced write were lost");
+            assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"yes"[..]));
+        }
+        // The flush, once let through, syncs closed WALs before its tables count.
+        db.put(b"x", b"y").unwrap();
+        db.flush_all().unwrap();
+        drop(db);
+    }
+}
+
+/// A closed WAL that lost its whole unsynced end — cut exactly at a record boundary, so it
+/// reads as complete — ends the recovered history: the next WAL's records, newer than what
+/// was lost, are not replayed (their sequence numbers do not follow on).
+#[test]
+fn a_log_cut_at_a_record_boundary_ends_the_history() {
+    let fault = FaultFs::new(Arc::new(MemFs::new()), 2);
+    let fs = Arc::new(Gated {
+        inner: fault.clone(),
+        shut: std::sync::Mutex::new(true),
+        opened: std::sync::Condvar::new(),
+    });
+    let o = common::small(fs.clone(), 2048);
+    let dir = std::path::Path::new("/db");
+    let (wals, header_len, written) = {
+        let db = Db::open("/db", o.clone()).unwrap();
+        let _open = OpenOnDrop(fs.clone());
+        let mut written = 0u32;
+        while common::files(&*fs, dir, ".wal").len() < 2 {
+            db.put(key(written), [b'v'; 100]).unwrap();
+            written += 1;
+            assert!(written < 200, "no memtable switch");
+        }
+        let wals = common::files(&*fs, dir, ".wal");
+        let header_len = fs.file_size(&wals[0]).unwrap() - fault.unsynced_bytes(&wals[0]);
+        db.put(b"later", b"in the second WAL").unwrap();
+        let mut b = WriteBatch::new();
+        b.put(b"synced", b"too");
+        let sync = WriteOptions {
+            sync: true,
+            ..WriteOptions::default()
+        };
+        db.write(b, &sync).unwrap();
+        // Stop with everything durable, before the held-back flush can commit a table.
+        fault.crash(CrashMode::DropUnsynced).unwrap();
+        (wals, header_len, written)
+    };
+    fault.restart();
+    assert!(written > 0 && header_len > 0);
+    // The old WAL keeps only its header, as if none of its records had been synced.
+    fault.truncate(&wals[0], header_len).unwrap();
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..written {
+        assert_eq!(db.get(key(i)).unwrap(), None, "key {i} of the cut WAL");
+    }
+    assert_eq!(
+        db.get(b"later").unwrap(),
+        None,
+        "a write after the lost ones was replayed"
+    );
+    assert_eq!(
+        db.get(b"synced").unwrap(),
+        None,
+        "a write after the lost ones was replayed"
+    );
+    db.put(b"after", b"recovery").unwrap();
+    assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"recovery"[..]));
+}

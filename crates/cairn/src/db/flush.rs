@@ -57,6 +57,9 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
             merge: inner.opts.merge_op.clone(),
         },
     );
+    // The WALs this flush's data came from are closed; their tails must be durable before its
+    // tables are (see closed_wals.rs). Synced before the state lock: writers need that lock.
+    let result = result.and_then(|out| inner.closed_wals.sync_all(inner).map(|()| out));
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();

@@ -152,6 +152,8 @@ pub(crate) struct DbInner {
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
     pub wal: Mutex<WalState>,
+    /// WALs closed by switches, synced off the write path (`closed_wals.rs`).
+    pub closed_wals: super::closed_wals::ClosedWals,
     /// Largest sequence number visible to readers.
     pub last_seq: AtomicU64,
     /// Every tree's current super-version. Readers load it without a lock or a reference-count
@@ -204,6 +206,11 @@ impl DbInner {
         if self.read_only {
             return Err(Error::ReadOnly);
         }
+        self.check_poisoned()
+    }
+
+    /// Fails with `Poisoned` once a durable write has failed (also after shutdown began).
+    pub fn check_poisoned(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Acquire) {
             let why = self.poison.lock().clone().unwrap_or_default();
             return Err(Error::Poisoned(why));
@@ -444,6 +451,7 @@ impl DbInner {
             let min_wal = st.versions.min_logged_wal().unwrap_or(st.wal_number);
             let min_wal = st.wal_pins.keys().next().map_or(min_wal, |&p| p.min(min_wal));
             st.old_wals.retain(|&n, _| n >= min_wal);
+            self.closed_wals.forget_below(min_wal);
             (
                 st.versions.live_files(),
                 st.pending_outputs.clone(),

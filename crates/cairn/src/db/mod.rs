@@ -15,6 +15,7 @@
 mod background;
 mod backup;
 mod checkpoint;
+mod closed_wals;
 mod compact;
 mod cursor;
 mod elastic;
@@ -84,7 +85,9 @@ fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
     let r = {
         let mut wal = inner.wal.lock();
         match &mut wal.writer {
-            Some(w) if !inner.poisoned.load(Ordering::Acquire) => w.sync(),
+            Some(w) if !inner.poisoned.load(Ordering::Acquire) => {
+                inner.closed_wals.sync_all(inner).and_then(|()| w.sync())
+            }
             _ => Ok(()),
         }
     };

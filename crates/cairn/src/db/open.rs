@@ -242,7 +242,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
-    let wal_writer = WalWriter::create(&*fs, &filename::wal(dir, wal_number), wal_number, db_id)?;
+    let wal_writer = WalWriter::create(&*fs, &filename::wal(dir, wal_number), wal_number, db_id, last_seq + 1)?;
     let ntrees = rec.tree_names.len();
     let versions = VersionSet::create(
         fs.clone(),
@@ -471,6 +471,7 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             delay: None,
             rates: Default::default(),
         }),
+        closed_wals: Default::default(),
         last_seq: AtomicU64::new(p.last_seq),
         supers: ArcSwap::from_pointee(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),

@@ -49,6 +49,7 @@ pub(super) fn replay_wals(
             ),
         ));
     }
+    let mut next_seq: Option<u64> = None;
     'logs: for (i, &n) in wals.iter().enumerate() {
         let path = filename::wal(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
@@ -61,16 +62,33 @@ pub(super) fn replay_wals(
                 if header.is_none() && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
                     return Err(bad("log does not start with its header record".into()));
                 }
-                if let Some(id) = header {
-                    if let Some(mine) = db_id.filter(|&mine| mine != id) {
+                if let Some(h) = header {
+                    if let Some(mine) = db_id.filter(|&mine| mine != h.db_id) {
                         return Err(bad(format!(
-                            "log of another database (id {id:016x}; this database is {mine:016x})"
+                            "log of another database (id {:016x}; this database is {mine:016x})",
+                            h.db_id
                         )));
+                    }
+                    if let Some(first) = h.first_seq {
+                        if next_seq.is_some_and(|s| s != first) {
+                            gap(&path, record.offset, next_seq, first);
+                            break 'logs;
+                        }
+                        next_seq = Some(first);
                     }
                     continue;
                 }
             }
             let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
+            // Sequence numbers run on without a gap from record to record and log to log (each
+            // log's header names its first). A gap means an earlier log lost its end — a switch
+            // leaves the closed log to be synced later, and a cut at a record boundary reads as
+            // a clean end: like a log that ends early, nothing from there on is replayed.
+            if next_seq.is_some_and(|s| s != batch.seqno) {
+                gap(&path, record.offset, next_seq, batch.seqno);
+                break 'logs;
+            }
+            next_seq = Some(batch.seqno + u64::from(batch.count));
             for (j, op) in batch.ops().enumerate() {
                 let op = op.map_err(|e| bad(format!("write batch: {e}")))?;
                 let m = mems
@@ -110,6 +128,17 @@ pub(super) fn replay_wals(
     }
 
     Ok((mems, last_seq))
+}
+
+/// Reports a gap in the replayed history at `offset` of `path`.
+fn gap(path: &Path, offset: u64, expected: Option<u64>, found: u64) {
+    tracing::warn!(
+        wal = %path.display(),
+        offset,
+        expected,
+        found,
+        "WAL history has a gap (an earlier log lost its unsynced end); later records are not replayed"
+    );
 }
 
 /// Writes a tree's replayed memtable to L0 (a writable open keeps replay within write memory).

@@ -96,8 +96,9 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path, values: bool, bytes: Bytes, ou
     read_log(fs, path, |item| match item {
         Item::Record { offset, end, body } => {
             records += 1;
-            if let Some(id) = crate::wal::parse_header(&body) {
-                return w(out, format!("  @{offset}: header, database id {id:016x}"));
+            if let Some(h) = crate::wal::parse_header(&body) {
+                let first = h.first_seq.map_or_else(String::new, |s| format!(", first seq {s}"));
+                return w(out, format!("  @{offset}: header, database id {:016x}{first}", h.db_id));
             }
             let batch = match DecodedBatch::parse(&body) {
                 Ok(b) => b,
@@ -227,7 +228,7 @@ pub(super) fn check_wal(fs: &dyn FileSystem, path: &Path, db_id: Option<u64>, re
         match item {
             Item::Record { offset, body, .. } => {
                 report.entries += 1;
-                if let Some(id) = crate::wal::parse_header(&body) {
+                if let Some(id) = crate::wal::parse_header(&body).map(|h| h.db_id) {
                     if let Some(mine) = db_id.filter(|&mine| mine != id) {
                         report.damage.push(Damage {
                             file: path.to_path_buf(),

@@ -55,17 +55,41 @@ impl FragmentType {
 
 const HEADER_MAGIC: &[u8; 8] = b"cairnWAL";
 
-/// The header record body for database `db_id`.
-pub fn header_record(db_id: u64) -> Vec<u8> {
+/// What a WAL's header record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalHeader {
+    /// The database's identity.
+    pub db_id: u64,
+    /// The sequence number of the log's first write (absent in logs written before it was
+    /// recorded): recovery checks that it follows on from the previous log, so a log that lost
+    /// its whole unsynced end is not taken for complete.
+    pub first_seq: Option<u64>,
+}
+
+/// The header record body for database `db_id`, whose first write will be `first_seq`.
+pub fn header_record(db_id: u64, first_seq: u64) -> Vec<u8> {
     let mut b = HEADER_MAGIC.to_vec();
     b.extend_from_slice(&db_id.to_le_bytes());
+    b.extend_from_slice(&first_seq.to_le_bytes());
     b
 }
 
-/// The database id if `body` is a header record.
-pub fn parse_header(body: &[u8]) -> Option<u64> {
-    let id = body.strip_prefix(HEADER_MAGIC.as_slice())?;
-    Some(u64::from_le_bytes(id.try_into().ok()?))
+/// The header if `body` is a header record (16 bytes before the first sequence number was
+/// recorded, 24 since).
+pub fn parse_header(body: &[u8]) -> Option<WalHeader> {
+    let rest = body.strip_prefix(HEADER_MAGIC.as_slice())?;
+    let u64_at = |i: usize| rest.get(i..i + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    match rest.len() {
+        8 => Some(WalHeader {
+            db_id: u64_at(0)?,
+            first_seq: None,
+        }),
+        16 => Some(WalHeader {
+            db_id: u64_at(0)?,
+            first_seq: Some(u64_at(8)?),
+        }),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

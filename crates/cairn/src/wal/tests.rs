@@ -248,3 +248,27 @@ fn every_single_bit_flip_is_detected_or_cut_cleanly() {
         }
     }
 }
+
+#[test]
+fn headers_with_and_without_the_first_sequence_number_parse() {
+    let new = super::header_record(0xfeed, 42);
+    assert_eq!(
+        super::parse_header(&new),
+        Some(super::WalHeader {
+            db_id: 0xfeed,
+            first_seq: Some(42)
+        })
+    );
+    // Logs written before the first sequence number was recorded stay readable.
+    let old = [b"cairnWAL".as_slice(), &0xfeed_u64.to_le_bytes()].concat();
+    assert_eq!(
+        super::parse_header(&old),
+        Some(super::WalHeader {
+            db_id: 0xfeed,
+            first_seq: None
+        })
+    );
+    for bad in [&new[..20], &new[..8], b"cairnWAX01234567".as_slice(), &[new.as_slice(), &[0]].concat()] {
+        assert_eq!(super::parse_header(bad), None);
+    }
+}

@@ -33,17 +33,17 @@ impl WalWriter {
         }
     }
 
-    /// Creates database log `log_number` at `path`: the header record
-    /// (`super::header_record`) is written and synced under a temporary name, which is then
+    /// Creates database log `log_number` at `path`, whose first write will be `first_seq`: the
+    /// header record (`super::header_record`) is written and synced under a temporary name, which is then
     /// renamed to `path`. So a log either does not exist or starts with its synced header, and
     /// a live log without one has lost bytes. The caller syncs the directory.
     ///
     /// # Errors
     /// I/O errors; the caller must not use the log (at most the temporary file is left).
-    pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64) -> Result<Self> {
+    pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64, first_seq: u64) -> Result<Self> {
         let tmp = crate::filename::temp(path);
         let mut w = WalWriter::new(fs.create(&tmp)?, log_number);
-        w.add_record(&super::header_record(db_id))?;
+        w.add_record(&super::header_record(db_id, first_seq))?;
         w.sync()?;
         fs.rename(&tmp, path)?;
         Ok(w)
