@@ -24,8 +24,9 @@ struct Args {
     /// db_bench | ycsb
     #[arg(long, default_value = "db_bench")]
     tool: String,
-    /// `NAME=FLAGS` for our runner, or `NAME=exe:PATH FLAGS` for another binary taking the
-    /// same flags (Debian's db_bench). The first configuration is the ratios' baseline.
+    /// `NAME=FLAGS` for our runner, `NAME=runner:PATH FLAGS` for another build of it (an older
+    /// commit's), or `NAME=exe:PATH FLAGS` for another binary taking the same flags (Debian's
+    /// db_bench). The first configuration is the ratios' baseline.
     #[arg(long = "config", required = true)]
     configs: Vec<String>,
     /// YCSB workload files (tool ycsb), each compared in turn.
@@ -47,6 +48,8 @@ struct Args {
 struct Config {
     name: String,
     exe: Option<PathBuf>,
+    /// `exe` is another build of our runner (`runner:PATH`): it writes JSON like this one.
+    ours: bool,
     flags: Vec<String>,
 }
 
@@ -60,17 +63,22 @@ fn parse_config(s: &str) -> Config {
         .split_once('=')
         .unwrap_or_else(|| fail(format!("--config {s}: expected NAME=FLAGS")));
     let mut words: Vec<String> = spec.split_whitespace().map(str::to_string).collect();
-    let exe = match words.first().and_then(|w| w.strip_prefix("exe:")) {
-        Some(p) => {
+    let (exe, ours) = match words
+        .first()
+        .map(|w| (w.strip_prefix("exe:"), w.strip_prefix("runner:")))
+    {
+        Some((Some(p), _)) | Some((None, Some(p))) => {
+            let ours = words[0].starts_with("runner:");
             let p = PathBuf::from(p);
             words.remove(0);
-            Some(p)
+            (Some(p), ours)
         }
-        None => None,
+        _ => (None, false),
     };
     Config {
         name: name.to_string(),
         exe,
+        ours,
         flags: words,
     }
 }
@@ -125,7 +133,7 @@ fn run_once(
     cmd.args(&args.common)
         .args(&cfg.flags)
         .arg(format!("--db={}", db.display()));
-    if cfg.exe.is_none() {
+    if cfg.exe.is_none() || cfg.ours {
         cmd.arg(format!("--json={}", json.display()));
     }
     let out = cmd.output().unwrap_or_else(|e| fail(format!("{}: {e}", exe.display())));
@@ -139,7 +147,7 @@ fn run_once(
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    if cfg.exe.is_some() {
+    if cfg.exe.is_some() && !cfg.ours {
         return (parse_db_bench_lines(&stdout), None);
     }
     let text = std::fs::read_to_string(&json).unwrap_or_else(|e| fail(format!("{}: {e}", json.display())));
@@ -356,6 +364,52 @@ fn main() {
             ));
         }
     }
+    // Per operation kind (YCSB): each percentile's median over the rounds, and p99.9 against
+    // the baseline's; `tails.txt` (`benchmark/op config p99.9`) feeds plot_bars.
+    let mut tails = String::new();
+    let mut by_op = String::new();
+    for (pi, name) in order.iter().enumerate() {
+        let kinds: std::collections::BTreeSet<&String> = configs
+            .iter()
+            .filter_map(|c| results.get(&(pi, c.name.clone())))
+            .flatten()
+            .flat_map(|p| p.by_op.keys())
+            .collect();
+        for kind in kinds {
+            let pct = |c: &Config, f: fn(&cairn_bench::report::LatencySummary) -> f64| -> Option<f64> {
+                let mut v: Vec<f64> = results
+                    .get(&(pi, c.name.clone()))?
+                    .iter()
+                    .filter_map(|p| p.by_op.get(kind).map(f))
+                    .collect();
+                (!v.is_empty()).then(|| median(&mut v))
+            };
+            let base = pct(&configs[0], |l| l.p999_us);
+            for c in &configs {
+                let fields: [fn(&cairn_bench::report::LatencySummary) -> f64; 5] =
+                    [|l| l.p50_us, |l| l.p99_us, |l| l.p999_us, |l| l.p9999_us, |l| l.max_us];
+                let v: Vec<Option<f64>> = fields.iter().map(|&f| pct(c, f)).collect();
+                let Some(p999) = v[2] else {
+                    continue;
+                };
+                by_op.push_str(&format!("| {name} | {kind} | {} |", c.name));
+                for x in &v {
+                    by_op.push_str(&x.map_or(" – |".into(), |x| format!(" {x:.1} |")));
+                }
+                let r = base.filter(|&b| b > 0.0).map(|b| p999 / b);
+                by_op.push_str(&r.map_or(" – |\n".into(), |r| format!(" {r:.2}× |\n")));
+                tails.push_str(&format!("{name}/{kind} {} {p999:.1}\n", c.name));
+            }
+        }
+    }
+    if !by_op.is_empty() {
+        md.push_str(&format!(
+            "\n| benchmark | operation | configuration | p50 µs | p99 µs | p99.9 µs | p99.99 µs | max µs | p99.9 / {} |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+            configs[0].name
+        ));
+        md.push_str(&by_op);
+        md.push_str("\n(each percentile: the median over the rounds of each run's figure)\n");
+    }
     // CPU per operation (our runners: the process's user + system time in the phase).
     md.push_str("\n| benchmark |");
     for c in &configs {
@@ -398,6 +452,9 @@ fn main() {
         std::fs::write(&p, text).unwrap_or_else(|e| fail(format!("{}: {e}", p.display())));
     };
     write("results.md", md.clone());
+    if !tails.is_empty() {
+        write("tails.txt", tails);
+    }
     let raw: BTreeMap<String, &Vec<Phase>> = results
         .iter()
         .map(|((pi, c), v)| (format!("{}/{c}", order[*pi]), v))

@@ -2,20 +2,23 @@
 //!
 //! A switch used to fdatasync the old WAL on the write path, holding the WAL lock: with 64 MiB
 //! memtables that sync took 50–110 ms under compaction I/O, and every writer waited for it.
-//! Now the old WAL is parked here and synced off the write path, by whichever comes first
-//! (RocksDB's `SyncClosedLogs` and its sync-write rule):
-//! - a flush, before the manifest edit that commits its tables (a table built from a WAL's
-//!   data must not outlive that WAL's older records on power loss, or another tree's older
-//!   writes could be lost while newer ones survive);
+//! Now the old WAL is parked here and synced off the write path when something needs it
+//! durable (RocksDB's rules: `SyncClosedLogs` and a sync write's syncing of earlier logs):
+//! - a flush, before the manifest edit that commits its tables, syncs the closed WALs that
+//!   stay needed after it and hold writes older than the tables' newest — otherwise a power
+//!   loss could keep the tables while losing older writes of another tree. A closed WAL whose
+//!   data all goes into the tables (one tree) becomes obsolete unsynced, as in RocksDB, and a
+//!   needed one holding only newer writes may lose its end without breaking the prefix;
 //! - a `sync = true` write group, before it syncs the current WAL (a synced write implies every
 //!   earlier write is durable);
 //! - `close`.
 //!
-//! Until then a power loss may cut a closed WAL short; recovery stops at the first WAL that
-//! ends early (`replay.rs`), so what survives is still a prefix of the acknowledged writes —
-//! the promise for `sync = false` writes. Each entry has its own lock, held while syncing: a
-//! second caller waits for a sync in progress instead of trusting it, and a failed sync
-//! poisons the database and is never retried (the writer is dropped).
+//! Until then a power loss may cut a closed WAL anywhere in its unsynced end; recovery stops at
+//! the first WAL that ends early or breaks the sequence numbers (`replay.rs`), so what survives
+//! is a prefix of the acknowledged writes — the promise for `sync = false` writes. Each entry
+//! has its own lock, held while syncing: a second caller waits for a sync in progress instead of
+//! trusting it, and a failed sync poisons the database and is never retried (the writer is
+//! dropped).
 
 use super::inner::DbInner;
 use crate::error::Result;
@@ -29,15 +32,17 @@ type Entry = Arc<Mutex<Option<WalWriter>>>;
 
 #[derive(Debug, Default)]
 pub(crate) struct ClosedWals {
-    by_number: Mutex<BTreeMap<u64, Entry>>,
+    /// By log number: the sequence number of the log's first write, and the log.
+    by_number: Mutex<BTreeMap<u64, (u64, Entry)>>,
 }
 
 impl ClosedWals {
     /// Parks `writer`, closed by a switch (its records are already with the OS).
     pub fn push(&self, writer: WalWriter) {
+        let first = writer.first_seq();
         self.by_number
             .lock()
-            .insert(writer.log_number(), Arc::new(Mutex::new(Some(writer))));
+            .insert(writer.log_number(), (first, Arc::new(Mutex::new(Some(writer)))));
     }
 
     /// Syncs every parked WAL, oldest first, waiting for syncs other threads have started.
@@ -48,7 +53,28 @@ impl ClosedWals {
     /// The first failed sync, after poisoning the database; `Poisoned` when another thread's
     /// sync of a parked WAL failed.
     pub fn sync_all(&self, inner: &DbInner) -> Result<()> {
-        let entries: Vec<(u64, Entry)> = self.by_number.lock().iter().map(|(&n, e)| (n, e.clone())).collect();
+        self.sync_where(inner, |_, _| true)
+    }
+
+    /// Before a flush commits tables whose newest write is `newest`: syncs the parked WALs
+    /// numbered `needed_from` or above (still needed once the flush commits) that hold a write
+    /// at or below `newest` (their first is ≤ it). A log with an unknown first write (0) counts
+    /// as holding one.
+    ///
+    /// # Errors
+    /// As [`sync_all`](Self::sync_all).
+    pub fn sync_for_flush(&self, inner: &DbInner, needed_from: u64, newest: u64) -> Result<()> {
+        self.sync_where(inner, |n, first| n >= needed_from && first <= newest)
+    }
+
+    fn sync_where(&self, inner: &DbInner, pick: impl Fn(u64, u64) -> bool) -> Result<()> {
+        let entries: Vec<(u64, Entry)> = self
+            .by_number
+            .lock()
+            .iter()
+            .filter(|&(&n, &(first, _))| pick(n, first))
+            .map(|(&n, (_, e))| (n, e.clone()))
+            .collect();
         for (n, entry) in entries {
             let mut slot = entry.lock();
             if let Some(w) = slot.as_mut() {
@@ -74,11 +100,5 @@ impl ClosedWals {
         let mut m = self.by_number.lock();
         let keep = m.split_off(&min_wal);
         *m = keep;
-    }
-
-    /// Numbers of the WALs parked now (for tests).
-    #[cfg(test)]
-    pub fn numbers(&self) -> Vec<u64> {
-        self.by_number.lock().keys().copied().collect()
     }
 }

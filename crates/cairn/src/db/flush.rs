@@ -57,9 +57,17 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
             merge: inner.opts.merge_op.clone(),
         },
     );
-    // The WALs this flush's data came from are closed; their tails must be durable before its
-    // tables are (see closed_wals.rs). Synced before the state lock: writers need that lock.
-    let result = result.and_then(|out| inner.closed_wals.sync_all(inner).map(|()| out));
+    // Closed WALs still needed after this flush that hold writes older than its tables' newest
+    // must be durable before the tables are (closed_wals.rs). Synced before the commit's state
+    // lock (writers need it); the needed logs only shrink meanwhile.
+    let result = result.and_then(|out| {
+        let needed_from = inner.state.lock().log_numbers(&job.runs).iter().map(|&(_, n)| n).min();
+        let newest = out.files.iter().map(|f| f.largest_seqno).max();
+        if let (Some(needed_from), Some(newest)) = (needed_from, newest) {
+            inner.closed_wals.sync_for_flush(inner, needed_from, newest)?;
+        }
+        Ok(out)
+    });
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();

@@ -15,6 +15,8 @@ pub struct WalWriter {
     block_offset: usize,
     /// File length known durable.
     synced: u64,
+    /// The sequence number of its first write (0 when unknown: a log reopened for append).
+    first_seq: u64,
     /// Reused buffer holding the fragments of one record.
     scratch: Vec<u8>,
 }
@@ -29,13 +31,14 @@ impl WalWriter {
             synced: len,
             file,
             log_number,
+            first_seq: 0,
             scratch: Vec::new(),
         }
     }
 
     /// Creates database log `log_number` at `path`, whose first write will be `first_seq`: the
-    /// header record (`super::header_record`) is written and synced under a temporary name, which is then
-    /// renamed to `path`. So a log either does not exist or starts with its synced header, and
+    /// header record (`super::header_record`) is written and synced under a temporary name,
+    /// which is then renamed to `path`. So a log either does not exist or starts with its synced header, and
     /// a live log without one has lost bytes. The caller syncs the directory.
     ///
     /// # Errors
@@ -43,10 +46,16 @@ impl WalWriter {
     pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64, first_seq: u64) -> Result<Self> {
         let tmp = crate::filename::temp(path);
         let mut w = WalWriter::new(fs.create(&tmp)?, log_number);
+        w.first_seq = first_seq;
         w.add_record(&super::header_record(db_id, first_seq))?;
         w.sync()?;
         fs.rename(&tmp, path)?;
         Ok(w)
+    }
+
+    /// The sequence number of the log's first write (0 when unknown).
+    pub fn first_seq(&self) -> u64 {
+        self.first_seq
     }
 
     /// The log's number.
