@@ -364,23 +364,31 @@ fn main() {
             ));
         }
     }
-    // Per operation kind (YCSB): each percentile's median over the rounds, and p99.9 against
-    // the baseline's; `tails.txt` (`benchmark/op config p99.9`) feeds plot_bars.
+    // Per operation kind (YCSB; db_bench phases as one kind, "all"): each percentile's median
+    // over the rounds, and p99.9 against the baseline's; `tails.txt` (`benchmark/op config
+    // p99.9`) feeds plot_bars.
+    let kinds_of = |p: &Phase| -> Vec<(String, cairn_bench::report::LatencySummary)> {
+        if p.by_op.is_empty() {
+            p.latency.iter().map(|l| ("all".to_string(), l.clone())).collect()
+        } else {
+            p.by_op.iter().map(|(k, l)| (k.clone(), l.clone())).collect()
+        }
+    };
     let mut tails = String::new();
     let mut by_op = String::new();
     for (pi, name) in order.iter().enumerate() {
-        let kinds: std::collections::BTreeSet<&String> = configs
+        let kinds: std::collections::BTreeSet<String> = configs
             .iter()
             .filter_map(|c| results.get(&(pi, c.name.clone())))
             .flatten()
-            .flat_map(|p| p.by_op.keys())
+            .flat_map(|p| kinds_of(p).into_iter().map(|(k, _)| k))
             .collect();
-        for kind in kinds {
+        for kind in &kinds {
             let pct = |c: &Config, f: fn(&cairn_bench::report::LatencySummary) -> f64| -> Option<f64> {
                 let mut v: Vec<f64> = results
                     .get(&(pi, c.name.clone()))?
                     .iter()
-                    .filter_map(|p| p.by_op.get(kind).map(f))
+                    .filter_map(|p| kinds_of(p).into_iter().find(|(k, _)| k == kind).map(|(_, l)| f(&l)))
                     .collect();
                 (!v.is_empty()).then(|| median(&mut v))
             };
