@@ -209,7 +209,8 @@ impl DbInner {
         self.check_poisoned()
     }
 
-    /// Fails with `Poisoned` once a durable write has failed (also after shutdown began).
+    /// Fails with `Poisoned` once a durable write has failed (unlike `check_writable`, also
+    /// during close and in a read-only open).
     pub fn check_poisoned(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Acquire) {
             let why = self.poison.lock().clone().unwrap_or_default();
