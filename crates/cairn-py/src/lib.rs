@@ -68,6 +68,10 @@ fn closed() -> PyErr {
     Error::new_err("the database is closed")
 }
 
+fn spent_batch() -> PyErr {
+    Error::new_err("the batch was already written or discarded")
+}
+
 /// The bytes of a bytes-like `obj` (`what` names it in the error).
 fn bytes_like<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Cow<'a, [u8]>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
@@ -641,9 +645,7 @@ struct Batch {
 impl Batch {
     fn add(&self, f: impl FnOnce(&mut cairn::WriteBatch)) -> PyResult<()> {
         let mut b = self.batch.lock();
-        let b = b
-            .as_mut()
-            .ok_or_else(|| Error::new_err("the batch was already written or discarded"))?;
+        let b = b.as_mut().ok_or_else(spent_batch)?;
         f(b);
         Ok(())
     }
@@ -719,9 +721,7 @@ impl Batch {
 
     /// Writes the batch now (atomically); it can take nothing more afterwards.
     fn write(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(b) = self.batch.lock().take() else {
-            return Err(Error::new_err("the batch was already written or discarded"));
-        };
+        let b = self.batch.lock().take().ok_or_else(spent_batch)?;
         py.detach(|| self.db.write(b, &cairn::WriteOptions::default()))
             .map_err(err)
     }

@@ -189,6 +189,17 @@ struct Gated {
 }
 
 impl Gated {
+    /// A gated file system (shut) over a fresh fault-injecting one.
+    fn shut(seed: u64) -> (FaultFs, Arc<Gated>) {
+        let fault = FaultFs::new(Arc::new(MemFs::new()), seed);
+        let fs = Arc::new(Gated {
+            inner: fault.clone(),
+            shut: std::sync::Mutex::new(true),
+            opened: std::sync::Condvar::new(),
+        });
+        (fault, fs)
+    }
+
     fn set(&self, shut: bool) {
         *self.shut.lock().unwrap() = shut;
         self.opened.notify_all();
@@ -254,41 +265,46 @@ impl FileSystem for Gated {
     }
 }
 
+/// Puts `key(0)`, `key(1)`, ... until a memtable switch has started a second WAL; returns the
+/// count and the two WALs (every put but the last went to the first).
+fn put_until_a_switch(db: &Db, fs: &dyn FileSystem) -> (u32, Vec<std::path::PathBuf>) {
+    let dir = std::path::Path::new("/db");
+    let mut written = 0u32;
+    while common::files(fs, dir, ".wal").len() < 2 {
+        db.put(key(written), [b'v'; 100]).unwrap();
+        written += 1;
+        assert!(written < 200, "no memtable switch");
+    }
+    (written, common::files(fs, dir, ".wal"))
+}
+
+fn put_synced(db: &Db, k: &[u8], v: &[u8]) {
+    let mut b = WriteBatch::new();
+    b.put(k, v);
+    let sync = WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    };
+    db.write(b, &sync).unwrap();
+}
+
 /// A memtable switch leaves the old WAL's tail to the flush or the next synced write (it used
 /// to sync it, holding every writer); a power cut before either keeps a prefix, and a synced
 /// write makes every earlier write durable, in every WAL.
 #[test]
 fn a_switch_leaves_the_old_wal_to_the_flush_or_the_next_synced_write() {
     for synced_write in [false, true] {
-        let fault = FaultFs::new(Arc::new(MemFs::new()), 1);
-        let fs = Arc::new(Gated {
-            inner: fault.clone(),
-            shut: std::sync::Mutex::new(true),
-            opened: std::sync::Condvar::new(),
-        });
+        let (fault, fs) = Gated::shut(1);
         let o = common::small(fs.clone(), 2048);
         let db = Db::open("/db", o.clone()).unwrap();
         let _open = OpenOnDrop(fs.clone()); // dropped before `db`
-        let dir = std::path::Path::new("/db");
-        let mut written = 0u32;
-        while common::files(&*fs, dir, ".wal").len() < 2 {
-            db.put(key(written), [b'v'; 100]).unwrap();
-            written += 1;
-            assert!(written < 200, "no memtable switch");
-        }
-        let wals = common::files(&*fs, dir, ".wal");
+        let (written, wals) = put_until_a_switch(&db, &*fs);
         assert!(
             fault.unsynced_bytes(&wals[0]) > 0,
             "the switch synced the old WAL on the write path"
         );
         if synced_write {
-            let sync = WriteOptions {
-                sync: true,
-                ..WriteOptions::default()
-            };
-            let mut b = WriteBatch::new();
-            b.put(b"synced", b"yes");
-            db.write(b, &sync).unwrap();
+            put_synced(&db, b"synced", b"yes");
             assert_eq!(
                 fault.unsynced_bytes(&wals[0]),
                 0,
@@ -319,33 +335,15 @@ fn a_switch_leaves_the_old_wal_to_the_flush_or_the_next_synced_write() {
 /// was lost, are not replayed (their sequence numbers do not follow on).
 #[test]
 fn a_log_cut_at_a_record_boundary_ends_the_history() {
-    let fault = FaultFs::new(Arc::new(MemFs::new()), 2);
-    let fs = Arc::new(Gated {
-        inner: fault.clone(),
-        shut: std::sync::Mutex::new(true),
-        opened: std::sync::Condvar::new(),
-    });
+    let (fault, fs) = Gated::shut(2);
     let o = common::small(fs.clone(), 2048);
-    let dir = std::path::Path::new("/db");
     let (wals, header_len, written) = {
         let db = Db::open("/db", o.clone()).unwrap();
         let _open = OpenOnDrop(fs.clone());
-        let mut written = 0u32;
-        while common::files(&*fs, dir, ".wal").len() < 2 {
-            db.put(key(written), [b'v'; 100]).unwrap();
-            written += 1;
-            assert!(written < 200, "no memtable switch");
-        }
-        let wals = common::files(&*fs, dir, ".wal");
+        let (written, wals) = put_until_a_switch(&db, &*fs);
         let header_len = fs.file_size(&wals[0]).unwrap() - fault.unsynced_bytes(&wals[0]);
         db.put(b"later", b"in the second WAL").unwrap();
-        let mut b = WriteBatch::new();
-        b.put(b"synced", b"too");
-        let sync = WriteOptions {
-            sync: true,
-            ..WriteOptions::default()
-        };
-        db.write(b, &sync).unwrap();
+        put_synced(&db, b"synced", b"too");
         // Stop with everything durable, before the held-back flush can commit a table.
         fault.crash(CrashMode::DropUnsynced).unwrap();
         (wals, header_len, written)

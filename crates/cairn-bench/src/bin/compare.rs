@@ -367,13 +367,20 @@ fn main() {
     // Per operation kind (YCSB; db_bench phases as one kind, "all"): each percentile's median
     // over the rounds, and p99.9 against the baseline's; `tails.txt` (`benchmark/op config
     // p99.9`) feeds plot_bars.
-    let kinds_of = |p: &Phase| -> Vec<(String, cairn_bench::report::LatencySummary)> {
-        if p.by_op.is_empty() {
-            p.latency.iter().map(|l| ("all".to_string(), l.clone())).collect()
-        } else {
-            p.by_op.iter().map(|(k, l)| (k.clone(), l.clone())).collect()
+    use cairn_bench::report::LatencySummary;
+    let kinds_of = |p: &Phase| -> Vec<String> {
+        match (&p.latency, p.by_op.is_empty()) {
+            (Some(_), true) => vec!["all".to_string()],
+            _ => p.by_op.keys().cloned().collect(),
         }
     };
+    fn summary<'a>(p: &'a Phase, kind: &str) -> Option<&'a LatencySummary> {
+        if p.by_op.is_empty() && kind == "all" {
+            p.latency.as_ref()
+        } else {
+            p.by_op.get(kind)
+        }
+    }
     let mut tails = String::new();
     let mut by_op = String::new();
     for (pi, name) in order.iter().enumerate() {
@@ -381,20 +388,20 @@ fn main() {
             .iter()
             .filter_map(|c| results.get(&(pi, c.name.clone())))
             .flatten()
-            .flat_map(|p| kinds_of(p).into_iter().map(|(k, _)| k))
+            .flat_map(kinds_of)
             .collect();
         for kind in &kinds {
-            let pct = |c: &Config, f: fn(&cairn_bench::report::LatencySummary) -> f64| -> Option<f64> {
+            let pct = |c: &Config, f: fn(&LatencySummary) -> f64| -> Option<f64> {
                 let mut v: Vec<f64> = results
                     .get(&(pi, c.name.clone()))?
                     .iter()
-                    .filter_map(|p| kinds_of(p).into_iter().find(|(k, _)| k == kind).map(|(_, l)| f(&l)))
+                    .filter_map(|p| summary(p, kind).map(f))
                     .collect();
                 (!v.is_empty()).then(|| median(&mut v))
             };
             let base = pct(&configs[0], |l| l.p999_us);
             for c in &configs {
-                let fields: [fn(&cairn_bench::report::LatencySummary) -> f64; 5] =
+                let fields: [fn(&LatencySummary) -> f64; 5] =
                     [|l| l.p50_us, |l| l.p99_us, |l| l.p999_us, |l| l.p9999_us, |l| l.max_us];
                 let v: Vec<Option<f64>> = fields.iter().map(|&f| pct(c, f)).collect();
                 let Some(p999) = v[2] else {

@@ -38,8 +38,8 @@ impl WalWriter {
 
     /// Creates database log `log_number` at `path`, whose first write will be `first_seq`: the
     /// header record (`super::header_record`) is written and synced under a temporary name,
-    /// which is then renamed to `path`. So a log either does not exist or starts with its synced header, and
-    /// a live log without one has lost bytes. The caller syncs the directory.
+    /// which is then renamed to `path`. So a log either does not exist or starts with its
+    /// synced header, and a live log without one has lost bytes. The caller syncs the directory.
     ///
     /// # Errors
     /// I/O errors; the caller must not use the log (at most the temporary file is left).
