@@ -2,10 +2,11 @@
 # Ingest rate against the number of trees (issue "writes never wait", item 2): db_bench
 # fillrandom of NUM keys (16 B + 100 B, no compression, Bloom 10, cached) spread over 1, 8, 32
 # and 128 trees, the tree of each put chosen uniformly or 80-20 (80% of the puts to 20% of the
-# trees; one tree only uniformly, the baseline of both); ROUNDS rounds, tree counts
-# interleaved, a fresh process and directory per run. Writes $OUT/results.md (medians, each
-# rate ÷ one tree's), raw.txt and chart.png. On 2026-11-26 128 trees stopped on nearly every
-# put (145 puts/s; see docs/results/README.md): until that is fixed, TREES="1 8 32".
+# trees; one tree only uniformly, the baseline of both), and RocksDB 7.8 (Debian's db_bench)
+# with as many column families, chosen uniformly, at the same write memory (64 MiB memtables,
+# 128 MiB db_write_buffer_size); ROUNDS rounds, engines and tree counts interleaved, a fresh
+# process and directory per run. Writes $OUT/results.md (medians, each rate ÷ the same
+# engine's one-tree rate), raw.txt and chart.png.
 #   scripts/trees.sh            (NUM=4000000 ROUNDS=3 OUT=bench-results/trees)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,14 @@ for r in $(seq "$rounds"); do
       $bin/db_bench --benchmarks=fillrandom --num="$num" --key_size=16 --value_size=100 \
         --compression_type=none --bloom_bits=10 --num_trees="$trees" "${flag[@]}" --db="$work" |
         awk -v s="$skew" -v t="$trees" -v r="$r" '$1 == "fillrandom" && $2 == ":" { print s, t, r, $5 }' >>"$raw"
+      if [ "$skew" = uniform ]; then
+        rm -rf "$work"
+        sync
+        /usr/bin/db_bench --benchmarks=fillrandom --num="$num" --key_size=16 --value_size=100 \
+          --compression_type=none --bloom_bits=10 --num_column_families="$trees" \
+          --write_buffer_size=67108864 --db_write_buffer_size=134217728 --db="$work" |
+          awk -v t="$trees" -v r="$r" '$1 == "fillrandom" && $2 == ":" { print "rocksdb", t, r, $5 }' >>"$raw"
+      fi
     done
   done
 done
@@ -43,10 +52,12 @@ sort -k1,1 -k2,2n -k4,4n "$raw" | awk '
 {
   echo "db_bench fillrandom, $num keys of 16 + 100 B, cached, no compression; medians of $rounds rounds."
   echo
-  echo "| tree choice | trees | puts/s | ÷ one tree |"
+  echo "| engine, tree choice | trees | puts/s | ÷ its one tree |"
   echo "|---|---:|---:|---:|"
-  awk '$1 == "uniform" && $2 == 1 { one = $3 } { row[NR] = $0 } END { for (i = 1; i <= NR; i++) {
-        split(row[i], f, " "); printf "| %s | %d | %.0f | %.2f |\n", f[1], f[2], f[3], f[3] / one } }' "$out/medians.txt"
+  awk '$2 == 1 { one[$1 == "rocksdb" ? "rocksdb" : "cairn"] = $3 } { row[NR] = $0 }
+       END { for (i = 1; i <= NR; i++) { split(row[i], f, " "); e = f[1] == "rocksdb" ? "rocksdb" : "cairn"
+             name = e == "rocksdb" ? "RocksDB, uniform" : "cairn, " f[1]
+             printf "| %s | %d | %.0f | %.2f |\n", name, f[2], f[3], f[3] / one[e] } }' "$out/medians.txt"
 } >"$out/results.md"
 awk '{ print $2 "-trees", $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
 $bin/plot_bars --input "$out/bars.txt" --out "$out/chart.png" --title "fillrandom $num keys by trees" --ylabel "puts/s"

@@ -469,3 +469,37 @@ fn shrinking_write_memory_flushes_a_memtable_above_it() {
         assert!(db.get(common::key(i)).unwrap().is_some());
     }
 }
+
+/// The whole-key filter of a memtable is sized for what the tree will hold, not for a full
+/// memtable: at the defaults (64 MiB memtables in 128 MiB of write memory) 128 trees once held
+/// the whole budget in empty 1 MiB filters, and every write flushed a one-entry memtable.
+#[test]
+fn many_trees_share_write_memory_without_flushing() {
+    let fs = MemFs::new();
+    let o = Options {
+        fs: Arc::new(fs.clone()),
+        ..Options::default()
+    };
+    let db = Db::open("/m", o.clone()).unwrap();
+    let trees: Vec<_> = (0..128).map(|t| db.tree(&format!("t{t}")).unwrap()).collect();
+    for i in 0..20u32 {
+        for t in &trees {
+            t.put(common::key(i), vec![b'v'; 100]).unwrap();
+        }
+    }
+    let s = db.stats();
+    assert_eq!((s.flush_bytes_written, s.stall_stops), (0, 0));
+    // Each tree's first filter is sized for its even share of write memory when it was
+    // created (a 64th of budget / trees then: a harmonic sum, about 5 MiB here).
+    let used = db.memory().write_usage;
+    assert!(used < 8 << 20, "{used} B of write memory for 2560 entries");
+    // A reopen replays the WALs into memtables sized the same way: nothing is spilled.
+    drop(trees);
+    db.close().unwrap();
+    let db = Db::open("/m", o).unwrap();
+    assert_eq!(db.stats().flush_bytes_written, 0);
+    assert_eq!(
+        db.tree("t127").unwrap().get(common::key(19)).unwrap().as_deref(),
+        Some(&[b'v'; 100][..])
+    );
+}

@@ -97,6 +97,21 @@ pub(crate) struct WalState {
     pub delay: Option<crate::tuning::write_control::DelayState>,
     /// Recent bytes written per tree (the optimal flush policy's write rates).
     pub rates: crate::tuning::write_control::WriteRates,
+    /// What the last full decision of the write controller left to write without another
+    /// (`write.rs`); `State::recent_writes`, copied at full decisions, lags by at most this.
+    pub room: Option<Room>,
+    /// The active memtables by tree, as of the last switch (emptied by each switch and by a
+    /// new tree; switches happen only under the WAL lock, so these stay the active ones).
+    pub actives: Vec<Arc<Memtable>>,
+}
+
+/// A full write decision's [`Headroom`](crate::tuning::write_control::Headroom), valid while
+/// the limits and the state epoch are the ones it was computed with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Room {
+    pub epoch: u64,
+    pub limits: crate::tuning::write_control::WriteLimits,
+    pub left: crate::tuning::write_control::Headroom,
 }
 
 impl WalState {
@@ -156,6 +171,9 @@ pub(crate) struct DbInner {
     pub closed_wals: super::closed_wals::ClosedWals,
     /// Largest sequence number visible to readers.
     pub last_seq: AtomicU64,
+    /// Bumped at every published change of a tree's super-version (switches, flushes,
+    /// compactions, new trees): the write path's [`Room`] is stale once it moves.
+    pub state_epoch: AtomicU64,
     /// Every tree's current super-version. Readers load it without a lock or a reference-count
     /// write (an `arc_swap` guard); installs replace the whole list (a handful of pointers).
     pub supers: ArcSwap<Vec<Arc<SuperVersion>>>,
@@ -295,6 +313,7 @@ impl DbInner {
         }
         supers[tree] = sv;
         self.supers.store(Arc::new(supers));
+        self.state_epoch.fetch_add(1, Ordering::Release);
     }
 
     /// The counters of every live file in `version`, or of one tree's (what the deciders

@@ -18,7 +18,7 @@ use crate::env::{read_all, FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
-use crate::memtable::{MemComponent, Memtable};
+use crate::memtable::{filter_target, MemComponent, Memtable};
 use crate::options::{check_compatible, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Settings};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
@@ -262,7 +262,8 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     fs.sync_dir(dir)?;
     versions.make_current()?;
 
-    let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts)).collect();
+    let first = filter_target(0, opts.write_buffer_size, opts.write_memory_budget / ntrees.max(1));
+    let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts, first)).collect();
     let inner = assemble(
         dir,
         given,
@@ -369,7 +370,7 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     if name.is_empty() || name.len() > 255 {
         return Err(Error::InvalidArgument("tree names must be 1 to 255 bytes".into()));
     }
-    let _wal = inner.wal.lock();
+    let mut wal = inner.wal.lock();
     let mut st = inner.state.lock();
     if let Some(id) = st.versions.tree_names().iter().position(|n| n == name) {
         return Ok(id as u32);
@@ -381,7 +382,10 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     edit.log_numbers.push((id, st.wal_number));
     // The tree's memory component exists before the edit, so a manifest rotation the edit
     // triggers records its log number too.
-    st.mems.push(MemComponent::for_options(&inner.opts));
+    let m = &inner.memory;
+    let first = filter_target(0, m.write_buffer_size(), m.write_budget() / (st.mems.len() + 1));
+    st.mems.push(MemComponent::for_options(&inner.opts, first));
+    wal.actives.clear();
     if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
         st.mems.pop();
         return Err(e);
@@ -470,9 +474,12 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             writer: p.writer,
             delay: None,
             rates: Default::default(),
+            room: None,
+            actives: Vec::new(),
         }),
         closed_wals: Default::default(),
         last_seq: AtomicU64::new(p.last_seq),
+        state_epoch: AtomicU64::new(0),
         supers: ArcSwap::from_pointee(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),
         poison: Mutex::new(None),

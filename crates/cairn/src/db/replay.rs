@@ -7,7 +7,7 @@ use crate::batch::DecodedBatch;
 use crate::env::{FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::memtable::{MemComponent, Memtable};
+use crate::memtable::{filter_target, MemComponent, Memtable};
 use crate::options::{MemoryComponent, Settings};
 use crate::version::set::Recovered;
 use crate::wal::{WalEnd, WalReader};
@@ -26,7 +26,13 @@ pub(super) fn replay_wals(
     mut spill: Option<Spill<'_>>,
 ) -> Result<(Vec<MemComponent>, u64)> {
     let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
-    let mut mems: Vec<MemComponent> = rec.tree_names.iter().map(|_| MemComponent::for_options(opts)).collect();
+    let ntrees = rec.tree_names.len().max(1);
+    let filtered_for = filter_target(0, opts.write_buffer_size, opts.write_memory_budget / ntrees);
+    let mut mems: Vec<MemComponent> = rec
+        .tree_names
+        .iter()
+        .map(|_| MemComponent::for_options(opts, filtered_for))
+        .collect();
     let min_log = (0..rec.tree_names.len() as u32)
         .map(|t| log_numbers.get(&t).copied().unwrap_or(0))
         .min()
@@ -103,7 +109,7 @@ pub(super) fn replay_wals(
             if let Some(spill) = spill.as_mut() {
                 while let Some(t) = over_replay_limit(opts, &mems) {
                     spill(t, mems[t].active())?;
-                    mems[t] = MemComponent::for_options(opts);
+                    mems[t] = MemComponent::for_options(opts, filtered_for);
                 }
             }
         }

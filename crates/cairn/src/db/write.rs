@@ -2,14 +2,14 @@
 //! queued batch to the WAL and syncs once for the group) → memtable inserts → publish the
 //! sequence number → acknowledge.
 
-use super::inner::{DbInner, State, WalState};
+use super::inner::{DbInner, Room, State, WalState};
 use crate::batch::WriteBatch;
 use crate::compaction::pending_bytes;
 use crate::error::{Error, Result};
-use crate::memtable::Memtable;
+use crate::options::MemoryComponent;
 use crate::options::WriteOptions;
 use crate::sst::clone_error;
-use crate::tuning::write_control::{decide, TreeWriteView, WriteAction, WriteLimits, WriteView};
+use crate::tuning::write_control::{decide, headroom, TreeWriteView, WriteAction, WriteLimits, WriteView};
 use crate::wal::WalWriter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -129,21 +129,35 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     if sync {
         inner.io.record_sync();
     }
-    let actives: Vec<Arc<Memtable>> = inner.state.lock().mems.iter().map(|m| m.active().clone()).collect();
+    if wal.actives.is_empty() {
+        wal.actives = inner.state.lock().mems.iter().map(|m| m.active().clone()).collect();
+    }
+    let WalState {
+        actives, rates, room, ..
+    } = &mut *wal;
     let mut s = first;
     let mut user_bytes = 0u64;
-    wal.rates.set_window(inner.max_wal_size());
+    let mut grown = 0usize;
+    rates.set_window(inner.max_wal_size());
     for (b, _) in batches.iter() {
         for op in b.ops() {
             if let Some(m) = actives.get(op.tree as usize) {
+                let before = m.approximate_bytes();
                 m.insert(op.key, s, op.kind, op.value, wal_number);
+                grown += m.approximate_bytes() - before;
             }
             let bytes = (op.key.len() + op.value.len()) as u64;
-            wal.rates.record(op.tree as usize, bytes);
+            rates.record(op.tree as usize, bytes);
             user_bytes += bytes;
             s += 1;
         }
     }
+    *room = room.and_then(|r| {
+        Some(Room {
+            left: r.left.spend(grown, wal_bytes)?,
+            ..r
+        })
+    });
     inner.counters.record_user_write(s - first, user_bytes, wal_bytes);
     inner.last_seq.store(seq - 1, Ordering::Release);
     Ok(())
@@ -187,26 +201,38 @@ fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> Writ
 /// controller decides (called by the leader, holding `wal`: the whole queue waits with it).
 fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes: usize) -> Result<()> {
     let o = &inner.opts;
+    let limits = || WriteLimits {
+        write_buffer_size: inner.memory.write_buffer_size(),
+        write_memory_budget: inner.memory.write_budget(),
+        max_wal_size: inner.max_wal_size(),
+        l0_slowdown_trigger: o.l0_slowdown_trigger,
+        l0_stop_trigger: o.l0_stop_trigger,
+        soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
+        hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
+        delayed_write_rate: o.delayed_write_rate,
+        flush_policy: o.flush_policy,
+    };
+    // Inside the last decision's headroom nothing can have changed it (write_control.rs).
+    let epoch = inner.state_epoch.load(Ordering::Acquire);
+    if wal.room.is_some_and(|r| r.epoch == epoch && r.limits == limits()) {
+        return Ok(());
+    }
+    wal.room = None;
     let mut slowed = false;
     let mut stopped = false;
     let mut st = inner.state.lock();
     loop {
         inner.check_writable()?;
-        let limits = WriteLimits {
-            write_buffer_size: inner.memory.write_buffer_size(),
-            write_memory_budget: inner.memory.write_budget(),
-            max_wal_size: inner.max_wal_size(),
-            l0_slowdown_trigger: o.l0_slowdown_trigger,
-            l0_stop_trigger: o.l0_stop_trigger,
-            soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
-            hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
-            delayed_write_rate: o.delayed_write_rate,
-            flush_policy: o.flush_policy,
-        };
+        let limits = limits();
         let view = write_view(inner, &st, wal, slowed);
         st.recent_writes.clear();
         st.recent_writes.extend(view.trees.iter().map(|t| t.recent_write_bytes));
         let decision = decide(&limits, &view);
+        if o.memory_component == MemoryComponent::Monolithic {
+            // Read before the view, under the state lock: a later change moves it.
+            let epoch = inner.state_epoch.load(Ordering::Acquire);
+            wal.room = headroom(&limits, &view).map(|left| Room { epoch, limits, left });
+        }
         if wal.delay != decision.delay {
             inner.counters.set_delayed_rate(decision.delay.map(|d| d.rate));
         }
@@ -346,12 +372,14 @@ pub(super) fn switch_memtables(
         }
     };
     st.wal_number = new.log_number();
+    wal.actives.clear();
     if let Some(old) = wal.writer.replace(new) {
         st.old_wals.insert(old.log_number(), old.size());
         inner.closed_wals.push(old);
     }
+    let share = inner.memory.write_budget() / st.mems.len();
     for &t in &trees {
-        st.mems[t].switch(inner.memory.write_buffer_size());
+        st.mems[t].switch(inner.memory.write_buffer_size(), share);
         inner.install_super_version(st, t);
     }
     inner.bg_cv.notify_all();

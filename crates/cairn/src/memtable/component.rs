@@ -194,10 +194,10 @@ impl MemComponent {
     }
 
     /// An empty component of the shape `opts` asks for, its memtable filtered for
-    /// `write_buffer_size`.
-    pub fn for_options(opts: &crate::options::Settings) -> Self {
+    /// `filtered_for` bytes (see [`filter_target`](super::filter_target)).
+    pub fn for_options(opts: &crate::options::Settings, filtered_for: usize) -> Self {
         MemComponent {
-            active: Arc::new(Memtable::with_filter(opts.write_buffer_size)),
+            active: Arc::new(Memtable::with_filter(filtered_for)),
             immutable: VecDeque::new(),
             part: (opts.memory_component == crate::options::MemoryComponent::Partitioned)
                 .then(|| Partition::new(opts.memory_size_ratio)),
@@ -223,14 +223,16 @@ impl MemComponent {
         &self.active
     }
 
-    /// Makes the active memtable immutable and starts an empty one, filtered for `bytes` (0:
-    /// no filter); false (and nothing done) when the active memtable is empty. (Partitioned: it
-    /// waits for a merge into M1.)
-    pub fn switch(&mut self, bytes: usize) -> bool {
+    /// Makes the active memtable immutable and starts an empty one, its filter sized by
+    /// [`filter_target`](super::filter_target) from what the switched one held (`0` for
+    /// `write_buffer_size`: no filter); false (and nothing done) when the active memtable is
+    /// empty. (Partitioned: it waits for a merge into M1.)
+    pub fn switch(&mut self, write_buffer_size: usize, share: usize) -> bool {
         if self.active.is_empty() {
             return false;
         }
-        let full = std::mem::replace(&mut self.active, Arc::new(Memtable::with_filter(bytes)));
+        let next = super::filter_target(self.active.entry_bytes(), write_buffer_size, share);
+        let full = std::mem::replace(&mut self.active, Arc::new(Memtable::with_filter(next)));
         self.immutable.push_back(full);
         true
     }
@@ -700,7 +702,7 @@ mod tests {
                         wal_of.insert(seq, wal);
                     }
                     75..=79 => {
-                        if c.switch(0) {
+                        if c.switch(0, 0) {
                             wal += 1;
                         }
                     }
@@ -834,7 +836,7 @@ mod tests {
                     }
                 }
                 "switch" => {
-                    if c.switch(0) {
+                    if c.switch(0, 0) {
                         wal += 1;
                     }
                 }

@@ -22,6 +22,16 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// The bytes a tree's next memtable's whole-key filter is sized for (the filter takes a 64th
+/// of them): twice what the tree's last memtable held when it was switched (`last`; a tree's
+/// memtables switch at similar sizes), at least `share` (the tree's even share of write
+/// memory), at most `write_buffer_size`. Sizing every filter for a full memtable charged 1 MiB
+/// per tree at the defaults: 128 trees held the whole write budget in empty filters, and
+/// every write group then flushed a memtable.
+pub fn filter_target(last: usize, write_buffer_size: usize, share: usize) -> usize {
+    last.saturating_mul(2).max(share).min(write_buffer_size)
+}
+
 /// Entries from which a lookup asks the whole-key filter before the skiplist (a descent of a
 /// list this small stays in the CPU cache; the filter's line, sized for the full memtable,
 /// often does not).
@@ -296,14 +306,15 @@ impl Memtable {
         }
     }
 
-    /// Bytes charged: exactly what the entries' nodes occupy in the arena.
+    /// Bytes charged: exactly what the entries' nodes occupy in the arena, and the filter.
     pub fn approximate_bytes(&self) -> usize {
+        self.entry_bytes() + self.filter.as_ref().map_or(0, MemFilter::bytes)
+    }
+
+    /// Bytes of the entries and range tombstones alone (without the filter).
+    pub fn entry_bytes(&self) -> usize {
         match &self.body {
-            Body::List(list) => {
-                list.used_bytes()
-                    + self.filter.as_ref().map_or(0, MemFilter::bytes)
-                    + self.range_dels.bytes.load(Ordering::Relaxed)
-            }
+            Body::List(list) => list.used_bytes() + self.range_dels.bytes.load(Ordering::Relaxed),
             Body::Run(run) => run.bytes(),
         }
     }

@@ -268,6 +268,71 @@ fn action(limits: &WriteLimits, view: &WriteView, delay: Option<DelayState>) -> 
     }
 }
 
+/// How far writes alone can go before [`decide`] could do anything but proceed without a
+/// switch: while the memtables grow by less than `memory` bytes (spread over the trees in any
+/// way) and the log by less than `log` bytes, the decision stays the same. Background work
+/// only widens it (flushes free memory and logs) except where it changes the compaction debt,
+/// which the caller detects (a new version). It lets the write path skip building the view,
+/// which reads every tree: with 128 trees that cost more than the put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headroom {
+    /// Memtable bytes.
+    pub memory: usize,
+    /// Log bytes.
+    pub log: u64,
+}
+
+impl Headroom {
+    /// What is left after writes added `memory` and `log` bytes (`None`: nothing).
+    pub fn spend(self, memory: usize, log: u64) -> Option<Headroom> {
+        Some(Headroom {
+            memory: self.memory.checked_sub(memory).filter(|&m| m > 0)?,
+            log: self.log.checked_sub(log).filter(|&l| l > 0)?,
+        })
+    }
+}
+
+/// The [`Headroom`] of `view`: `None` unless `decide` proceeds now without a switch or a
+/// delay, and for partitioned components (their merges add memory in the background).
+pub fn headroom(limits: &WriteLimits, view: &WriteView) -> Option<Headroom> {
+    let d = decide(limits, view);
+    let plain = matches!(&d.action, WriteAction::Proceed { switch, .. } if switch.is_empty());
+    if !plain || d.delay.is_some() || view.trees.iter().any(|t| t.retained_bytes > 0) {
+        return None;
+    }
+    let (wbs, budget) = (limits.write_buffer_size, limits.write_memory_budget);
+    let imm: usize = view.trees.iter().map(|t| t.immutable_bytes).sum();
+    let mutable: usize = view.trees.iter().map(|t| t.active_bytes).sum();
+    let largest = view.trees.iter().map(|t| t.active_bytes).max().unwrap_or(0);
+    // Growth δ trips each memory rule at: one tree's memtable at the switch size (all of δ
+    // may go to the largest); the mutable memtables at 7/8 of the budget; everything at the
+    // budget with half of it mutable; the hard cap (only with a flush on its way).
+    let mut memory = [
+        wbs.saturating_sub(largest),
+        (budget / 8 * 7).saturating_sub(mutable),
+        budget.saturating_sub(mutable + imm).max((budget / 2).saturating_sub(mutable)),
+    ]
+    .into_iter()
+    .min()
+    .unwrap_or(0);
+    if imm > 0 {
+        memory = memory.min(budget.saturating_add(wbs).saturating_sub(mutable + imm));
+    }
+    // The log rule looks at the WALs from the oldest unflushed data on; when that is (or,
+    // with empty memtables, becomes) the current WAL, it trips only with no flush on its way,
+    // which writes cannot change.
+    let oldest = view.trees.iter().filter_map(|t| t.active_oldest_wal).min();
+    let no_immutable = imm == 0;
+    let from = oldest.unwrap_or(view.current_wal);
+    let log = if from == view.current_wal && !no_immutable {
+        u64::MAX
+    } else {
+        let staying: u64 = view.wals.iter().filter(|&&(n, _)| n >= from).map(|&(_, b)| b).sum();
+        (limits.max_wal_size + 1).saturating_sub(staying)
+    };
+    (memory > 0 && log > 0).then_some(Headroom { memory, log })
+}
+
 /// The tree a memory-triggered switch picks under `policy` (`None`: no active memtable holds
 /// data).
 fn memory_victim(policy: FlushPolicy, trees: &[TreeWriteView]) -> Option<usize> {
@@ -419,7 +484,79 @@ mod tests {
                     None => action,
                 }
             }
+            "headroom" => match headroom(&limits(c), &view(c)) {
+                Some(h) => format!("memory {}, log {}", h.memory, h.log),
+                None => "none".into(),
+            },
             other => format!("unknown command {other}"),
         });
+    }
+
+    proptest::proptest! {
+        /// Any growth inside the headroom, spread over the trees in any way, leaves the
+        /// decision a plain proceed.
+        #[test]
+        fn growth_inside_the_headroom_changes_nothing(
+            trees in proptest::collection::vec((0usize..120, 0usize..200, proptest::option::of(3u64..6)), 1..6),
+            wals in proptest::collection::vec(0u64..4000, 3),
+            budget in 200usize..600,
+            buffer in 50usize..300,
+            max_wal in 1000u64..9000,
+            l0 in 0usize..25,
+            shares in proptest::collection::vec(0u32..100, 6),
+            spend in 0.0f64..1.0,
+        ) {
+            let limits = WriteLimits {
+                write_buffer_size: buffer,
+                write_memory_budget: budget,
+                max_wal_size: max_wal,
+                l0_slowdown_trigger: 20,
+                l0_stop_trigger: 36,
+                soft_pending_compaction_bytes: 1 << 40,
+                hard_pending_compaction_bytes: 1 << 41,
+                delayed_write_rate: 1 << 20,
+                flush_policy: FlushPolicy::MaxMemory,
+            };
+            let view = WriteView {
+                trees: trees
+                    .iter()
+                    .map(|&(active, imm, wal)| TreeWriteView {
+                        active_bytes: if wal.is_some() { active } else { 0 },
+                        immutable_bytes: imm,
+                        active_oldest_wal: wal,
+                        ..TreeWriteView::default()
+                    })
+                    .collect(),
+                l0_files: l0,
+                wals: (3..6).zip(wals.iter().copied()).collect(),
+                current_wal: 5,
+                ..WriteView::default()
+            };
+            if let Some(h) = headroom(&limits, &view) {
+                // Spend less than the headroom, split by `shares` over the trees.
+                let grow = ((h.memory - 1) as f64 * spend) as usize;
+                let log = ((h.log.min(1 << 40) - 1) as f64 * spend) as u64;
+                let total: u64 = shares[..view.trees.len()].iter().map(|&s| u64::from(s)).sum::<u64>().max(1);
+                let mut grown = view.clone();
+                let mut left = grow;
+                for (t, s) in grown.trees.iter_mut().zip(&shares) {
+                    let add = (grow as u64 * u64::from(*s) / total) as usize;
+                    let add = add.min(left);
+                    left -= add;
+                    t.active_bytes += add;
+                    if add > 0 && t.active_oldest_wal.is_none() {
+                        t.active_oldest_wal = Some(5);
+                    }
+                }
+                if left > 0 {
+                    grown.trees[0].active_bytes += left;
+                    grown.trees[0].active_oldest_wal.get_or_insert(5);
+                }
+                grown.wals[2].1 += log;
+                let d = decide(&limits, &grown);
+                let plain = matches!(&d.action, WriteAction::Proceed { switch, .. } if switch.is_empty());
+                proptest::prop_assert!(plain && d.delay.is_none(), "{h:?} {grown:?} → {d:?}");
+            }
+        }
     }
 }
