@@ -180,11 +180,12 @@ fn crash_at_every_file_system_operation() {
 }
 
 /// A file system whose table creations wait while its gate is shut: holds flushes back so a
-/// test sees what the write path alone did.
+/// test sees what the write path alone did. Its second gate holds the WAL thread's spare WALs.
 #[derive(Debug)]
 struct Gated {
     inner: FaultFs,
     shut: std::sync::Mutex<bool>,
+    spares_shut: std::sync::Mutex<bool>,
     opened: std::sync::Condvar,
 }
 
@@ -195,6 +196,7 @@ impl Gated {
         let fs = Arc::new(Gated {
             inner: fault.clone(),
             shut: std::sync::Mutex::new(true),
+            spares_shut: std::sync::Mutex::new(false),
             opened: std::sync::Condvar::new(),
         });
         (fault, fs)
@@ -203,6 +205,18 @@ impl Gated {
     fn set(&self, shut: bool) {
         *self.shut.lock().unwrap() = shut;
         self.opened.notify_all();
+    }
+
+    fn hold_spares(&self, shut: bool) {
+        *self.spares_shut.lock().unwrap() = shut;
+        self.opened.notify_all();
+    }
+
+    fn wait_at(&self, gate: &std::sync::Mutex<bool>) {
+        let mut shut = gate.lock().unwrap();
+        while *shut {
+            shut = self.opened.wait(shut).unwrap();
+        }
     }
 }
 
@@ -213,16 +227,17 @@ struct OpenOnDrop(Arc<Gated>);
 impl Drop for OpenOnDrop {
     fn drop(&mut self) {
         self.0.set(false);
+        self.0.hold_spares(false);
     }
 }
 
 impl FileSystem for Gated {
     fn create(&self, path: &std::path::Path) -> cairn::Result<Box<dyn cairn::env::WritableFile>> {
         if path.extension().is_some_and(|e| e == "sst") {
-            let mut shut = self.shut.lock().unwrap();
-            while *shut {
-                shut = self.opened.wait(shut).unwrap();
-            }
+            self.wait_at(&self.shut);
+        }
+        if std::thread::current().name() == Some("cairn-wal") {
+            self.wait_at(&self.spares_shut);
         }
         self.inner.create(path)
     }
@@ -268,14 +283,54 @@ impl FileSystem for Gated {
 /// Puts `key(0)`, `key(1)`, ... until a memtable switch has started a second WAL; returns the
 /// count and the two WALs (every put but the last went to the first).
 fn put_until_a_switch(db: &Db, fs: &dyn FileSystem) -> (u32, Vec<std::path::PathBuf>) {
+    put_until_wals(db, fs, 0, 2)
+}
+
+/// Puts `key(from)`, `key(from + 1)`, ... until `wals` WALs hold records (a switch puts the
+/// next write in a new WAL); returns the next key and those WALs, in number order.
+fn put_until_wals(db: &Db, fs: &dyn FileSystem, from: u32, wals: usize) -> (u32, Vec<std::path::PathBuf>) {
     let dir = std::path::Path::new("/db");
-    let mut written = 0u32;
-    while common::files(fs, dir, ".wal").len() < 2 {
+    let written_wals = || -> Vec<std::path::PathBuf> {
+        common::files(fs, dir, ".wal")
+            .into_iter()
+            .filter(|p| fs.file_size(p).unwrap() > 7 + 24)
+            .collect()
+    };
+    let mut written = from;
+    while written_wals().len() < wals {
         db.put(key(written), [b'v'; 100]).unwrap();
         written += 1;
-        assert!(written < 200, "no memtable switch");
+        assert!(written < from + 200, "no memtable switch");
     }
-    (written, common::files(fs, dir, ".wal"))
+    (written, written_wals())
+}
+
+/// The WAL numbers on disk under their own and their temporary names (a spare's).
+fn wal_numbers(fs: &dyn FileSystem) -> (Vec<u64>, Vec<u64>) {
+    let mut named = Vec::new();
+    let mut spare = Vec::new();
+    for n in fs.list(std::path::Path::new("/db")).unwrap() {
+        let number = |s: &str| s.split('.').next().and_then(|x| x.parse::<u64>().ok());
+        if n.ends_with(".wal") {
+            named.extend(number(&n));
+        } else if n.ends_with(".wal.tmp") {
+            spare.extend(number(&n));
+        }
+    }
+    named.sort_unstable();
+    spare.sort_unstable();
+    (named, spare)
+}
+
+/// Waits (bounded) until the WAL thread has a spare WAL numbered above `above`.
+fn wait_for_a_spare(fs: &dyn FileSystem, above: u64) -> u64 {
+    for _ in 0..2000 {
+        if let Some(&n) = wal_numbers(fs).1.iter().find(|&&n| n > above) {
+            return n;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no spare WAL above {above} after 10 s: {:?}", wal_numbers(fs));
 }
 
 fn put_synced(db: &Db, k: &[u8], v: &[u8]) {
@@ -368,4 +423,83 @@ fn a_log_cut_at_a_record_boundary_ends_the_history() {
     );
     db.put(b"after", b"recovery").unwrap();
     assert_eq!(db.get(b"after").unwrap().as_deref(), Some(&b"recovery"[..]));
+}
+
+/// A switch starts the spare WAL the WAL thread made ahead, renaming it into place without a
+/// directory sync: a power cut before anything relies on it may lose the new WAL's name (only
+/// writes newer than all the older WAL's), and a synced write makes the name durable first.
+#[test]
+fn a_switch_renames_the_spare_and_a_synced_write_makes_its_name_durable() {
+    for synced_write in [false, true] {
+        let (fault, fs) = Gated::shut(3);
+        let o = common::small(fs.clone(), 2048);
+        let db = Db::open("/db", o.clone()).unwrap();
+        let _open = OpenOnDrop(fs.clone());
+        let first = wal_numbers(&*fs).0[0];
+        let spare = wait_for_a_spare(&*fs, first);
+        let (written, wals) = put_until_a_switch(&db, &*fs);
+        assert_eq!(
+            wals[1],
+            std::path::Path::new("/db").join(format!("{spare:06}.wal")),
+            "the switch did not take the spare"
+        );
+        if synced_write {
+            put_synced(&db, b"synced", b"yes");
+        }
+        fault.crash(CrashMode::DropUnsynced).unwrap();
+        fs.set(false);
+        drop(db);
+        fault.restart();
+        let (named, _) = wal_numbers(&*fs);
+        assert_eq!(named.contains(&spare), synced_write, "{named:?}");
+        let db = Db::open("/db", o).unwrap();
+        let found: Vec<u32> = (0..written).filter(|&i| db.get(key(i)).unwrap().is_some()).collect();
+        assert_eq!(found, (0..found.len() as u32).collect::<Vec<_>>(), "not a prefix");
+        if synced_write {
+            assert_eq!(found.len() as u32, written, "writes before a synced write were lost");
+            assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"yes"[..]));
+        }
+        // The open removed the unused spare (a temporary file) and made its own.
+        assert!(
+            wal_numbers(&*fs).1.iter().all(|&n| n > spare),
+            "{:?}",
+            wal_numbers(&*fs)
+        );
+        drop(db);
+    }
+}
+
+/// A spare finished after a switch had to make its own WAL is older than that WAL: it is
+/// removed and never used (WALs replay in number order), and the next switch takes a newer one.
+#[test]
+fn a_late_spare_wal_is_never_used() {
+    let (fault, fs) = Gated::shut(4);
+    fs.hold_spares(true);
+    let o = common::small(fs.clone(), 2048);
+    let db = Db::open("/db", o.clone()).unwrap();
+    let _open = OpenOnDrop(fs.clone());
+    let (next, wals) = put_until_a_switch(&db, &*fs);
+    let own = wal_numbers(&*fs).0[1];
+    assert_eq!(wals.len(), 2);
+    // The held spare was numbered before the switch's own WAL.
+    fs.hold_spares(false);
+    let spare = wait_for_a_spare(&*fs, own);
+    assert!(
+        wal_numbers(&*fs).1.iter().all(|&n| n > own),
+        "a stale spare is left: {:?}",
+        wal_numbers(&*fs)
+    );
+    // Overwrites in each WAL: replayed out of order, the older value would win.
+    let (next, wals) = put_until_wals(&db, &*fs, next, 3);
+    assert_eq!(wal_numbers(&*fs).0.last(), Some(&spare), "{wals:?}");
+    put_synced(&db, &key(0), b"newest");
+    fault.crash(CrashMode::DropUnsynced).unwrap();
+    fs.set(false);
+    drop(db);
+    fault.restart();
+    let db = Db::open("/db", o).unwrap();
+    assert_eq!(db.get(key(0)).unwrap().as_deref(), Some(&b"newest"[..]));
+    for i in 1..next {
+        assert!(db.get(key(i)).unwrap().is_some(), "key {i} lost before a synced write");
+    }
 }

@@ -261,39 +261,26 @@ fn a_failed_manifest_rotation_deletes_nothing() {
     }
 }
 
+/// Waits (bounded) until the WAL thread has made its spare WAL (under its temporary name).
+fn wait_for_spare(fs: &FaultFs) {
+    for _ in 0..2000 {
+        if !files(fs, ".wal.tmp").is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    panic!("no spare WAL after 10 s");
+}
+
 #[test]
 fn a_failed_wal_rotation_loses_nothing() {
-    // A memtable switch syncs the old WAL, creates the next one under a temporary name, writes
-    // and syncs its header record, renames it, then syncs the directory.
+    // A memtable switch renames the spare WAL the WAL thread made ahead into place; before the
+    // flush's manifest edit the directory is synced (the flush's tables, then the WAL's name).
     let steps = [
-        Fault {
-            class: OpClass::Sync,
-            op: Some("fdatasync"),
-            prefix: "0",
-            skip: 0,
-        },
-        Fault {
-            class: OpClass::Metadata,
-            op: Some("create"),
-            prefix: "0",
-            skip: 0,
-        },
-        Fault {
-            class: OpClass::Write,
-            op: Some("append"),
-            prefix: "0",
-            skip: 0,
-        },
-        Fault {
-            class: OpClass::Sync,
-            op: Some("fdatasync"),
-            prefix: "0",
-            skip: 1,
-        },
         Fault {
             class: OpClass::Metadata,
             op: Some("rename"),
-            prefix: "0",
+            prefix: "0*.wal.tmp",
             skip: 0,
         },
         Fault {
@@ -301,6 +288,12 @@ fn a_failed_wal_rotation_loses_nothing() {
             op: Some("fsync dir"),
             prefix: "m",
             skip: 0,
+        },
+        Fault {
+            class: OpClass::Sync,
+            op: Some("fsync dir"),
+            prefix: "m",
+            skip: 1,
         },
     ];
     for mode in [RecoveryMode::PointInTime, RecoveryMode::AbsoluteConsistency] {
@@ -310,9 +303,55 @@ fn a_failed_wal_rotation_loses_nothing() {
             let db = Db::open(DIR, options(&fs, mode)).unwrap();
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 1500, 0);
+            wait_for_spare(&fs);
             arm(&fs, fault);
             let e = db.flush_all().expect_err(&case);
             assert_poisoned(&db, &e, &case);
+            injected_op(&fs, &case);
+            drop(db);
+            reopen_and_check(&fs, mode, &model, &case);
+        }
+    }
+}
+
+/// The WAL thread makes the next WAL while the switch that used the last one flushes: a
+/// failure there (creating it, writing or syncing its header) poisons the database at once,
+/// not at the next switch, and loses nothing acknowledged.
+#[test]
+fn a_failed_spare_wal_loses_nothing() {
+    let steps = [Some("create"), Some("append"), Some("fdatasync")].map(|op| Fault {
+        class: OpClass::Any,
+        op,
+        prefix: "0*.wal.tmp",
+        skip: 0,
+    });
+    for mode in [RecoveryMode::PointInTime, RecoveryMode::AbsoluteConsistency] {
+        for fault in steps {
+            let case = format!("spare WAL, {fault:?}, {mode:?}");
+            let fs = FaultFs::new(Arc::new(MemFs::new()), 5);
+            let db = Db::open(DIR, options(&fs, mode)).unwrap();
+            let mut model = BTreeMap::new();
+            write(&db, &mut model, 0, 1500, 0);
+            wait_for_spare(&fs);
+            arm(&fs, fault);
+            // The flush takes the spare; the next one fails, before or after the flush ends.
+            let _ = db.flush_all();
+            let mut poisoned = false;
+            for i in 0..2000u32 {
+                let v = format!("after-{i}").into_bytes();
+                match db.put(key(100_000 + i), &v) {
+                    Ok(()) => {
+                        model.insert(key(100_000 + i), v);
+                    }
+                    Err(e) => {
+                        assert_poisoned(&db, &e, &case);
+                        poisoned = true;
+                        break;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            assert!(poisoned, "{case}: not poisoned after 10 s");
             injected_op(&fs, &case);
             drop(db);
             reopen_and_check(&fs, mode, &model, &case);

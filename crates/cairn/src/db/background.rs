@@ -21,6 +21,8 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
     let mut threads = inner.threads.lock();
     let i = inner.clone();
     threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
+    let i = inner.clone();
+    threads.push(spawn("cairn-wal".into(), Box::new(move || wal_loop(i)))?);
     if inner.opts.bpk_policy.is_elastic() && inner.opts.elastic_interval_ms > 0 {
         let i = inner.clone();
         threads.push(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
@@ -61,6 +63,41 @@ fn wait_for_work<T>(
                 inner.bg_cv.wait_for(&mut st, t);
             }
             None => inner.bg_cv.wait(&mut st),
+        }
+    }
+}
+
+/// The WAL thread: keeps a spare WAL ready for the next memtable switch (`State::spare_wal`):
+/// created and its header synced under the temporary name, so the switch only renames it. Its
+/// number is taken when it is made (above every live WAL's); its header has no first sequence
+/// number (the 16-byte form; recovery checks its first batch's). A failure poisons the
+/// database, as it would at the switch.
+fn wal_loop(inner: Arc<DbInner>) {
+    while let Some(n) = wait_for_work(
+        &inner,
+        |st| {
+            (st.spare_wanted && st.spare_wal.is_none()).then(|| {
+                st.spare_wanted = false;
+                st.versions.new_file_number()
+            })
+        },
+        |_| None,
+    ) {
+        let path = crate::filename::wal(&inner.dir, n);
+        match crate::wal::WalWriter::create_unnamed(&*inner.fs, &path, n, inner.db_id, None) {
+            Ok(w) => {
+                let mut st = inner.state.lock();
+                if n > st.wal_number {
+                    st.spare_wal = Some(w);
+                    continue;
+                }
+                // A switch came first and made its own log: this one must never follow it
+                // (logs replay in number order). Its temporary file goes (or goes at the open).
+                st.spare_wanted = true;
+                drop((st, w));
+                let _ = inner.fs.remove_file(&crate::filename::temp(&path));
+            }
+            Err(e) => inner.set_poison(&e),
         }
     }
 }

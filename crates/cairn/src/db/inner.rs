@@ -59,6 +59,12 @@ pub(crate) struct State {
     pub pending_outputs: BTreeSet<u64>,
     /// Files that are inputs of running compactions.
     pub busy: HashSet<u64>,
+    /// The next WAL, made and synced ahead by the WAL thread (`background.rs`): a memtable
+    /// switch then starts a log without a file creation, a header sync and a directory sync
+    /// on the write path (up to 40 ms under compaction I/O).
+    pub spare_wal: Option<WalWriter>,
+    /// A switch took the spare (or none was made yet): the WAL thread makes the next one.
+    pub spare_wanted: bool,
     /// The WAL being written, and the sizes of the older WALs still on disk.
     pub wal_number: u64,
     pub old_wals: BTreeMap<u64, u64>,

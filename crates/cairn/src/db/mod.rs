@@ -81,6 +81,13 @@ fn close_inner(inner: &Arc<DbInner>) -> Result<()> {
         }
     };
     inner.stop_background();
+    // The spare WAL, never named, holds nothing (the next open removes it if this cannot).
+    let spare = inner.state.lock().spare_wal.take();
+    if let Some(w) = spare {
+        let tmp = crate::filename::temp(&crate::filename::wal(&inner.dir, w.log_number()));
+        drop(w);
+        let _ = inner.fs.remove_file(&tmp);
+    }
     // Push every acknowledged write to the OS and to disk; a failure here is reported.
     let r = {
         let mut wal = inner.wal.lock();

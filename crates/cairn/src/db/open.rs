@@ -242,7 +242,13 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
     let wal_number = next_file;
     let manifest_number = next_file + 1;
     let options_number = next_file + 2;
-    let wal_writer = WalWriter::create(&*fs, &filename::wal(dir, wal_number), wal_number, db_id, last_seq + 1)?;
+    let wal_writer = WalWriter::create(
+        &*fs,
+        &filename::wal(dir, wal_number),
+        wal_number,
+        db_id,
+        Some(last_seq + 1),
+    )?;
     let ntrees = rec.tree_names.len();
     let versions = VersionSet::create(
         fs.clone(),
@@ -460,6 +466,8 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             running_compactions: 0,
             flushing: false,
             recent_writes: Vec::new(),
+            spare_wal: None,
+            spare_wanted: !read_only,
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),

@@ -356,14 +356,32 @@ pub(super) fn switch_memtables(
     }
     // The old WAL is not synced here (it was, holding every writer for 50–110 ms under
     // compaction I/O): it is parked for a flush or a sync write to sync (`closed_wals.rs`).
-    let rotated = (|| {
-        let n = st.versions.new_file_number();
-        // The leader holds the WAL lock: the next write is the one after the last published.
-        let first = inner.last_seq.load(Ordering::Acquire) + 1;
-        let w = WalWriter::create(&*inner.fs, &crate::filename::wal(&inner.dir, n), n, inner.db_id, first)?;
-        inner.fs.sync_dir(&inner.dir)?;
-        Ok::<_, Error>(w)
-    })();
+    // The new WAL is the spare the WAL thread made ahead (`background.rs`), renamed into place,
+    // or, without one (switches in quick succession), made here. Either way the directory is
+    // synced later, by whatever needs the log durable (`closed_wals.rs`): a file creation, a
+    // header sync and a directory sync cost up to 40 ms here under compaction I/O.
+    // The leader holds the WAL lock: the next write is the one after the last published.
+    let first = inner.last_seq.load(Ordering::Acquire) + 1;
+    let rotated = match st.spare_wal.take() {
+        Some(mut w) => {
+            let path = crate::filename::wal(&inner.dir, w.log_number());
+            inner.fs.rename(&crate::filename::temp(&path), &path).map(|()| {
+                w.set_first_seq(first);
+                w
+            })
+        }
+        None => {
+            let n = st.versions.new_file_number();
+            WalWriter::create(
+                &*inner.fs,
+                &crate::filename::wal(&inner.dir, n),
+                n,
+                inner.db_id,
+                Some(first),
+            )
+        }
+    };
+    st.spare_wanted = true;
     let new = match rotated {
         Ok(w) => w,
         Err(e) => {
@@ -371,6 +389,7 @@ pub(super) fn switch_memtables(
             return Err(e);
         }
     };
+    inner.closed_wals.renamed();
     st.wal_number = new.log_number();
     wal.actives.clear();
     if let Some(old) = wal.writer.replace(new) {

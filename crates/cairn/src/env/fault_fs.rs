@@ -80,8 +80,8 @@ enum Rule {
     /// Fail each operation of `class` with probability `p`.
     Fraction { class: OpClass, p: f64, kind: FaultKind },
     /// Fail one operation: the `skip + 1`-th of `class` (and named `op`, if set) on a file
-    /// whose name starts with `prefix`, counted from when the rule was added. Deterministic
-    /// whatever background threads do to other files.
+    /// whose name matches `prefix` (see [`FaultFs::fail_matching`]), counted from when the rule
+    /// was added. Deterministic whatever background threads do to other files.
     Matching {
         class: OpClass,
         op: Option<&'static str>,
@@ -222,7 +222,7 @@ impl State {
                 } if !*done
                     && (*c == class || *c == OpClass::Any)
                     && o.is_none_or(|o| o == op)
-                    && name.starts_with(prefix.as_str()) =>
+                    && name_matches(name, prefix) =>
                 {
                     if *skip == 0 {
                         *done = true;
@@ -302,7 +302,9 @@ impl FaultFs {
     }
 
     /// Fails one operation: the `skip + 1`-th operation of `class` from now on, named `op` when
-    /// given (`"fdatasync"`, `"rename"`, ...), on a file whose name starts with `prefix`. Unlike
+    /// given (`"fdatasync"`, `"rename"`, ...), on a file whose name starts with `prefix` (or,
+    /// when it holds a `*`, starts with what is before it and ends with what is after it:
+    /// `"0*.wal.tmp"`). Unlike
     /// [`fail_nth`](Self::fail_nth) it does not depend on how many operations background
     /// threads performed before it.
     pub fn fail_matching(&self, class: OpClass, op: Option<&'static str>, prefix: &str, skip: u64, kind: FaultKind) {
@@ -587,6 +589,16 @@ impl FileSystem for FaultFs {
 
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.op(OpClass::Metadata, "lock", path, |inner, _| inner.lock(path))
+    }
+}
+
+/// Whether file name `name` matches `pattern`: a prefix, or `before*after`.
+fn name_matches(name: &str, pattern: &str) -> bool {
+    match pattern.split_once('*') {
+        Some((before, after)) => {
+            name.len() >= before.len() + after.len() && name.starts_with(before) && name.ends_with(after)
+        }
+        None => name.starts_with(pattern),
     }
 }
 

@@ -66,11 +66,15 @@ pub struct WalHeader {
     pub first_seq: Option<u64>,
 }
 
-/// The header record body for database `db_id`, whose first write will be `first_seq`.
-pub fn header_record(db_id: u64, first_seq: u64) -> Vec<u8> {
+/// The header record body for database `db_id`, whose first write will be `first_seq`
+/// (`None`: not known when the log is made — a spare log made ahead of its switch — and the
+/// 16-byte form is written; its first batch's sequence number says the same).
+pub fn header_record(db_id: u64, first_seq: Option<u64>) -> Vec<u8> {
     let mut b = HEADER_MAGIC.to_vec();
     b.extend_from_slice(&db_id.to_le_bytes());
-    b.extend_from_slice(&first_seq.to_le_bytes());
+    if let Some(s) = first_seq {
+        b.extend_from_slice(&s.to_le_bytes());
+    }
     b
 }
 

@@ -251,7 +251,7 @@ fn every_single_bit_flip_is_detected_or_cut_cleanly() {
 
 #[test]
 fn headers_with_and_without_the_first_sequence_number_parse() {
-    let new = super::header_record(0xfeed, 42);
+    let new = super::header_record(0xfeed, Some(42));
     assert_eq!(
         super::parse_header(&new),
         Some(super::WalHeader {

@@ -43,19 +43,39 @@ impl WalWriter {
     ///
     /// # Errors
     /// I/O errors; the caller must not use the log (at most the temporary file is left).
-    pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64, first_seq: u64) -> Result<Self> {
-        let tmp = crate::filename::temp(path);
-        let mut w = WalWriter::new(fs.create(&tmp)?, log_number);
-        w.first_seq = first_seq;
+    pub fn create(fs: &dyn FileSystem, path: &Path, log_number: u64, db_id: u64, first_seq: Option<u64>) -> Result<Self> {
+        let w = Self::create_unnamed(fs, path, log_number, db_id, first_seq)?;
+        fs.rename(&crate::filename::temp(path), path)?;
+        Ok(w)
+    }
+
+    /// [`create`](Self::create) without the rename: the log stays under the temporary name of
+    /// `path` (removed at the next open if never renamed) until its user renames it into place.
+    ///
+    /// # Errors
+    /// As `create`.
+    pub fn create_unnamed(
+        fs: &dyn FileSystem,
+        path: &Path,
+        log_number: u64,
+        db_id: u64,
+        first_seq: Option<u64>,
+    ) -> Result<Self> {
+        let mut w = WalWriter::new(fs.create(&crate::filename::temp(path))?, log_number);
+        w.first_seq = first_seq.unwrap_or(0);
         w.add_record(&super::header_record(db_id, first_seq))?;
         w.sync()?;
-        fs.rename(&tmp, path)?;
         Ok(w)
     }
 
     /// The sequence number of the log's first write (0 when unknown).
     pub fn first_seq(&self) -> u64 {
         self.first_seq
+    }
+
+    /// A spare log (made without a first sequence number) starts at `first_seq`.
+    pub fn set_first_seq(&mut self, first_seq: u64) {
+        self.first_seq = first_seq;
     }
 
     /// The log's number.
