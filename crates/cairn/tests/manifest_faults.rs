@@ -261,17 +261,6 @@ fn a_failed_manifest_rotation_deletes_nothing() {
     }
 }
 
-/// Waits (bounded) until the WAL thread has made its spare WAL (under its temporary name).
-fn wait_for_spare(fs: &FaultFs) {
-    for _ in 0..2000 {
-        if !files(fs, ".wal.tmp").is_empty() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-    panic!("no spare WAL after 10 s");
-}
-
 #[test]
 fn a_failed_wal_rotation_loses_nothing() {
     // A memtable switch renames the spare WAL the WAL thread made ahead into place; before the
@@ -303,7 +292,7 @@ fn a_failed_wal_rotation_loses_nothing() {
             let db = Db::open(DIR, options(&fs, mode)).unwrap();
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 1500, 0);
-            wait_for_spare(&fs);
+            db.wait_for_background().unwrap(); // the spare WAL is ready
             arm(&fs, fault);
             let e = db.flush_all().expect_err(&case);
             assert_poisoned(&db, &e, &case);
@@ -332,7 +321,7 @@ fn a_failed_spare_wal_loses_nothing() {
             let db = Db::open(DIR, options(&fs, mode)).unwrap();
             let mut model = BTreeMap::new();
             write(&db, &mut model, 0, 1500, 0);
-            wait_for_spare(&fs);
+            db.wait_for_background().unwrap(); // the spare WAL is ready
             arm(&fs, fault);
             // The flush takes the spare; the next one fails, before or after the flush ends.
             let _ = db.flush_all();

@@ -89,6 +89,7 @@ fn wal_loop(inner: Arc<DbInner>) {
                 let mut st = inner.state.lock();
                 if n > st.wal_number {
                     st.spare_wal = Some(w);
+                    inner.done_cv.notify_all();
                     continue;
                 }
                 // A switch came first and made its own log: this one must never follow it
@@ -179,7 +180,9 @@ pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     loop {
         inner.check_writable()?;
         let flush_due = st.flushing || st.mems.iter().any(|m| m.has_flush() || m.merge_waiting());
-        if !flush_due && st.running_compactions == 0 && !compact::work_pending(inner, &st) {
+        // The spare WAL counts too: a switch right after this finds it ready.
+        let spare_due = st.spare_wal.is_none();
+        if !flush_due && !spare_due && st.running_compactions == 0 && !compact::work_pending(inner, &st) {
             return Ok(());
         }
         inner.bg_cv.notify_all();

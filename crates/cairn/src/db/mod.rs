@@ -298,8 +298,9 @@ impl Db {
         }
     }
 
-    /// Waits until no flush or compaction is pending: after a bulk load, so that reads and
-    /// measurements start on a settled tree (RocksDB's `WaitForCompact`).
+    /// Waits until no flush or compaction is pending (and the next WAL is made): after a bulk
+    /// load, so that reads and measurements start on a settled tree (RocksDB's
+    /// `WaitForCompact`).
     pub fn wait_for_background(&self) -> Result<()> {
         background::wait_idle(self.inner())
     }
