@@ -144,7 +144,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
             if let Some(m) = actives.get(op.tree as usize) {
                 let before = m.approximate_bytes();
                 m.insert(op.key, s, op.kind, op.value, wal_number);
-                grown += m.approximate_bytes() - before;
+                grown += m.approximate_bytes().saturating_sub(before);
             }
             let bytes = (op.key.len() + op.value.len()) as u64;
             rates.record(op.tree as usize, bytes);
@@ -229,7 +229,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
         st.recent_writes.extend(view.trees.iter().map(|t| t.recent_write_bytes));
         let decision = decide(&limits, &view);
         if o.memory_component == MemoryComponent::Monolithic {
-            // Read before the view, under the state lock: a later change moves it.
+            // Under the state lock, as every install is: no change since the view was read.
             let epoch = inner.state_epoch.load(Ordering::Acquire);
             wal.room = headroom(&limits, &view).map(|left| Room { epoch, limits, left });
         }
