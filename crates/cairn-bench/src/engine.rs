@@ -156,6 +156,9 @@ pub struct EngineArgs {
     /// Key-range pieces of a large L0 → L1 compaction (default: each engine's own).
     #[arg(long)]
     pub subcompactions: Option<usize>,
+    /// The compaction threads' nice value, 0–19 (cairn only; our flag).
+    #[arg(long)]
+    pub compaction_nice: Option<usize>,
     /// L0 files at which writes are delayed (default: each engine's own).
     #[arg(long)]
     pub level0_slowdown_writes_trigger: Option<usize>,
@@ -579,6 +582,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     given!(
         max_background_compactions => "background.compaction_threads",
         subcompactions => "background.max_subcompactions",
+        compaction_nice => "background.compaction_nice",
         level0_slowdown_writes_trigger => "write_stalls.l0_slowdown_trigger",
         level0_stop_writes_trigger => "write_stalls.l0_stop_trigger",
         delayed_write_rate => "write_stalls.delayed_write_rate",

@@ -803,3 +803,54 @@ fn a_second_process_gets_a_locked_error() {
     let out = probe(&p);
     assert!(out.contains("PROBE-OTHER: Ok("), "second probe: {out}");
 }
+
+/// `background.compaction_nice` lowers the compaction threads' CPU priority (Linux: per thread)
+/// and leaves the flush thread's.
+#[cfg(target_os = "linux")]
+#[test]
+fn compaction_threads_run_at_the_nice_value_asked_for() {
+    // (name, nice) of this process's threads.
+    fn threads() -> Vec<(String, i64)> {
+        let mut v = Vec::new();
+        for e in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let (Ok(comm), Ok(stat)) = (
+                std::fs::read_to_string(e.path().join("comm")),
+                std::fs::read_to_string(e.path().join("stat")),
+            ) else {
+                continue; // the thread ended meanwhile
+            };
+            // Fields after the command name: state is field 3, nice field 19.
+            let rest = &stat[stat.rfind(')').unwrap() + 1..];
+            let nice = rest.split_whitespace().nth(16).unwrap().parse().unwrap();
+            v.push((comm.trim().to_string(), nice));
+        }
+        v
+    }
+    let mut o = small(Arc::new(MemFs::new()));
+    o.set("background.compaction_nice", "13").unwrap();
+    let db = Db::open("/n", o).unwrap();
+    // The threads set it as they start: wait for it (bounded).
+    let mut found = false;
+    for _ in 0..2000 {
+        if threads()
+            .iter()
+            .any(|(n, nice)| n.starts_with("cairn-compact") && *nice == 13)
+        {
+            found = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(found, "no compaction thread at nice 13: {:?}", threads());
+    assert!(
+        threads().iter().all(|(n, nice)| !(n == "cairn-flush" && *nice == 13)),
+        "a flush thread was lowered too"
+    );
+    drop(db);
+    let mut o = small(Arc::new(MemFs::new()));
+    o.set("background.compaction_nice", "20").unwrap();
+    match Db::open("/m", o) {
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "compaction_nice"),
+        other => panic!("nice 20: {other:?}"),
+    }
+}

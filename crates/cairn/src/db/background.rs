@@ -141,6 +141,15 @@ fn flush_loop(inner: Arc<DbInner>) {
 
 fn compaction_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
+    #[cfg(target_os = "linux")]
+    if inner.opts.compaction_nice > 0 {
+        // On Linux the nice value is per thread; subcompaction threads inherit it.
+        let nice = inner.opts.compaction_nice as libc::c_int;
+        // SAFETY: a system call on the calling thread, with no pointers.
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
+            tracing::warn!(nice, error = %std::io::Error::last_os_error(), "could not lower the compaction thread's priority");
+        }
+    }
     while let Some(job) = wait_for_work(
         &inner,
         |st| {

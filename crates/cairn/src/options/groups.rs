@@ -298,6 +298,8 @@ pub struct BackgroundOptions {
     pub compaction_threads: usize,
     /// Pieces a large L0 → L1 compaction is split into (`background.max_subcompactions`).
     pub max_subcompactions: usize,
+    /// The compaction threads' nice value (`background.compaction_nice`).
+    pub compaction_nice: usize,
 }
 
 /// When writes slow down and stop (`write_stalls.*`).
@@ -505,6 +507,7 @@ plain_groups! {
     BackgroundOptions {
         compaction_threads: compaction_threads,
         max_subcompactions: max_subcompactions,
+        compaction_nice: compaction_nice,
     }
     WriteStallOptions {
         l0_slowdown_trigger: l0_slowdown_trigger,

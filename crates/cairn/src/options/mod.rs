@@ -457,6 +457,11 @@ options! {
         /// `background.max_subcompactions`).
         pub max_subcompactions: usize = default_threads()
             => "background.max_subcompactions", Count, within(1.0, 64.0), Open, Always;
+        /// How far below the writers' and readers' CPU priority the compaction threads run:
+        /// their nice value, from 0 (the same; the default, as RocksDB's) to 19 (they take the
+        /// cores the foreground leaves; flushes keep the normal priority). Linux only.
+        pub compaction_nice: usize = 0
+            => "background.compaction_nice", Count, within(0.0, 19.0), Open, Always;
 
         /// L0 files at which writes are delayed (default 8, twice the compaction trigger;
         /// RocksDB's 20 lets a fast load leave a deep L0 that the reads after it pay for).
@@ -615,6 +620,15 @@ impl Settings {
     /// other consistent. The error names the option (the one the caller changed, where several
     /// are involved), shows the values and, for an enum, its valid choices.
     pub(crate) fn validate(&self) -> Result<()> {
+        if self.compaction_nice != 0 && !cfg!(target_os = "linux") {
+            return Err(invalid(
+                "compaction_nice",
+                format!(
+                    "{} asks for a thread's own CPU priority, which cairn sets on Linux only; use 0 here",
+                    self.compaction_nice
+                ),
+            ));
+        }
         self.clone().sizing().check()
     }
 
