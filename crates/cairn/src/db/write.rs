@@ -231,7 +231,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
         if o.memory_component == MemoryComponent::Monolithic {
             // Under the state lock, as every install is: no change since the view was read.
             let epoch = inner.state_epoch.load(Ordering::Acquire);
-            wal.room = headroom(&limits, &view).map(|left| Room { epoch, limits, left });
+            wal.room = headroom(&limits, &view, &decision).map(|left| Room { epoch, limits, left });
         }
         if wal.delay != decision.delay {
             inner.counters.set_delayed_rate(decision.delay.map(|d| d.rate));

@@ -292,10 +292,10 @@ impl Headroom {
     }
 }
 
-/// The [`Headroom`] of `view`: `None` unless `decide` proceeds now without a switch or a
-/// delay, and for partitioned components (their merges add memory in the background).
-pub fn headroom(limits: &WriteLimits, view: &WriteView) -> Option<Headroom> {
-    let d = decide(limits, view);
+/// The [`Headroom`] of `view`, given `d`, what [`decide`] made of it: `None` unless that is to
+/// proceed without a switch or a delay, and for partitioned components (their merges add
+/// memory in the background).
+pub fn headroom(limits: &WriteLimits, view: &WriteView, d: &Decision) -> Option<Headroom> {
     let plain = matches!(&d.action, WriteAction::Proceed { switch, .. } if switch.is_empty());
     if !plain || d.delay.is_some() || view.trees.iter().any(|t| t.retained_bytes > 0) {
         return None;
@@ -322,9 +322,8 @@ pub fn headroom(limits: &WriteLimits, view: &WriteView) -> Option<Headroom> {
     // with empty memtables, becomes) the current WAL, it trips only with no flush on its way,
     // which writes cannot change.
     let oldest = view.trees.iter().filter_map(|t| t.active_oldest_wal).min();
-    let no_immutable = imm == 0;
     let from = oldest.unwrap_or(view.current_wal);
-    let log = if from == view.current_wal && !no_immutable {
+    let log = if from == view.current_wal && imm > 0 {
         u64::MAX
     } else {
         let staying: u64 = view.wals.iter().filter(|&&(n, _)| n >= from).map(|&(_, b)| b).sum();
@@ -484,7 +483,7 @@ mod tests {
                     None => action,
                 }
             }
-            "headroom" => match headroom(&limits(c), &view(c)) {
+            "headroom" => match headroom(&limits(c), &view(c), &decide(&limits(c), &view(c))) {
                 Some(h) => format!("memory {}, log {}", h.memory, h.log),
                 None => "none".into(),
             },
@@ -532,7 +531,7 @@ mod tests {
                 current_wal: 5,
                 ..WriteView::default()
             };
-            if let Some(h) = headroom(&limits, &view) {
+            if let Some(h) = headroom(&limits, &view, &decide(&limits, &view)) {
                 // Spend less than the headroom, split by `shares` over the trees.
                 let grow = ((h.memory - 1) as f64 * spend) as usize;
                 let log = ((h.log.min(1 << 40) - 1) as f64 * spend) as u64;
