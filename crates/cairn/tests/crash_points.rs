@@ -333,6 +333,26 @@ fn wait_for_a_spare(fs: &dyn FileSystem, above: u64) -> u64 {
     panic!("no spare WAL above {above} after 10 s: {:?}", wal_numbers(fs));
 }
 
+/// Cuts the power with the flush still held back, lets the flush go, and drops the database
+/// (the file system is back up for the next open).
+fn power_cut(fault: &FaultFs, fs: &Gated, db: Db) {
+    fault.crash(CrashMode::DropUnsynced).unwrap();
+    fs.set(false);
+    drop(db);
+    fault.restart();
+}
+
+/// What a reopened `db` holds of `key(0)..key(written)` is a prefix, and all of it (and the
+/// synced marker) when a synced write followed them.
+fn assert_prefix(db: &Db, written: u32, synced_write: bool) {
+    let found: Vec<u32> = (0..written).filter(|&i| db.get(key(i)).unwrap().is_some()).collect();
+    assert_eq!(found, (0..found.len() as u32).collect::<Vec<_>>(), "not a prefix");
+    if synced_write {
+        assert_eq!(found.len() as u32, written, "writes before a synced write were lost");
+        assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"yes"[..]));
+    }
+}
+
 fn put_synced(db: &Db, k: &[u8], v: &[u8]) {
     let mut b = WriteBatch::new();
     b.put(k, v);
@@ -366,18 +386,9 @@ fn a_switch_leaves_the_old_wal_to_the_flush_or_the_next_synced_write() {
                 "a synced write left an older WAL unsynced"
             );
         }
-        // Power cut with the flush still held back.
-        fault.crash(CrashMode::DropUnsynced).unwrap();
-        fs.set(false);
-        drop(db);
-        fault.restart();
+        power_cut(&fault, &fs, db);
         let db = Db::open("/db", o).unwrap();
-        let found: Vec<u32> = (0..written).filter(|&i| db.get(key(i)).unwrap().is_some()).collect();
-        assert_eq!(found, (0..found.len() as u32).collect::<Vec<_>>(), "not a prefix");
-        if synced_write {
-            assert_eq!(found.len() as u32, written, "writes before a synced write were lost");
-            assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"yes"[..]));
-        }
+        assert_prefix(&db, written, synced_write);
         // The flush, once let through, syncs closed WALs before its tables count.
         db.put(b"x", b"y").unwrap();
         db.flush_all().unwrap();
@@ -445,19 +456,11 @@ fn a_switch_renames_the_spare_and_a_synced_write_makes_its_name_durable() {
         if synced_write {
             put_synced(&db, b"synced", b"yes");
         }
-        fault.crash(CrashMode::DropUnsynced).unwrap();
-        fs.set(false);
-        drop(db);
-        fault.restart();
+        power_cut(&fault, &fs, db);
         let (named, _) = wal_numbers(&*fs);
         assert_eq!(named.contains(&new), synced_write, "{named:?}");
         let db = Db::open("/db", o).unwrap();
-        let found: Vec<u32> = (0..written).filter(|&i| db.get(key(i)).unwrap().is_some()).collect();
-        assert_eq!(found, (0..found.len() as u32).collect::<Vec<_>>(), "not a prefix");
-        if synced_write {
-            assert_eq!(found.len() as u32, written, "writes before a synced write were lost");
-            assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"yes"[..]));
-        }
+        assert_prefix(&db, written, synced_write);
         // The open removed the unused spare (a temporary file) and made its own.
         assert!(wal_numbers(&*fs).1.iter().all(|&n| n > new), "{:?}", wal_numbers(&*fs));
         drop(db);
@@ -489,10 +492,7 @@ fn a_late_spare_wal_is_never_used() {
     // The new spare, or a newer log the switch made while the spare's header was being synced.
     assert!(wal_numbers(&*fs).0.last() >= Some(&spare), "{wals:?}");
     put_synced(&db, &key(0), b"newest");
-    fault.crash(CrashMode::DropUnsynced).unwrap();
-    fs.set(false);
-    drop(db);
-    fault.restart();
+    power_cut(&fault, &fs, db);
     let db = Db::open("/db", o).unwrap();
     assert_eq!(db.get(key(0)).unwrap().as_deref(), Some(&b"newest"[..]));
     for i in 1..next {

@@ -261,6 +261,18 @@ fn a_failed_manifest_rotation_deletes_nothing() {
     }
 }
 
+/// A database with 1,500 acknowledged writes (in `model`), its background work done (the
+/// spare WAL ready), and `fault` armed.
+fn armed_after_writes(mode: RecoveryMode, seed: u64, fault: Fault) -> (FaultFs, Db, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let fs = FaultFs::new(Arc::new(MemFs::new()), seed);
+    let db = Db::open(DIR, options(&fs, mode)).unwrap();
+    let mut model = BTreeMap::new();
+    write(&db, &mut model, 0, 1500, 0);
+    db.wait_for_background().unwrap();
+    arm(&fs, fault);
+    (fs, db, model)
+}
+
 #[test]
 fn a_failed_wal_rotation_loses_nothing() {
     // A memtable switch renames the spare WAL the WAL thread made ahead into place; before the
@@ -288,12 +300,7 @@ fn a_failed_wal_rotation_loses_nothing() {
     for mode in [RecoveryMode::PointInTime, RecoveryMode::AbsoluteConsistency] {
         for fault in steps {
             let case = format!("WAL rotation, {fault:?}, {mode:?}");
-            let fs = FaultFs::new(Arc::new(MemFs::new()), 4);
-            let db = Db::open(DIR, options(&fs, mode)).unwrap();
-            let mut model = BTreeMap::new();
-            write(&db, &mut model, 0, 1500, 0);
-            db.wait_for_background().unwrap(); // the spare WAL is ready
-            arm(&fs, fault);
+            let (fs, db, model) = armed_after_writes(mode, 4, fault);
             let e = db.flush_all().expect_err(&case);
             assert_poisoned(&db, &e, &case);
             injected_op(&fs, &case);
@@ -317,12 +324,7 @@ fn a_failed_spare_wal_loses_nothing() {
     for mode in [RecoveryMode::PointInTime, RecoveryMode::AbsoluteConsistency] {
         for fault in steps {
             let case = format!("spare WAL, {fault:?}, {mode:?}");
-            let fs = FaultFs::new(Arc::new(MemFs::new()), 5);
-            let db = Db::open(DIR, options(&fs, mode)).unwrap();
-            let mut model = BTreeMap::new();
-            write(&db, &mut model, 0, 1500, 0);
-            db.wait_for_background().unwrap(); // the spare WAL is ready
-            arm(&fs, fault);
+            let (fs, db, mut model) = armed_after_writes(mode, 5, fault);
             // The flush takes the spare; the next one fails, before or after the flush ends.
             let _ = db.flush_all();
             let mut poisoned = false;
