@@ -168,9 +168,12 @@ pub struct EngineArgs {
     /// The rate delayed writes start at, bytes per second (cairn only; default: its own).
     #[arg(long)]
     pub delayed_write_rate: Option<u64>,
-    /// Range-filter (Rosetta) bits per key (cairn only; 0: none).
+    /// Range-filter bits per key (cairn only; 0: none).
     #[arg(long, default_value_t = 0.0)]
     pub range_filter_bits_per_key: f64,
+    /// Range-filter kind: rosetta | grafite (cairn only; default its own).
+    #[arg(long)]
+    pub range_filter_kind: Option<String>,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -589,6 +592,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         merlin_window => "filters.merlin_window",
         segment_size => "filters.segment_size",
         filter_unit_format => "filters.unit_format",
+        range_filter_kind => "range_filter.kind",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",
         elastic_unit_bpk => "filters.elastic_unit_bits_per_key",

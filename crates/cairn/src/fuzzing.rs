@@ -3,6 +3,8 @@
 //! panic, hang or allocate from an unchecked length; errors are the expected outcome.
 
 use crate::env::{write_all_synced, FileSystem, MemFs};
+use crate::filter::grafite::GrafiteFilter;
+use crate::filter::range::RangeFilter;
 use crate::filter::rosetta::{ProbeLimits, RosettaFilter};
 use crate::format::ikey::{split, KeyOrder, LookupKey, MAX_SEQNO};
 use crate::iter::InternalIterator;
@@ -88,8 +90,10 @@ pub fn table(data: &[u8]) {
     for k in probes {
         let _ = t.lookup(&LookupKey::new(&k, MAX_SEQNO), UnitSelection::All);
     }
-    if let Ok(Some(f)) = t.range_filter() {
-        query_range_filter(f, data);
+    match t.range_filter() {
+        Ok(Some(RangeFilter::Rosetta(f))) => query_range_filter(f, data),
+        Ok(Some(RangeFilter::Grafite(f))) => query_grafite(f, data),
+        _ => {}
     }
 }
 
@@ -127,15 +131,44 @@ pub fn range_filter(data: &[u8]) {
     }
 }
 
-fn query_range_filter(f: &RosettaFilter, data: &[u8]) {
-    let word = |i: usize| {
-        let mut b = [0u8; 8];
-        for (j, x) in data.iter().skip(i).take(8).enumerate() {
-            b[j] = *x;
+/// A Grafite block: decode, then query ranges taken from the input and fixed ones; a range
+/// that holds a smaller one that may hold a key may hold one too.
+pub fn grafite(data: &[u8]) {
+    if let Ok(f) = GrafiteFilter::decode(data) {
+        query_grafite(&f, data);
+    }
+}
+
+fn query_grafite(f: &GrafiteFilter, data: &[u8]) {
+    let (x, w) = (input_word(data, 0), input_word(data, 8) >> (input_word(data, 16) % 64));
+    for (a, b) in [
+        (x, x.saturating_add(w)),
+        (0, u64::MAX),
+        (x, x),
+        (u64::MAX - 3, u64::MAX),
+    ] {
+        if f.may_contain_range(a, a) || f.may_contain_range(b, b) {
+            assert!(
+                f.may_contain_range(a, b),
+                "a range says empty where its end may hold a key"
+            );
         }
-        u64::from_le_bytes(b)
-    };
-    let (x, w) = (word(0), word(8) >> (word(16) % 64));
+        let _ = f.may_contain_projection(a);
+    }
+    let _ = (f.keys(), f.universe(), f.key_offset(), f.memory(), f.bits_per_key());
+}
+
+/// The little-endian word at byte `i` of the input, zero-padded.
+fn input_word(data: &[u8], i: usize) -> u64 {
+    let mut b = [0u8; 8];
+    for (j, x) in data.iter().skip(i).take(8).enumerate() {
+        b[j] = *x;
+    }
+    u64::from_le_bytes(b)
+}
+
+fn query_range_filter(f: &RosettaFilter, data: &[u8]) {
+    let (x, w) = (input_word(data, 0), input_word(data, 8) >> (input_word(data, 16) % 64));
     let limits = ProbeLimits::default();
     for (a, b) in [
         (x, x.saturating_add(w)),

@@ -103,8 +103,8 @@ pub use merge::MergeOperator;
 pub use options::{
     BackgroundOptions, BpkPolicy, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions,
     FilterOptions, FilterPolicy, FixedMemory, FlushPolicy, LevelTargets, Limits, Memory, MemoryComponent,
-    MemtableOptions, MergePolicyKind, Options, RangeFilterOptions, TableFormat, Tuner, UnitFormat, WalOptions,
-    WriteOptions, WriteStallOptions, DEFAULT_BUDGET, MIN_BUDGET,
+    MemtableOptions, MergePolicyKind, Options, RangeFilterKind, RangeFilterOptions, TableFormat, Tuner, UnitFormat,
+    WalOptions, WriteOptions, WriteStallOptions, DEFAULT_BUDGET, MIN_BUDGET,
 };
 pub use sst::Compression;
 /// The statistics types where they were before `cairn::stats`, for programs that name them

@@ -11,6 +11,7 @@
 )]
 
 use cairn::env::{read_all, FileSystem, MemFs};
+use cairn::filter::grafite::GrafiteBuilder;
 use cairn::filter::rosetta::RosettaBuilder;
 use cairn::format::ikey::{InternalKey, ValueKind};
 use cairn::fuzzing;
@@ -22,11 +23,12 @@ use std::sync::Arc;
 
 type Target = fn(&[u8]);
 
-fn targets() -> [(&'static str, Target); 7] {
+fn targets() -> [(&'static str, Target); 8] {
     [
         ("range_del", fuzzing::range_del),
         ("block", fuzzing::block),
         ("range_filter", fuzzing::range_filter),
+        ("grafite", fuzzing::grafite),
         ("table", fuzzing::table),
         ("wal", fuzzing::wal),
         ("manifest", fuzzing::manifest),
@@ -123,6 +125,14 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
             r.add_key(&(i * 37).to_be_bytes());
         }
         out.entry("range_filter").or_default().push(r.finish(3, |_| plan));
+    }
+    // Grafite filters: one with several low bits per hash, one with none (r < 2m).
+    for bpk in [12.0, 2.6] {
+        let mut g = GrafiteBuilder::new(0);
+        for i in 0..200u64 {
+            g.add_key(&(i * i * 977).to_be_bytes());
+        }
+        out.entry("grafite").or_default().push(g.finish(5, bpk));
     }
     out
 }

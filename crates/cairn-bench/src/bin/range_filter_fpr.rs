@@ -12,7 +12,7 @@
 //! ```
 
 use cairn::env::MemFs;
-use cairn::{Db, Options};
+use cairn::{Db, Options, RangeFilterKind};
 use clap::Parser;
 use plotters::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -54,10 +54,19 @@ struct Args {
     /// Per-file range-filter bits by empty range reads (`range_filter_by_workload`).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     by_workload: bool,
+    /// Range-filter kinds measured (`range_filter.kind`).
+    #[arg(long, value_delimiter = ',', default_value = "rosetta")]
+    kinds: Vec<String>,
+    /// Keys: `stride` (i × key_stride: dense, each table's keys close together) or `random`
+    /// (64-bit hashes of i: spread over the whole projection space, the queries right after a
+    /// key, where a heuristic filter's prefixes are shared).
+    #[arg(long, default_value = "stride")]
+    keys: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
 struct Row {
+    kind: String,
     range: u64,
     bpk: f64,
     layout: String,
@@ -85,6 +94,19 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(2)
 }
 
+/// Key `i` of the load.
+fn key_value(a: &Args, i: u64) -> u64 {
+    if a.keys == "random" {
+        // splitmix64's finalizer: distinct for distinct i, spread over all 64 bits.
+        let mut z = i.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    } else {
+        i * a.key_stride
+    }
+}
+
 /// Empty queries `[lo, lo + r)` strictly inside gaps: (probes, false positives, µs per query).
 fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
     let total = |db: &Db, f: fn(&cairn::LevelStats) -> u64| -> u64 { db.stats().trees[0].levels.iter().map(f).sum() };
@@ -93,8 +115,9 @@ fn measure(db: &Db, a: &Args, r: u64, seed: u64) -> (u64, u64, f64) {
     let t0 = std::time::Instant::now();
     let hot = ((a.num as f64 * a.hot_share) as u64).clamp(1, a.num);
     for _ in 0..a.queries {
-        let k = rng.gen_range(0..hot) * a.key_stride;
-        let lo = k + 1 + rng.gen_range(0..a.key_stride - r - 1);
+        let k = key_value(a, rng.gen_range(0..hot));
+        // Random keys lie ~2^64 / num apart: the stride's offsets stay inside the gap.
+        let lo = k.saturating_add(1 + rng.gen_range(0..a.key_stride - r - 1));
         if db.range(key(lo)..key(lo + r)).next().is_some() {
             fail(format!("range [{lo}, {}) is not empty", lo + r));
         }
@@ -132,59 +155,28 @@ fn main() {
     if a.range_sizes.iter().any(|&r| a.key_stride < r + 2) {
         fail("--key_stride must exceed every range size by 2");
     }
+    if a.keys != "stride" && a.keys != "random" {
+        fail("--keys is stride or random");
+    }
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let mut rows = Vec::new();
-    for &r in &a.range_sizes {
-        for &bpk in &a.bpk {
-            let fs = MemFs::new();
-            let opts = {
-                let mut o = Options {
-                    fs: Arc::new(fs),
-                    ..Options::default()
-                };
-                o.range_filter.bits_per_key = bpk;
-                o.range_filter.probe_budget = a.probe_budget;
-                o.range_filter.by_workload = a.by_workload;
-                o.filters.bits_per_key = 10.0;
-                o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(256 << 20);
-                // Tables of ~2 MiB (≈ 70K keys): per-file allocation has files to choose between.
-                o.compaction.target_file_size = 2 << 20;
-                o
-            };
-            let db = Db::open("/fpr", opts).unwrap_or_else(|e| fail(e));
-            for i in 0..a.num {
-                db.put(key(i * a.key_stride), b"v").unwrap_or_else(|e| fail(e));
-            }
-            db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
-            for (layout, seed) in [("default (single level)", 1), ("from sampled sizes", 2)] {
-                if seed == 2 {
-                    // The first measurement sampled the sizes: rewrite every table with them.
-                    db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
-                }
-                let (probes, fps, us) = measure(&db, &a, r, seed);
-                let row = Row {
-                    range: r,
-                    bpk,
-                    layout: layout.to_string(),
-                    probes,
-                    false_positives: fps,
-                    fpr: (probes > 0).then(|| fps as f64 / probes as f64),
-                    levels: levels(&db),
-                    micros_per_query: us,
-                };
-                println!(
-                    "R={r} bpk={bpk} {layout}: FPR {} ({fps}/{probes}), {us:.2} µs/query, levels {}",
-                    fmt_fpr(row.fpr),
-                    row.levels
-                );
-                rows.push(row);
+    for kind in &a.kinds {
+        for &r in &a.range_sizes {
+            for &bpk in &a.bpk {
+                rows.extend(cell(&a, kind, r, bpk));
             }
         }
     }
     let mut md = format!(
-        "{} keys on a stride of {}, {} empty range queries per cell over the first {} of the keys, probe budget {}, range-filter bits per file by workload: {}, 10-bit point filters besides\n\n\
+        "{} keys ({}), {} empty range queries per cell over the first {} of the keys, offsets within {} values of a key, Rosetta's probe budget {}, range-filter bits per file by workload: {}, 10-bit point filters besides\n\n\
          | R | bits/key | layout | range-filter levels (height: bits/prefix) | FPR | Grafite bound R/2^(B−2) | µs/query |\n|---:|---:|---|---|---:|---:|---:|\n",
-        a.num, a.key_stride, a.queries, a.hot_share, a.probe_budget, a.by_workload
+        a.num,
+        if a.keys == "random" { "random 64-bit" } else { "on a stride" },
+        a.queries,
+        a.hot_share,
+        a.key_stride,
+        a.probe_budget,
+        a.by_workload
     );
     for row in &rows {
         md.push_str(&format!(
@@ -203,6 +195,65 @@ fn main() {
         eprintln!("range_filter_fpr: chart not drawn: {e}");
     }
     print!("\n{md}");
+}
+
+/// One kind, range size and bits per key: load, compact, measure (Rosetta twice: its default
+/// layout, then the one the sampled sizes call for).
+fn cell(a: &Args, kind: &str, r: u64, bpk: f64) -> Vec<Row> {
+    let fs = MemFs::new();
+    let opts = {
+        let mut o = Options {
+            fs: Arc::new(fs),
+            ..Options::default()
+        };
+        o.range_filter.bits_per_key = bpk;
+        o.range_filter.kind = RangeFilterKind::parse(kind).unwrap_or_else(|| fail(format!("unknown kind {kind}")));
+        if o.range_filter.kind == RangeFilterKind::Rosetta {
+            o.range_filter.probe_budget = a.probe_budget;
+        }
+        o.range_filter.by_workload = a.by_workload;
+        o.filters.bits_per_key = 10.0;
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(256 << 20);
+        // Tables of ~2 MiB (≈ 70K keys): per-file allocation has files to choose between.
+        o.compaction.target_file_size = 2 << 20;
+        o
+    };
+    let db = Db::open("/fpr", opts).unwrap_or_else(|e| fail(e));
+    for i in 0..a.num {
+        db.put(key(key_value(a, i)), b"v").unwrap_or_else(|e| fail(e));
+    }
+    db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
+    let layouts: &[(&str, u64)] = if kind == "rosetta" {
+        &[("default (single level)", 1), ("from sampled sizes", 2)]
+    } else {
+        &[("grafite", 1)]
+    };
+    let mut rows = Vec::new();
+    for &(layout, seed) in layouts {
+        if seed == 2 {
+            // The first measurement sampled the sizes: rewrite every table with them.
+            db.compact_range::<&[u8], _>(..).unwrap_or_else(|e| fail(e));
+        }
+        let (probes, fps, us) = measure(&db, a, r, seed);
+        let row = Row {
+            kind: kind.to_string(),
+            range: r,
+            bpk,
+            layout: layout.to_string(),
+            probes,
+            false_positives: fps,
+            fpr: (probes > 0).then(|| fps as f64 / probes as f64),
+            levels: levels(&db),
+            micros_per_query: us,
+        };
+        println!(
+            "{kind} R={r} bpk={bpk} {layout}: FPR {} ({fps}/{probes}), {us:.2} µs/query, levels {}",
+            fmt_fpr(row.fpr),
+            row.levels
+        );
+        rows.push(row);
+    }
+    rows
 }
 
 fn chart(a: &Args, rows: &[Row]) -> Result<(), String> {
@@ -228,13 +279,15 @@ fn chart(a: &Args, rows: &[Row]) -> Result<(), String> {
     type Series = (String, Vec<(f64, f64)>, bool);
     let mut series: Vec<Series> = Vec::new();
     for &r in &a.range_sizes {
-        for layout in ["default (single level)", "from sampled sizes"] {
-            let pts = rows
+        for layout in ["default (single level)", "from sampled sizes", "grafite"] {
+            let pts: Vec<_> = rows
                 .iter()
                 .filter(|x| x.range == r && x.layout == layout)
                 .filter_map(|x| Some((x.bpk, x.fpr?.max(floor))))
                 .collect();
-            series.push((format!("R = {r}, {layout}"), pts, false));
+            if !pts.is_empty() {
+                series.push((format!("R = {r}, {layout}"), pts, false));
+            }
         }
         let bound = a
             .bpk

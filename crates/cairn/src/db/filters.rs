@@ -12,7 +12,7 @@ use crate::options::Settings;
 use crate::sst::{RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
-use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile, LN2_SQ};
+use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile};
 use crate::tuning::rosetta::SIZE_BUCKETS;
 use crate::version::{FileMeta, TreeVersion};
 use parking_lot::Mutex;
@@ -62,6 +62,8 @@ pub(super) struct OutputDecider {
     last_seed: Mutex<Option<(u64, Seed)>>,
     /// The units' false-positive decay per bit per key (their layout's).
     decay: f64,
+    /// The range-filter kind's decay (`RangeFilterKind::decay`).
+    range_decay: f64,
 }
 
 impl OutputDecider {
@@ -138,7 +140,7 @@ impl DecideFilters for OutputDecider {
     /// inherits. The solver runs over the tree as the job will leave it — the kept files, and
     /// the job's inputs standing in for its outputs (a job that rewrites a whole level writes
     /// outputs none of which exists yet) — and the output takes its bits from the optimum's
-    /// multiplier C: `bpk = −(ln(n/z) + C)/(ln 2)²`. Before any empty range read has been
+    /// multiplier C: `bpk = −(ln(n/z) + C)/β`, β the kind's decay (`RangeFilterKind::decay`). Before any empty range read has been
     /// counted, no file gets any: range filters cost nothing where range reads do not happen.
     fn range_bits_per_key(&self, t: &TableOutput<'_>) -> f64 {
         let avg = self.range_bpk.unwrap_or(0.0);
@@ -161,14 +163,15 @@ impl DecideFilters for OutputDecider {
                 empty: f.range_empty,
             })
             .collect();
-        // Rosetta's levels are standard Bloom filters.
-        let Some(c) = sort_and_search(&population, avg, 1.0, LN2_SQ).c else {
+        // Rosetta's levels are standard Bloom filters; Grafite's rate halves per bit.
+        let decay = self.range_decay;
+        let Some(c) = sort_and_search(&population, avg, 1.0, decay).c else {
             return 0.0; // no empty range read counted yet
         };
         if seed.range_empty <= 0.0 || t.keys == 0 {
             return 0.0;
         }
-        let bpk = -((t.keys as f64 / seed.range_empty).ln() + c) / LN2_SQ;
+        let bpk = -((t.keys as f64 / seed.range_empty).ln() + c) / decay;
         // The solver's rounding: under half a bit is no filter, under one bit is one.
         if bpk < 0.5 {
             0.0
@@ -200,6 +203,7 @@ fn with_filter(
         filter_decider: decider,
         range_filter: (opts.range_filter_bits_per_key > 0.0).then_some(RangeFilterOptions {
             bits_per_key: opts.range_filter_bits_per_key,
+            kind: opts.range_filter_kind,
             decider: range,
             key_offset: opts.range_filter_key_offset,
             sizes,
@@ -276,6 +280,7 @@ impl DbInner {
             range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
             last_seed: Mutex::new(None),
             decay: self.opts.filter_unit_format.decay(),
+            range_decay: self.opts.range_filter_kind.decay(),
         });
         let (filter, point): (_, Option<Arc<dyn DecideFilters>>) = match point_fixed {
             Some(fixed) => (fixed, None),
@@ -333,6 +338,7 @@ pub(super) fn recovery_table_options(
         range_bpk: None,
         last_seed: Mutex::new(None),
         decay: opts.filter_unit_format.decay(),
+        range_decay: opts.range_filter_kind.decay(),
     };
     with_filter(
         opts,

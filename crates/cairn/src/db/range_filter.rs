@@ -1,18 +1,21 @@
-//! The range filter on the read path (docs/design.md §2, range filter): before a bounded range read opens a
-//! table's index, the table's Rosetta filter is asked whether any key lies within the bounds.
-//! "Empty" skips the table; "maybe" narrows it at the end the read moves toward, so the data
-//! block past its last possible key is not read (a [`BlockWindow`]). Each file counts the range reads that
-//! asked it and those it held no key for (its filter said so, or the read returned nothing):
-//! what its share of the range-filter budget is sized by when it is rewritten.
+//! The range filter on the read path (docs/design.md §2, range filter): before a bounded range
+//! read opens a table's index, the table's range filter is asked whether any key lies within
+//! the bounds. "Empty" skips the table; a Rosetta filter's "maybe" narrows it at the end the
+//! read moves toward, so the data block past its last possible key is not read (a
+//! [`BlockWindow`]); a Grafite filter's "maybe" reads the table as it is. Each file counts the
+//! range reads that asked it and those it held no key for (its filter said so, or the read
+//! returned nothing): what its share of the range-filter budget is sized by when it is
+//! rewritten.
 //!
-//! The filter is consulted only when both bounds are given and share the filter's key offset
-//! (the projection is monotone only among keys sharing those bytes), and only when the range
-//! is short enough for the probe budget to settle it: at most `budget × 2^top` projection values
-//! where `top` is the filter's highest stored height (the **cost rule**; past it every probe
-//! would end in "maybe" and only cost time).
+//! A filter is consulted only when both bounds are given and share the filter's key offset
+//! (the projection is monotone only among keys sharing those bytes); a Rosetta filter only
+//! when the range is short enough for its probe budget to settle it: at most `budget × 2^top`
+//! projection values where `top` is the filter's highest stored height (the **cost rule**; past
+//! it every probe would end in "maybe" and only cost time).
 
 use super::inner::SuperVersion;
 use crate::error::Result;
+use crate::filter::range::RangeFilter;
 use crate::filter::rosetta::{
     is_smallest_of_projection, project, smallest_key_of, ProbeCounts, ProbeLimits, RosettaFilter,
 };
@@ -152,6 +155,24 @@ fn access(
         None => return unknown(TableAccess::Read),
         Some(None) => return Ok(TableAccess::Skip),
         Some(Some(p)) => p,
+    };
+    let filter = match filter {
+        RangeFilter::Rosetta(f) => f,
+        // One successor search whatever the range's length: no cost rule, no window.
+        RangeFilter::Grafite(g) => {
+            let empty = !g.may_contain_range(a, b);
+            counters.record_range_probe(s, level, empty);
+            if empty {
+                if let Some(f) = file {
+                    f.record_range_probe(s, true);
+                }
+                return Ok(TableAccess::Skip);
+            }
+            if let Some(n) = log.per_level.get(level) {
+                n.fetch_add(1, Relaxed);
+            }
+            return unknown(TableAccess::Read);
+        }
     };
     if !within_cost(filter, a, b, limits) {
         return unknown(TableAccess::Read);

@@ -216,7 +216,8 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
     );
     let range_header = if inner.opts.range_filter_bits_per_key > 0.0 {
         format!(
-            "{} bits per key on average{}, key offset {}",
+            "{} at {} bits per key on average{}, key offset {}",
+            inner.opts.range_filter_kind.name(),
             inner.opts.range_filter_bits_per_key,
             if inner.opts.range_filter_by_workload {
                 " by workload"
@@ -254,12 +255,7 @@ fn range_trees(inner: &Arc<DbInner>, stats: &DbStats) -> Vec<report::RangeTree> 
                     .map_err(crate::sst::clone_error)
                     .and_then(|r| r.range_filter())
                 {
-                    Ok(Some(rf)) if !rf.levels().is_empty() => rf
-                        .levels()
-                        .iter()
-                        .map(|l| format!("h{}: {:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    Ok(Some(rf)) => rf.describe(),
                     Ok(_) => "none".into(),
                     Err(e) => format!("unreadable: {e}"),
                 };

@@ -4,7 +4,9 @@
 
 pub mod bloom;
 pub mod decision;
+pub mod grafite;
 pub mod loaded;
+pub mod range;
 pub mod rosetta;
 
 pub use bloom::{key_hash, BloomFilter};

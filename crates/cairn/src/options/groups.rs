@@ -262,6 +262,8 @@ pub struct RangeFilterOptions {
     /// Bits per key on average over a tree's tables; 0: no range filter
     /// (`range_filter.bits_per_key`).
     pub bits_per_key: f64,
+    /// Rosetta or Grafite, for new tables (`range_filter.kind`).
+    pub kind: super::RangeFilterKind,
     /// Bits by the empty range reads each table's data received (`range_filter.by_workload`).
     pub by_workload: bool,
     /// Key bytes skipped before the 8-byte projection (`range_filter.key_offset`).
@@ -490,6 +492,7 @@ plain_groups! {
     }
     RangeFilterOptions {
         bits_per_key: range_filter_bits_per_key,
+        kind: range_filter_kind,
         by_workload: range_filter_by_workload,
         key_offset: range_filter_key_offset,
         max_depth: range_filter_max_depth,

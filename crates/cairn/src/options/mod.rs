@@ -116,6 +116,32 @@ impl UnitFormat {
     }
 }
 
+/// The kind of range filter new tables get (`range_filter.kind`; the metaindex records each
+/// table's, so both are read whatever the setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RangeFilterKind {
+    /// Rosetta: prefix Bloom filters per height, probed over a range's dyadic intervals; can
+    /// narrow a read to the data blocks that may hold the range's keys. The default.
+    #[default]
+    Rosetta,
+    /// Grafite: one hash and one Elias–Fano successor search per range whatever its length,
+    /// false-positive rate at most ℓ / 2^(bits_per_key − 2) for ℓ projection values, whatever
+    /// the keys and queries (`docs/format/sst.md`, range filter).
+    Grafite,
+}
+
+impl RangeFilterKind {
+    /// How fast the kind's false-positive rate falls per bit per key (the by-workload
+    /// allocation's model, `e^(−decay · bpk)` up to a factor): Rosetta's levels are Bloom
+    /// filters, Grafite's bound halves per bit.
+    pub(crate) fn decay(self) -> f64 {
+        match self {
+            RangeFilterKind::Rosetta => crate::tuning::bpk::LN2_SQ,
+            RangeFilterKind::Grafite => std::f64::consts::LN_2,
+        }
+    }
+}
+
 /// How the sorted levels' capacities are set (leveling only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LevelTargets {
@@ -146,7 +172,14 @@ macro_rules! named {
         }
     )*};
 }
-named!(BpkPolicy, FlushPolicy, MemoryComponent, LevelTargets, UnitFormat);
+named!(
+    BpkPolicy,
+    FlushPolicy,
+    MemoryComponent,
+    LevelTargets,
+    UnitFormat,
+    RangeFilterKind
+);
 
 impl BpkPolicy {
     /// Whether filter units are loaded and unloaded at run time (ElasticBF).
@@ -398,7 +431,7 @@ options! {
         /// `Db::adjust_filters`).
         pub elastic_interval_ms: u64 = 5 => "filters.elastic_interval_ms", Count, ANY, Stored, Elastic, "ElasticUnits.interval_ms";
 
-        /// Range-filter (Rosetta) bits per key, on average over a tree's tables (default 10;
+        /// Range-filter bits per key, on average over a tree's tables (default 10;
         /// 0: no range filter, and range reads consult none). With `range_filter.by_workload`
         /// (the default) a table gets bits only when empty bounded range reads have reached
         /// the data it is written from: where such reads do not happen, the range filter
@@ -407,6 +440,11 @@ options! {
         /// none; bounded range reads consult the filters of the tables that have one.
         pub range_filter_bits_per_key: f64 = 10.0
             => "range_filter.bits_per_key", Float, within(0.0, 64.0), Stored, Always;
+        /// The kind of range filter new tables get (default rosetta; grafite: a bound on its
+        /// false-positive rate for every workload, and a cost per range read independent of
+        /// the range's length). Tables keep the kind they were written with.
+        pub range_filter_kind: RangeFilterKind = RangeFilterKind::Rosetta
+            => "range_filter.kind", Choice, ANY, Stored, RangeFilter;
         /// Give tables that more empty range reads reach a larger share of the range-filter
         /// bits, and none to tables that no empty range read reached (default true; the same
         /// solver as Mnemosyne's point filters, over per-file counts of empty range reads);
@@ -421,11 +459,11 @@ options! {
         /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default
         /// 32, the Rosetta authors' value).
         pub range_filter_max_depth: u32 = 32
-            => "range_filter.max_depth", Count, within(1.0, 64.0), Stored, RangeFilter;
+            => "range_filter.max_depth", Count, within(1.0, 64.0), Stored, Rosetta;
         /// Bloom probes one range read may spend on one table's range filter before it
         /// answers "maybe" (default 100, the Rosetta authors' value).
         pub range_filter_probe_budget: u32 = 100
-            => "range_filter.probe_budget", Count, within(1.0, INF), Stored, RangeFilter;
+            => "range_filter.probe_budget", Count, within(1.0, INF), Stored, Rosetta;
 
         /// Merge policy (default leveling; `garnering:C` for Autumn's Garnering).
         pub merge_policy: MergePolicyKind = MergePolicyKind::Leveling

@@ -4,7 +4,9 @@
 //! per option drives the struct, its defaults, `Options::set`, the OPTIONS file, range
 //! validation and the generated table in `docs/options.md`.
 
-use super::{BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, Settings, UnitFormat};
+use super::{
+    BpkPolicy, FlushPolicy, LevelTargets, MemoryComponent, MergePolicyKind, RangeFilterKind, Settings, UnitFormat,
+};
 use crate::sst::Compression;
 use crate::wal::RecoveryMode;
 
@@ -73,6 +75,8 @@ pub(crate) enum Cond {
     Partitioned,
     /// The range filter is on.
     RangeFilter,
+    /// The range filter is on and of kind rosetta.
+    Rosetta,
     /// Leveling.
     Leveling,
     /// Level targets are not `write-memory`.
@@ -112,6 +116,7 @@ impl Cond {
             Cond::MnemosyneElastic => o.bpk_policy == BpkPolicy::MnemosyneElastic,
             Cond::Partitioned => o.memory_component == MemoryComponent::Partitioned,
             Cond::RangeFilter => o.range_filter_bits_per_key > 0.0,
+            Cond::Rosetta => o.range_filter_bits_per_key > 0.0 && o.range_filter_kind == RangeFilterKind::Rosetta,
             Cond::Leveling => o.merge_policy == MergePolicyKind::Leveling,
             Cond::FixedTargets => o.level_targets == LevelTargets::Fixed,
             Cond::NoSharedCache => o.block_cache.is_none(),
@@ -134,6 +139,7 @@ impl Cond {
             Cond::MnemosyneElastic => "mnemosyne-elastic",
             Cond::Partitioned => "memtable.component = partitioned",
             Cond::RangeFilter => "range_filter.bits_per_key > 0",
+            Cond::Rosetta => "range_filter.bits_per_key > 0, range_filter.kind = rosetta",
             Cond::Leveling => "leveling",
             Cond::FixedTargets => "compaction.level_targets = fixed",
             Cond::NoSharedCache => "no shared block_cache",
@@ -179,6 +185,11 @@ impl Cond {
                 o.memory_component.name()
             ),
             Cond::RangeFilter => "it applies only with the range filter on (range_filter.bits_per_key = 0)".into(),
+            Cond::Rosetta if o.range_filter_bits_per_key > 0.0 => format!(
+                "it applies only to Rosetta range filters (range_filter.kind = {})",
+                o.range_filter_kind.name()
+            ),
+            Cond::Rosetta => "it applies only with the range filter on (range_filter.bits_per_key = 0)".into(),
             Cond::Leveling => format!(
                 "Garnering sets its own level capacities (compaction.merge_policy = {})",
                 o.merge_policy.show()
@@ -385,6 +396,10 @@ choice_value!(FlushPolicy:
 choice_value!(MemoryComponent:
     MemoryComponent::Monolithic => "monolithic",
     MemoryComponent::Partitioned => "partitioned",
+);
+choice_value!(RangeFilterKind:
+    RangeFilterKind::Rosetta => "rosetta",
+    RangeFilterKind::Grafite => "grafite",
 );
 choice_value!(UnitFormat:
     UnitFormat::Standard => "standard",

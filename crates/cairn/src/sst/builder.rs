@@ -9,7 +9,7 @@ use super::trailer::{compress, trailer, Compression, TRAILER_LEN};
 use super::{TableOptions, METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
-use crate::filter::rosetta::{self, RosettaBuilder};
+use crate::filter::range::RangeBuilder;
 use crate::filter::{key_hash, BloomUnitsWriter, FilterWriter};
 use crate::format::ikey::{self, ValueKind};
 use crate::range_del::{self, Fragments};
@@ -51,7 +51,7 @@ pub struct TableBuilder {
     props: Properties,
     seg: SegmentAcc,
     filter: Box<dyn FilterWriter>,
-    range: Option<RosettaBuilder>,
+    range: Option<RangeBuilder>,
     distinct_keys: u64,
     last_key: Vec<u8>,
     /// The handle of the last data block written, whose index entry waits for the next key:
@@ -100,7 +100,7 @@ impl TableBuilder {
             .range_filter
             .as_ref()
             .filter(|r| r.bits_per_key > 0.0)
-            .map(|r| RosettaBuilder::new(r.key_offset));
+            .map(|r| RangeBuilder::new(r.kind, r.key_offset));
         TableBuilder {
             range,
             data: if opts.hash_index {
@@ -307,12 +307,26 @@ impl TableBuilder {
                     .decider
                     .as_ref()
                     .map_or(ro.bits_per_key, |d| d.range_bits_per_key(&self.output()));
-                let budget = bpk * self.distinct_keys as f64;
-                let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
-                let block = r.finish(self.props.file_number, |prefixes| {
-                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
-                });
-                Some(self.write_block(&block, Compression::None)?)
+                let version = r.version();
+                let seed = self.props.file_number;
+                let block = match r {
+                    RangeBuilder::Rosetta(r) => {
+                        let budget = bpk * self.distinct_keys as f64;
+                        let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
+                        r.finish(seed, |prefixes| {
+                            crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
+                        })
+                    }
+                    // Under two bits per key the reduced universe holds fewer values than
+                    // keys: every range would pass, so the table gets none.
+                    RangeBuilder::Grafite(_) if bpk < 2.5 => Vec::new(),
+                    RangeBuilder::Grafite(g) => g.finish(seed, bpk),
+                };
+                if block.is_empty() {
+                    None
+                } else {
+                    Some((version, self.write_block(&block, Compression::None)?))
+                }
             }
             _ => None,
         };
@@ -338,8 +352,8 @@ impl TableBuilder {
             rd.encode_to(&mut v);
             meta.add(METAINDEX_RANGE_DEL, &v);
         }
-        if let Some(rf) = range_filter {
-            let mut v = vec![rosetta::VERSION];
+        if let Some((version, rf)) = range_filter {
+            let mut v = vec![version];
             rf.encode_to(&mut v);
             meta.add(METAINDEX_RANGE_FILTER, &v);
         }

@@ -78,6 +78,8 @@ pub struct RangeFilterOptions {
     /// Bits per distinct user key (the table's whole range-filter budget), unless `decider`
     /// decides.
     pub bits_per_key: f64,
+    /// Rosetta or Grafite.
+    pub kind: crate::options::RangeFilterKind,
     /// Decides the bits per key once the table's keys are known.
     pub decider: Option<std::sync::Arc<dyn crate::filter::DecideFilters>>,
     /// User-key bytes skipped before the 8-byte projection.

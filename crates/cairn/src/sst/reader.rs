@@ -11,7 +11,8 @@ use crate::range_del::{self, Fragments};
 use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
-use crate::filter::rosetta::{self, RosettaFilter};
+use crate::filter::range::RangeFilter;
+use crate::filter::rosetta;
 use crate::filter::{BloomFilter, LoadedUnits};
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
@@ -156,7 +157,7 @@ pub struct TableReader {
     /// again (a 64 MiB table's filter is ~1 MB at 16 bits per key) — evicted from a cache it
     /// would be read from storage by every range read. Boxed: the decoded filter is ~2.7 KB
     /// of fixed fields, which every reader would otherwise carry (and charge) without one.
-    range_pinned: OnceLock<(Box<RosettaFilter>, Option<Charge>)>,
+    range_pinned: OnceLock<(Box<RangeFilter>, Option<Charge>)>,
     /// Bytes of the pinned range filter reserved in the block cache (released on drop).
     range_reserved: AtomicUsize,
     meta_region: Option<Arc<Region>>,
@@ -240,7 +241,7 @@ impl TableReader {
                 let handle = BlockHandle::decode(&mut d).map_err(mb)?;
                 // A range filter of a later version is left unread: the table is read
                 // without it (a filter only ever lets a read skip work).
-                if version == rosetta::VERSION {
+                if RangeFilter::readable(version) {
                     range_filter = Some((version, handle));
                 }
             }
@@ -454,15 +455,15 @@ impl TableReader {
     /// # Errors
     /// Read errors; `Corruption` for a damaged filter (never treated as absent). Neither is
     /// remembered: the next call reads again.
-    pub fn range_filter(&self) -> Result<Option<&RosettaFilter>> {
-        let Some((_, handle)) = self.range_filter else {
+    pub fn range_filter(&self) -> Result<Option<&RangeFilter>> {
+        let Some((version, handle)) = self.range_filter else {
             return Ok(None);
         };
         if let Some((f, _)) = self.range_pinned.get() {
             return Ok(Some(&**f));
         }
         let raw = read_block(&*self.file, &self.path, handle, BlockKind::RangeFilter, &self.stats)?;
-        let f = RosettaFilter::decode(raw)
+        let f = RangeFilter::decode(version, raw)
             .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))?;
         let size = f.memory_usage();
         let charge = self.meta_region.as_ref().map(|r| r.charge(size));

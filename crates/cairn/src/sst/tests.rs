@@ -57,7 +57,12 @@ fn tombstones(ts: &[(&str, &str, u64)]) -> Fragments {
 
 /// A range filter of `bits_per_key` with the default layout.
 fn range_filter(bits_per_key: f64) -> Option<super::RangeFilterOptions> {
+    range_filter_of(crate::options::RangeFilterKind::Rosetta, bits_per_key)
+}
+
+fn range_filter_of(kind: crate::options::RangeFilterKind, bits_per_key: f64) -> Option<super::RangeFilterOptions> {
     Some(super::RangeFilterOptions {
+        kind,
         decider: None,
         bits_per_key,
         key_offset: 0,
@@ -591,7 +596,34 @@ fn golden_table_bytes() {
     crate::testutil::check_golden("golden/tiny-range.sst.hex", &crate::testutil::hex_lines(&bytes));
     let t = open(&fs, p, None).unwrap();
     let f = t.range_filter().unwrap().expect("a range filter");
-    assert_eq!(f.keys(), 2);
+    let crate::filter::range::RangeFilter::Rosetta(r) = f else {
+        panic!("a Rosetta filter: {f:?}");
+    };
+    assert_eq!(r.keys(), 2);
+    assert!(f.may_contain_projection(crate::filter::rosetta::project(b"pear", 0)));
+
+    // With a Grafite range filter (metaindex version 2).
+    let p = Path::new("/t/golden-grafite.sst");
+    build(
+        &fs,
+        p,
+        &model,
+        TableOptions {
+            block_size: 32,
+            filter: FilterDecision::units("uniform", 1, 4.0),
+            range_filter: range_filter_of(crate::options::RangeFilterKind::Grafite, 10.0),
+            ..TableOptions::default()
+        },
+    );
+    let bytes = read_all(&fs, p).unwrap();
+    crate::testutil::check_golden("golden/tiny-grafite.sst.hex", &crate::testutil::hex_lines(&bytes));
+    let t = open(&fs, p, None).unwrap();
+    assert_eq!(t.range_filter_slot().map(|s| s.0), Some(2));
+    let f = t.range_filter().unwrap().expect("a range filter");
+    let crate::filter::range::RangeFilter::Grafite(g) = f else {
+        panic!("a Grafite filter: {f:?}");
+    };
+    assert_eq!(g.keys(), 2);
     assert!(f.may_contain_projection(crate::filter::rosetta::project(b"pear", 0)));
 }
 

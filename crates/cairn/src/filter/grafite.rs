@@ -1,0 +1,621 @@
+//! Grafite (Costa, Ferragina, Vinciguerra, SIGMOD'24): a range filter whose false-positive
+//! rate is bounded for every key set and every query, `ℓ / 2^(B−2)` for a range of `ℓ`
+//! projection values at `B` bits per key, answered with one hash and one successor search.
+//!
+//! **Projection.** As Rosetta's (`rosetta::project`): the 8 bytes after the key offset,
+//! big-endian, zero-padded; keys sharing a projection are one value.
+//!
+//! **Hash.** With `n` distinct projections and `B` bits per key the reduced universe is
+//! `r = ⌊n · 2^(B−2)⌋` (at least 1). Projections are cut into blocks of `L = 2^λ` values,
+//! `λ = ⌊log2 r⌋` (the largest power of two not above `r`), and
+//! ```text
+//! h(x) = (q(x >> λ) + (x mod L)) mod r,    q(c) = ⌊fmix64(c ⊕ seed·φ) · r / 2^64⌋
+//! ```
+//! Inside a block `h` shifts every value by the same random amount, so it is injective there
+//! (`L ≤ r`) and maps an interval to at most two intervals (wrapping at `r`). A key in another
+//! block lands in a query's image with probability (its length) / r, hence the bound over the
+//! `n` keys. The paper fixes `L` as the longest range to be asked; the space depends on `r/n`
+//! only, so here `L` is as large as injectivity allows and every range shorter than `r` is
+//! answered (it crosses at most three blocks).
+//!
+//! **Elias–Fano.** The distinct hashes `v_0 < … < v_{m−1}` (`m ≤ n`: hashes may collide) are
+//! stored as `l = ⌊log2(r/m)⌋` low bits each (packed, LSB first) and a *high* bit vector of
+//! `m + Z` bits, `Z = ((r − 1) >> l) + 1`, in which `v_i` sets bit `(v_i >> l) + i`. A
+//! successor search finds bucket `v >> l` by a select over the zeros (positions of every 256th
+//! zero are sampled when the filter is decoded, not stored) and scans it.
+//!
+//! Serialized form (inside an SST block, which adds the checksum):
+//! ```text
+//! offset size  field
+//! 0      1     version     = 2 (Rosetta's blocks are version 1)
+//! 1      1     key_offset  bytes of the user key before the projection
+//! 2      1     low_bits    l, which must equal ⌊log2(r/m)⌋ (0 when m ≥ r or m = 0)
+//! 3      1     reserved    = 0
+//! 4      8     seed        u64le
+//! 12     8     keys        n, distinct projections, u64le
+//! 20     8     universe    r, 1..=2^62, u64le
+//! 28     8     hashes      m ≤ min(n, r), u64le
+//! 36     8·⌈m·l/64⌉        low bits, u64le words
+//! …      8·⌈(m+Z)/64⌉      high bit vector, u64le words (bit i: word i/64, bit i%64); exactly
+//!                          m ones, bits past m + Z zero
+//! ```
+
+use super::bloom::{fmix64, SEED_SPREAD};
+use super::rosetta::project;
+use crate::format::coding::read_u64;
+
+/// Serialization version (the metaindex entry carries it too).
+pub const VERSION: u8 = 2;
+const HEADER_LEN: usize = 36;
+/// Largest reduced universe: `q + offset < 2r` stays far from overflow.
+const MAX_UNIVERSE: u64 = 1 << 62;
+/// Zeros of the high bit vector per sampled position.
+const SAMPLE: u64 = 256;
+
+/// `⌊log2(r/m)⌋`, 0 when `m = 0` or `m ≥ r`.
+fn low_bits(r: u64, m: u64) -> u32 {
+    if m == 0 || m >= r {
+        0
+    } else {
+        63 - (r / m).leading_zeros()
+    }
+}
+
+/// The reduced universe for `n` keys at `bits_per_key`.
+pub fn universe(n: u64, bits_per_key: f64) -> u64 {
+    let r = (n as f64) * (bits_per_key - 2.0).exp2();
+    if r.is_nan() || r < 1.0 {
+        1
+    } else if r >= MAX_UNIVERSE as f64 {
+        MAX_UNIVERSE
+    } else {
+        r as u64
+    }
+}
+
+/// The proven false-positive bound for an empty range of `len` projection values at
+/// `bits_per_key` (capped at 1).
+#[cfg(any(test, feature = "test-util"))]
+pub fn fpr_bound(len: u64, bits_per_key: f64) -> f64 {
+    (len as f64 / (bits_per_key - 2.0).exp2()).min(1.0)
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Hasher {
+    seed: u64,
+    r: u64,
+    lambda: u32,
+}
+
+impl Hasher {
+    fn new(seed: u64, r: u64) -> Self {
+        Hasher {
+            seed: seed.wrapping_mul(SEED_SPREAD),
+            r,
+            lambda: 63 - r.leading_zeros(),
+        }
+    }
+
+    #[inline]
+    fn block_mask(self) -> u64 {
+        (1u64 << self.lambda) - 1
+    }
+
+    #[inline]
+    fn hash(self, x: u64) -> u64 {
+        let c = x >> self.lambda;
+        let q = ((u128::from(fmix64(c ^ self.seed)) * u128::from(self.r)) >> 64) as u64;
+        let v = q + (x & self.block_mask());
+        if v >= self.r {
+            v - self.r
+        } else {
+            v
+        }
+    }
+}
+
+/// Collects a table's projections and writes the filter.
+#[derive(Debug)]
+pub struct GrafiteBuilder {
+    offset: usize,
+    projections: Vec<u64>,
+}
+
+impl GrafiteBuilder {
+    /// A builder projecting keys after `offset` bytes.
+    pub fn new(offset: usize) -> Self {
+        GrafiteBuilder {
+            offset,
+            projections: Vec::new(),
+        }
+    }
+
+    /// The next distinct user key of the table, in key order.
+    pub fn add_key(&mut self, user_key: &[u8]) {
+        let x = project(user_key, self.offset);
+        if self.projections.last() != Some(&x) {
+            self.projections.push(x);
+        }
+    }
+
+    /// The serialized filter at `bits_per_key` (of the distinct projections).
+    pub fn finish(self, seed: u64, bits_per_key: f64) -> Vec<u8> {
+        let mut xs = self.projections;
+        xs.sort_unstable();
+        xs.dedup();
+        let n = xs.len() as u64;
+        let r = universe(n, bits_per_key);
+        let h = Hasher::new(seed, r);
+        let mut vs: Vec<u64> = xs.iter().map(|&x| h.hash(x)).collect();
+        vs.sort_unstable();
+        vs.dedup();
+        let m = vs.len() as u64;
+        let l = low_bits(r, m);
+        let zeros = ((r - 1) >> l) + 1;
+        let mut lows = vec![0u64; (m * u64::from(l)).div_ceil(64) as usize];
+        let mut highs = vec![0u64; (m + zeros).div_ceil(64) as usize];
+        for (i, &v) in vs.iter().enumerate() {
+            set_bits(&mut lows, i as u64 * u64::from(l), l, v);
+            let p = (v >> l) + i as u64;
+            highs[(p / 64) as usize] |= 1 << (p % 64);
+        }
+        let mut out = Vec::with_capacity(HEADER_LEN + 8 * (lows.len() + highs.len()));
+        out.extend_from_slice(&[VERSION, self.offset.min(255) as u8, l as u8, 0]);
+        for x in [seed, n, r, m] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        for w in lows.iter().chain(&highs) {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+}
+
+fn set_bits(words: &mut [u64], at: u64, width: u32, v: u64) {
+    if width == 0 {
+        return;
+    }
+    let v = v & ((1u64 << width) - 1);
+    let (w, s) = ((at / 64) as usize, (at % 64) as u32);
+    words[w] |= v << s;
+    if s + width > 64 {
+        words[w + 1] |= v >> (64 - s);
+    }
+}
+
+/// A decoded Grafite filter.
+#[derive(Clone)]
+pub struct GrafiteFilter {
+    offset: usize,
+    keys: u64,
+    hasher: Hasher,
+    m: u64,
+    l: u32,
+    lows: Box<[u64]>,
+    highs: Box<[u64]>,
+    /// Bits of `highs` in use (`m + Z`).
+    high_len: u64,
+    /// `samples[j]`: position of zero number `j · SAMPLE` in `highs`.
+    samples: Box<[u64]>,
+    /// Bytes of the serialized form.
+    size: usize,
+}
+
+impl std::fmt::Debug for GrafiteFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrafiteFilter")
+            .field("offset", &self.offset)
+            .field("keys", &self.keys)
+            .field("universe", &self.hasher.r)
+            .field("hashes", &self.m)
+            .finish()
+    }
+}
+
+fn words(bytes: &[u8]) -> Box<[u64]> {
+    bytes.chunks_exact(8).map(|c| read_u64(c, 0).unwrap_or(0)).collect()
+}
+
+impl GrafiteFilter {
+    /// Validates and decodes serialized bytes.
+    ///
+    /// # Errors
+    /// A short description of the first field that is invalid.
+    pub fn decode(bytes: &[u8]) -> Result<Self, &'static str> {
+        if bytes.len() < HEADER_LEN {
+            return Err("grafite filter shorter than its header");
+        }
+        if bytes[0] != VERSION {
+            return Err("unknown grafite filter version");
+        }
+        if bytes[3] != 0 {
+            return Err("grafite filter reserved byte is not zero");
+        }
+        // In bounds: the header's length was checked.
+        let field = |at| read_u64(bytes, at).unwrap_or(0);
+        let (seed, n, r, m) = (field(4), field(12), field(20), field(28));
+        if r == 0 || r > MAX_UNIVERSE {
+            return Err("grafite universe out of range");
+        }
+        if m > n || m > r {
+            return Err("grafite filter holds more hashes than keys or universe values");
+        }
+        let l = u32::from(bytes[2]);
+        if l != low_bits(r, m) {
+            return Err("grafite low-bit width does not match its universe and hashes");
+        }
+        let zeros = ((r - 1) >> l) + 1;
+        let high_len = m + zeros;
+        let low_words = (m * u64::from(l)).div_ceil(64);
+        let high_words = high_len.div_ceil(64);
+        let body = (bytes.len() - HEADER_LEN) as u64;
+        if body % 8 != 0 || body / 8 != low_words + high_words {
+            return Err("grafite filter size does not match its header");
+        }
+        let split = HEADER_LEN + 8 * low_words as usize;
+        let lows = words(&bytes[HEADER_LEN..split]);
+        let highs = words(&bytes[split..]);
+        let ones: u64 = highs.iter().map(|w| u64::from(w.count_ones())).sum();
+        if ones != m {
+            return Err("grafite high bits do not hold one bit per hash");
+        }
+        if high_len % 64 != 0 {
+            if let Some(last) = highs.last() {
+                if last >> (high_len % 64) != 0 {
+                    return Err("grafite high bits set past the vector's end");
+                }
+            }
+        }
+        // Samples of the zeros' positions: one pass over the vector.
+        let mut samples = Vec::with_capacity(zeros.div_ceil(SAMPLE) as usize);
+        let mut seen = 0u64;
+        for (i, &w) in highs.iter().enumerate() {
+            let base = i as u64 * 64;
+            let valid = if base + 64 <= high_len {
+                u64::MAX
+            } else {
+                (1u64 << (high_len - base)) - 1
+            };
+            let z = !w & valid;
+            let count = u64::from(z.count_ones());
+            // Every multiple of SAMPLE among zero numbers seen..seen+count.
+            let mut next = seen.next_multiple_of(SAMPLE);
+            while next < seen + count {
+                samples.push(base + u64::from(select_in_word(z, (next - seen) as u32)));
+                next += SAMPLE;
+            }
+            seen += count;
+        }
+        Ok(GrafiteFilter {
+            offset: usize::from(bytes[1]),
+            keys: n,
+            hasher: Hasher::new(seed, r),
+            m,
+            l,
+            lows,
+            highs,
+            high_len,
+            samples: samples.into_boxed_slice(),
+            size: bytes.len(),
+        })
+    }
+
+    /// Bytes of the user key skipped before the projection.
+    pub fn key_offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Distinct projections the filter was built from.
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    /// The reduced universe `r`.
+    pub fn universe(&self) -> u64 {
+        self.hasher.r
+    }
+
+    /// Bytes held in memory (the decoded vectors and the zero samples).
+    pub fn memory(&self) -> usize {
+        8 * (self.lows.len() + self.highs.len() + self.samples.len())
+    }
+
+    /// Bits per key of the serialized form (what the bound is computed from).
+    pub fn bits_per_key(&self) -> f64 {
+        if self.keys == 0 {
+            0.0
+        } else {
+            (self.size * 8) as f64 / self.keys as f64
+        }
+    }
+
+    /// Whether any key may project into `[a, b]` (`a ≤ b`). Never a false "no".
+    pub fn may_contain_range(&self, a: u64, b: u64) -> bool {
+        if self.m == 0 {
+            return false;
+        }
+        let r = self.hasher.r;
+        if b - a >= r - 1 {
+            // The image covers the whole reduced universe.
+            return true;
+        }
+        let mask = self.hasher.block_mask();
+        let mut x = a;
+        loop {
+            let end = b.min(x | mask);
+            if self.any_in_circular(self.hasher.hash(x), end - x) {
+                return true;
+            }
+            if end == b {
+                return false;
+            }
+            x = end + 1;
+        }
+    }
+
+    /// Whether a key may project to `x`.
+    pub fn may_contain_projection(&self, x: u64) -> bool {
+        self.m != 0 && self.any_in_circular(self.hasher.hash(x), 0)
+    }
+
+    /// Whether a stored hash lies in `[s, s + len]` taken mod `r` (`s < r`, `len < r`).
+    #[inline]
+    fn any_in_circular(&self, s: u64, len: u64) -> bool {
+        let r = self.hasher.r;
+        if len < r - s {
+            self.any_in(s, s + len)
+        } else {
+            self.any_in(s, r - 1) || self.any_in(0, len - (r - s))
+        }
+    }
+
+    #[inline]
+    fn any_in(&self, lo: u64, hi: u64) -> bool {
+        self.successor(lo).is_some_and(|v| v <= hi)
+    }
+
+    /// The smallest stored hash ≥ `v`.
+    fn successor(&self, v: u64) -> Option<u64> {
+        let hq = v >> self.l;
+        // Bucket `hq` starts after the hq-th zero; `i` ones lie before it.
+        let mut pos = if hq == 0 { 0 } else { self.select_zero(hq - 1)? + 1 };
+        let mut i = pos - hq;
+        loop {
+            let p = self.next_one(pos)?;
+            // The zeros skipped since `pos` leave `i` unchanged; the bucket is p − i.
+            let value = ((p - i) << self.l) | self.low(i);
+            if value >= v {
+                return Some(value);
+            }
+            i += 1;
+            pos = p + 1;
+        }
+    }
+
+    #[inline]
+    fn low(&self, i: u64) -> u64 {
+        if self.l == 0 {
+            return 0;
+        }
+        let at = i * u64::from(self.l);
+        let (w, s) = ((at / 64) as usize, (at % 64) as u32);
+        let lo = self.lows.get(w).copied().unwrap_or(0) >> s;
+        let hi = if s + self.l > 64 {
+            self.lows.get(w + 1).copied().unwrap_or(0) << (64 - s)
+        } else {
+            0
+        };
+        (lo | hi) & ((1u64 << self.l) - 1)
+    }
+
+    /// Position of the first one at or after `pos`.
+    #[inline]
+    fn next_one(&self, pos: u64) -> Option<u64> {
+        if pos >= self.high_len {
+            return None;
+        }
+        let mut w = (pos / 64) as usize;
+        let mut bits = self.highs[w] & (u64::MAX << (pos % 64));
+        loop {
+            if bits != 0 {
+                return Some(w as u64 * 64 + u64::from(bits.trailing_zeros()));
+            }
+            w += 1;
+            bits = *self.highs.get(w)?;
+        }
+    }
+
+    /// Position of zero number `k` (0-based).
+    fn select_zero(&self, k: u64) -> Option<u64> {
+        let start = *self.samples.get((k / SAMPLE) as usize)?;
+        let mut left = k % SAMPLE;
+        let mut w = (start / 64) as usize;
+        let mut z = !self.highs[w] & (u64::MAX << (start % 64));
+        loop {
+            let base = w as u64 * 64;
+            if base + 64 > self.high_len {
+                z &= (1u64 << (self.high_len - base)) - 1;
+            }
+            let c = u64::from(z.count_ones());
+            if left < c {
+                return Some(base + u64::from(select_in_word(z, left as u32)));
+            }
+            left -= c;
+            w += 1;
+            z = !*self.highs.get(w)?;
+        }
+    }
+}
+
+/// Position of set bit number `k` (0-based) of `x`, which has more than `k` set bits.
+#[inline]
+fn select_in_word(mut x: u64, k: u32) -> u32 {
+    for _ in 0..k {
+        x &= x - 1;
+    }
+    x.trailing_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn build(xs: &[u64], bpk: f64, seed: u64) -> GrafiteFilter {
+        let mut b = GrafiteBuilder::new(0);
+        let mut sorted = xs.to_vec();
+        sorted.sort_unstable();
+        for x in sorted {
+            b.add_key(&x.to_be_bytes());
+        }
+        GrafiteFilter::decode(&b.finish(seed, bpk)).expect("own output decodes")
+    }
+
+    #[test]
+    fn empty_filter_rules_out_everything() {
+        let f = build(&[], 16.0, 1);
+        assert!(!f.may_contain_range(0, u64::MAX));
+        assert!(!f.may_contain_projection(7));
+    }
+
+    #[test]
+    fn successor_walks_the_elias_fano_sequence() {
+        // Many hashes per bucket and empty buckets: check successor against a sorted vector.
+        let mut b = GrafiteBuilder::new(0);
+        let xs: Vec<u64> = (0..3000u64).map(|i| i * 7919).collect();
+        for x in &xs {
+            b.add_key(&x.to_be_bytes());
+        }
+        let f = GrafiteFilter::decode(&b.finish(3, 9.0)).unwrap();
+        let mut vs: Vec<u64> = xs.iter().map(|&x| f.hasher.hash(x)).collect();
+        vs.sort_unstable();
+        vs.dedup();
+        for probe in (0..f.universe()).step_by((f.universe() / 5000).max(1) as usize) {
+            let want = vs[vs.partition_point(|&v| v < probe)..].first().copied();
+            assert_eq!(f.successor(probe), want, "successor of {probe}");
+        }
+        assert_eq!(f.successor(vs[0]), Some(vs[0]));
+        assert_eq!(f.successor(*vs.last().unwrap() + 1), None);
+    }
+
+    #[test]
+    fn dense_keys_in_one_block_are_answered_exactly() {
+        // 1,000 keys spaced 512 apart at 22 bits/key: every key falls in one block, where the
+        // hash is a shift, so no empty range between them is a false positive.
+        let xs: Vec<u64> = (0..1000u64).map(|i| (1 << 40) + i * 512).collect();
+        let f = build(&xs, 22.0, 5);
+        for &x in &xs {
+            assert!(f.may_contain_range(x, x));
+            assert!(!f.may_contain_range(x + 1, x + 511));
+        }
+    }
+
+    #[test]
+    fn measured_fpr_stays_under_the_bound() {
+        // Random keys, empty ranges of several lengths right after a key (queries correlated
+        // with the keys, where heuristic filters fail): the rate stays below ℓ / 2^(B−2).
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s = fmix64(s.wrapping_add(1));
+            s
+        };
+        let xs: Vec<u64> = (0..20_000).map(|_| next()).collect();
+        let mut sorted = xs.clone();
+        sorted.sort_unstable();
+        for (bpk, len) in [(10.0, 1u64), (12.0, 16), (16.0, 64)] {
+            let f = build(&xs, bpk, 9);
+            let (mut asked, mut fp) = (0u64, 0u64);
+            for w in sorted.windows(2) {
+                if w[1] - w[0] > len + 1 {
+                    asked += 1;
+                    fp += u64::from(f.may_contain_range(w[0] + 1, w[0] + len));
+                }
+            }
+            let rate = fp as f64 / asked as f64;
+            let bound = fpr_bound(len, f.bits_per_key());
+            assert!(rate <= bound * 1.2 + 3.0 / asked as f64, "bpk {bpk} len {len}: {rate} vs {bound}");
+        }
+    }
+
+    #[test]
+    fn corrupt_bytes_are_refused_or_answer_without_panicking() {
+        let xs: Vec<u64> = (0..500u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+        let mut b = GrafiteBuilder::new(0);
+        let mut sorted = xs.clone();
+        sorted.sort_unstable();
+        for x in &sorted {
+            b.add_key(&x.to_be_bytes());
+        }
+        let good = b.finish(1, 12.0);
+        assert!(GrafiteFilter::decode(&good[..good.len() - 8]).is_err(), "truncated");
+        let mut v = good.clone();
+        v[0] = 9;
+        assert!(GrafiteFilter::decode(&v).is_err(), "version");
+        let mut v = good.clone();
+        v[2] ^= 1;
+        assert!(GrafiteFilter::decode(&v).is_err(), "low-bit width");
+        let mut v = good.clone();
+        v[28] ^= 1;
+        assert!(GrafiteFilter::decode(&v).is_err(), "hash count");
+        let mut v = good.clone();
+        let last = v.len() - 1;
+        v[last] |= 0x80;
+        assert!(GrafiteFilter::decode(&v).is_err(), "a bit past the end or one too many");
+        // Any single flipped bit: refused, or a filter whose queries do not panic.
+        for i in 0..good.len() * 8 {
+            let mut v = good.clone();
+            v[i / 8] ^= 1 << (i % 8);
+            if let Ok(f) = GrafiteFilter::decode(&v) {
+                for &x in sorted.iter().take(20) {
+                    f.may_contain_range(x, x.saturating_add(1000));
+                    f.may_contain_projection(x);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn golden_bytes() {
+        // The serialized form is a format: this pins it (docs/format/sst.md, Grafite block).
+        let mut b = GrafiteBuilder::new(2);
+        for k in [&b"u:apple"[..], b"u:banana", b"u:cherry"] {
+            b.add_key(k);
+        }
+        let bytes = b.finish(7, 6.0);
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, GOLDEN);
+        let f = GrafiteFilter::decode(&bytes).unwrap();
+        for k in [&b"apple"[..], b"banana", b"cherry"] {
+            assert!(f.may_contain_projection(project(k, 0)));
+        }
+    }
+
+    const GOLDEN: &str = "020204000700000000000000030000000000000030000000000000000300000000000000250e0000000000001900000000000000";
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// No false negatives: every range holding a key says maybe, for any keys, range and
+        /// bits per key.
+        #[test]
+        fn never_a_false_no(
+            mut xs in proptest::collection::vec(any::<u64>(), 1..300),
+            pick in any::<proptest::sample::Index>(),
+            before in 0u64..1 << 40,
+            after in 0u64..1 << 40,
+            bpk in 2.0f64..30.0,
+            seed in any::<u64>(),
+            dense in any::<bool>(),
+        ) {
+            if dense {
+                for x in &mut xs {
+                    *x %= 1 << 20;
+                }
+            }
+            let f = build(&xs, bpk, seed);
+            let x = xs[pick.index(xs.len())];
+            prop_assert!(f.may_contain_projection(x));
+            prop_assert!(f.may_contain_range(x.saturating_sub(before), x.saturating_add(after)));
+        }
+    }
+}
