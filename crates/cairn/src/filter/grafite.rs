@@ -197,6 +197,9 @@ pub struct GrafiteFilter {
     high_len: u64,
     /// `samples[j]`: position of zero number `j · SAMPLE` in `highs`.
     samples: Box<[u64]>,
+    /// `zeros_before[s]`: zeros of `highs` before bit `s · 512` (a select narrows between two
+    /// samples by it: where a bucket holds many hashes, 256 zeros may span many words).
+    zeros_before: Box<[u32]>,
     /// Bytes of the serialized form.
     size: usize,
 }
@@ -266,10 +269,17 @@ impl GrafiteFilter {
                 }
             }
         }
-        // Samples of the zeros' positions: one pass over the vector.
+        if zeros > u64::from(u32::MAX) {
+            return Err("grafite filter too large");
+        }
+        // Samples of the zeros' positions and the zero counts per 512 bits: one pass.
         let mut samples = Vec::with_capacity(zeros.div_ceil(SAMPLE) as usize);
+        let mut zeros_before = Vec::with_capacity(highs.len() / 8 + 1);
         let mut seen = 0u64;
         for (i, &w) in highs.iter().enumerate() {
+            if i % 8 == 0 {
+                zeros_before.push(seen as u32);
+            }
             let base = i as u64 * 64;
             let valid = if base + 64 <= high_len {
                 u64::MAX
@@ -296,6 +306,7 @@ impl GrafiteFilter {
             highs,
             high_len,
             samples: samples.into_boxed_slice(),
+            zeros_before: zeros_before.into_boxed_slice(),
             size: bytes.len(),
         })
     }
@@ -317,7 +328,7 @@ impl GrafiteFilter {
 
     /// Bytes held in memory (the decoded vectors and the zero samples).
     pub fn memory(&self) -> usize {
-        8 * (self.lows.len() + self.highs.len() + self.samples.len())
+        8 * (self.lows.len() + self.highs.len() + self.samples.len()) + 4 * self.zeros_before.len()
     }
 
     /// Bits per key of the serialized form (what the bound is computed from).
@@ -377,19 +388,32 @@ impl GrafiteFilter {
     /// The smallest stored hash ≥ `v`.
     fn successor(&self, v: u64) -> Option<u64> {
         let hq = v >> self.l;
-        // Bucket `hq` starts after the hq-th zero; `i` ones lie before it.
-        let mut pos = if hq == 0 { 0 } else { self.select_zero(hq - 1)? + 1 };
-        let mut i = pos - hq;
-        loop {
-            let p = self.next_one(pos)?;
-            // The zeros skipped since `pos` leave `i` unchanged; the bucket is p − i.
-            let value = ((p - i) << self.l) | self.low(i);
-            if value >= v {
-                return Some(value);
+        // Bucket `hq` (the hashes whose high part is hq) is the run of ones after the hq-th
+        // zero, up to the next zero; `pos − hq` ones lie before a position `pos` in it.
+        let start = if hq == 0 { 0 } else { self.select_zero(hq - 1)? + 1 };
+        let end = self.next_zero(start)?;
+        let (first, after) = (start - hq, end - hq);
+        // Keys close together hash close together (one rotation per block), so a bucket may
+        // hold many: binary search its low bits.
+        let lq = v & ((1u64 << self.l) - 1);
+        let (mut lo, mut hi) = (first, after);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.low(mid) < lq {
+                lo = mid + 1;
+            } else {
+                hi = mid;
             }
-            i += 1;
-            pos = p + 1;
         }
+        if lo < after {
+            return Some((hq << self.l) | self.low(lo));
+        }
+        // None in the bucket at or above v: the next hash lies in a later bucket.
+        if after >= self.m {
+            return None;
+        }
+        let p = self.next_one(end)?;
+        Some(((p - after) << self.l) | self.low(after))
     }
 
     #[inline]
@@ -425,14 +449,45 @@ impl GrafiteFilter {
         }
     }
 
+    /// Position of the first zero at or after `pos`.
+    #[inline]
+    fn next_zero(&self, pos: u64) -> Option<u64> {
+        if pos >= self.high_len {
+            return None;
+        }
+        let mut w = (pos / 64) as usize;
+        let mut bits = !self.highs[w] & (u64::MAX << (pos % 64));
+        loop {
+            if bits != 0 {
+                let p = w as u64 * 64 + u64::from(bits.trailing_zeros());
+                return (p < self.high_len).then_some(p);
+            }
+            w += 1;
+            bits = !*self.highs.get(w)?;
+        }
+    }
+
     /// Position of zero number `k` (0-based).
     fn select_zero(&self, k: u64) -> Option<u64> {
-        let start = *self.samples.get((k / SAMPLE) as usize)?;
-        let mut left = k % SAMPLE;
-        let mut w = (start / 64) as usize;
-        let mut z = !self.highs[w] & (u64::MAX << (start % 64));
+        let j = (k / SAMPLE) as usize;
+        let from = *self.samples.get(j)?;
+        let to = self.samples.get(j + 1).map_or(self.high_len, |&p| p);
+        // The last 512-bit block between the two samples with at most k zeros before it holds
+        // zero number k.
+        let (mut lo, mut hi) = ((from / 512) as usize, (to.saturating_sub(1) / 512) as usize);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if u64::from(*self.zeros_before.get(mid)?) <= k {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        let mut left = k.checked_sub(u64::from(*self.zeros_before.get(lo)?))?;
+        let mut w = lo * 8;
         loop {
             let base = w as u64 * 64;
+            let mut z = !*self.highs.get(w)?;
             if base + 64 > self.high_len {
                 z &= (1u64 << (self.high_len - base)) - 1;
             }
@@ -442,7 +497,6 @@ impl GrafiteFilter {
             }
             left -= c;
             w += 1;
-            z = !*self.highs.get(w)?;
         }
     }
 }
