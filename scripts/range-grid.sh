@@ -14,6 +14,7 @@
 #   NUM=4000000 READS=200000 ROUNDS=3 KINDS="rosetta grafite" BPK="10 16 22" \
 #     OUT=bench-results/range-grid scripts/range-grid.sh
 #   BEFORE=/path/to/older/target/release/db_bench adds that build's Rosetta as "before-rf<B>".
+#   KEY_FORMAT=string: keys `user:` + the zero-padded decimal number (16 bytes), measurement (c).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
@@ -29,7 +30,7 @@ sizes=1,2,4,8,16,32,64
 work=${WORK:-/tmp/cairn-range-grid}
 # 2% of the data, plus 10 bits/key of point filter, 22 of range filter and ~1 byte/key of index.
 cache=$((num * 116 / 50 + num * (10 + 22) / 8 + num))
-common=(--num="$num" --key_stride=1024 --key_size=16 --value_size=100 --bloom_bits=10
+common=(--num="$num" --key_stride=1024 --key_size=16 --key_format="${KEY_FORMAT:-number}" --value_size=100 --bloom_bits=10
   --compression_type=none --use_direct_reads=1 --cache_index_and_filter_blocks=1
   --cache_size="$cache" --seed=1)
 configs=("rocksdb|$bin/db_bench|--engine=rocksdb" "none|$bin/db_bench|--engine=cairn")

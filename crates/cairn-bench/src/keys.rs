@@ -3,11 +3,37 @@
 
 use crate::ycsb::{fnv_hash64, Zipfian};
 use rand::Rng;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `--key_format=string`: keys are `user:` and the number in decimal, zero-padded to
+/// `key_size` (string keys of equal length that sort like their numbers).
+static STRING_KEYS: AtomicBool = AtomicBool::new(false);
+
+/// `user:` and `v` in decimal, zero-padded to `key_size` bytes in all (digits beyond the width
+/// are cut from the front, as a fixed-width column would).
+pub fn string_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
+    let digits = key_size.saturating_sub(STRING_PREFIX.len()).max(1);
+    let d = format!("{v:0digits$}");
+    out.clear();
+    out.extend_from_slice(STRING_PREFIX);
+    out.extend_from_slice(&d.as_bytes()[d.len() - digits..]);
+}
+
+/// Selects string keys for every later [`db_bench_key`] (set once, at start-up).
+pub fn use_string_keys(on: bool) {
+    STRING_KEYS.store(on, Ordering::Relaxed);
+}
+
+const STRING_PREFIX: &[u8] = b"user:";
 
 /// db_bench's key encoding: the 8-byte big-endian integer, then `'0'` padding up to
 /// `key_size` (shorter sizes keep the high-order bytes' prefix, as db_bench does).
 pub fn db_bench_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
     out.clear();
+    if STRING_KEYS.load(Ordering::Relaxed) {
+        string_key(v, key_size, out);
+        return;
+    }
     let n = key_size.min(8);
     for i in 0..n {
         out.push((v >> ((n - i - 1) * 8)) as u8);
@@ -20,6 +46,10 @@ pub fn db_bench_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
 /// pointers cannot rule it out; only a filter can.
 pub fn absent_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
     db_bench_key(v, key_size, out);
+    if STRING_KEYS.load(Ordering::Relaxed) {
+        out.push(b'!');
+        return;
+    }
     match out.last_mut() {
         Some(b) if key_size > 8 => *b = b'1',
         _ => out.push(b'1'),
@@ -166,6 +196,18 @@ mod tests {
             absent_key(41, ks, &mut mid);
             db_bench_key(42, ks, &mut hi);
             assert!(lo < mid && mid < hi, "key size {ks}");
+        }
+    }
+
+    #[test]
+    fn string_keys_sort_like_their_numbers() {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        string_key(1234, 16, &mut a);
+        assert_eq!(a, b"user:00000001234");
+        for (x, y) in [(9u64, 10u64), (999, 1000), (4_000_000_000, 4_000_001_024)] {
+            string_key(x, 16, &mut a);
+            string_key(y, 16, &mut b);
+            assert!(a < b && a.len() == 16 && b.len() == 16, "{x} {y}");
         }
     }
 

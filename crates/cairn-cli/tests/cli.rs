@@ -250,7 +250,7 @@ fn inspection_beside_a_writer() {
     let table = files(&dbp, ".sst").remove(0);
     let t = ok(&["sst", path(&table)]);
     assert!(t.contains("point filter: policy monkey"), "{t}");
-    assert!(t.contains("range filter: version 1"), "{t}");
+    assert!(t.contains("range filter: version 3 (rosetta)"), "{t}");
     assert!(t.contains("segment 0: blocks 0.."), "{t}");
     // The index is listed only when asked; dates are ISO 8601, compression as OPTIONS spells it.
     assert!(

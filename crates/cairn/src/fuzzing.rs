@@ -4,10 +4,11 @@
 
 use crate::env::{write_all_synced, FileSystem, MemFs};
 use crate::filter::grafite::GrafiteFilter;
-use crate::filter::range::RangeFilter;
+use crate::filter::range::{Kind, RangeFilter};
 use crate::filter::rosetta::{ProbeLimits, RosettaFilter};
 use crate::format::ikey::{split, KeyOrder, LookupKey, MAX_SEQNO};
 use crate::iter::InternalIterator;
+use crate::iter::KeyBounds;
 use crate::sst::{Block, ReaderOptions, TableReader, UnitSelection};
 use crate::stats::IoStats;
 use crate::version::{Version, VersionEdit};
@@ -90,10 +91,8 @@ pub fn table(data: &[u8]) {
     for k in probes {
         let _ = t.lookup(&LookupKey::new(&k, MAX_SEQNO), UnitSelection::All);
     }
-    match t.range_filter() {
-        Ok(Some(RangeFilter::Rosetta(f))) => query_range_filter(f, data),
-        Ok(Some(RangeFilter::Grafite(f))) => query_grafite(f, data),
-        _ => {}
+    if let Ok(Some(f)) = t.range_filter() {
+        query_any_range_filter(f, data);
     }
 }
 
@@ -124,18 +123,39 @@ pub fn range_del(data: &[u8]) {
     }
 }
 
-/// A range-filter block: decode, then query ranges taken from the input and fixed ones.
+/// A range-filter block of any version (its first byte): decode, then query ranges and keys
+/// taken from the input and fixed ones.
 pub fn range_filter(data: &[u8]) {
-    if let Ok(f) = RosettaFilter::decode(data.to_vec()) {
-        query_range_filter(&f, data);
+    if let Some(&version) = data.first() {
+        if let Ok(f) = RangeFilter::decode(version, data.to_vec()) {
+            query_any_range_filter(&f, data);
+        }
     }
 }
 
-/// A Grafite block: decode, then query ranges taken from the input and fixed ones; a range
-/// that holds a smaller one that may hold a key may hold one too.
+/// A Grafite block (version 2): decode, then query as [`range_filter`] does.
 pub fn grafite(data: &[u8]) {
-    if let Ok(f) = GrafiteFilter::decode(data) {
-        query_grafite(&f, data);
+    if let Ok(f) = RangeFilter::decode(2, data.to_vec()) {
+        query_any_range_filter(&f, data);
+    }
+}
+
+fn query_any_range_filter(f: &RangeFilter, data: &[u8]) {
+    match f.kind() {
+        Kind::Rosetta(r) => query_range_filter(r, data),
+        Kind::Grafite(g) => query_grafite(g, data),
+    }
+    // Keys and bounds made from the input, through the projection.
+    let p = f.projection();
+    let (lo, hi) = data.split_at(data.len() / 2);
+    let _ = f.may_contain_key(lo);
+    let bounds = KeyBounds {
+        lo: std::ops::Bound::Included(lo.to_vec()),
+        hi: std::ops::Bound::Excluded(hi.to_vec()),
+    };
+    if let Some(Some((prefix, a, b))) = p.interval(&bounds) {
+        assert!(a <= b && b <= p.max_value(), "projection interval out of order");
+        let _ = (p.smallest_key_of(prefix, a), p.project(lo));
     }
 }
 
@@ -155,7 +175,7 @@ fn query_grafite(f: &GrafiteFilter, data: &[u8]) {
         }
         let _ = f.may_contain_projection(a);
     }
-    let _ = (f.keys(), f.universe(), f.key_offset(), f.memory(), f.bits_per_key());
+    let _ = (f.keys(), f.universe(), f.memory(), f.bits_per_key());
 }
 
 /// The little-endian word at byte `i` of the input, zero-padded.

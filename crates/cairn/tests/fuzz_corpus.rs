@@ -11,12 +11,11 @@
 )]
 
 use cairn::env::{read_all, FileSystem, MemFs};
-use cairn::filter::grafite::GrafiteBuilder;
-use cairn::filter::rosetta::RosettaBuilder;
+use cairn::filter::range::RangeBuilder;
 use cairn::format::ikey::{InternalKey, ValueKind};
 use cairn::fuzzing;
 use cairn::sst::BlockBuilder;
-use cairn::{Db, Options};
+use cairn::{Db, Options, RangeFilterKind};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -118,21 +117,32 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
     out.entry("range_del")
         .or_default()
         .push(cairn::range_del::block::encode(&rd));
-    // A range filter of two levels and one of a single level.
-    for plan in [vec![(0, 600.0), (3, 300.0)], vec![(0, 900.0)]] {
-        let mut r = RosettaBuilder::new(0);
-        for i in 0..60u64 {
-            r.add_key(&(i * 37).to_be_bytes());
+    // Rosetta blocks of two levels and of a single level, with a per-table projection
+    // (version 3) and a fixed one (version 3 with a fixed projection; the committed corpus
+    // holds version 1).
+    let keys = |n: u64, f: fn(u64) -> Vec<u8>| (0..n).map(f).collect::<Vec<_>>();
+    let numbers = keys(60, |i| (i * 37).to_be_bytes().to_vec());
+    let strings = keys(60, |i| format!("user:{:08}", i * 37).into_bytes());
+    for (plan, ks, fixed) in [
+        (vec![(0, 600.0), (3, 300.0)], &numbers, None),
+        (vec![(0, 900.0)], &strings, None),
+        (vec![(0, 900.0)], &strings, Some(5)),
+    ] {
+        let mut r = RangeBuilder::new(RangeFilterKind::Rosetta, fixed);
+        for k in ks {
+            r.add_key(k);
         }
-        out.entry("range_filter").or_default().push(r.finish(3, |_| plan));
+        let (_, block) = r.finish(3, 15.0, None, |_| plan).unwrap();
+        out.entry("range_filter").or_default().push(block);
     }
-    // Grafite filters: one with several low bits per hash, one with none (r < 2m).
-    for bpk in [12.0, 2.6] {
-        let mut g = GrafiteBuilder::new(0);
-        for i in 0..200u64 {
-            g.add_key(&(i * i * 977).to_be_bytes());
+    // Grafite blocks: one with several low bits per hash, one with none (r < 2m).
+    for (bpk, ks) in [(12.0, &strings), (2.6, &numbers)] {
+        let mut g = RangeBuilder::new(RangeFilterKind::Grafite, None);
+        for k in ks {
+            g.add_key(k);
         }
-        out.entry("grafite").or_default().push(g.finish(5, bpk));
+        let (_, block) = g.finish(5, bpk, None, |_| Vec::new()).unwrap();
+        out.entry("grafite").or_default().push(block);
     }
     out
 }

@@ -48,6 +48,10 @@ struct Args {
     reads: i64,
     #[arg(long, default_value_t = 16)]
     key_size: usize,
+    /// number (db_bench's: the 8-byte big-endian number, then `'0'` padding) | string (`user:`
+    /// and the zero-padded decimal number, `key_size` bytes in all).
+    #[arg(long, default_value = "number")]
+    key_format: String,
     #[arg(long, default_value_t = 100)]
     value_size: usize,
     /// Threads per benchmark; each does the full count, as in db_bench.
@@ -872,6 +876,11 @@ fn main() {
     }
     if !(0.0..=1.0).contains(&args.empty_ratio) {
         fail(format!("--empty_ratio={}: must be in [0, 1]", args.empty_ratio));
+    }
+    match args.key_format.as_str() {
+        "number" => {}
+        "string" => cairn_bench::keys::use_string_keys(true),
+        other => fail(format!("--key_format is number or string, not {other}")),
     }
     if args.key_stride == 0 || args.num.checked_mul(args.key_stride).is_none() {
         fail(format!(

@@ -181,8 +181,11 @@ impl DecideFilters for OutputDecider {
     }
 }
 
+/// A tree's sampled range-read sizes and ends (what range filters are laid out by).
+type RangeSamples = (Arc<[u64; SIZE_BUCKETS]>, Arc<[u64]>);
+
 /// Table options with the options' block layout and `filter` deciding the filter; a range
-/// filter laid out for `sizes` (the tree's sampled range-query sizes), its bits decided by
+/// filter laid out for `samples` (the tree's sampled range-read sizes and ends), its bits decided by
 /// `range` when given, when the options ask for one.
 fn with_filter(
     opts: &Settings,
@@ -190,8 +193,9 @@ fn with_filter(
     filter: FilterDecision,
     decider: Option<Arc<dyn DecideFilters>>,
     range: Option<Arc<dyn DecideFilters>>,
-    sizes: Option<Arc<[u64; SIZE_BUCKETS]>>,
+    samples: Option<RangeSamples>,
 ) -> TableOptions {
+    let (sizes, ends) = samples.map_or((None, None), |(s, e)| (Some(s), Some(e)));
     TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
@@ -207,6 +211,7 @@ fn with_filter(
             decider: range,
             key_offset: opts.range_filter_key_offset,
             sizes,
+            ends,
             probe_budget: opts.range_filter_probe_budget,
         }),
         db_id,
@@ -228,7 +233,8 @@ impl DbInner {
     /// allocation, otherwise a per-output decision. Opens the inputs' readers (for the
     /// inheritance shares), so call it without the state lock.
     pub(super) fn job_table_options(self: &Arc<Self>, tree: usize, job: JobFilter<'_>) -> Result<TableOptions> {
-        let sizes = Some(Arc::new(self.counters.tree(tree).range_sizes()));
+        let counters = self.counters.tree(tree);
+        let sizes: Option<RangeSamples> = Some((Arc::new(counters.range_sizes()), counters.range_ends().into()));
         let point_fixed = self.bpk.fixed();
         let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
         if let (Some(fixed), true) = (point_fixed.clone(), range_fixed) {

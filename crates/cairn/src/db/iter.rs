@@ -3,7 +3,7 @@
 
 use super::cursor::{cursor, Cursor, Item};
 use super::inner::{DbInner, SuperVersion};
-use super::range_filter::{self, MaybeLog};
+use super::range_filter::MaybeLog;
 use crate::error::Result;
 use crate::iter::KeyBounds;
 use std::ops::{Bound, RangeBounds};
@@ -71,8 +71,16 @@ impl Range {
         let bounded = !matches!(bounds.lo, Bound::Unbounded) && !matches!(bounds.hi, Bound::Unbounded);
         let maybes = match &sv {
             Ok(sv) if bounded && inner.opts.range_filter_bits_per_key > 0.0 => {
-                range_filter::record_size(&sv.counters, &bounds, inner.opts.range_filter_key_offset);
-                Some(MaybeLog::new(sv.counters.levels()))
+                let log = MaybeLog::new(sv.counters.levels());
+                if log.sampled() {
+                    if let (Bound::Included(lo) | Bound::Excluded(lo), Bound::Included(hi) | Bound::Excluded(hi)) =
+                        (&bounds.lo, &bounds.hi)
+                    {
+                        sv.counters
+                            .record_range_end(crate::filter::projection::range_end(lo, hi));
+                    }
+                }
+                Some(log)
             }
             _ => None,
         };

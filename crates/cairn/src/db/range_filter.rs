@@ -7,18 +7,19 @@
 //! returned nothing): what its share of the range-filter budget is sized by when it is
 //! rewritten.
 //!
-//! A filter is consulted only when both bounds are given and share the filter's key offset
-//! (the projection is monotone only among keys sharing those bytes); a Rosetta filter only
-//! when the range is short enough for its probe budget to settle it: at most `budget × 2^top`
-//! projection values where `top` is the filter's highest stored height (the **cost rule**; past
-//! it every probe would end in "maybe" and only cost time).
+//! A filter is consulted only when both bounds are given and its table's key projection maps
+//! them to an interval (`filter/projection.rs`: always for a per-table projection, only for
+//! bounds sharing the skipped bytes for a fixed one); a Rosetta filter only when the interval
+//! is short enough for its probe budget to settle it: at most `budget × 2^top` projection
+//! values where `top` is the filter's highest stored height (the **cost rule**; past it every
+//! probe would end in "maybe" and only cost time). The first table that maps a read records
+//! the interval's length in the tree's size histogram (what Rosetta layouts are chosen by).
 
 use super::inner::SuperVersion;
 use crate::error::Result;
-use crate::filter::range::RangeFilter;
-use crate::filter::rosetta::{
-    is_smallest_of_projection, project, smallest_key_of, ProbeCounts, ProbeLimits, RosettaFilter,
-};
+use crate::filter::projection::Projection;
+use crate::filter::range::Kind;
+use crate::filter::rosetta::{ProbeCounts, ProbeLimits, RosettaFilter};
 use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
 use crate::sst::{BlockWindow, TableReader};
@@ -28,45 +29,8 @@ use crate::version::FileMeta;
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-
-/// The projection interval `[a, b]` of a range read and the key prefix it shares, or `None`
-/// when a range filter with key offset `offset` cannot answer for these bounds. `Some(None)`:
-/// the bounds hold no key at all.
-fn projected(bounds: &KeyBounds, offset: usize) -> Option<Option<(&[u8], u64, u64)>> {
-    let (Bound::Included(lo) | Bound::Excluded(lo)) = &bounds.lo else {
-        return None;
-    };
-    let (hi, hi_excluded) = match &bounds.hi {
-        Bound::Included(h) => (h, false),
-        Bound::Excluded(h) => (h, true),
-        Bound::Unbounded => return None,
-    };
-    if lo.len() < offset || hi.len() < offset || lo[..offset] != hi[..offset] {
-        return None;
-    }
-    let prefix = &lo[..offset];
-    let a = project(lo, offset);
-    let mut b = project(hi, offset);
-    // An excluded upper bound that is the smallest key of its projection: every key below it
-    // (sharing the prefix) projects lower.
-    if hi_excluded && is_smallest_of_projection(&hi[offset..]) {
-        match b.checked_sub(1) {
-            Some(x) => b = x,
-            None => return Some(None),
-        }
-    }
-    Some((a <= b).then_some((prefix, a, b)))
-}
-
-/// Records the size of a bounded range read in `counters` (what new tables' range filters are
-/// laid out for).
-pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: usize) {
-    if let Some(Some((_, a, b))) = projected(bounds, offset) {
-        counters.record_range_size(Stripe::current(), a, b);
-    }
-}
 
 /// What one range read's filters said, for what it learns once it ends: the filters that
 /// answered "maybe", per level, and the files not ruled out. If the read returns nothing, each
@@ -74,6 +38,9 @@ pub(super) fn record_size(counters: &TreeCounters, bounds: &KeyBounds, offset: u
 #[derive(Debug)]
 pub(super) struct MaybeLog {
     per_level: Box<[AtomicU64]>,
+    /// The read's size was recorded (in the projection of the first table that mapped it:
+    /// what new tables' range filters are laid out for).
+    sized: AtomicBool,
     files: Mutex<Vec<Arc<FileState>>>,
     /// One read in [`SAMPLE_EVERY`] also counts its filter probes per height.
     sampled: bool,
@@ -95,9 +62,15 @@ impl MaybeLog {
         });
         Arc::new(MaybeLog {
             per_level: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+            sized: AtomicBool::new(false),
             files: Mutex::new(Vec::new()),
             sampled,
         })
+    }
+
+    /// Whether this read is one of the sampled ones (1 in [`SAMPLE_EVERY`] per thread).
+    pub(super) fn sampled(&self) -> bool {
+        self.sampled
     }
 
     /// The read returned nothing.
@@ -123,6 +96,36 @@ fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> b
     u128::from(b - a) < u128::from(limits.budget) << top
 }
 
+/// The read's bounds, narrowed to the table's key range when its projection records a common
+/// prefix (a bound outside the prefix's keys would otherwise clamp to the projection's end and
+/// lose how close it lies to the table's first or last key). A fixed projection keeps the
+/// read's own bounds: it answers only bounds sharing its skipped bytes.
+fn within_table<'a>(
+    projection: &Projection,
+    meta: &'a FileMeta,
+    bounds: &'a KeyBounds,
+) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
+    let as_ref = |b: &'a Bound<Vec<u8>>| match b {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    let (lo, hi) = (as_ref(&bounds.lo), as_ref(&bounds.hi));
+    if projection.prefix().is_none() {
+        return (lo, hi);
+    }
+    let (first, last) = (ikey::user_key(&meta.smallest), ikey::user_key(&meta.largest));
+    let lo = match lo {
+        Bound::Included(k) | Bound::Excluded(k) if k >= first => lo,
+        _ => Bound::Included(first),
+    };
+    let hi = match hi {
+        Bound::Included(k) | Bound::Excluded(k) if k <= last => hi,
+        _ => Bound::Included(last),
+    };
+    (lo, hi)
+}
+
 /// What a range read moving `forward` (or backward) does with `table` (runtime state `file`)
 /// in `level`.
 #[expect(
@@ -131,6 +134,7 @@ fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> b
 )]
 fn access(
     forward: bool,
+    meta: &FileMeta,
     table: &TableReader,
     file: Option<&Arc<FileState>>,
     bounds: &KeyBounds,
@@ -151,15 +155,20 @@ fn access(
     let Some(filter) = table.range_filter()? else {
         return unknown(TableAccess::Read);
     };
-    let (prefix, a, b) = match projected(bounds, filter.key_offset()) {
+    let projection = filter.projection();
+    let (lo, hi) = within_table(projection, meta, bounds);
+    let (prefix, a, b) = match projection.interval_of(lo, hi) {
         None => return unknown(TableAccess::Read),
         Some(None) => return Ok(TableAccess::Skip),
         Some(Some(p)) => p,
     };
-    let filter = match filter {
-        RangeFilter::Rosetta(f) => f,
+    if !log.sized.load(Relaxed) && !log.sized.swap(true, Relaxed) {
+        counters.record_range_size(s, a, b);
+    }
+    let filter = match filter.kind() {
+        Kind::Rosetta(f) => f,
         // One successor search whatever the range's length: no cost rule, no window.
-        RangeFilter::Grafite(g) => {
+        Kind::Grafite(g) => {
             let empty = !g.may_contain_range(a, b);
             counters.record_range_probe(s, level, empty);
             if empty {
@@ -202,11 +211,11 @@ fn access(
     unknown(TableAccess::Window(if forward {
         BlockWindow {
             lo: None,
-            hi_excl: t.checked_add(1).map(|x| smallest_key_of(prefix, x)),
+            hi_excl: (t < projection.max_value()).then(|| projection.smallest_key_of(prefix, t + 1)),
         }
     } else {
         BlockWindow {
-            lo: Some(smallest_key_of(prefix, t)),
+            lo: Some(projection.smallest_key_of(prefix, t)),
             hi_excl: None,
         }
     }))
@@ -224,7 +233,7 @@ pub(super) fn table_skip(
 ) -> TableSkip {
     Arc::new(move |meta, table, bounds| {
         let file = file_state(&sv, tree, level, meta);
-        access(forward, table, file, bounds, level, limits, &sv.counters, &log)
+        access(forward, meta, table, file, bounds, level, limits, &sv.counters, &log)
     })
 }
 
@@ -239,64 +248,4 @@ fn file_state<'a>(sv: &'a SuperVersion, tree: usize, level: usize, meta: &FileMe
         metas.partition_point(|m| ikey::compare(&m.smallest, &meta.smallest) == Ordering::Less)
     };
     states.get(i).filter(|s| s.number().0 == meta.number)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn bounds(lo: Bound<&[u8]>, hi: Bound<&[u8]>) -> KeyBounds {
-        let own = |b: Bound<&[u8]>| match b {
-            Bound::Included(k) => Bound::Included(k.to_vec()),
-            Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        KeyBounds {
-            lo: own(lo),
-            hi: own(hi),
-        }
-    }
-
-    #[test]
-    fn projection_of_bounds() {
-        use Bound::{Excluded, Included, Unbounded};
-        let p = |lo, hi, o| projected(&bounds(lo, hi), o).map(|x| x.map(|(p, a, b)| (p.to_vec(), a, b)));
-        assert_eq!(p(Unbounded, Included(&b"b"[..]), 0), None, "both bounds are needed");
-        assert_eq!(p(Included(&b"a"[..]), Unbounded, 0), None);
-        let (a, b) = (project(b"a", 0), project(b"b", 0));
-        assert_eq!(
-            p(Included(&b"a"[..]), Included(&b"b"[..]), 0),
-            Some(Some((vec![], a, b)))
-        );
-        // "b" is the smallest key projecting to b: an excluded "b" ends the range at b − 1.
-        assert_eq!(
-            p(Included(&b"a"[..]), Excluded(&b"b"[..]), 0),
-            Some(Some((vec![], a, b - 1)))
-        );
-        // "b\0" projects to b too, but "b" < "b\0": b stays in the range.
-        assert_eq!(
-            p(Included(&b"a"[..]), Excluded(&b"b\0"[..]), 0),
-            Some(Some((vec![], a, b)))
-        );
-        // 16-byte keys: the projection is their first 8 bytes, and no tightening of hi.
-        let k = |x: u64| [x.to_be_bytes(), [0; 8]].concat();
-        let (k5, k9) = (k(5), k(9));
-        assert_eq!(p(Included(&k5[..]), Excluded(&k9[..]), 0), Some(Some((vec![], 5, 9))));
-        // Offsets: the bounds must share the skipped bytes.
-        assert_eq!(p(Included(&b"u1xx"[..]), Included(&b"u2yy"[..]), 2), None);
-        assert_eq!(
-            p(Included(&b"u1xx"[..]), Included(&b"u1yy"[..]), 2),
-            Some(Some((b"u1".to_vec(), project(b"xx", 0), project(b"yy", 0))))
-        );
-        assert_eq!(
-            p(Included(&b"u"[..]), Included(&b"u1yy"[..]), 2),
-            None,
-            "a bound shorter than the offset"
-        );
-        assert_eq!(
-            p(Included(&b""[..]), Excluded(&b""[..]), 0),
-            Some(None),
-            "nothing below the empty key"
-        );
-    }
 }

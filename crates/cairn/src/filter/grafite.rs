@@ -2,8 +2,8 @@
 //! rate is bounded for every key set and every query, `ℓ / 2^(B−2)` for a range of `ℓ`
 //! projection values at `B` bits per key, answered with one hash and one successor search.
 //!
-//! **Projection.** As Rosetta's (`rosetta::project`): the 8 bytes after the key offset,
-//! big-endian, zero-padded; keys sharing a projection are one value.
+//! **Projection.** The table's key projection (`projection.rs`), stored ahead of this body in
+//! the block (`range.rs`); keys sharing a projection are one value.
 //!
 //! **Hash.** With `n` distinct projections and `B` bits per key the reduced universe is
 //! `r = ⌊n · 2^(B−2)⌋` (at least 1). Projections are cut into blocks of `L = 2^λ` values,
@@ -24,13 +24,13 @@
 //! successor search finds bucket `v >> l` by a select over the zeros (positions of every 256th
 //! zero are sampled when the filter is decoded, not stored) and scans it.
 //!
-//! Serialized form (inside an SST block, which adds the checksum):
+//! Serialized body (after the block's version byte 2 and projection; the SST block adds the
+//! checksum):
 //! ```text
 //! offset size  field
-//! 0      1     version     = 2 (Rosetta's blocks are version 1)
-//! 1      1     key_offset  bytes of the user key before the projection
-//! 2      1     low_bits    l, which must equal ⌊log2(r/m)⌋ (0 when m ≥ r or m = 0)
-//! 3      1     reserved    = 0
+//! 0      1     body version = 1
+//! 1      1     low_bits    l, which must equal ⌊log2(r/m)⌋ (0 when m ≥ r or m = 0)
+//! 2      2     reserved    = 0
 //! 4      8     seed        u64le
 //! 12     8     keys        n, distinct projections, u64le
 //! 20     8     universe    r, 1..=2^62, u64le
@@ -41,11 +41,10 @@
 //! ```
 
 use super::bloom::{fmix64, SEED_SPREAD};
-use super::rosetta::project;
 use crate::format::coding::read_u64;
 
-/// Serialization version (the metaindex entry carries it too).
-pub const VERSION: u8 = 2;
+/// Version of the serialized body.
+pub const VERSION: u8 = 1;
 const HEADER_LEN: usize = 36;
 /// Largest reduced universe: `q + offset < 2r` stays far from overflow.
 const MAX_UNIVERSE: u64 = 1 << 62;
@@ -114,28 +113,16 @@ impl Hasher {
     }
 }
 
-/// Collects a table's projections and writes the filter.
+/// Writes the filter of a table's projections.
 #[derive(Debug)]
 pub struct GrafiteBuilder {
-    offset: usize,
     projections: Vec<u64>,
 }
 
 impl GrafiteBuilder {
-    /// A builder projecting keys after `offset` bytes.
-    pub fn new(offset: usize) -> Self {
-        GrafiteBuilder {
-            offset,
-            projections: Vec::new(),
-        }
-    }
-
-    /// The next distinct user key of the table, in key order.
-    pub fn add_key(&mut self, user_key: &[u8]) {
-        let x = project(user_key, self.offset);
-        if self.projections.last() != Some(&x) {
-            self.projections.push(x);
-        }
+    /// A builder of the table's projections (any order; duplicates count once).
+    pub fn with_projections(projections: Vec<u64>) -> Self {
+        GrafiteBuilder { projections }
     }
 
     /// The serialized filter at `bits_per_key` (of the distinct projections).
@@ -160,7 +147,7 @@ impl GrafiteBuilder {
             highs[(p / 64) as usize] |= 1 << (p % 64);
         }
         let mut out = Vec::with_capacity(HEADER_LEN + 8 * (lows.len() + highs.len()));
-        out.extend_from_slice(&[VERSION, self.offset.min(255) as u8, l as u8, 0]);
+        out.extend_from_slice(&[VERSION, l as u8, 0, 0]);
         for x in [seed, n, r, m] {
             out.extend_from_slice(&x.to_le_bytes());
         }
@@ -186,7 +173,6 @@ fn set_bits(words: &mut [u64], at: u64, width: u32, v: u64) {
 /// A decoded Grafite filter.
 #[derive(Clone)]
 pub struct GrafiteFilter {
-    offset: usize,
     keys: u64,
     hasher: Hasher,
     m: u64,
@@ -207,7 +193,6 @@ pub struct GrafiteFilter {
 impl std::fmt::Debug for GrafiteFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GrafiteFilter")
-            .field("offset", &self.offset)
             .field("keys", &self.keys)
             .field("universe", &self.hasher.r)
             .field("hashes", &self.m)
@@ -231,7 +216,7 @@ impl GrafiteFilter {
         if bytes[0] != VERSION {
             return Err("unknown grafite filter version");
         }
-        if bytes[3] != 0 {
+        if bytes[2] != 0 || bytes[3] != 0 {
             return Err("grafite filter reserved byte is not zero");
         }
         // In bounds: the header's length was checked.
@@ -243,7 +228,7 @@ impl GrafiteFilter {
         if m > n || m > r {
             return Err("grafite filter holds more hashes than keys or universe values");
         }
-        let l = u32::from(bytes[2]);
+        let l = u32::from(bytes[1]);
         if l != low_bits(r, m) {
             return Err("grafite low-bit width does not match its universe and hashes");
         }
@@ -297,7 +282,6 @@ impl GrafiteFilter {
             seen += count;
         }
         Ok(GrafiteFilter {
-            offset: usize::from(bytes[1]),
             keys: n,
             hasher: Hasher::new(seed, r),
             m,
@@ -309,11 +293,6 @@ impl GrafiteFilter {
             zeros_before: zeros_before.into_boxed_slice(),
             size: bytes.len(),
         })
-    }
-
-    /// Bytes of the user key skipped before the projection.
-    pub fn key_offset(&self) -> usize {
-        self.offset
     }
 
     /// Distinct projections the filter was built from.
@@ -516,13 +495,8 @@ mod tests {
     use proptest::prelude::*;
 
     fn build(xs: &[u64], bpk: f64, seed: u64) -> GrafiteFilter {
-        let mut b = GrafiteBuilder::new(0);
-        let mut sorted = xs.to_vec();
-        sorted.sort_unstable();
-        for x in sorted {
-            b.add_key(&x.to_be_bytes());
-        }
-        GrafiteFilter::decode(&b.finish(seed, bpk)).expect("own output decodes")
+        let bytes = GrafiteBuilder::with_projections(xs.to_vec()).finish(seed, bpk);
+        GrafiteFilter::decode(&bytes).expect("own output decodes")
     }
 
     #[test]
@@ -535,12 +509,8 @@ mod tests {
     #[test]
     fn successor_walks_the_elias_fano_sequence() {
         // Many hashes per bucket and empty buckets: check successor against a sorted vector.
-        let mut b = GrafiteBuilder::new(0);
         let xs: Vec<u64> = (0..3000u64).map(|i| i * 7919).collect();
-        for x in &xs {
-            b.add_key(&x.to_be_bytes());
-        }
-        let f = GrafiteFilter::decode(&b.finish(3, 9.0)).unwrap();
+        let f = build(&xs, 9.0, 3);
         let mut vs: Vec<u64> = xs.iter().map(|&x| f.hasher.hash(x)).collect();
         vs.sort_unstable();
         vs.dedup();
@@ -594,20 +564,19 @@ mod tests {
     #[test]
     fn corrupt_bytes_are_refused_or_answer_without_panicking() {
         let xs: Vec<u64> = (0..500u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
-        let mut b = GrafiteBuilder::new(0);
         let mut sorted = xs.clone();
         sorted.sort_unstable();
-        for x in &sorted {
-            b.add_key(&x.to_be_bytes());
-        }
-        let good = b.finish(1, 12.0);
+        let good = GrafiteBuilder::with_projections(xs).finish(1, 12.0);
         assert!(GrafiteFilter::decode(&good[..good.len() - 8]).is_err(), "truncated");
         let mut v = good.clone();
         v[0] = 9;
         assert!(GrafiteFilter::decode(&v).is_err(), "version");
         let mut v = good.clone();
-        v[2] ^= 1;
+        v[1] ^= 1;
         assert!(GrafiteFilter::decode(&v).is_err(), "low-bit width");
+        let mut v = good.clone();
+        v[3] = 1;
+        assert!(GrafiteFilter::decode(&v).is_err(), "reserved");
         let mut v = good.clone();
         v[28] ^= 1;
         assert!(GrafiteFilter::decode(&v).is_err(), "hash count");
@@ -630,21 +599,21 @@ mod tests {
 
     #[test]
     fn golden_bytes() {
-        // The serialized form is a format: this pins it (docs/format/sst.md, Grafite block).
-        let mut b = GrafiteBuilder::new(2);
-        for k in [&b"u:apple"[..], b"u:banana", b"u:cherry"] {
-            b.add_key(k);
-        }
-        let bytes = b.finish(7, 6.0);
+        // The serialized body is a format: this pins it (docs/format/sst.md, Grafite block).
+        // Three projections at 6 bits per key: r = 3·2^4 = 48, four low bits each, hashes 5,
+        // 34 and 46 (lows 0x5, 0x2, 0xe; ones at 0, 3 and 4 of a 6-bit high vector).
+        let x = |k: &[u8]| crate::filter::projection::Projection::fixed(0).project(k);
+        let xs = vec![x(b"apple"), x(b"banana"), x(b"cherry")];
+        let bytes = GrafiteBuilder::with_projections(xs.clone()).finish(7, 6.0);
         let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, GOLDEN);
         let f = GrafiteFilter::decode(&bytes).unwrap();
-        for k in [&b"apple"[..], b"banana", b"cherry"] {
-            assert!(f.may_contain_projection(project(k, 0)));
+        for x in xs {
+            assert!(f.may_contain_projection(x));
         }
     }
 
-    const GOLDEN: &str = "020204000700000000000000030000000000000030000000000000000300000000000000250e0000000000001900000000000000";
+    const GOLDEN: &str = "010400000700000000000000030000000000000030000000000000000300000000000000250e0000000000001900000000000000";
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]

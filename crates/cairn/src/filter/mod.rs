@@ -6,6 +6,7 @@ pub mod bloom;
 pub mod decision;
 pub mod grafite;
 pub mod loaded;
+pub mod projection;
 pub mod range;
 pub mod rosetta;
 

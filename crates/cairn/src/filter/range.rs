@@ -1,22 +1,41 @@
-//! A table's range filter, of either kind: Rosetta (`rosetta.rs`, metaindex version 1) or
-//! Grafite (`grafite.rs`, version 2). The metaindex entry's version byte says which, and so
-//! does the block's first byte.
+//! A table's range filter, of either kind, with the key projection it indexes
+//! (`projection.rs`). The metaindex entry's version byte says which format a block has, and
+//! so does the block's first byte:
+//!
+//! ```text
+//! version 1: a Rosetta block (rosetta.rs), fixed projection at its key offset
+//! version 2: 2 ‖ projection ‖ Grafite body (grafite.rs)
+//! version 3: 3 ‖ projection ‖ a Rosetta block of version 1 (its key offset byte = o)
+//! ```
 
-use super::grafite::{self, GrafiteBuilder, GrafiteFilter};
-use super::rosetta::{self, RosettaBuilder, RosettaFilter};
+use super::grafite::{GrafiteBuilder, GrafiteFilter};
+use super::projection::{Projection, Projector};
+use super::rosetta::{self, RosettaBuilder, RosettaFilter, HEIGHTS};
 use crate::options::RangeFilterKind;
 
-/// A decoded range filter.
+/// Version of a Grafite block.
+pub const GRAFITE: u8 = 2;
+/// Version of a Rosetta block with a projection.
+pub const ROSETTA_PROJECTED: u8 = 3;
+
+/// The filter of one kind.
 #[derive(Debug, Clone)]
 #[expect(
     clippy::large_enum_variant,
     reason = "readers box the whole filter once; boxing Rosetta's tables again would add a load per probe"
 )]
-pub enum RangeFilter {
+pub enum Kind {
     /// Prefix Bloom filters, per height.
     Rosetta(RosettaFilter),
     /// One hash and an Elias–Fano successor search.
     Grafite(GrafiteFilter),
+}
+
+/// A decoded range filter.
+#[derive(Debug, Clone)]
+pub struct RangeFilter {
+    projection: Projection,
+    kind: Kind,
 }
 
 impl RangeFilter {
@@ -25,56 +44,93 @@ impl RangeFilter {
     /// # Errors
     /// A short description of the first field that is invalid.
     pub fn decode(version: u8, bytes: Vec<u8>) -> Result<Self, &'static str> {
+        if bytes.first() != Some(&version) {
+            return Err("range filter block of another version than its metaindex entry");
+        }
         match version {
-            rosetta::VERSION => RosettaFilter::decode(bytes).map(RangeFilter::Rosetta),
-            grafite::VERSION => GrafiteFilter::decode(&bytes).map(RangeFilter::Grafite),
+            rosetta::VERSION => {
+                let f = RosettaFilter::decode(bytes)?;
+                Ok(RangeFilter {
+                    projection: Projection::fixed(f.key_offset()),
+                    kind: Kind::Rosetta(f),
+                })
+            }
+            GRAFITE | ROSETTA_PROJECTED => {
+                let (projection, used) = Projection::decode(&bytes[1..])?;
+                let body = &bytes[1 + used..];
+                let kind = if version == GRAFITE {
+                    Kind::Grafite(GrafiteFilter::decode(body)?)
+                } else {
+                    let f = RosettaFilter::decode(body.to_vec())?;
+                    if f.key_offset() != projection.offset() {
+                        return Err("rosetta key offset differs from its projection's");
+                    }
+                    Kind::Rosetta(f)
+                };
+                Ok(RangeFilter { projection, kind })
+            }
             _ => Err("unknown range filter version"),
         }
     }
 
     /// Whether this version of cairn reads range filters of metaindex version `version`.
     pub fn readable(version: u8) -> bool {
-        version == rosetta::VERSION || version == grafite::VERSION
+        matches!(version, rosetta::VERSION | GRAFITE | ROSETTA_PROJECTED)
     }
 
-    /// User-key bytes skipped before the projection.
-    pub fn key_offset(&self) -> usize {
-        match self {
-            RangeFilter::Rosetta(f) => f.key_offset(),
-            RangeFilter::Grafite(f) => f.key_offset(),
-        }
+    /// The key projection the filter indexes.
+    pub fn projection(&self) -> &Projection {
+        &self.projection
+    }
+
+    /// The filter.
+    pub fn kind(&self) -> &Kind {
+        &self.kind
     }
 
     /// Bytes held in memory.
     pub fn memory_usage(&self) -> usize {
-        match self {
-            RangeFilter::Rosetta(f) => f.memory_usage(),
-            RangeFilter::Grafite(f) => f.memory(),
-        }
+        self.projection.prefix().map_or(0, <[u8]>::len)
+            + match &self.kind {
+                Kind::Rosetta(f) => f.memory_usage(),
+                Kind::Grafite(f) => f.memory(),
+            }
     }
 
-    /// Whether a key may project to `x` (what answers point lookups for a table without
+    /// Whether the table may hold `user_key` (what answers point lookups for a table without
     /// point-filter units).
-    pub fn may_contain_projection(&self, x: u64) -> bool {
-        match self {
-            RangeFilter::Rosetta(f) => f.may_contain_projection(x),
-            RangeFilter::Grafite(f) => f.may_contain_projection(x),
+    pub fn may_contain_key(&self, user_key: &[u8]) -> bool {
+        let Some(x) = self.projection.of_key(user_key) else {
+            return false;
+        };
+        match &self.kind {
+            Kind::Rosetta(f) => f.may_contain_projection(x),
+            Kind::Grafite(f) => f.may_contain_projection(x),
         }
     }
 
     /// A one-line description of its layout (`cairn stats`): Rosetta's levels as
-    /// `height: bits per prefix`, Grafite's bits per key and reduced universe.
+    /// `height: bits per prefix`, Grafite's bits per key and reduced universe, then the
+    /// projection's window.
     pub fn describe(&self) -> String {
-        match self {
-            RangeFilter::Rosetta(f) if f.levels().is_empty() => "none".into(),
-            RangeFilter::Rosetta(f) => f
-                .levels()
-                .iter()
-                .map(|l| format!("h{}: {:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
-                .collect::<Vec<_>>()
-                .join(", "),
-            RangeFilter::Grafite(f) => format!(
-                "grafite {:.1} bits/key, r = 2^{:.1}",
+        let p = &self.projection;
+        let window = if p.prefix().is_some() {
+            format!("key[{}..+{}]", p.offset(), p.width())
+        } else {
+            format!("key[{}..+8], fixed", p.offset())
+        };
+        match &self.kind {
+            Kind::Rosetta(f) if f.levels().is_empty() => format!("none; {window}"),
+            Kind::Rosetta(f) => format!(
+                "{}; {window}",
+                f.levels()
+                    .iter()
+                    .map(|l| format!("h{}: {:.1}", l.height, l.num_bits as f64 / l.prefixes as f64))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Kind::Grafite(f) => format!(
+                "grafite {:.1} bits/key, r = 2^{:.1}; {window}",
                 f.bits_per_key(),
                 (f.universe() as f64).log2()
             ),
@@ -82,37 +138,60 @@ impl RangeFilter {
     }
 }
 
-/// Collects a table's keys for the range filter of the kind asked for.
+/// Collects a table's keys for a range filter of the kind asked for.
 #[derive(Debug)]
-pub enum RangeBuilder {
-    /// A Rosetta filter.
-    Rosetta(RosettaBuilder),
-    /// A Grafite filter.
-    Grafite(GrafiteBuilder),
+pub struct RangeBuilder {
+    kind: RangeFilterKind,
+    projector: Projector,
 }
 
 impl RangeBuilder {
-    /// A builder of `kind` projecting keys after `offset` bytes.
-    pub fn new(kind: RangeFilterKind, offset: usize) -> Self {
-        match kind {
-            RangeFilterKind::Rosetta => RangeBuilder::Rosetta(RosettaBuilder::new(offset)),
-            RangeFilterKind::Grafite => RangeBuilder::Grafite(GrafiteBuilder::new(offset)),
+    /// A builder of `kind`: the projection chosen per table, or fixed at `fixed_offset`.
+    pub fn new(kind: RangeFilterKind, fixed_offset: Option<usize>) -> Self {
+        RangeBuilder {
+            kind,
+            projector: Projector::new(fixed_offset),
         }
     }
 
     /// The next distinct user key of the table, in key order.
     pub fn add_key(&mut self, user_key: &[u8]) {
-        match self {
-            RangeBuilder::Rosetta(b) => b.add_key(user_key),
-            RangeBuilder::Grafite(b) => b.add_key(user_key),
-        }
+        self.projector.add_key(user_key);
     }
 
-    /// The metaindex version of what [`finish`](Self::finish) writes.
-    pub fn version(&self) -> u8 {
-        match self {
-            RangeBuilder::Rosetta(_) => rosetta::VERSION,
-            RangeBuilder::Grafite(_) => grafite::VERSION,
-        }
+    /// The block (and its version), or `None` when the table gets no filter: a Rosetta one
+    /// laid out by `plan` (see `RosettaBuilder::finish`) or a Grafite one of `bits_per_key`
+    /// (none under 2.5 bits per key, where its bound exceeds 1/2 for single values). `ends`:
+    /// the tree's sampled range-read ends (`Projector::finish`).
+    pub fn finish(
+        self,
+        seed: u64,
+        bits_per_key: f64,
+        ends: Option<&[u64]>,
+        plan: impl FnOnce(&[u64; HEIGHTS]) -> Vec<(usize, f64)>,
+    ) -> Option<(u8, Vec<u8>)> {
+        let (projection, xs) = self.projector.finish(ends);
+        let (version, body) = match self.kind {
+            RangeFilterKind::Rosetta => (
+                ROSETTA_PROJECTED,
+                RosettaBuilder::with_projections(projection.offset(), xs).finish(seed, plan),
+            ),
+            RangeFilterKind::Grafite if bits_per_key < 2.5 => return None,
+            RangeFilterKind::Grafite => (GRAFITE, GrafiteBuilder::with_projections(xs).finish(seed, bits_per_key)),
+        };
+        let mut block = vec![version];
+        projection.encode_to(&mut block);
+        block.extend_from_slice(&body);
+        Some((version, block))
+    }
+}
+
+/// What a block of metaindex version `version` is, for tools that list tables.
+pub fn version_name(version: u8) -> &'static str {
+    match version {
+        rosetta::VERSION => "rosetta, fixed projection",
+        GRAFITE => "grafite",
+        ROSETTA_PROJECTED => "rosetta",
+        _ => "unknown to this version",
     }
 }

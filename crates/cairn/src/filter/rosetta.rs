@@ -1,12 +1,10 @@
 //! Rosetta (Luo et al., SIGMOD'20): a range filter made of Bloom filters over the binary
 //! prefixes of a fixed-width key projection, one table's worth per block.
 //!
-//! **Projection.** A user key maps to `x = u64::from_be_bytes(key[o..o+8])`, zero-padded, where
-//! `o` is the key offset (default 0; a store whose keys share a leading tag skips it). Keys
-//! whose projections are equal are indistinguishable: the filter answers "maybe" for all of
-//! them, never a false "empty". The projection is monotone in key order among keys sharing
-//! their first `o` bytes, so a range `[lo, hi]` maps to `[x(lo), x(hi)]` when `lo` and `hi`
-//! share those bytes (otherwise the filter is not asked).
+//! **Projection.** A user key maps to a number `x` by the table's key projection
+//! (`projection.rs`: up to 8 bytes after an offset, big-endian); a range `[lo, hi]` maps to an
+//! interval of those numbers. Keys whose projections are equal are indistinguishable: the
+//! filter answers "maybe" for all of them, never a false "empty".
 //!
 //! **Levels.** The level at height `h` (0..=63) holds the prefixes `x >> h` (64 − h bits) of the
 //! table's keys; height 0 is the whole projection (Rosetta's B_L), height `h` a dyadic interval
@@ -51,42 +49,12 @@ const HEADER_LEN: usize = 20;
 const LEVEL_LEN: usize = 24;
 const MAX_PROBES: u32 = 30;
 
-/// The projection of `key` with `offset` leading bytes skipped: the next 8 bytes, big-endian,
-/// zero-padded.
-#[inline]
-pub fn project(key: &[u8], offset: usize) -> u64 {
-    let rest = key.get(offset..).unwrap_or(&[]);
-    let mut b = [0u8; 8];
-    let n = rest.len().min(8);
-    b[..n].copy_from_slice(&rest[..n]);
-    u64::from_be_bytes(b)
-}
-
-/// The smallest key whose projection is `x`, after `prefix` (the skipped leading bytes): the
-/// projection's bytes without trailing zeros (a shorter key sorts first and pads to the same
-/// projection).
-pub fn smallest_key_of(prefix: &[u8], x: u64) -> Vec<u8> {
-    let b = x.to_be_bytes();
-    let len = 8 - (x.trailing_zeros() as usize / 8).min(8);
-    let mut k = Vec::with_capacity(prefix.len() + len);
-    k.extend_from_slice(prefix);
-    k.extend_from_slice(&b[..len]);
-    k
-}
-
 #[inline]
 fn prefix_hash(seed: u64, height: usize, prefix: u64) -> u64 {
     fmix64(prefix ^ seed.wrapping_add(height as u64 + 1).wrapping_mul(SEED_SPREAD))
 }
 
-/// Whether a key whose bytes after the skipped prefix are `rest` is the smallest key of its
-/// projection ([`smallest_key_of`] would give it back): every key below it projects lower.
-#[inline]
-pub fn is_smallest_of_projection(rest: &[u8]) -> bool {
-    rest.len() <= 8 && rest.last() != Some(&0)
-}
-
-/// Collects a table's projections (keys arrive in order) and writes the filter.
+/// Writes the filter of a table's projections.
 #[derive(Debug)]
 pub struct RosettaBuilder {
     offset: usize,
@@ -94,22 +62,10 @@ pub struct RosettaBuilder {
 }
 
 impl RosettaBuilder {
-    /// A builder projecting keys after `offset` bytes.
-    pub fn new(offset: usize) -> Self {
-        RosettaBuilder {
-            offset,
-            projections: Vec::new(),
-        }
-    }
-
-    /// The next distinct user key of the table, in key order.
-    pub fn add_key(&mut self, user_key: &[u8]) {
-        let x = project(user_key, self.offset);
-        // Keys sharing a projection (or, past the offset, out of projection order because
-        // their skipped bytes differ) are kept once per run of equal values.
-        if self.projections.last() != Some(&x) {
-            self.projections.push(x);
-        }
+    /// A builder of a table's projections (any order; duplicates count once), made after
+    /// `offset` bytes of each key (recorded in the block).
+    pub fn with_projections(offset: usize, projections: Vec<u64>) -> Self {
+        RosettaBuilder { offset, projections }
     }
 
     /// The serialized filter, with the levels `plan` picks from the distinct prefixes per
@@ -533,10 +489,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn build(keys: &BTreeSet<u64>, plan: &[(usize, f64)]) -> RosettaFilter {
-        let mut b = RosettaBuilder::new(0);
-        for k in keys {
-            b.add_key(&k.to_be_bytes());
-        }
+        let b = RosettaBuilder::with_projections(0, keys.iter().copied().collect());
         RosettaFilter::decode(b.finish(7, |_| plan.to_vec())).unwrap()
     }
 
@@ -544,23 +497,6 @@ mod tests {
         let xs: Vec<u64> = keys.iter().copied().collect();
         let c = prefix_counts_sorted(&xs);
         heights.map(|h| (h, bpp * c[h] as f64)).collect()
-    }
-
-    #[test]
-    fn projection_and_smallest_key() {
-        assert_eq!(project(b"", 0), 0);
-        assert_eq!(project(b"\x01", 0), 1 << 56);
-        assert_eq!(project(b"user\x00\x00\x00\x00\x00\x00\x00\x05tail", 4), 5);
-        assert_eq!(project(b"ab", 4), 0, "a key shorter than the offset projects to 0");
-        assert_eq!(smallest_key_of(b"", project(b"ab", 0)), b"ab");
-        assert_eq!(smallest_key_of(b"p", 0), b"p");
-        assert_eq!(smallest_key_of(b"", u64::MAX), [0xff; 8]);
-        // The smallest key of a projection is ≤ every key with that projection.
-        for k in [&b""[..], b"ab", b"ab\0", b"ab\0\0\0\0\0\0\x01", b"abcdefgh", b"abcdefghij"] {
-            assert!(smallest_key_of(b"", project(k, 0)).as_slice() <= k);
-            assert_eq!(project(&smallest_key_of(b"", project(k, 0)), 0), project(k, 0));
-            assert_eq!(is_smallest_of_projection(k), smallest_key_of(b"", project(k, 0)) == k, "{k:?}");
-        }
     }
 
     #[test]
@@ -692,10 +628,7 @@ mod tests {
     #[test]
     fn golden_bytes_and_rejects_malformed() {
         let keys: BTreeSet<u64> = [1u64, 2, 3].into_iter().collect();
-        let mut b = RosettaBuilder::new(0);
-        for k in &keys {
-            b.add_key(&k.to_be_bytes());
-        }
+        let b = RosettaBuilder::with_projections(0, keys.iter().copied().collect());
         let bytes = b.finish(9, |_| vec![(0, 30.0), (1, 10.0)]);
         assert_eq!(&bytes[..4], &[1, 0, 2, 0]);
         assert_eq!(&bytes[4..12], &9u64.to_le_bytes());

@@ -150,7 +150,12 @@ pub fn dump_table_with(
     match t.range_filter_slot() {
         Some((v, h)) => w(
             out,
-            format!("  range filter: version {v}, at {} ({} bytes)", h.offset, h.size),
+            format!(
+                "  range filter: version {v} ({}), at {} ({} bytes)",
+                crate::filter::range::version_name(v),
+                h.offset,
+                h.size
+            ),
         )?,
         None => w(out, "  range filter: none".into())?,
     }

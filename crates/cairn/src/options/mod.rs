@@ -451,9 +451,12 @@ options! {
         /// false: every table gets `range_filter.bits_per_key`.
         pub range_filter_by_workload: bool = true
             => "range_filter.by_workload", Bool, ANY, Stored, RangeFilter;
-        /// User-key bytes the range filter skips before its 8-byte key projection (default 0;
-        /// set it to the length of a prefix all keys share, such as a table tag, so the
-        /// projection covers the bytes that differ). At most 255.
+        /// 0 (the default): each table's range filter indexes its keys by the bytes after the
+        /// table's common prefix, up to the last byte where two of its keys first differ (at
+        /// most 8; string keys such as `user:00012345` are served by their differing digits).
+        /// Above 0: every table indexes the 8 bytes after this many bytes (the layout before
+        /// per-table projections), and a range read is asked only when its bounds share them.
+        /// At most 255.
         pub range_filter_key_offset: usize = 0
             => "range_filter.key_offset", Count, within(0.0, 255.0), Stored, RangeFilter;
         /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default

@@ -100,7 +100,7 @@ impl TableBuilder {
             .range_filter
             .as_ref()
             .filter(|r| r.bits_per_key > 0.0)
-            .map(|r| RangeBuilder::new(r.kind, r.key_offset));
+            .map(|r| RangeBuilder::new(r.kind, (r.key_offset > 0).then_some(r.key_offset)));
         TableBuilder {
             range,
             data: if opts.hash_index {
@@ -307,25 +307,14 @@ impl TableBuilder {
                     .decider
                     .as_ref()
                     .map_or(ro.bits_per_key, |d| d.range_bits_per_key(&self.output()));
-                let version = r.version();
-                let seed = self.props.file_number;
-                let block = match r {
-                    RangeBuilder::Rosetta(r) => {
-                        let budget = bpk * self.distinct_keys as f64;
-                        let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
-                        r.finish(seed, |prefixes| {
-                            crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
-                        })
-                    }
-                    // Under two bits per key the reduced universe holds fewer values than
-                    // keys: every range would pass, so the table gets none.
-                    RangeBuilder::Grafite(_) if bpk < 2.5 => Vec::new(),
-                    RangeBuilder::Grafite(g) => g.finish(seed, bpk),
+                let budget = bpk * self.distinct_keys as f64;
+                let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
+                let plan = |prefixes: &[u64; crate::filter::rosetta::HEIGHTS]| {
+                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
                 };
-                if block.is_empty() {
-                    None
-                } else {
-                    Some((version, self.write_block(&block, Compression::None)?))
+                match r.finish(self.props.file_number, bpk, ro.ends.as_deref(), plan) {
+                    Some((version, block)) => Some((version, self.write_block(&block, Compression::None)?)),
+                    None => None,
                 }
             }
             _ => None,

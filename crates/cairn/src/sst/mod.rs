@@ -86,6 +86,9 @@ pub struct RangeFilterOptions {
     pub key_offset: usize,
     /// The sampled range-query sizes its layout is decided from (`None`: the default layout).
     pub sizes: Option<std::sync::Arc<[u64; crate::tuning::rosetta::SIZE_BUCKETS]>>,
+    /// Where sampled range reads' bounds first differ (`filter::projection::range_end`), which
+    /// a per-table projection's window is ended by (`None`: the keys decide).
+    pub ends: Option<std::sync::Arc<[u64]>>,
     /// Bloom probes a query may spend on the filter (decides whether one level can serve the
     /// sampled sizes).
     pub probe_budget: u32,

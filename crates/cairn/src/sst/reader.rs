@@ -12,7 +12,6 @@ use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filter::range::RangeFilter;
-use crate::filter::rosetta;
 use crate::filter::{BloomFilter, LoadedUnits};
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
@@ -796,7 +795,7 @@ impl TableReader {
             // the key's projection instead, when the table has one.
             if let Some(f) = self.range_filter()? {
                 out.units_probed += 1;
-                if !f.may_contain_projection(rosetta::project(user_key, f.key_offset())) {
+                if !f.may_contain_key(user_key) {
                     out.filter_negative = true;
                     return Ok(out);
                 }

@@ -67,6 +67,7 @@ fn range_filter_of(kind: crate::options::RangeFilterKind, bits_per_key: f64) -> 
         bits_per_key,
         key_offset: 0,
         sizes: None,
+        ends: None,
         probe_budget: 100,
     })
 }
@@ -595,12 +596,13 @@ fn golden_table_bytes() {
     let bytes = read_all(&fs, p).unwrap();
     crate::testutil::check_golden("golden/tiny-range.sst.hex", &crate::testutil::hex_lines(&bytes));
     let t = open(&fs, p, None).unwrap();
+    assert_eq!(t.range_filter_slot().map(|s| s.0), Some(3));
     let f = t.range_filter().unwrap().expect("a range filter");
-    let crate::filter::range::RangeFilter::Rosetta(r) = f else {
+    let crate::filter::range::Kind::Rosetta(r) = f.kind() else {
         panic!("a Rosetta filter: {f:?}");
     };
     assert_eq!(r.keys(), 2);
-    assert!(f.may_contain_projection(crate::filter::rosetta::project(b"pear", 0)));
+    assert!(f.may_contain_key(b"pear"));
 
     // With a Grafite range filter (metaindex version 2).
     let p = Path::new("/t/golden-grafite.sst");
@@ -620,11 +622,11 @@ fn golden_table_bytes() {
     let t = open(&fs, p, None).unwrap();
     assert_eq!(t.range_filter_slot().map(|s| s.0), Some(2));
     let f = t.range_filter().unwrap().expect("a range filter");
-    let crate::filter::range::RangeFilter::Grafite(g) = f else {
+    let crate::filter::range::Kind::Grafite(g) = f.kind() else {
         panic!("a Grafite filter: {f:?}");
     };
     assert_eq!(g.keys(), 2);
-    assert!(f.may_contain_projection(crate::filter::rosetta::project(b"pear", 0)));
+    assert!(f.may_contain_key(b"pear"));
 }
 
 #[test]
@@ -714,12 +716,16 @@ fn table_cache_keeps_at_most_max_open_readers() {
 
 /// Reads the golden table `file` (the tiny table of `golden_table_bytes`, as an older writer
 /// wrote it): every entry by scan and by point lookup. Returns its footer's format version.
-fn read_old_golden_table(file: &str) -> u8 {
+fn old_golden_bytes(file: &str) -> Vec<u8> {
     let hex = std::fs::read_to_string(crate::testutil::testdata(file)).unwrap();
     let hex: String = hex.split_whitespace().collect();
-    let bytes: Vec<u8> = (0..hex.len() / 2)
+    (0..hex.len() / 2)
         .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
-        .collect();
+        .collect()
+}
+
+fn read_old_golden_table(file: &str) -> u8 {
+    let bytes = old_golden_bytes(file);
     let fs = fs();
     let p = Path::new("/t/old.sst");
     write_all_synced(&fs, p, &bytes).unwrap();
@@ -738,6 +744,22 @@ fn read_old_golden_table(file: &str) -> u8 {
     assert_eq!(got(b"pear"), Some((ValueKind::Put, b"green".to_vec())), "{file}");
     assert_eq!(got(b"plum"), None, "{file}");
     bytes[bytes.len() - 16]
+}
+
+/// A table whose range filter is a Rosetta block of version 1 (a fixed projection, pinned
+/// before per-table projections) is still read, and its filter still answers.
+#[test]
+fn rosetta_blocks_of_version_1_are_still_read() {
+    let file = "golden/tiny-range-rosetta-v1.sst.hex";
+    assert_eq!(read_old_golden_table(file), 2);
+    let fs = fs();
+    let p = Path::new("/t/old-range.sst");
+    write_all_synced(&fs, p, &old_golden_bytes(file)).unwrap();
+    let t = open(&fs, p, None).unwrap();
+    assert_eq!(t.range_filter_slot().map(|s| s.0), Some(1));
+    let f = t.range_filter().unwrap().expect("a range filter");
+    assert_eq!(f.projection(), &crate::filter::projection::Projection::fixed(0));
+    assert!(f.may_contain_key(b"apple") && f.may_contain_key(b"pear"));
 }
 
 /// A table written by format version 1 (before data blocks had hash indexes; the golden file

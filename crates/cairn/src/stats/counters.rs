@@ -6,6 +6,7 @@
 
 use super::stripe::{Stripe, Striped};
 use crate::sst::GetOutcome;
+use crate::filter::projection::END_POSITIONS;
 use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
 use crate::tuning::rosetta::{size_bucket, SIZE_BUCKETS};
 use parking_lot::RwLock;
@@ -108,6 +109,9 @@ pub struct TreeCounters {
     levels: Box<[Striped<LevelCounters>]>,
     /// Range-filter probes per height, from sampled range reads.
     range_height_probes: [AtomicU64; HEIGHTS],
+    /// Sampled bounded range reads by where their bounds first differ, plus one
+    /// (`filter::projection::range_end`).
+    range_ends: Box<[AtomicU64]>,
 }
 
 impl TreeCounters {
@@ -124,6 +128,7 @@ impl TreeCounters {
             memory_merges: std::array::from_fn(|_| AtomicU64::new(0)),
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
+            range_ends: (0..END_POSITIONS).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -145,6 +150,18 @@ impl TreeCounters {
                 a.fetch_add(u64::from(n), Relaxed);
             }
         }
+    }
+
+    /// A sampled bounded range read whose bounds first differ at `end − 1`.
+    pub fn record_range_end(&self, end: usize) {
+        if let Some(a) = self.range_ends.get(end) {
+            a.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// The sampled range reads by [`record_range_end`](Self::record_range_end).
+    pub fn range_ends(&self) -> Vec<u64> {
+        self.range_ends.iter().map(|a| a.load(Relaxed)).collect()
     }
 
     /// Range-filter probes per height from the sampled range reads.
