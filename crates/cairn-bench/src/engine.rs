@@ -174,6 +174,10 @@ pub struct EngineArgs {
     /// Range-filter kind: rosetta | grafite (cairn only; default its own).
     #[arg(long)]
     pub range_filter_kind: Option<String>,
+    /// Range-filter bits per table by the empty range reads it sees (cairn only; default its
+    /// own, true; false: every table gets `--range_filter_bits_per_key`).
+    #[arg(long, value_parser = crate::flag_bool)]
+    pub range_filter_by_workload: Option<bool>,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -593,6 +597,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         segment_size => "filters.segment_size",
         filter_unit_format => "filters.unit_format",
         range_filter_kind => "range_filter.kind",
+        range_filter_by_workload => "range_filter.by_workload",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",
         elastic_unit_bpk => "filters.elastic_unit_bits_per_key",

@@ -21,8 +21,8 @@
 //! **Elias–Fano.** The distinct hashes `v_0 < … < v_{m−1}` (`m ≤ n`: hashes may collide) are
 //! stored as `l = ⌊log2(r/m)⌋` low bits each (packed, LSB first) and a *high* bit vector of
 //! `m + Z` bits, `Z = ((r − 1) >> l) + 1`, in which `v_i` sets bit `(v_i >> l) + i`. A
-//! successor search finds bucket `v >> l` by a select over the zeros (positions of every 256th
-//! zero are sampled when the filter is decoded, not stored) and scans it.
+//! successor search binary searches every 64th hash (fences, built when the filter is decoded,
+//! not stored) and walks the high bits from the fence below `v`: at most 64 hashes.
 //!
 //! Serialized body (after the block's version byte 2 and projection; the SST block adds the
 //! checksum):
@@ -48,8 +48,8 @@ pub const VERSION: u8 = 1;
 const HEADER_LEN: usize = 36;
 /// Largest reduced universe: `q + offset < 2r` stays far from overflow.
 const MAX_UNIVERSE: u64 = 1 << 62;
-/// Zeros of the high bit vector per sampled position.
-const SAMPLE: u64 = 256;
+/// Hashes per fence (the successor search's index, built at decode).
+const FENCE: u64 = 64;
 
 /// `⌊log2(r/m)⌋`, 0 when `m = 0` or `m ≥ r`.
 fn low_bits(r: u64, m: u64) -> u32 {
@@ -158,6 +158,23 @@ impl GrafiteBuilder {
     }
 }
 
+/// The `width` low bits of hash `i` (0 when `width` is 0; bits past the words read as 0).
+#[inline]
+fn low_bits_at(lows: &[u64], width: u32, i: u64) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let at = i * u64::from(width);
+    let (w, s) = ((at / 64) as usize, (at % 64) as u32);
+    let lo = lows.get(w).copied().unwrap_or(0) >> s;
+    let hi = if s + width > 64 {
+        lows.get(w + 1).copied().unwrap_or(0) << (64 - s)
+    } else {
+        0
+    };
+    (lo | hi) & ((1u64 << width) - 1)
+}
+
 fn set_bits(words: &mut [u64], at: u64, width: u32, v: u64) {
     if width == 0 {
         return;
@@ -181,11 +198,12 @@ pub struct GrafiteFilter {
     highs: Box<[u64]>,
     /// Bits of `highs` in use (`m + Z`).
     high_len: u64,
-    /// `samples[j]`: position of zero number `j · SAMPLE` in `highs`.
-    samples: Box<[u64]>,
-    /// `zeros_before[s]`: zeros of `highs` before bit `s · 512` (a select narrows between two
-    /// samples by it: where a bucket holds many hashes, 256 zeros may span many words).
-    zeros_before: Box<[u32]>,
+    /// `fences[j]`: hash number `j · FENCE` (one bit per key in memory, not stored). A
+    /// successor search binary searches them, then walks at most `FENCE` hashes from the
+    /// fence below: keys close together hash close together (one rotation per block), so an
+    /// Elias–Fano bucket may hold a thousand hashes, and a search by buckets alone missed
+    /// the cache at every step of its binary search over their low bits.
+    fences: Box<[u64]>,
     /// Bytes of the serialized form.
     size: usize,
 }
@@ -254,32 +272,18 @@ impl GrafiteFilter {
                 }
             }
         }
-        if zeros > u64::from(u32::MAX) {
-            return Err("grafite filter too large");
-        }
-        // Samples of the zeros' positions and the zero counts per 512 bits: one pass.
-        let mut samples = Vec::with_capacity(zeros.div_ceil(SAMPLE) as usize);
-        let mut zeros_before = Vec::with_capacity(highs.len() / 8 + 1);
-        let mut seen = 0u64;
-        for (i, &w) in highs.iter().enumerate() {
-            if i % 8 == 0 {
-                zeros_before.push(seen as u32);
+        let mut fences = Vec::with_capacity(m.div_ceil(FENCE) as usize);
+        let (mut i, l_bits) = (0u64, l);
+        for (w, &word) in highs.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let p = w as u64 * 64 + u64::from(bits.trailing_zeros());
+                if i % FENCE == 0 {
+                    fences.push(((p - i) << l_bits) | low_bits_at(&lows, l_bits, i));
+                }
+                i += 1;
+                bits &= bits - 1;
             }
-            let base = i as u64 * 64;
-            let valid = if base + 64 <= high_len {
-                u64::MAX
-            } else {
-                (1u64 << (high_len - base)) - 1
-            };
-            let z = !w & valid;
-            let count = u64::from(z.count_ones());
-            // Every multiple of SAMPLE among zero numbers seen..seen+count.
-            let mut next = seen.next_multiple_of(SAMPLE);
-            while next < seen + count {
-                samples.push(base + u64::from(select_in_word(z, (next - seen) as u32)));
-                next += SAMPLE;
-            }
-            seen += count;
         }
         Ok(GrafiteFilter {
             keys: n,
@@ -289,8 +293,7 @@ impl GrafiteFilter {
             lows,
             highs,
             high_len,
-            samples: samples.into_boxed_slice(),
-            zeros_before: zeros_before.into_boxed_slice(),
+            fences: fences.into_boxed_slice(),
             size: bytes.len(),
         })
     }
@@ -305,9 +308,9 @@ impl GrafiteFilter {
         self.hasher.r
     }
 
-    /// Bytes held in memory (the decoded vectors and the zero samples).
+    /// Bytes held in memory (the decoded vectors and the fences).
     pub fn memory(&self) -> usize {
-        8 * (self.lows.len() + self.highs.len() + self.samples.len()) + 4 * self.zeros_before.len()
+        8 * (self.lows.len() + self.highs.len() + self.fences.len())
     }
 
     /// Bits per key of the serialized form (what the bound is computed from).
@@ -366,14 +369,26 @@ impl GrafiteFilter {
 
     /// The smallest stored hash ≥ `v`.
     fn successor(&self, v: u64) -> Option<u64> {
+        let j = self.fences.partition_point(|&f| f < v);
+        if j == 0 {
+            return self.fences.first().copied();
+        }
+        // Hash i0 (a fence, below v) sits at bit (its high part) + i0; the successor is one of
+        // the next FENCE hashes (the next fence is ≥ v).
+        let i0 = (j as u64 - 1) * FENCE;
+        let h0 = self.fences[j - 1] >> self.l;
+        let p0 = h0 + i0;
         let hq = v >> self.l;
-        // Bucket `hq` (the hashes whose high part is hq) is the run of ones after the hq-th
-        // zero, up to the next zero; `pos − hq` ones lie before a position `pos` in it.
-        let start = if hq == 0 { 0 } else { self.select_zero(hq - 1)? + 1 };
-        let end = self.next_zero(start)?;
-        let (first, after) = (start - hq, end - hq);
-        // Keys close together hash close together (one rotation per block), so a bucket may
-        // hold many: binary search its low bits.
+        // Bucket hq starts after its hq-th zero: skip the hq − h0 zeros after the fence.
+        let (start, first) = if hq == h0 {
+            (p0, i0)
+        } else {
+            let z = self.skip_zeros(p0 + 1, hq - h0)?;
+            (z + 1, z + 1 - hq)
+        };
+        let end = self.next_zero(start).unwrap_or(self.high_len);
+        let after = (end - hq).min(i0 + FENCE + 1).min(self.m);
+        // The bucket's hashes share the high part: binary search their low bits.
         let lq = v & ((1u64 << self.l) - 1);
         let (mut lo, mut hi) = (first, after);
         while lo < hi {
@@ -384,47 +399,38 @@ impl GrafiteFilter {
                 hi = mid;
             }
         }
-        if lo < after {
+        if lo < after && lo < end - hq {
             return Some((hq << self.l) | self.low(lo));
         }
         // None in the bucket at or above v: the next hash lies in a later bucket.
-        if after >= self.m {
+        let next = end - hq;
+        if next >= self.m {
             return None;
         }
         let p = self.next_one(end)?;
-        Some(((p - after) << self.l) | self.low(after))
+        Some(((p - next) << self.l) | self.low(next))
     }
 
-    #[inline]
-    fn low(&self, i: u64) -> u64 {
-        if self.l == 0 {
-            return 0;
-        }
-        let at = i * u64::from(self.l);
-        let (w, s) = ((at / 64) as usize, (at % 64) as u32);
-        let lo = self.lows.get(w).copied().unwrap_or(0) >> s;
-        let hi = if s + self.l > 64 {
-            self.lows.get(w + 1).copied().unwrap_or(0) << (64 - s)
-        } else {
-            0
-        };
-        (lo | hi) & ((1u64 << self.l) - 1)
-    }
-
-    /// Position of the first one at or after `pos`.
-    #[inline]
-    fn next_one(&self, pos: u64) -> Option<u64> {
-        if pos >= self.high_len {
-            return None;
-        }
+    /// Position of the `k`-th zero (1-based) at or after `pos`.
+    fn skip_zeros(&self, pos: u64, k: u64) -> Option<u64> {
         let mut w = (pos / 64) as usize;
-        let mut bits = self.highs[w] & (u64::MAX << (pos % 64));
+        let mut z = !*self.highs.get(w)? & (u64::MAX << (pos % 64));
+        let mut left = k;
         loop {
-            if bits != 0 {
-                return Some(w as u64 * 64 + u64::from(bits.trailing_zeros()));
+            let base = w as u64 * 64;
+            if base + 64 > self.high_len {
+                z &= (1u64 << (self.high_len - base)) - 1;
             }
+            let c = u64::from(z.count_ones());
+            if left <= c {
+                for _ in 1..left {
+                    z &= z - 1;
+                }
+                return Some(base + u64::from(z.trailing_zeros()));
+            }
+            left -= c;
             w += 1;
-            bits = *self.highs.get(w)?;
+            z = !*self.highs.get(w)?;
         }
     }
 
@@ -446,47 +452,27 @@ impl GrafiteFilter {
         }
     }
 
-    /// Position of zero number `k` (0-based).
-    fn select_zero(&self, k: u64) -> Option<u64> {
-        let j = (k / SAMPLE) as usize;
-        let from = *self.samples.get(j)?;
-        let to = self.samples.get(j + 1).map_or(self.high_len, |&p| p);
-        // The last 512-bit block between the two samples with at most k zeros before it holds
-        // zero number k.
-        let (mut lo, mut hi) = ((from / 512) as usize, (to.saturating_sub(1) / 512) as usize);
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if u64::from(*self.zeros_before.get(mid)?) <= k {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        let mut left = k.checked_sub(u64::from(*self.zeros_before.get(lo)?))?;
-        let mut w = lo * 8;
-        loop {
-            let base = w as u64 * 64;
-            let mut z = !*self.highs.get(w)?;
-            if base + 64 > self.high_len {
-                z &= (1u64 << (self.high_len - base)) - 1;
-            }
-            let c = u64::from(z.count_ones());
-            if left < c {
-                return Some(base + u64::from(select_in_word(z, left as u32)));
-            }
-            left -= c;
-            w += 1;
-        }
+    #[inline]
+    fn low(&self, i: u64) -> u64 {
+        low_bits_at(&self.lows, self.l, i)
     }
-}
 
-/// Position of set bit number `k` (0-based) of `x`, which has more than `k` set bits.
-#[inline]
-fn select_in_word(mut x: u64, k: u32) -> u32 {
-    for _ in 0..k {
-        x &= x - 1;
+    /// Position of the first one at or after `pos`.
+    #[inline]
+    fn next_one(&self, pos: u64) -> Option<u64> {
+        if pos >= self.high_len {
+            return None;
+        }
+        let mut w = (pos / 64) as usize;
+        let mut bits = self.highs[w] & (u64::MAX << (pos % 64));
+        loop {
+            if bits != 0 {
+                return Some(w as u64 * 64 + u64::from(bits.trailing_zeros()));
+            }
+            w += 1;
+            bits = *self.highs.get(w)?;
+        }
     }
-    x.trailing_zeros()
 }
 
 #[cfg(test)]
