@@ -17,6 +17,8 @@
 #     OUT=bench-results/range-grid scripts/range-grid.sh
 #   BEFORE=/path/to/older/target/release/db_bench adds that build's Rosetta as "before-rf<B>".
 #   KEY_FORMAT=string: keys `user:` + the zero-padded decimal number (16 bytes), measurement (c).
+#   AGGREGATE_ONLY=1: tabulate $OUT/raw again without running (also load.md: the loads'
+#   fillrandom ops/s per configuration, the cost of building each filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
@@ -48,7 +50,9 @@ if [ -n "${BEFORE:-}" ]; then
 fi
 mkdir -p "$out/raw"
 n=${#configs[@]}
-for round in $(seq "$rounds"); do
+runs=$rounds
+[ -n "${AGGREGATE_ONLY:-}" ] && runs=0
+for round in $(seq "$runs"); do
   for i in $(seq 0 $((n - 1))); do
     IFS='|' read -r name exe flags <<<"${configs[$(((i + round - 1) % n))]}"
     rm -rf "$work"
@@ -63,6 +67,23 @@ for round in $(seq "$rounds"); do
   done
 done
 rm -rf "$work"
+python3 - "$out" <<'EOF'
+import glob, json, os, statistics, sys
+out = sys.argv[1]
+loads = {}
+for path in glob.glob(os.path.join(out, "raw", "*-load.json")):
+    name = os.path.basename(path)[:-len("-load.json")].rsplit("-", 1)[0]
+    for p in json.load(open(path))["phases"]:
+        if p["name"] == "fillrandom":
+            loads.setdefault(name, []).append(p["ops_per_sec"])
+base = statistics.median(loads.get("none", [0])) or None
+rows = ["| config | load ops/s (median) | × no range filter |", "|---|---:|---:|"]
+for name in sorted(loads, key=lambda n: (n != "rocksdb", n != "none", n)):
+    m = statistics.median(loads[name])
+    rows.append(f"| {name} | {m:,.0f} | {m / base:.2f} |" if base else f"| {name} | {m:,.0f} | – |")
+open(os.path.join(out, "load.md"), "w").write("\n".join(rows) + "\n")
+print("\n".join(rows))
+EOF
 python3 - "$out" <<'EOF'
 import glob, json, os, statistics, sys
 out = sys.argv[1]
