@@ -105,12 +105,10 @@ fn within_table<'a>(
     meta: &'a FileMeta,
     bounds: &'a KeyBounds,
 ) -> (Bound<&'a [u8]>, Bound<&'a [u8]>) {
-    let as_ref = |b: &'a Bound<Vec<u8>>| match b {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    };
-    let (lo, hi) = (as_ref(&bounds.lo), as_ref(&bounds.hi));
+    let (lo, hi) = (
+        bounds.lo.as_ref().map(Vec::as_slice),
+        bounds.hi.as_ref().map(Vec::as_slice),
+    );
     if projection.prefix().is_none() {
         return (lo, hi);
     }

@@ -399,7 +399,7 @@ impl GrafiteFilter {
                 hi = mid;
             }
         }
-        if lo < after && lo < end - hq {
+        if lo < after {
             return Some((hq << self.l) | self.low(lo));
         }
         // None in the bucket at or above v: the next hash lies in a later bucket.

@@ -129,7 +129,7 @@ impl Projection {
     /// `None` when this projection cannot answer for these bounds. `Some(None)`: no key the
     /// table can hold lies within them.
     pub fn interval<'a>(&'a self, bounds: &'a KeyBounds) -> Option<Option<(&'a [u8], u64, u64)>> {
-        self.interval_of(as_ref(&bounds.lo), as_ref(&bounds.hi))
+        self.interval_of(bounds.lo.as_ref().map(Vec::as_slice), bounds.hi.as_ref().map(Vec::as_slice))
     }
 
     /// [`interval`](Self::interval) of borrowed bounds.
@@ -241,14 +241,6 @@ impl Projection {
             },
             HEADER + offset,
         ))
-    }
-}
-
-fn as_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match b {
-        Bound::Included(k) => Bound::Included(k),
-        Bound::Excluded(k) => Bound::Excluded(k),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
 
