@@ -554,22 +554,20 @@ mod tests {
         sorted.sort_unstable();
         let good = GrafiteBuilder::with_projections(xs).finish(1, 12.0);
         assert!(GrafiteFilter::decode(&good[..good.len() - 8]).is_err(), "truncated");
-        let mut v = good.clone();
-        v[0] = 9;
-        assert!(GrafiteFilter::decode(&v).is_err(), "version");
-        let mut v = good.clone();
-        v[1] ^= 1;
-        assert!(GrafiteFilter::decode(&v).is_err(), "low-bit width");
-        let mut v = good.clone();
-        v[3] = 1;
-        assert!(GrafiteFilter::decode(&v).is_err(), "reserved");
-        let mut v = good.clone();
-        v[28] ^= 1;
-        assert!(GrafiteFilter::decode(&v).is_err(), "hash count");
-        let mut v = good.clone();
-        let last = v.len() - 1;
-        v[last] |= 0x80;
-        assert!(GrafiteFilter::decode(&v).is_err(), "a bit past the end or one too many");
+        let last = good.len() - 1;
+        type Damage = (usize, fn(&mut u8), &'static str);
+        let damaged: [Damage; 5] = [
+            (0, |b| *b = 9, "version"),
+            (1, |b| *b ^= 1, "low-bit width"),
+            (3, |b| *b = 1, "reserved"),
+            (28, |b| *b ^= 1, "hash count"),
+            (last, |b| *b |= 0x80, "a bit past the end or one too many"),
+        ];
+        for (at, damage, what) in damaged {
+            let mut v = good.clone();
+            damage(&mut v[at]);
+            assert!(GrafiteFilter::decode(&v).is_err(), "{what}");
+        }
         // Any single flipped bit: refused, or a filter whose queries do not panic.
         for i in 0..good.len() * 8 {
             let mut v = good.clone();

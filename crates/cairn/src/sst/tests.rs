@@ -580,53 +580,41 @@ fn golden_table_bytes() {
     assert_eq!(&bytes[..3], &[0, 13, 3]);
     assert_eq!(&bytes[3..8], b"apple");
 
-    // The same table with a range filter (its block, and the metaindex entry naming it).
-    let p = Path::new("/t/golden-range.sst");
-    build(
-        &fs,
-        p,
-        &model,
-        TableOptions {
-            block_size: 32,
-            filter: FilterDecision::units("uniform", 1, 4.0),
-            range_filter: range_filter(10.0),
-            ..TableOptions::default()
-        },
-    );
-    let bytes = read_all(&fs, p).unwrap();
-    crate::testutil::check_golden("golden/tiny-range.sst.hex", &crate::testutil::hex_lines(&bytes));
-    let t = open(&fs, p, None).unwrap();
-    assert_eq!(t.range_filter_slot().map(|s| s.0), Some(3));
-    let f = t.range_filter().unwrap().expect("a range filter");
-    let crate::filter::range::Kind::Rosetta(r) = f.kind() else {
+    // The same table with a range filter of each kind (its block, and the metaindex entry
+    // naming it with the block's version).
+    let with_range = |kind, name: &str, golden: &str, version: u8| {
+        let p = Path::new("/t").join(name);
+        build(
+            &fs,
+            &p,
+            &model,
+            TableOptions {
+                block_size: 32,
+                filter: FilterDecision::units("uniform", 1, 4.0),
+                range_filter: range_filter_of(kind, 10.0),
+                ..TableOptions::default()
+            },
+        );
+        let bytes = read_all(&fs, &p).unwrap();
+        crate::testutil::check_golden(golden, &crate::testutil::hex_lines(&bytes));
+        let t = open(&fs, &p, None).unwrap();
+        assert_eq!(t.range_filter_slot().map(|s| s.0), Some(version));
+        let f = t.range_filter().unwrap().expect("a range filter").clone();
+        assert!(f.may_contain_key(b"pear"));
+        f
+    };
+    use crate::filter::range::Kind;
+    use crate::options::RangeFilterKind;
+    let f = with_range(RangeFilterKind::Rosetta, "golden-range.sst", "golden/tiny-range.sst.hex", 3);
+    let Kind::Rosetta(r) = f.kind() else {
         panic!("a Rosetta filter: {f:?}");
     };
     assert_eq!(r.keys(), 2);
-    assert!(f.may_contain_key(b"pear"));
-
-    // With a Grafite range filter (metaindex version 2).
-    let p = Path::new("/t/golden-grafite.sst");
-    build(
-        &fs,
-        p,
-        &model,
-        TableOptions {
-            block_size: 32,
-            filter: FilterDecision::units("uniform", 1, 4.0),
-            range_filter: range_filter_of(crate::options::RangeFilterKind::Grafite, 10.0),
-            ..TableOptions::default()
-        },
-    );
-    let bytes = read_all(&fs, p).unwrap();
-    crate::testutil::check_golden("golden/tiny-grafite.sst.hex", &crate::testutil::hex_lines(&bytes));
-    let t = open(&fs, p, None).unwrap();
-    assert_eq!(t.range_filter_slot().map(|s| s.0), Some(2));
-    let f = t.range_filter().unwrap().expect("a range filter");
-    let crate::filter::range::Kind::Grafite(g) = f.kind() else {
+    let f = with_range(RangeFilterKind::Grafite, "golden-grafite.sst", "golden/tiny-grafite.sst.hex", 2);
+    let Kind::Grafite(g) = f.kind() else {
         panic!("a Grafite filter: {f:?}");
     };
     assert_eq!(g.keys(), 2);
-    assert!(f.may_contain_key(b"pear"));
 }
 
 #[test]
