@@ -475,3 +475,39 @@ fn range_filter_rows(text: &str) -> Vec<String> {
         .filter_map(|l| l.rsplit("  ").next().map(str::to_string))
         .collect()
 }
+
+/// `range_filter.kind` by name, its refusals, and Rosetta's own settings refused with Grafite
+/// (nothing a user sets is silently ignored); a reopen with default options keeps the kind.
+#[test]
+fn the_kind_is_an_option_like_the_others() {
+    let fs = MemFs::new();
+    let mut o = options(&fs);
+    let e = o.set("range_filter.kind", "bloom").unwrap_err().to_string();
+    assert!(
+        e.contains("range_filter.kind") && e.contains("bloom") && e.contains("rosetta, grafite"),
+        "{e}"
+    );
+    o.set("range_filter.kind", "grafite").unwrap();
+    assert_eq!(o.range_filter.kind, RangeFilterKind::Grafite);
+    o.range_filter.probe_budget = 30;
+    let e = Db::open("/k", o.clone()).unwrap_err().to_string();
+    assert!(
+        e.contains("range_filter.probe_budget") && e.contains("30") && e.contains("range_filter.kind = grafite"),
+        "{e}"
+    );
+    o.range_filter.probe_budget = 100;
+    drop(Db::open("/k", o).unwrap());
+    let db = Db::open(
+        "/k",
+        Options {
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        db.options().range_filter.kind,
+        RangeFilterKind::Grafite,
+        "the stored kind is kept"
+    );
+}
