@@ -172,6 +172,11 @@ fn an_empty_range_between_keys_reads_no_data_block() {
     // Every read asks a filter, but for a range falling between two tables' key ranges, which
     // asks no table at all (where tables end moves with the block format).
     assert!(probes >= n - n / 100, "every read asked a filter ({probes})");
+    // Once: a range inside one table's key range reaches one table of the single level.
+    assert!(
+        probes <= n,
+        "each read asked one filter once ({probes} probes, {n} reads)"
+    );
     // 22 bits per key, ranges of 16 values: FPR ≈ 16 · 2.6e-5 per table.
     assert!(fps <= 5, "{fps} false positives in {probes} probes");
     assert!(
@@ -195,6 +200,54 @@ fn an_empty_range_between_keys_reads_no_data_block() {
         assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
     }
     assert!(db.stats().io.kind(BlockKind::Data).reads - before >= 100);
+}
+
+/// A read every table's filter rules out ends before any iterator is built — unless a
+/// memtable holds an entry within its bounds: a value there is returned, a deletion there
+/// hides nothing the tables hold, and a key flushed to L0 is read from L0.
+#[test]
+fn a_read_the_tables_rule_out_still_sees_memtables_and_l0() {
+    for kind in KINDS {
+        let fs = MemFs::new();
+        let db = Db::open("/m", options_of(&fs, kind)).unwrap();
+        let mut model = Model::new();
+        for i in 0..5_000u64 {
+            db.put(k16(i * 1024, 0), "t").unwrap();
+            model.insert(k16(i * 1024, 0), b"t".to_vec());
+        }
+        db.compact_range::<&[u8], _>(..).unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        for round in 0..3 {
+            for _ in 0..200 {
+                let x = rng.gen_range(0..5_000u64) * 1024 + 1 + rng.gen_range(0..900);
+                let (lo, hi) = (k16(x, 0), k16(x + 64, 0));
+                // Nothing there, then a value in the gap, then its deletion.
+                check(&db, &model, Bound::Included(lo.clone()), Bound::Excluded(hi.clone()));
+                let k = k16(x + rng.gen_range(0..64), 1);
+                db.put(&k, "m").unwrap();
+                model.insert(k.clone(), b"m".to_vec());
+                check(&db, &model, Bound::Included(lo.clone()), Bound::Excluded(hi.clone()));
+                if rng.gen_bool(0.5) {
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                    check(&db, &model, Bound::Included(lo), Bound::Excluded(hi));
+                }
+            }
+            if round < 2 {
+                db.flush_all().unwrap();
+            }
+        }
+        // A deletion in a memtable over a key the tables hold: hidden, from both ends.
+        let k = k16(1024, 0);
+        db.delete(&k).unwrap();
+        model.remove(&k);
+        check(
+            &db,
+            &model,
+            Bound::Included(k16(1000, 0)),
+            Bound::Included(k16(1100, 0)),
+        );
+    }
 }
 
 /// Grafite: empty ranges between keys read no data block, whatever their length up to the

@@ -3,7 +3,7 @@
 
 use super::cursor::{cursor, Cursor, Item};
 use super::inner::{DbInner, SuperVersion};
-use super::range_filter::MaybeLog;
+use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
 use crate::iter::KeyBounds;
 use std::ops::{Bound, RangeBounds};
@@ -27,8 +27,11 @@ pub struct Range {
     front_last: Option<Vec<u8>>,
     back_last: Option<Vec<u8>>,
     done: bool,
-    /// For a bounded read with range filters on: the filters that answered "maybe" (false
-    /// positives if the read returns nothing).
+    /// For a bounded read with range filters on: whether it is sampled, and whether its size
+    /// was recorded (the first step may settle it without an iterator).
+    filtered: Option<(bool, bool)>,
+    /// For such a read once its iterators are built: the filters that answered "maybe"
+    /// (false positives if the read returns nothing).
     maybes: Option<Arc<MaybeLog>>,
     yielded: bool,
 }
@@ -69,10 +72,10 @@ impl Range {
             hi: owned(r.end_bound()),
         };
         let bounded = !matches!(bounds.lo, Bound::Unbounded) && !matches!(bounds.hi, Bound::Unbounded);
-        let maybes = match &sv {
+        let filtered = match &sv {
             Ok(sv) if bounded && inner.opts.range_filter_bits_per_key > 0.0 => {
-                let log = MaybeLog::new(sv.counters.levels());
-                if log.sampled() {
+                let sampled = range_filter::sample_this_read();
+                if sampled {
                     if let (Bound::Included(lo) | Bound::Excluded(lo), Bound::Included(hi) | Bound::Excluded(hi)) =
                         (&bounds.lo, &bounds.hi)
                     {
@@ -80,7 +83,7 @@ impl Range {
                             .record_range_end(crate::filter::projection::range_end(lo, hi));
                     }
                 }
-                Some(log)
+                Some((sampled, false))
             }
             _ => None,
         };
@@ -95,15 +98,48 @@ impl Range {
             front_last: None,
             back_last: None,
             done: false,
-            maybes,
+            filtered,
+            maybes: None,
             yielded: false,
         }
+    }
+
+    /// Before the first step of a read with range filters: a read every table rules out (and
+    /// no memtable holds an entry for) ends here, without building an iterator; otherwise the
+    /// log its iterators' filters answer into.
+    fn first_step(&mut self, forward: bool) -> Result<()> {
+        let (Some((sampled, mut sized)), Ok(sv)) = (self.filtered, &self.sv) else {
+            return Ok(());
+        };
+        if range_filter::settles_empty(
+            &self.inner,
+            self.tree as usize,
+            sv,
+            &self.bounds,
+            forward,
+            sampled,
+            &mut sized,
+        )? {
+            self.done = true;
+        } else {
+            self.maybes = Some(MaybeLog::new(sv.counters.levels(), sampled, sized));
+        }
+        Ok(())
     }
 
     /// One step from the front (`forward`) or the back; stops where the two ends meet.
     fn step(&mut self, forward: bool) -> Option<Item> {
         if self.done {
             return None;
+        }
+        if self.front.is_none() && self.back.is_none() {
+            if let Err(e) = self.first_step(forward) {
+                self.done = true;
+                return Some(Err(e));
+            }
+            if self.done {
+                return None;
+            }
         }
         let slot = if forward { &mut self.front } else { &mut self.back };
         if slot.is_none() {

@@ -14,8 +14,14 @@
 //! values where `top` is the filter's highest stored height (the **cost rule**; past it every
 //! probe would end in "maybe" and only cost time). The first table that maps a read records
 //! the interval's length in the tree's size histogram (what Rosetta layouts are chosen by).
+//!
+//! Before a read builds its iterators, [`settles_empty`] asks the filters of every table
+//! overlapping the bounds: when all rule their table out and no memtable holds an entry
+//! within the bounds, the read ends empty there — no cursor, level iterators or hooks are
+//! built (they were most of an empty read's cost once the filters answered in a microsecond).
+//! Otherwise nothing of what it asked is recorded and the iterators' hooks ask again.
 
-use super::inner::SuperVersion;
+use super::inner::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::projection::Projection;
 use crate::filter::range::Kind;
@@ -53,24 +59,24 @@ thread_local! {
     static READS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
+/// Whether this range read is one of the sampled ones (1 in [`SAMPLE_EVERY`] per thread).
+pub(super) fn sample_this_read() -> bool {
+    READS.with(|r| {
+        let n = r.get().wrapping_add(1);
+        r.set(n);
+        n % SAMPLE_EVERY == 0
+    })
+}
+
 impl MaybeLog {
-    pub(super) fn new(levels: usize) -> Arc<Self> {
-        let sampled = READS.with(|r| {
-            let n = r.get().wrapping_add(1);
-            r.set(n);
-            n % SAMPLE_EVERY == 0
-        });
+    /// The log of a read over `levels` levels; `sized`: its size was recorded already.
+    pub(super) fn new(levels: usize, sampled: bool, sized: bool) -> Arc<Self> {
         Arc::new(MaybeLog {
             per_level: (0..levels).map(|_| AtomicU64::new(0)).collect(),
-            sized: AtomicBool::new(false),
+            sized: AtomicBool::new(sized),
             files: Mutex::new(Vec::new()),
             sampled,
         })
-    }
-
-    /// Whether this read is one of the sampled ones (1 in [`SAMPLE_EVERY`] per thread).
-    pub(super) fn sampled(&self) -> bool {
-        self.sampled
     }
 
     /// The read returned nothing.
@@ -124,8 +130,104 @@ fn within_table<'a>(
     (lo, hi)
 }
 
+/// What a table's range filter says about a read, before anything is recorded.
+struct Verdict {
+    access: TableAccess,
+    /// The filter was asked (its answer is `access`: `Skip` or not).
+    asked: bool,
+    /// The projection interval the bounds mapped to.
+    interval: Option<(u64, u64)>,
+}
+
+impl Verdict {
+    /// Read the table whole: no filter, or bounds it does not answer.
+    const UNKNOWN: Verdict = Verdict {
+        access: TableAccess::Read,
+        asked: false,
+        interval: None,
+    };
+}
+
+/// What a range read moving `forward` (or backward) does with `table`, as its filter says;
+/// a sampled read counts the Rosetta probes per height into `sample`.
+fn verdict(
+    forward: bool,
+    meta: &FileMeta,
+    table: &TableReader,
+    bounds: &KeyBounds,
+    limits: ProbeLimits,
+    sample: Option<&mut ProbeCounts>,
+) -> Result<Verdict> {
+    let Some(filter) = table.range_filter()? else {
+        return Ok(Verdict::UNKNOWN);
+    };
+    let projection = filter.projection();
+    let (lo, hi) = within_table(projection, meta, bounds);
+    let (prefix, a, b) = match projection.interval_of(lo, hi) {
+        None => return Ok(Verdict::UNKNOWN),
+        // No projection value lies within the bounds: no key can.
+        Some(None) => {
+            return Ok(Verdict {
+                access: TableAccess::Skip,
+                asked: false,
+                interval: None,
+            })
+        }
+        Some(Some(p)) => p,
+    };
+    let asked = |access| {
+        Ok(Verdict {
+            access,
+            asked: true,
+            interval: Some((a, b)),
+        })
+    };
+    let filter = match filter.kind() {
+        Kind::Rosetta(f) => f,
+        // One successor search whatever the range's length: no cost rule, no window.
+        Kind::Grafite(g) if g.may_contain_range(a, b) => return asked(TableAccess::Read),
+        Kind::Grafite(_) => return asked(TableAccess::Skip),
+    };
+    if !within_cost(filter, a, b, limits) {
+        return Ok(Verdict {
+            interval: Some((a, b)),
+            ..Verdict::UNKNOWN
+        });
+    }
+    // One search, from the end the read moves away from: it says whether the table is empty,
+    // and where its keys in the range end (forward) or start (backward) — the bound that
+    // saves a data block. (The other bound never does: a seek already lands past it.)
+    let edge = if forward {
+        filter.last_maybe(a, b, limits, sample)
+    } else {
+        filter.first_maybe(a, b, limits, sample)
+    };
+    let Some(t) = edge else {
+        return asked(TableAccess::Skip);
+    };
+    asked(TableAccess::Window(if forward {
+        BlockWindow {
+            lo: None,
+            hi_excl: (t < projection.max_value()).then(|| projection.smallest_key_of(prefix, t + 1)),
+        }
+    } else {
+        BlockWindow {
+            lo: Some(projection.smallest_key_of(prefix, t)),
+            hi_excl: None,
+        }
+    }))
+}
+
+/// Records a filter's answer that ruled a table out: in the level's counters and the file's.
+fn record_ruled_out(level: usize, file: Option<&Arc<FileState>>, counters: &TreeCounters, s: Stripe) {
+    counters.record_range_probe(s, level, true);
+    if let Some(f) = file {
+        f.record_range_probe(s, true);
+    }
+}
+
 /// What a range read moving `forward` (or backward) does with `table` (runtime state `file`)
-/// in `level`.
+/// in `level`, with what the read learns recorded.
 #[expect(
     clippy::too_many_arguments,
     reason = "one private helper of the hook; a struct would only rename them"
@@ -142,81 +244,120 @@ fn access(
     log: &MaybeLog,
 ) -> Result<TableAccess> {
     let s = Stripe::current();
-    // Not ruled out: whether the file held a key is known once the read ends.
-    let unknown = |access: TableAccess| {
-        if let Some(f) = file {
-            f.record_range_probe(s, false);
-            log.files.lock().push(f.clone());
-        }
-        Ok(access)
-    };
-    let Some(filter) = table.range_filter()? else {
-        return unknown(TableAccess::Read);
-    };
-    let projection = filter.projection();
-    let (lo, hi) = within_table(projection, meta, bounds);
-    let (prefix, a, b) = match projection.interval_of(lo, hi) {
-        None => return unknown(TableAccess::Read),
-        Some(None) => return Ok(TableAccess::Skip),
-        Some(Some(p)) => p,
-    };
-    if !log.sized.load(Relaxed) && !log.sized.swap(true, Relaxed) {
-        counters.record_range_size(s, a, b);
-    }
-    let filter = match filter.kind() {
-        Kind::Rosetta(f) => f,
-        // One successor search whatever the range's length: no cost rule, no window.
-        Kind::Grafite(g) => {
-            let empty = !g.may_contain_range(a, b);
-            counters.record_range_probe(s, level, empty);
-            if empty {
-                if let Some(f) = file {
-                    f.record_range_probe(s, true);
-                }
-                return Ok(TableAccess::Skip);
-            }
-            if let Some(n) = log.per_level.get(level) {
-                n.fetch_add(1, Relaxed);
-            }
-            return unknown(TableAccess::Read);
-        }
-    };
-    if !within_cost(filter, a, b, limits) {
-        return unknown(TableAccess::Read);
-    }
-    // One search, from the end the read moves away from: it says whether the table is empty,
-    // and where its keys in the range end (forward) or start (backward) — the bound that
-    // saves a data block. (The other bound never does: a seek already lands past it.)
     let mut sample = log.sampled.then(ProbeCounts::default);
-    let edge = if forward {
-        filter.last_maybe(a, b, limits, sample.as_mut())
-    } else {
-        filter.first_maybe(a, b, limits, sample.as_mut())
-    };
+    let v = verdict(forward, meta, table, bounds, limits, sample.as_mut())?;
     if let Some(c) = &sample {
         counters.record_height_probes(c);
     }
-    counters.record_range_probe(s, level, edge.is_none());
-    let Some(t) = edge else {
-        if let Some(f) = file {
-            f.record_range_probe(s, true);
+    if let Some((a, b)) = v.interval {
+        if !log.sized.load(Relaxed) && !log.sized.swap(true, Relaxed) {
+            counters.record_range_size(s, a, b);
         }
-        return Ok(TableAccess::Skip);
-    };
-    if let Some(n) = log.per_level.get(level) {
-        n.fetch_add(1, Relaxed);
     }
-    unknown(TableAccess::Window(if forward {
-        BlockWindow {
-            lo: None,
-            hi_excl: (t < projection.max_value()).then(|| projection.smallest_key_of(prefix, t + 1)),
+    match (&v.access, v.asked) {
+        (TableAccess::Skip, true) => record_ruled_out(level, file, counters, s),
+        (TableAccess::Skip, false) => {}
+        (_, asked) => {
+            if asked {
+                counters.record_range_probe(s, level, false);
+                if let Some(n) = log.per_level.get(level) {
+                    n.fetch_add(1, Relaxed);
+                }
+            }
+            // Not ruled out: whether the file held a key is known once the read ends.
+            if let Some(f) = file {
+                f.record_range_probe(s, false);
+                log.files.lock().push(f.clone());
+            }
         }
-    } else {
-        BlockWindow {
-            lo: Some(projection.smallest_key_of(prefix, t)),
-            hi_excl: None,
+    }
+    Ok(v.access)
+}
+
+/// Tables a read may have ruled out before building its iterators (more go the usual way).
+const RULED_OUT_MAX: usize = 16;
+
+/// Whether a bounded read of `tree` in `sv` is settled empty before any iterator is built:
+/// no memtable holds an entry within the bounds and every table overlapping them is ruled out
+/// by its range filter (range tombstones need not be read: they delete, never add). Records
+/// what the filters said only when it is; otherwise the read's iterators ask them (and record)
+/// as usual. `sized` says whether the read's size was recorded here.
+pub(super) fn settles_empty(
+    inner: &DbInner,
+    tree: usize,
+    sv: &SuperVersion,
+    bounds: &KeyBounds,
+    forward: bool,
+    sampled: bool,
+    sized: &mut bool,
+) -> Result<bool> {
+    if sv.mems.iter().any(|m| m.holds_within(bounds)) {
+        return Ok(false);
+    }
+    let Some(tv) = sv.version.trees.get(tree) else {
+        return Ok(true);
+    };
+    let limits = ProbeLimits {
+        max_depth: inner.opts.range_filter_max_depth,
+        budget: inner.opts.range_filter_probe_budget,
+    };
+    let mut sample = sampled.then(ProbeCounts::default);
+    let mut ruled: [(usize, Option<&Arc<FileState>>); RULED_OUT_MAX] = [(0, None); RULED_OUT_MAX];
+    let mut count = 0;
+    for level in 0..tv.levels.len() {
+        let files = tv.level(level);
+        // L0 files overlap: each is checked; a sorted level's overlapping files are adjacent.
+        let from = if level == 0 {
+            0
+        } else {
+            files.partition_point(|f| !bounds.above_lo(f.largest_user_key()))
+        };
+        for (i, f) in files.iter().enumerate().skip(from) {
+            if !bounds.overlaps(f.smallest_user_key(), f.largest_user_key()) {
+                if level == 0 {
+                    continue;
+                }
+                break;
+            }
+            if count == RULED_OUT_MAX {
+                return Ok(false);
+            }
+            let state = sv
+                .files
+                .get(level)
+                .and_then(|l| l.get(i))
+                .filter(|st| st.number().0 == f.number);
+            let slot = state.map(|st| st.reader_slot().load());
+            let opened;
+            let table = match slot.as_ref().and_then(|g| g.as_ref()) {
+                Some(t) => t,
+                None => {
+                    opened = inner.open_table_for(f, state)?;
+                    &opened
+                }
+            };
+            let v = verdict(forward, f, table, bounds, limits, sample.as_mut())?;
+            if let (false, Some((a, b))) = (*sized, v.interval) {
+                *sized = true;
+                sv.counters.record_range_size(Stripe::current(), a, b);
+            }
+            if v.access != TableAccess::Skip {
+                return Ok(false);
+            }
+            if v.asked {
+                ruled[count] = (level, state);
+                count += 1;
+            }
         }
-    }))
+    }
+    let s = Stripe::current();
+    for &(level, file) in &ruled[..count] {
+        record_ruled_out(level, file, &sv.counters, s);
+    }
+    if let Some(c) = &sample {
+        sv.counters.record_height_probes(c);
+    }
+    Ok(true)
 }
 
 /// The hook the level iterator for `level` of tree `tree` in `sv` asks before each table, for

@@ -48,6 +48,8 @@ pub const HEIGHTS: usize = 64;
 const HEADER_LEN: usize = 20;
 const LEVEL_LEN: usize = 24;
 const MAX_PROBES: u32 = 30;
+/// Most children of one interval probed together.
+const BATCH: u64 = 64;
 
 #[inline]
 fn prefix_hash(seed: u64, height: usize, prefix: u64) -> u64 {
@@ -416,25 +418,100 @@ impl RosettaFilter {
         }
         let mut nodes = [Node { prefix: 0, height: 0 }; 2 * (HEIGHTS + 1)];
         let n = dyadic(a, b, &mut nodes);
+        if let (Some(level), Some(0)) = (&self.levels[0], self.top_height()) {
+            return self.search_single(level, a, b, &nodes[..n], limits, counts, forward);
+        }
+        self.search_by_doubting(a, b, &nodes[..n], limits, counts, forward)
+    }
+
+    /// [`search`](Self::search) over the dyadic intervals `nodes` of `[a, b]`, one at a time.
+    fn search_by_doubting(
+        &self,
+        a: u64,
+        b: u64,
+        nodes: &[Node],
+        limits: ProbeLimits,
+        counts: Option<&mut ProbeCounts>,
+        forward: bool,
+    ) -> Option<u64> {
         let mut s = Search {
             limits,
             spent: 0,
             counts,
             forward,
         };
-        let mut visit = |node: Node| self.doubt(node, node.height, &mut s);
+        let mut visit = |node: Node| self.doubt(node, node.height, None, &mut s);
         let found = if forward {
-            nodes[..n].iter().find_map(|&nd| visit(nd))
+            nodes.iter().find_map(|&nd| visit(nd))
         } else {
-            nodes[..n].iter().rev().find_map(|&nd| visit(nd))
+            nodes.iter().rev().find_map(|&nd| visit(nd))
         };
         found.map(|t| t.clamp(a, b))
     }
 
+    /// [`search`](Self::search) in a filter that stores height 0 alone (the layout unless the
+    /// sampled range sizes call for more): the same answer and probe count as doubting the
+    /// intervals `nodes` of `[a, b]` one by one, with the values the budget pays for probed in
+    /// batches.
+    #[expect(clippy::too_many_arguments, reason = "search's arguments, split by layout")]
+    fn search_single(
+        &self,
+        level: &Level,
+        a: u64,
+        b: u64,
+        nodes: &[Node],
+        limits: ProbeLimits,
+        counts: Option<&mut ProbeCounts>,
+        forward: bool,
+    ) -> Option<u64> {
+        // The values, from the end the search starts at, that doubting would probe before an
+        // interval it cannot pay for (its depth below the interval or its probes): that
+        // interval answers "maybe" unless a value before it does.
+        let (mut paid, mut stop) = (0u64, None);
+        for i in 0..nodes.len() {
+            let nd = nodes[if forward { i } else { nodes.len() - 1 - i }];
+            let h = nd.height;
+            let left = u64::from(limits.budget).saturating_sub(paid);
+            let payable = if h == 0 {
+                left > 0
+            } else {
+                h <= limits.max_depth as usize && h < 32 && 1u64 << h <= left
+            };
+            if !payable {
+                stop = Some(if forward { nd.start() } else { nd.end() });
+                break;
+            }
+            paid += 1u64 << h;
+        }
+        let mut probed = 0u64;
+        let mut found = None;
+        while probed < paid {
+            let count = (paid - probed).min(BATCH);
+            let start = if forward { a + probed } else { b - probed - (count - 1) };
+            let hits = self.probe_batch(level, 0, start, count);
+            if hits != 0 {
+                // The first value that may hold a key, in the search's direction.
+                let at = if forward {
+                    u64::from(hits.trailing_zeros())
+                } else {
+                    63 - u64::from(hits.leading_zeros())
+                };
+                probed += if forward { at + 1 } else { count - at };
+                found = Some(start + at);
+                break;
+            }
+            probed += count;
+        }
+        if let Some(c) = counts {
+            c.per_height[0] += probed as u32;
+        }
+        found.or(stop).map(|t| t.clamp(a, b))
+    }
+
     /// Doubts `node` (reached from a dyadic interval at `top`): `None` if it is certainly
     /// empty, else the first (forward) or last position of the first sub-interval that may
-    /// hold a key.
-    fn doubt(&self, node: Node, top: usize, s: &mut Search<'_>) -> Option<u64> {
+    /// hold a key. `known`: the answer of its level's probe, when it was computed already.
+    fn doubt(&self, node: Node, top: usize, known: Option<bool>, s: &mut Search<'_>) -> Option<u64> {
         let maybe = Some(if s.forward { node.start() } else { node.end() });
         if let Some(level) = self.levels.get(node.height).and_then(Option::as_ref) {
             if s.spent >= s.limits.budget {
@@ -444,7 +521,7 @@ impl RosettaFilter {
             if let Some(c) = s.counts.as_deref_mut() {
                 c.per_height[node.height] += 1;
             }
-            if !self.probe(level, node.height, node.prefix) {
+            if !known.unwrap_or_else(|| self.probe(level, node.height, node.prefix)) {
                 return None;
             }
         }
@@ -464,21 +541,75 @@ impl RosettaFilter {
             return maybe;
         }
         let base = if node.height >= 64 { 0 } else { node.prefix << fan };
-        for i in 0..(1u64 << fan) {
-            let c = if s.forward { i } else { (1u64 << fan) - 1 - i };
-            let t = self.doubt(
-                Node {
-                    prefix: base | c,
-                    height: child,
-                },
-                top,
-                s,
-            );
+        let count = 1u64 << fan;
+        // The children's probes, answered together (the walk below keeps the order and the
+        // budget of probing them one at a time).
+        let answers = match &self.levels[child] {
+            Some(level) if count <= BATCH => Some(self.probe_batch(level, child, base, count)),
+            _ => None,
+        };
+        for i in 0..count {
+            let c = if s.forward { i } else { count - 1 - i };
+            let node = Node {
+                prefix: base | c,
+                height: child,
+            };
+            let t = self.doubt(node, top, answers.map(|a| a >> c & 1 == 1), s);
             if t.is_some() {
                 return t;
             }
         }
         None
+    }
+
+    /// Probes prefixes `base + c` for `c` in `0..count` (`count ≤ BATCH`) at `height`: bit
+    /// `c` of the result is set when prefix `base + c` may have been added. Round `i` loads the
+    /// `i`-th bit of every prefix still possible before testing any, so a batch waits for
+    /// about as many rounds of parallel cache misses as a single probe tests bits (most
+    /// prefixes fail within two), not for each prefix's misses one after another.
+    fn probe_batch(&self, level: &Level, height: usize, base: u64, count: u64) -> u64 {
+        // Small batches (a short range's) do not pay for clearing large arrays.
+        if count <= 8 {
+            self.probe_batch_of::<8>(level, height, base, count)
+        } else {
+            self.probe_batch_of::<{ BATCH as usize }>(level, height, base, count)
+        }
+    }
+
+    fn probe_batch_of<const N: usize>(&self, level: &Level, height: usize, base: u64, count: u64) -> u64 {
+        let bits = &self.bytes[level.start..];
+        let count = count.min(N as u64);
+        let mut x = [0u64; N];
+        let mut delta = [0u64; N];
+        for (c, (x, d)) in x.iter_mut().zip(&mut delta).take(count as usize).enumerate() {
+            // The positions of `probe_positions`: g, g + d, g + 2d, … mapped onto the array.
+            *x = prefix_hash(self.seed, height, base + c as u64);
+            *d = x.rotate_left(32) | 1;
+        }
+        let at = |x: u64| ((u128::from(x) * u128::from(level.num_bits)) >> 64) as usize;
+        let mut alive = if count == 64 { u64::MAX } else { (1u64 << count) - 1 };
+        for _ in 0..level.k {
+            let mut m = alive;
+            while m != 0 {
+                let c = m.trailing_zeros() as usize;
+                m &= m - 1;
+                crate::memory::prefetch(&raw const bits[at(x[c]) >> 3]);
+            }
+            let mut m = alive;
+            while m != 0 {
+                let c = m.trailing_zeros() as usize;
+                m &= m - 1;
+                let p = at(x[c]);
+                if bits[p >> 3] & (1 << (p & 7)) == 0 {
+                    alive &= !(1u64 << c);
+                }
+                x[c] = x[c].wrapping_add(delta[c]);
+            }
+            if alive == 0 {
+                break;
+            }
+        }
+        alive
     }
 }
 
@@ -575,6 +706,57 @@ mod tests {
             check_no_false_negatives(&f, &keys, &mut rng, ProbeLimits { max_depth: 2, budget: 3 });
             for &k in keys.iter().take(200) {
                 assert!(f.may_contain_projection(k));
+            }
+        }
+    }
+
+    #[test]
+    fn a_batch_of_probes_answers_as_probes_one_at_a_time() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let keys: BTreeSet<u64> = (0..5000).map(|_| rng.gen_range(0..1u64 << 24)).collect();
+        let f = build(&keys, &per_prefix(&keys, 0..6, 6.0));
+        for _ in 0..2000 {
+            let height = rng.gen_range(0..6);
+            let count = 1u64 << rng.gen_range(0..=6);
+            let base = (rng.gen_range(0..1u64 << 24) >> height) & !(count - 1);
+            let level = f.levels[height].as_ref().unwrap();
+            let batch = f.probe_batch(level, height, base, count);
+            for c in 0..count {
+                assert_eq!(
+                    batch >> c & 1 == 1,
+                    f.probe(level, height, base + c),
+                    "height {height} prefix {}",
+                    base + c
+                );
+            }
+            assert_eq!(batch >> (count - 1) >> 1, 0, "no bit past the batch");
+        }
+    }
+
+    #[test]
+    fn a_single_level_search_answers_and_counts_as_doubting_does() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let keys: BTreeSet<u64> = (0..3000).map(|_| rng.gen_range(0..1u64 << 20)).collect();
+        for bpk in [2.0, 8.0, 22.0] {
+            let f = build(&keys, &per_prefix(&keys, 0..1, bpk));
+            let level = f.levels[0].unwrap();
+            let mut nodes = [Node { prefix: 0, height: 0 }; 2 * (HEIGHTS + 1)];
+            for _ in 0..3000 {
+                let a = rng.gen_range(0..1u64 << 20);
+                let width = rng.gen_range(0..9);
+                let b = a + rng.gen_range(0..1u64 << width);
+                let limits = ProbeLimits {
+                    max_depth: rng.gen_range(0..8),
+                    budget: rng.gen_range(0..300),
+                };
+                let n = dyadic(a, b, &mut nodes);
+                for forward in [true, false] {
+                    let (mut c1, mut c2) = (ProbeCounts::default(), ProbeCounts::default());
+                    let batched = f.search_single(&level, a, b, &nodes[..n], limits, Some(&mut c1), forward);
+                    let one_by_one = f.search_by_doubting(a, b, &nodes[..n], limits, Some(&mut c2), forward);
+                    assert_eq!(batched, one_by_one, "[{a}, {b}] {limits:?} forward {forward}");
+                    assert_eq!(c1.per_height, c2.per_height, "[{a}, {b}] {limits:?} forward {forward}");
+                }
             }
         }
     }

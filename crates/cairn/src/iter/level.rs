@@ -35,17 +35,25 @@ impl KeyBounds {
 
     /// Whether a file holding user keys `[smallest, largest]` may hold a key in the bounds.
     pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        let above_lo = match &self.lo {
-            Bound::Included(l) => largest >= l.as_slice(),
-            Bound::Excluded(l) => largest > l.as_slice(),
+        self.above_lo(largest) && self.below_hi(smallest)
+    }
+
+    /// Whether `k` is at or above the lower bound.
+    pub fn above_lo(&self, k: &[u8]) -> bool {
+        match &self.lo {
+            Bound::Included(l) => k >= l.as_slice(),
+            Bound::Excluded(l) => k > l.as_slice(),
             Bound::Unbounded => true,
-        };
-        let below_hi = match &self.hi {
-            Bound::Included(h) => smallest <= h.as_slice(),
-            Bound::Excluded(h) => smallest < h.as_slice(),
+        }
+    }
+
+    /// Whether `k` is at or below the upper bound.
+    pub fn below_hi(&self, k: &[u8]) -> bool {
+        match &self.hi {
+            Bound::Included(h) => k <= h.as_slice(),
+            Bound::Excluded(h) => k < h.as_slice(),
             Bound::Unbounded => true,
-        };
-        above_lo && below_hi
+        }
     }
 }
 

@@ -231,6 +231,29 @@ impl Memtable {
         })
     }
 
+    /// Whether an entry of any kind and sequence number has a user key within `bounds`.
+    pub(crate) fn holds_within(self: &Arc<Self>, bounds: &crate::iter::KeyBounds) -> bool {
+        if !self.key_bounds().is_some_and(|(lo, hi)| bounds.overlaps(lo, hi)) {
+            return false;
+        }
+        let mut it = self.iter();
+        match &bounds.lo {
+            std::ops::Bound::Included(k) => it.seek(ikey::InternalKey::for_seek(k, ikey::MAX_SEQNO).encoded()),
+            std::ops::Bound::Excluded(k) => it.seek(ikey::InternalKey::new(k, 0, ValueKind::Delete).encoded()),
+            std::ops::Bound::Unbounded => it.seek_to_first(),
+        }
+        // (k, 0, Delete) is `k`'s last internal key: past it, the next user key.
+        while it.valid() {
+            let uk = ikey::user_key(it.key());
+            if matches!(&bounds.lo, std::ops::Bound::Excluded(k) if uk == k.as_slice()) {
+                it.next();
+                continue;
+            }
+            return bounds.below_hi(uk);
+        }
+        false
+    }
+
     /// The user-key range of the point entries and the range tombstones (the largest key a
     /// tombstone covers: `range_del/`), copied.
     pub fn key_range(&self) -> Option<(Vec<u8>, Vec<u8>)> {
