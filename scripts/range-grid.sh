@@ -15,7 +15,8 @@
 # results.md, results.json and chart.png under $OUT.
 #   NUM=4000000 READS=200000 ROUNDS=3 KINDS="rosetta grafite" BPK="10 16 22" \
 #     OUT=bench-results/range-grid scripts/range-grid.sh
-#   BEFORE=/path/to/older/target/release/db_bench adds that build's Rosetta as "before-rf<B>".
+#   BEFORE=/path/to/older/target/release/db_bench adds that build's Rosetta as "before-rf<B>"
+#   (a build that knows --range_filter_by_workload).
 #   KEY_FORMAT=string: keys `user:` + the zero-padded decimal number (16 bytes), measurement (c).
 #   AGGREGATE_ONLY=1: tabulate $OUT/raw again without running (also load.md: the loads'
 #   fillrandom ops/s per configuration, the cost of building each filter).
@@ -45,7 +46,7 @@ for kind in $kinds; do
 done
 if [ -n "${BEFORE:-}" ]; then
   for b in $bpks; do
-    configs+=("before-rf$b|$BEFORE|--engine=cairn --range_filter_bits_per_key=$b")
+    configs+=("before-rf$b|$BEFORE|--engine=cairn --range_filter_bits_per_key=$b --range_filter_by_workload=false")
   done
 fi
 mkdir -p "$out/raw"
