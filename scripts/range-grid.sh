@@ -18,6 +18,7 @@
 #   BEFORE=/path/to/older/target/release/db_bench adds that build's Rosetta as "before-rf<B>"
 #   (a build that knows --range_filter_by_workload).
 #   KEY_FORMAT=string: keys `user:` + the zero-padded decimal number (16 bytes), measurement (c).
+#   NONE=0: without the no-range-filter configuration (the slowest after RocksDB).
 #   AGGREGATE_ONLY=1: tabulate $OUT/raw again without running (also load.md: the loads'
 #   fillrandom ops/s per configuration, the cost of building each filter).
 set -euo pipefail
@@ -38,7 +39,8 @@ cache=$((num * 116 / 50 + num * (10 + 22) / 8 + num))
 common=(--num="$num" --key_stride=1024 --key_size=16 --key_format="${KEY_FORMAT:-number}" --value_size=100 --bloom_bits=10
   --compression_type=none --use_direct_reads=1 --cache_index_and_filter_blocks=1
   --cache_size="$cache" --seed=1)
-configs=("rocksdb|$bin/db_bench|--engine=rocksdb" "none|$bin/db_bench|--engine=cairn")
+configs=("rocksdb|$bin/db_bench|--engine=rocksdb")
+[ "${NONE:-1}" = 1 ] && configs+=("none|$bin/db_bench|--engine=cairn")
 for kind in $kinds; do
   for b in $bpks; do
     configs+=("$kind-$b|$bin/db_bench|--engine=cairn --range_filter_bits_per_key=$b --range_filter_kind=$kind --range_filter_by_workload=false")

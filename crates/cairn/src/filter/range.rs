@@ -114,7 +114,9 @@ impl RangeFilter {
     /// projection's window.
     pub fn describe(&self) -> String {
         let p = &self.projection;
-        let window = if p.prefix().is_some() {
+        let window = if p.is_decimal() {
+            format!("key[{}..+{}], decimal", p.offset(), p.width())
+        } else if p.prefix().is_some() {
             format!("key[{}..+{}]", p.offset(), p.width())
         } else {
             format!("key[{}..+8], fixed", p.offset())
