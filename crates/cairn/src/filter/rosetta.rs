@@ -577,6 +577,7 @@ impl RosettaFilter {
     }
 
     fn probe_batch_of<const N: usize>(&self, level: &Level, height: usize, base: u64, count: u64) -> u64 {
+        debug_assert!(count <= N as u64, "a batch of {count} prefixes");
         let bits = &self.bytes[level.start..];
         let count = count.min(N as u64);
         let mut x = [0u64; N];
