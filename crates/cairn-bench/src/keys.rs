@@ -13,10 +13,14 @@ static STRING_KEYS: AtomicBool = AtomicBool::new(false);
 /// are cut from the front, as a fixed-width column would).
 pub fn string_key(v: u64, key_size: usize, out: &mut Vec<u8>) {
     let digits = key_size.saturating_sub(STRING_PREFIX.len()).max(1);
-    let d = format!("{v:0digits$}");
     out.clear();
     out.extend_from_slice(STRING_PREFIX);
-    out.extend_from_slice(&d.as_bytes()[d.len() - digits..]);
+    out.resize(STRING_PREFIX.len() + digits, b'0');
+    let mut rest = v;
+    for d in out[STRING_PREFIX.len()..].iter_mut().rev() {
+        *d = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
 }
 
 /// Selects string keys for every later [`db_bench_key`] (set once, at start-up).

@@ -6,7 +6,6 @@
 use super::inner::{DbInner, SuperVersion};
 use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
-use crate::filter::rosetta::ProbeLimits;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
 use crate::merge::MergeOperator;
@@ -60,10 +59,7 @@ pub(super) fn cursor(
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         let i = inner.clone();
         let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
-        let limits = ProbeLimits {
-            max_depth: inner.opts.range_filter_max_depth,
-            budget: inner.opts.range_filter_probe_budget,
-        };
+        let limits = range_filter::probe_limits(inner);
         // Every table is read through a bounded level iterator: tables whose key range misses
         // the bounds are never opened, and the range filter is asked before any other. Each L0
         // group is a level of its own.

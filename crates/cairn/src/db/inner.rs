@@ -352,6 +352,23 @@ impl DbInner {
         self.open_table_for(f, None)
     }
 
+    /// Runs `op` on the reader of `f`: the one published in the slot of its runtime state
+    /// `state` (no lock and no reference-count write), else the table cache's (which publishes
+    /// it for the next read).
+    #[inline]
+    pub fn with_table<R>(
+        &self,
+        f: &FileMeta,
+        state: Option<&Arc<FileState>>,
+        op: impl FnOnce(&TableReader) -> Result<R>,
+    ) -> Result<R> {
+        let slot = state.map(|st| st.reader_slot().load());
+        match slot.as_ref().and_then(|g| g.as_ref()) {
+            Some(t) => op(t),
+            None => op(&*self.open_table_for(f, state)?),
+        }
+    }
+
     /// [`open_table`](Self::open_table), also publishing the reader in the slot of the file's
     /// runtime state `state` (where point reads find it without the table cache's lock).
     pub fn open_table_for(&self, f: &FileMeta, state: Option<&Arc<FileState>>) -> Result<Arc<TableReader>> {

@@ -94,6 +94,14 @@ impl MaybeLog {
     }
 }
 
+/// The options' limits on a Rosetta search.
+pub(super) fn probe_limits(inner: &DbInner) -> ProbeLimits {
+    ProbeLimits {
+        max_depth: inner.opts.range_filter_max_depth,
+        budget: inner.opts.range_filter_probe_budget,
+    }
+}
+
 /// Whether `filter` can settle `[a, b]` within the probe budget (the cost rule).
 fn within_cost(filter: &RosettaFilter, a: u64, b: u64, limits: ProbeLimits) -> bool {
     let Some(top) = filter.top_height() else {
@@ -118,7 +126,7 @@ fn within_table<'a>(
     if projection.prefix().is_none() {
         return (lo, hi);
     }
-    let (first, last) = (ikey::user_key(&meta.smallest), ikey::user_key(&meta.largest));
+    let (first, last) = (meta.smallest_user_key(), meta.largest_user_key());
     let lo = match lo {
         Bound::Included(k) | Bound::Excluded(k) if k >= first => lo,
         _ => Bound::Included(first),
@@ -297,10 +305,8 @@ pub(super) fn settles_empty(
     let Some(tv) = sv.version.trees.get(tree) else {
         return Ok(true);
     };
-    let limits = ProbeLimits {
-        max_depth: inner.opts.range_filter_max_depth,
-        budget: inner.opts.range_filter_probe_budget,
-    };
+    let limits = probe_limits(inner);
+    let s = Stripe::current();
     let mut sample = sampled.then(ProbeCounts::default);
     let mut ruled: [(usize, Option<&Arc<FileState>>); RULED_OUT_MAX] = [(0, None); RULED_OUT_MAX];
     let mut count = 0;
@@ -327,19 +333,12 @@ pub(super) fn settles_empty(
                 .get(level)
                 .and_then(|l| l.get(i))
                 .filter(|st| st.number().0 == f.number);
-            let slot = state.map(|st| st.reader_slot().load());
-            let opened;
-            let table = match slot.as_ref().and_then(|g| g.as_ref()) {
-                Some(t) => t,
-                None => {
-                    opened = inner.open_table_for(f, state)?;
-                    &opened
-                }
-            };
-            let v = verdict(forward, f, table, bounds, limits, sample.as_mut())?;
+            let v = inner.with_table(f, state, |table| {
+                verdict(forward, f, table, bounds, limits, sample.as_mut())
+            })?;
             if let (false, Some((a, b))) = (*sized, v.interval) {
                 *sized = true;
-                sv.counters.record_range_size(Stripe::current(), a, b);
+                sv.counters.record_range_size(s, a, b);
             }
             if v.access != TableAccess::Skip {
                 return Ok(false);
@@ -350,7 +349,6 @@ pub(super) fn settles_empty(
             }
         }
     }
-    let s = Stripe::current();
     for &(level, file) in &ruled[..count] {
         record_ruled_out(level, file, &sv.counters, s);
     }

@@ -281,24 +281,15 @@ impl<'a> Read<'a> {
             (_, UnitChoice::All) => UnitSelection::All,
             (_, UnitChoice::Skip) => UnitSelection::None,
         };
-        // The reader the table cache published in the file's slot, else through the cache
-        // (which publishes it for the next read).
-        let slot = state.map(|st| st.reader_slot().load());
-        let opened;
-        let table = match slot.as_ref().and_then(|g| g.as_ref()) {
-            Some(t) => t,
-            None => {
-                opened = self.inner.open_table_for(f, state)?;
-                &opened
-            }
-        };
-        // Most tables hold no range tombstone: no trailer decode, no search for them.
-        let covering = if table.range_dels().is_empty() {
-            0
-        } else {
-            table.range_del_covering(self.lookup.user_key(), self.lookup.seqno())
-        };
-        let out = table.lookup_into(self.lookup, units, value)?;
+        let (covering, out) = self.inner.with_table(f, state, |table| {
+            // Most tables hold no range tombstone: no trailer decode, no search for them.
+            let covering = if table.range_dels().is_empty() {
+                0
+            } else {
+                table.range_del_covering(self.lookup.user_key(), self.lookup.seqno())
+            };
+            Ok((covering, table.lookup_into(self.lookup, units, value)?))
+        })?;
         self.sv.counters.record_probe(self.s, level, &out);
         if let Some(state) = state {
             state.record_probe(self.s, &out);

@@ -292,13 +292,13 @@ impl GrafiteFilter {
             }
         }
         let mut fences = Vec::with_capacity(m.div_ceil(FENCE) as usize);
-        let (mut i, l_bits) = (0u64, l);
+        let mut i = 0u64;
         for (w, &word) in highs.iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
                 let p = w as u64 * 64 + u64::from(bits.trailing_zeros());
                 if i % FENCE == 0 {
-                    fences.push(((p - i) << l_bits) | low_bits_at(&lows, l_bits, i));
+                    fences.push(((p - i) << l) | low_bits_at(&lows, l, i));
                 }
                 i += 1;
                 bits &= bits - 1;

@@ -385,9 +385,12 @@ pub struct Projector {
     /// `(first key index, common prefix with the first key)` where the latter changes (it
     /// never grows in key order).
     runs: Vec<(usize, usize)>,
-    /// Each key's ASCII digits right after its common prefix with the first key: how many (up
-    /// to 19) and the number they write (a decimal window's inputs).
-    digits: Vec<(u8, u64)>,
+    /// Each key's first 19 bytes after its common prefix with the first key, as far as they
+    /// are ASCII digits, read as a 19-digit number (zeros after the last digit): a decimal
+    /// window's inputs.
+    digits: Vec<u64>,
+    /// The least position where a key's digits after its common prefix with the first key end.
+    digits_end: usize,
 }
 
 impl Projector {
@@ -403,6 +406,7 @@ impl Projector {
             windows: Vec::new(),
             runs: Vec::new(),
             digits: Vec::new(),
+            digits_end: usize::MAX,
         }
     }
 
@@ -433,7 +437,8 @@ impl Projector {
         self.windows.push(window(key, l, 8));
         let own = key.get(l..).unwrap_or(&[]);
         let run = own.iter().take(MAX_DIGITS).take_while(|c| c.is_ascii_digit()).count();
-        self.digits.push((run as u8, decimal(&own[..run])));
+        self.digits.push(decimal(&own[..run]) * pow10(MAX_DIGITS - run));
+        self.digits_end = self.digits_end.min(l + run);
         self.keys += 1;
     }
 
@@ -457,14 +462,10 @@ impl Projector {
     /// (`sampled`: where the reads need it), when every key has digits there and the window
     /// reaches as far; `None` otherwise.
     fn decimal_end(&self, o: usize, end: usize, sampled: bool) -> Option<usize> {
-        // The first key's digits after `o` are every key's up to its common prefix with it.
+        // The first key's digits after `o` are every key's up to its common prefix with it; a
+        // key sharing more than them ends its digits there too (its `l + run` is past them).
         let first = o + self.first.get(o..)?.iter().take_while(|c| c.is_ascii_digit()).count();
-        let mut reach = (o + MAX_DIGITS).min(first);
-        for (l, &(run, _)) in self.prefixes().zip(&self.digits) {
-            if l < first {
-                reach = reach.min(l + usize::from(run));
-            }
-        }
+        let reach = (o + MAX_DIGITS).min(first).min(self.digits_end);
         let want = if sampled { end } else { reach };
         (want > o && want <= reach && want >= end).then_some(want)
     }
@@ -472,16 +473,12 @@ impl Projector {
     /// The decimal projections of the keys over `[o, o + w)` (every key has digits there).
     fn decimal_windows(&self, o: usize, w: usize) -> Vec<u64> {
         let mut xs = Vec::with_capacity(self.keys);
-        for (l, &(run, own)) in self.prefixes().zip(&self.digits) {
+        for (l, &own) in self.prefixes().zip(&self.digits) {
             // The first key's digits up to this key's common prefix with it, then its own.
             let shared = l.clamp(o, o + w);
             let rest = o + w - shared;
             let head = decimal(&self.first[o..shared]);
-            let x = if rest == 0 {
-                head
-            } else {
-                head * pow10(rest) + own / pow10(usize::from(run) - rest)
-            };
+            let x = head * pow10(rest) + own / pow10(MAX_DIGITS - rest);
             if xs.last() != Some(&x) {
                 xs.push(x);
             }

@@ -418,67 +418,50 @@ impl RosettaFilter {
         }
         let mut nodes = [Node { prefix: 0, height: 0 }; 2 * (HEIGHTS + 1)];
         let n = dyadic(a, b, &mut nodes);
-        if let (Some(level), Some(0)) = (&self.levels[0], self.top_height()) {
-            return self.search_single(level, a, b, &nodes[..n], limits, counts, forward);
-        }
-        self.search_by_doubting(a, b, &nodes[..n], limits, counts, forward)
-    }
-
-    /// [`search`](Self::search) over the dyadic intervals `nodes` of `[a, b]`, one at a time.
-    fn search_by_doubting(
-        &self,
-        a: u64,
-        b: u64,
-        nodes: &[Node],
-        limits: ProbeLimits,
-        counts: Option<&mut ProbeCounts>,
-        forward: bool,
-    ) -> Option<u64> {
         let mut s = Search {
             limits,
             spent: 0,
             counts,
             forward,
         };
-        let mut visit = |node: Node| self.doubt(node, node.height, None, &mut s);
-        let found = if forward {
-            nodes.iter().find_map(|&nd| visit(nd))
-        } else {
-            nodes.iter().rev().find_map(|&nd| visit(nd))
+        let found = match (&self.levels[0], self.top_height()) {
+            (Some(level), Some(0)) => self.search_single(level, &nodes[..n], &mut s),
+            _ => self.search_by_doubting(&nodes[..n], &mut s),
         };
         found.map(|t| t.clamp(a, b))
     }
 
+    /// [`search`](Self::search) over its dyadic intervals `nodes`, one at a time.
+    fn search_by_doubting(&self, nodes: &[Node], s: &mut Search<'_>) -> Option<u64> {
+        let forward = s.forward;
+        let mut visit = |node: Node| self.doubt(node, node.height, None, s);
+        if forward {
+            nodes.iter().find_map(|&nd| visit(nd))
+        } else {
+            nodes.iter().rev().find_map(|&nd| visit(nd))
+        }
+    }
+
     /// [`search`](Self::search) in a filter that stores height 0 alone (the layout unless the
-    /// sampled range sizes call for more): the same answer and probe count as doubting the
-    /// intervals `nodes` of `[a, b]` one by one, with the values the budget pays for probed in
-    /// batches.
-    #[expect(clippy::too_many_arguments, reason = "search's arguments, split by layout")]
-    fn search_single(
-        &self,
-        level: &Level,
-        a: u64,
-        b: u64,
-        nodes: &[Node],
-        limits: ProbeLimits,
-        counts: Option<&mut ProbeCounts>,
-        forward: bool,
-    ) -> Option<u64> {
+    /// sampled range sizes call for more): the same answer and probe count as doubting its
+    /// intervals `nodes` one by one, with the values the budget pays for probed in batches.
+    fn search_single(&self, level: &Level, nodes: &[Node], s: &mut Search<'_>) -> Option<u64> {
+        let (first, last) = (nodes.first()?.start(), nodes.last()?.end());
         // The values, from the end the search starts at, that doubting would probe before an
         // interval it cannot pay for (its depth below the interval or its probes): that
         // interval answers "maybe" unless a value before it does.
         let (mut paid, mut stop) = (0u64, None);
         for i in 0..nodes.len() {
-            let nd = nodes[if forward { i } else { nodes.len() - 1 - i }];
+            let nd = nodes[if s.forward { i } else { nodes.len() - 1 - i }];
             let h = nd.height;
-            let left = u64::from(limits.budget).saturating_sub(paid);
+            let left = u64::from(s.limits.budget).saturating_sub(paid);
             let payable = if h == 0 {
                 left > 0
             } else {
-                h <= limits.max_depth as usize && h < 32 && 1u64 << h <= left
+                h <= s.limits.max_depth as usize && h < 32 && 1u64 << h <= left
             };
             if !payable {
-                stop = Some(if forward { nd.start() } else { nd.end() });
+                stop = Some(if s.forward { nd.start() } else { nd.end() });
                 break;
             }
             paid += 1u64 << h;
@@ -487,25 +470,26 @@ impl RosettaFilter {
         let mut found = None;
         while probed < paid {
             let count = (paid - probed).min(BATCH);
-            let start = if forward { a + probed } else { b - probed - (count - 1) };
+            let start = if s.forward { first + probed } else { last - probed - (count - 1) };
             let hits = self.probe_batch(level, 0, start, count);
             if hits != 0 {
                 // The first value that may hold a key, in the search's direction.
-                let at = if forward {
+                let at = if s.forward {
                     u64::from(hits.trailing_zeros())
                 } else {
                     63 - u64::from(hits.leading_zeros())
                 };
-                probed += if forward { at + 1 } else { count - at };
+                probed += if s.forward { at + 1 } else { count - at };
                 found = Some(start + at);
                 break;
             }
             probed += count;
         }
-        if let Some(c) = counts {
+        s.spent += probed as u32;
+        if let Some(c) = s.counts.as_deref_mut() {
             c.per_height[0] += probed as u32;
         }
-        found.or(stop).map(|t| t.clamp(a, b))
+        found.or(stop)
     }
 
     /// Doubts `node` (reached from a dyadic interval at `top`): `None` if it is certainly
@@ -753,8 +737,16 @@ mod tests {
                 let n = dyadic(a, b, &mut nodes);
                 for forward in [true, false] {
                     let (mut c1, mut c2) = (ProbeCounts::default(), ProbeCounts::default());
-                    let batched = f.search_single(&level, a, b, &nodes[..n], limits, Some(&mut c1), forward);
-                    let one_by_one = f.search_by_doubting(a, b, &nodes[..n], limits, Some(&mut c2), forward);
+                    fn search(limits: ProbeLimits, c: &mut ProbeCounts, forward: bool) -> Search<'_> {
+                        Search {
+                            limits,
+                            spent: 0,
+                            counts: Some(c),
+                            forward,
+                        }
+                    }
+                    let batched = f.search_single(&level, &nodes[..n], &mut search(limits, &mut c1, forward));
+                    let one_by_one = f.search_by_doubting(&nodes[..n], &mut search(limits, &mut c2, forward));
                     assert_eq!(batched, one_by_one, "[{a}, {b}] {limits:?} forward {forward}");
                     assert_eq!(c1.per_height, c2.per_height, "[{a}, {b}] {limits:?} forward {forward}");
                 }
