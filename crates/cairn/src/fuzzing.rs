@@ -72,6 +72,7 @@ pub fn table(data: &[u8]) {
         stats: Arc::new(IoStats::new()),
         meta_region: None,
         reserve_in_cache: false,
+        range_region: None,
         // Half the inputs read filter units through the (absent) cache, half pin them.
         filter_region: (data.len() % 2 == 0).then(|| Arc::new(crate::memory::Region::new(usize::MAX))),
         ghost: None,
@@ -91,9 +92,7 @@ pub fn table(data: &[u8]) {
     for k in probes {
         let _ = t.lookup(&LookupKey::new(&k, MAX_SEQNO), UnitSelection::All);
     }
-    if let Ok(Some(f)) = t.range_filter() {
-        query_any_range_filter(f, data);
-    }
+    let _ = t.with_range_filter(true, |f| query_any_range_filter(f, data));
 }
 
 /// A range-deletion block: decode, then query keys made from the input and the fragments'

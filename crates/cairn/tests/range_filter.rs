@@ -349,6 +349,8 @@ fn string_keys_are_served_by_both_kinds() {
                     .split_once("..+")
                     .map(|(o, w)| (o.parse().unwrap(), w.parse().unwrap()))
                     .unwrap();
+                // (A filter no range read has asked yet is not in memory.)
+                let rest = rest.trim_end_matches(" (not in memory)");
                 assert_eq!((o + w, rest), (15, ", decimal"), "{kind:?}: {row}");
             }
         };
@@ -556,4 +558,104 @@ fn the_kind_is_an_option_like_the_others() {
         RangeFilterKind::Grafite,
         "the stored kind is kept"
     );
+}
+
+/// Range filters charged to the block cache hold at most `range_filter.memory_share` of it: a
+/// smaller cache unloads the filters with the fewest recent empty range reads per byte, a
+/// table whose filter is out is read as if it had none (and returns the same keys), and once
+/// other tables' empty reads are worth more the round swaps the filters. Rounds run only when
+/// asked (`round_ms = 0`), so every step is deterministic.
+#[test]
+fn range_filter_memory_follows_the_cache_and_keeps_the_filters_worth_most() {
+    let fs = MemFs::new();
+    let mut o = options_of(&fs, RangeFilterKind::Grafite);
+    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(4 << 20);
+    o.memory.fixed_mut().index_in_block_cache = true;
+    o.range_filter.round_ms = 0;
+    let db = Db::open("/m", o).unwrap();
+    const N: u64 = 40_000;
+    for i in 0..N {
+        db.put(k16(i * 1024, 0), "v").unwrap();
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    assert!(db.levels()[0].levels.iter().map(|l| l.files).sum::<usize>() >= 20);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+    // `n` empty ranges of 16 values between keys i·1024 for i in `keys`: the data blocks and
+    // range-filter blocks they read.
+    let mut empty_reads = |keys: std::ops::Range<u64>, n: usize| {
+        let io = |k| db.stats().io.kind(k).reads;
+        let (data, filters) = (io(BlockKind::Data), io(BlockKind::RangeFilter));
+        for _ in 0..n {
+            let x = rng.gen_range(keys.clone()) * 1024 + 1 + rng.gen_range(0..900);
+            assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+        }
+        (io(BlockKind::Data) - data, io(BlockKind::RangeFilter) - filters)
+    };
+    let not_in_memory = |db: &Db| {
+        let text = db.property("cairn.filters").unwrap();
+        text.matches("(not in memory)").count()
+    };
+
+    // Room for all: every table's filter is read once and kept.
+    let m = db.memory();
+    assert_eq!(m.range_filter_capacity, 2 << 20);
+    let (data, _) = empty_reads(0..N, 2000);
+    assert!(data <= 5, "{data} data blocks for 2000 empty reads");
+    let all = db.memory().range_filter_usage;
+    assert!(all > 0 && not_in_memory(&db) == 0, "{all}");
+
+    // The first quarter of the keys is hot; then the cache shrinks to hold a third of them.
+    empty_reads(0..N / 4, 2000);
+    let cache = 2 * all / 3;
+    db.resize_memory(cairn::MemoryLimits {
+        block_cache: Some(cache),
+        ..Default::default()
+    })
+    .unwrap();
+    let m = db.memory();
+    assert_eq!(m.range_filter_capacity, cache / 2);
+    assert!(m.range_filter_usage <= m.range_filter_capacity, "{m:?}");
+    assert!(m.range_filter_usage >= all / 5, "the hot quarter kept: {m:?}");
+    assert!(not_in_memory(&db) > 0);
+    // Hot ranges: still filtered, no filter read again.
+    let (data, filters) = empty_reads(0..N / 4, 1000);
+    assert!(
+        data <= 5 && filters == 0,
+        "hot: {data} data blocks, {filters} filter blocks"
+    );
+    // Cold ranges: read as without a filter (the few that fit beside the hot ones aside), and
+    // their filters are not read while they are not admitted.
+    let (data, filters) = empty_reads(N / 2..N, 1000);
+    assert!(
+        data >= 800 && filters == 0,
+        "cold: {data} data blocks, {filters} filter blocks"
+    );
+    // Bounded reads that find keys are unchanged with filters out.
+    for i in (N / 2..N).step_by(997) {
+        let got: Vec<Vec<u8>> = db
+            .range(k16(i * 1024, 0)..k16(i * 1024 + 2048, 0))
+            .map(|r| r.unwrap().0.to_vec())
+            .collect();
+        assert_eq!(got, vec![k16(i * 1024, 0), k16(i * 1024 + 1024, 0)]);
+    }
+
+    // The cold half's empty reads come to outweigh the hot quarter's: a round swaps them (the
+    // region holds two thirds of the cold half's filters).
+    empty_reads(N / 2..N, 16_000);
+    db.keep_range_filters();
+    let (data, _) = empty_reads(N / 2..N, 1000);
+    assert!(data <= 500, "cold after the swap: {data} data blocks");
+    let (data, _) = empty_reads(0..N / 4, 1000);
+    assert!(data >= 500, "hot after the swap: {data} data blocks");
+    assert!(db.memory().range_filter_usage <= db.memory().range_filter_capacity);
+
+    // Room again: every filter is admitted and read at its next range read.
+    db.resize_memory(cairn::MemoryLimits {
+        block_cache: Some(4 << 20),
+        ..Default::default()
+    })
+    .unwrap();
+    empty_reads(0..N, 4000);
+    assert_eq!(not_in_memory(&db), 0);
+    assert_eq!(db.memory().range_filter_usage, all);
 }

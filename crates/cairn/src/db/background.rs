@@ -27,6 +27,10 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
         let i = inner.clone();
         threads.push(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
     }
+    if inner.memory.range_filters.capacity() != usize::MAX && inner.opts.range_filter_round_ms > 0 {
+        let i = inner.clone();
+        threads.push(spawn("cairn-range-mem".into(), Box::new(move || range_memory_loop(i)))?);
+    }
     if inner.tuner.is_some() {
         let i = inner.clone();
         threads.push(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
@@ -211,6 +215,29 @@ fn adjuster_loop(inner: Arc<DbInner>) {
         if now != last {
             last = now;
             inner.adjust_filters();
+        }
+    }
+}
+
+/// Range-filter memory's round (`range_memory.rs`): every `range_filter_round_ms` while range
+/// reads arrive or tables change.
+fn range_memory_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
+    let mut last = (u64::MAX, 0usize);
+    let period = Duration::from_millis(inner.opts.range_filter_round_ms);
+    let mut at = std::time::Instant::now();
+    // `bg_cv` wakes it for every background event: a round runs once a period has passed
+    // (its scores decay per round, so rounds keep to the period).
+    while wait(&inner, period.saturating_sub(at.elapsed())) {
+        if at.elapsed() < period {
+            continue;
+        }
+        at = std::time::Instant::now();
+        let ranges: u64 = inner.counters.trees().iter().map(|t| t.ranges()).sum();
+        let now = (ranges, Arc::as_ptr(&inner.super_versions()) as usize);
+        if now != last {
+            last = now;
+            inner.keep_range_filters();
         }
     }
 }

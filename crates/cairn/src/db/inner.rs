@@ -163,6 +163,8 @@ pub(crate) struct DbInner {
     pub filter_plan: ArcSwap<FilterPlan>,
     /// ElasticBF's adjuster (`db/elastic.rs`).
     pub elastic: super::elastic::Elastic,
+    /// What range-filter memory keeps (`db/range_memory.rs`).
+    pub range_memory: super::range_memory::RangeMemory,
     /// The memory tuner (`db/memory.rs`), with `memory_tuner`.
     pub tuner: Option<super::memory::MemoryTuner>,
     pub state: Mutex<State>,
@@ -383,6 +385,7 @@ impl DbInner {
                     cache: Some(self.cache.clone()),
                     stats: self.io.clone(),
                     meta_region: Some(self.memory.pinned_meta.clone()),
+                    range_region: Some(self.memory.range_filters.clone()),
                     reserve_in_cache: self.opts.index_in_block_cache,
                     filter_region: (!self.opts.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
                     ghost: self.ghost.as_ref().map(|(g, _)| g.clone()),

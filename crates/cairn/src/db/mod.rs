@@ -27,6 +27,7 @@ mod job;
 mod memory;
 mod open;
 mod range_filter;
+mod range_memory;
 mod read;
 mod regions;
 mod replay;
@@ -238,7 +239,9 @@ impl Db {
 
     /// Moves memory between regions while the database runs: the write budget and memtable
     /// size apply from the next write group (a smaller budget switches and flushes
-    /// memtables), a smaller block cache evicts at once.
+    /// memtables), a smaller block cache evicts at once, and range filters charged to the
+    /// cache keep their share of it (`range_filter.memory_share`: a smaller share unloads the
+    /// filters with the fewest empty range reads per byte at once).
     ///
     /// # Errors
     /// `InvalidArgument` when the result would be inconsistent (a zero budget or memtable size,
@@ -272,6 +275,16 @@ impl Db {
     #[doc(hidden)]
     pub fn adjust_filters(&self) {
         self.inner().adjust_filters();
+    }
+
+    /// A test hook (`test-util` feature): runs one round of range-filter memory now (which
+    /// filters it keeps, by empty range reads per byte); the background round runs every
+    /// second while range reads arrive. Does nothing unless range filters are charged to the
+    /// block cache.
+    #[cfg(any(test, feature = "test-util"))]
+    #[doc(hidden)]
+    pub fn keep_range_filters(&self) {
+        self.inner().keep_range_filters();
     }
 
     /// I/O and engine counters (docs/design.md §5).

@@ -431,6 +431,7 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             opts.high_pri_pool_ratio,
         ))
     });
+    let range_filters = super::range_memory::capacity(&opts, cache.capacity());
     let ghost = (opts.ghost_cache_size > 0).then(|| crate::cache::GhostCache::attach(&cache, opts.ghost_cache_size));
     let inner = Arc::new(DbInner {
         db_id: p.db_id,
@@ -449,7 +450,8 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
         } else {
             FileRegistry::new(opts.merlin_window)
         },
-        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size),
+        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size, range_filters),
+        range_memory: super::range_memory::RangeMemory::default(),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
         elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
         tuner: opts

@@ -24,7 +24,7 @@
 use super::inner::{DbInner, SuperVersion};
 use crate::error::Result;
 use crate::filter::projection::Projection;
-use crate::filter::range::Kind;
+use crate::filter::range::{Kind, RangeFilter};
 use crate::filter::rosetta::{ProbeCounts, ProbeLimits, RosettaFilter};
 use crate::format::ikey;
 use crate::iter::{KeyBounds, TableAccess, TableSkip};
@@ -162,33 +162,48 @@ fn verdict(
     forward: bool,
     meta: &FileMeta,
     table: &TableReader,
+    file: Option<&Arc<FileState>>,
     bounds: &KeyBounds,
     limits: ProbeLimits,
     sample: Option<&mut ProbeCounts>,
 ) -> Result<Verdict> {
-    let Some(filter) = table.range_filter()? else {
-        return Ok(Verdict::UNKNOWN);
-    };
+    // A filter not pinned is read only if the file is admitted to range-filter memory
+    // (`db/range_memory.rs`) and the region has room; without it the table is read.
+    let admit = file.is_none_or(|f| f.range_admitted());
+    Ok(table
+        .with_range_filter(admit, |filter| {
+            verdict_of(forward, meta, filter, bounds, limits, sample)
+        })?
+        .unwrap_or(Verdict::UNKNOWN))
+}
+
+/// [`verdict`] of the table's filter `filter`.
+fn verdict_of(
+    forward: bool,
+    meta: &FileMeta,
+    filter: &RangeFilter,
+    bounds: &KeyBounds,
+    limits: ProbeLimits,
+    sample: Option<&mut ProbeCounts>,
+) -> Verdict {
     let projection = filter.projection();
     let (lo, hi) = within_table(projection, meta, bounds);
     let (prefix, a, b) = match projection.interval_of(lo, hi) {
-        None => return Ok(Verdict::UNKNOWN),
+        None => return Verdict::UNKNOWN,
         // No projection value lies within the bounds: no key can.
         Some(None) => {
-            return Ok(Verdict {
+            return Verdict {
                 access: TableAccess::Skip,
                 asked: false,
                 interval: None,
-            })
+            }
         }
         Some(Some(p)) => p,
     };
-    let asked = |access| {
-        Ok(Verdict {
-            access,
-            asked: true,
-            interval: Some((a, b)),
-        })
+    let asked = |access| Verdict {
+        access,
+        asked: true,
+        interval: Some((a, b)),
     };
     let filter = match filter.kind() {
         Kind::Rosetta(f) => f,
@@ -197,10 +212,10 @@ fn verdict(
         Kind::Grafite(_) => return asked(TableAccess::Skip),
     };
     if !within_cost(filter, a, b, limits) {
-        return Ok(Verdict {
+        return Verdict {
             interval: Some((a, b)),
             ..Verdict::UNKNOWN
-        });
+        };
     }
     // One search, from the end the read moves away from: it says whether the table is empty,
     // and where its keys in the range end (forward) or start (backward) — the bound that
@@ -253,7 +268,7 @@ fn access(
 ) -> Result<TableAccess> {
     let s = Stripe::current();
     let mut sample = log.sampled.then(ProbeCounts::default);
-    let v = verdict(forward, meta, table, bounds, limits, sample.as_mut())?;
+    let v = verdict(forward, meta, table, file, bounds, limits, sample.as_mut())?;
     if let Some(c) = &sample {
         counters.record_height_probes(c);
     }
@@ -334,7 +349,7 @@ pub(super) fn settles_empty(
                 .and_then(|l| l.get(i))
                 .filter(|st| st.number().0 == f.number);
             let v = inner.with_table(f, state, |table| {
-                verdict(forward, f, table, bounds, limits, sample.as_mut())
+                verdict(forward, f, table, state, bounds, limits, sample.as_mut())
             })?;
             if let (false, Some((a, b))) = (*sized, v.interval) {
                 *sized = true;

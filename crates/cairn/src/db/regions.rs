@@ -51,6 +51,8 @@ impl DbInner {
         if let Some(c) = limits.block_cache {
             shrank |= c < self.cache.capacity();
             self.cache.set_capacity(c);
+            // Range filters follow the cache: a smaller share unloads the least worth at once.
+            self.keep_range_filters();
         }
         if let Some(f) = limits.filter_memory {
             shrank |= (f as u64) < self.elastic.explicit_budget.load(Ordering::Relaxed);

@@ -147,6 +147,8 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         filter_usage: inner.cache.usage_of(BlockKind::FilterUnit) + inner.memory.pinned_filters.usage(),
         pinned_meta_usage: inner.memory.pinned_meta.usage(),
         pinned_filter_usage: inner.memory.pinned_filters.usage(),
+        range_filter_capacity: inner.memory.range_filters.capacity(),
+        range_filter_usage: inner.memory.range_filters.usage(),
         ghost_capacity: inner.ghost.as_ref().map_or(0, |(g, _)| g.capacity()),
         ghost_ids: inner.ghost.as_ref().map_or(0, |(g, _)| g.usage().0),
     }
@@ -250,13 +252,17 @@ fn range_trees(inner: &Arc<DbInner>, stats: &DbStats) -> Vec<report::RangeTree> 
         for (level, fs) in tv.levels.iter().enumerate() {
             for f in fs {
                 let reader = inner.open_table(f);
-                let levels = match reader
-                    .as_ref()
-                    .map_err(crate::sst::clone_error)
-                    .and_then(|r| r.range_filter())
-                {
-                    Ok(Some(rf)) => rf.describe(),
-                    Ok(_) => "none".into(),
+                // A filter not pinned is read for the report and not kept.
+                let levels = match reader.as_ref().map_err(crate::sst::clone_error).and_then(|r| {
+                    match r.with_range_filter(false, |rf| rf.describe())? {
+                        Some(d) => Ok(Some(d)),
+                        None => Ok(r
+                            .read_range_filter()?
+                            .map(|rf| format!("{} (not in memory)", rf.describe()))),
+                    }
+                }) {
+                    Ok(Some(d)) => d,
+                    Ok(None) => "none".into(),
                     Err(e) => format!("unreadable: {e}"),
                 };
                 let (probes, empty) = stats

@@ -337,7 +337,7 @@ pub(super) fn check_table(
     }
     if t.range_filter_slot().is_some() {
         blocks += 1;
-        if let Err(e) = t.range_filter() {
+        if let Err(e) = t.read_range_filter() {
             let d = Damage::from_error(path, &e);
             damaged(d.offset, d.what);
         }

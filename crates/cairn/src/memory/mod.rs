@@ -144,16 +144,20 @@ pub struct MemoryRegions {
     /// Filter units pinned by open table readers (unbounded unless a tuner bounds it: units
     /// read while it is full go through the block cache).
     pub pinned_filters: Arc<Region>,
+    /// Range filters pinned by open table readers: a share of the block cache when they are
+    /// charged to it (`range_filter.memory_share`), else unbounded.
+    pub range_filters: Arc<Region>,
 }
 
 impl MemoryRegions {
-    /// Regions with the given write budget and memtable size.
-    pub fn new(write_memory_budget: usize, write_buffer_size: usize) -> Self {
+    /// Regions with the given write budget, memtable size and range-filter capacity.
+    pub fn new(write_memory_budget: usize, write_buffer_size: usize, range_filters: usize) -> Self {
         MemoryRegions {
             write: Region::new(write_memory_budget),
             write_buffer_size: AtomicUsize::new(write_buffer_size),
             pinned_meta: Arc::new(Region::new(usize::MAX)),
             pinned_filters: Arc::new(Region::new(usize::MAX)),
+            range_filters: Arc::new(Region::new(range_filters)),
         }
     }
 
@@ -208,6 +212,12 @@ pub struct MemoryUsage {
     pub pinned_meta_usage: usize,
     /// Filter units pinned by open table readers (part of `filter_usage`, not of the cache's).
     pub pinned_filter_usage: usize,
+    /// What range filters may hold (`range_filter.memory_share` of the block cache when they
+    /// are charged to it; `usize::MAX`: not bounded).
+    pub range_filter_capacity: usize,
+    /// Range filters pinned by open table readers (reserved in the block cache when charged
+    /// to it, like the index blocks).
+    pub range_filter_usage: usize,
     /// The ghost cache's simulated capacity (0: off).
     pub ghost_capacity: usize,
     /// Block ids the ghost cache holds (each about 40 bytes of real memory).
@@ -222,7 +232,7 @@ impl MemoryUsage {
 
     /// Every byte the engine accounts for.
     pub fn total_usage(&self) -> usize {
-        self.write_usage + self.cache_usage + self.pinned_meta_usage + self.pinned_filter_usage
+        self.write_usage + self.cache_usage + self.pinned_meta_usage + self.pinned_filter_usage + self.range_filter_usage
     }
 }
 

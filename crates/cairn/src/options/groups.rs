@@ -272,6 +272,10 @@ pub struct RangeFilterOptions {
     pub max_depth: u32,
     /// Probes one range read may spend on one table (`range_filter.probe_budget`).
     pub probe_budget: u32,
+    /// The share of the block cache range filters may hold (`range_filter.memory_share`).
+    pub memory_share: f64,
+    /// Milliseconds between rounds of range-filter memory (`range_filter.round_ms`).
+    pub round_ms: u64,
 }
 
 /// The merge policy and the levels (`compaction.*`).
@@ -497,6 +501,8 @@ plain_groups! {
         key_offset: range_filter_key_offset,
         max_depth: range_filter_max_depth,
         probe_budget: range_filter_probe_budget,
+        memory_share: range_filter_memory_share,
+        round_ms: range_filter_round_ms,
     }
     CompactionOptions {
         merge_policy: merge_policy,

@@ -459,6 +459,19 @@ options! {
         /// At most 255.
         pub range_filter_key_offset: usize = 0
             => "range_filter.key_offset", Count, within(0.0, 255.0), Stored, RangeFilter;
+        /// The share of the block cache that range filters may hold (default 0.5; above 0, at
+        /// most 1): a table's filter is pinned at its first bounded read while they hold less,
+        /// and a round every `range_filter.round_ms` keeps this memory for the filters with the most empty range
+        /// reads per byte, unloading the others. It follows the cache when the cache is resized
+        /// (by `Db::resize_memory` or the memory tuner). Applies when range filters are charged
+        /// to the block cache (`memory.budget`, or `cache.index_in_block_cache`); otherwise
+        /// they are not bounded.
+        pub range_filter_memory_share: f64 = 0.5
+            => "range_filter.memory_share", Float, above(0.0, 1.0), Stored, RangeFilterCharged;
+        /// Milliseconds between rounds of range-filter memory while range reads arrive
+        /// (default 1000; 0: rounds only when the block cache is resized).
+        pub range_filter_round_ms: u64 = 1000
+            => "range_filter.round_ms", Count, ANY, Stored, RangeFilterCharged;
         /// Heights a range-filter probe may descend below a dyadic interval (1..=64, default
         /// 32, the Rosetta authors' value).
         pub range_filter_max_depth: u32 = 32

@@ -77,6 +77,9 @@ pub(crate) enum Cond {
     RangeFilter,
     /// The range filter is on and of kind rosetta.
     Rosetta,
+    /// The range filter is on and charged to the block cache (`memory_budget`, or
+    /// `index_in_block_cache`).
+    RangeFilterCharged,
     /// Leveling.
     Leveling,
     /// Level targets are not `write-memory`.
@@ -117,6 +120,7 @@ impl Cond {
             Cond::Partitioned => o.memory_component == MemoryComponent::Partitioned,
             Cond::RangeFilter => o.range_filter_bits_per_key > 0.0,
             Cond::Rosetta => o.range_filter_bits_per_key > 0.0 && o.range_filter_kind == RangeFilterKind::Rosetta,
+            Cond::RangeFilterCharged => o.range_filter_bits_per_key > 0.0 && (budget || o.index_in_block_cache),
             Cond::Leveling => o.merge_policy == MergePolicyKind::Leveling,
             Cond::FixedTargets => o.level_targets == LevelTargets::Fixed,
             Cond::NoSharedCache => o.block_cache.is_none(),
@@ -140,6 +144,7 @@ impl Cond {
             Cond::Partitioned => "memtable.component = partitioned",
             Cond::RangeFilter => "range_filter.bits_per_key > 0",
             Cond::Rosetta => "range_filter.bits_per_key > 0, range_filter.kind = rosetta",
+            Cond::RangeFilterCharged => "range_filter.bits_per_key > 0, memory.budget or cache.index_in_block_cache",
             Cond::Leveling => "leveling",
             Cond::FixedTargets => "compaction.level_targets = fixed",
             Cond::NoSharedCache => "no shared block_cache",
@@ -189,7 +194,13 @@ impl Cond {
                 "it applies only to Rosetta range filters (range_filter.kind = {})",
                 o.range_filter_kind.name()
             ),
-            Cond::Rosetta => "it applies only with the range filter on (range_filter.bits_per_key = 0)".into(),
+            Cond::Rosetta | Cond::RangeFilterCharged if o.range_filter_bits_per_key == 0.0 => {
+                "it applies only with the range filter on (range_filter.bits_per_key = 0)".into()
+            }
+            Cond::RangeFilterCharged => format!(
+                "range filters are bounded only where they are charged to the block cache ({budget}, \
+                 cache.index_in_block_cache = false)"
+            ),
             Cond::Leveling => format!(
                 "Garnering sets its own level capacities (compaction.merge_policy = {})",
                 o.merge_policy.show()

@@ -17,9 +17,10 @@ use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
 use crate::iter::InternalIterator;
 use crate::memory::{Charge, Region};
+use arc_swap::ArcSwapOption;
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// How a table is read.
@@ -36,6 +37,10 @@ pub struct ReaderOptions {
     /// Also reserve what the reader pins in the block cache (`cache`), so the cache and the
     /// pinned index blocks together stay within the cache's capacity.
     pub reserve_in_cache: bool,
+    /// The region a range filter is charged to once read and pinned: it is read only while
+    /// the region has room for it, and [`TableReader::unload_range_filter`] frees it again
+    /// (`None`: read and pinned on first use, charged nowhere).
+    pub range_region: Option<Arc<Region>>,
     /// Pin filter units in the reader once read, charged to this region while it has room
     /// (RocksDB's filters held by the table reader); `None`: units go through the block cache
     /// at high priority (`cache_index_and_filter_blocks`).
@@ -151,15 +156,13 @@ pub struct TableReader {
     _pinned: Option<Charge>,
     /// Bytes reserved in the block cache for what this reader pins (released on drop).
     reserved: usize,
-    /// The range filter, read on first use and then pinned like the index (with its charge):
-    /// one block per table, needed by every bounded read of the table, and costly to read
-    /// again (a 64 MiB table's filter is ~1 MB at 16 bits per key) — evicted from a cache it
-    /// would be read from storage by every range read. Boxed: the decoded filter is ~2.7 KB
-    /// of fixed fields, which every reader would otherwise carry (and charge) without one.
-    range_pinned: OnceLock<(Box<RangeFilter>, Option<Charge>)>,
-    /// Bytes of the pinned range filter reserved in the block cache (released on drop).
-    range_reserved: AtomicUsize,
-    meta_region: Option<Arc<Region>>,
+    /// The range filter, read on first use while `range_region` has room and then pinned
+    /// with its charge until [`unload_range_filter`](Self::unload_range_filter): one block per
+    /// table, needed by every bounded read of the table, and costly to read again (a 64 MiB
+    /// table's filter is ~1 MB at 16 bits per key) — kept in a cache it would be evicted and
+    /// read from storage by every range read. Readers find it with one atomic load.
+    range_pinned: ArcSwapOption<PinnedRange>,
+    range_region: Option<Arc<Region>>,
     reserve_in_cache: bool,
     /// Pinned filter units, per segment then unit (`segment × units + unit`): filled on first
     /// use when `filter_region` has room, then read on every probe with one atomic load (no
@@ -175,6 +178,23 @@ pub struct TableReader {
     range_dels: Arc<Fragments>,
 }
 
+/// A range filter pinned in its reader, with its charge and its reservation in the block
+/// cache (both given back when the last reader of it drops it).
+#[derive(Debug)]
+struct PinnedRange {
+    filter: RangeFilter,
+    _charge: Option<Charge>,
+    reserved: Option<(Arc<BlockCache>, usize)>,
+}
+
+impl Drop for PinnedRange {
+    fn drop(&mut self) {
+        if let Some((cache, bytes)) = &self.reserved {
+            cache.release(*bytes);
+        }
+    }
+}
+
 /// A filter unit pinned in its reader, with its charge.
 #[derive(Debug)]
 struct PinnedUnit {
@@ -184,9 +204,8 @@ struct PinnedUnit {
 
 impl Drop for TableReader {
     fn drop(&mut self) {
-        let reserved = self.reserved + self.range_reserved.load(Ordering::Relaxed);
-        if let (Some(cache), true) = (&self.cache, reserved > 0) {
-            cache.release(reserved);
+        if let (Some(cache), true) = (&self.cache, self.reserved > 0) {
+            cache.release(self.reserved);
         }
     }
 }
@@ -282,9 +301,8 @@ impl TableReader {
             file_size: size,
             _pinned: None,
             reserved: 0,
-            range_pinned: OnceLock::new(),
-            range_reserved: AtomicUsize::new(0),
-            meta_region: opts.meta_region.clone(),
+            range_pinned: ArcSwapOption::empty(),
+            range_region: opts.range_region.clone(),
             reserve_in_cache: opts.reserve_in_cache,
             units: Box::default(),
             filter_region: opts.filter_region,
@@ -448,32 +466,91 @@ impl TableReader {
         self.range_filter
     }
 
-    /// The table's range filter (`None` if it has none): read on first use, then pinned in the
-    /// reader and charged like the index block.
+    /// `f` of the table's range filter: `None` if it has none, or if it is not pinned and
+    /// `admit` is false or the range region has no room for it. Read on first use (when
+    /// admitted), then pinned in the reader, charged to the range region and reserved in the
+    /// block cache like the index.
     ///
     /// # Errors
     /// Read errors; `Corruption` for a damaged filter (never treated as absent). Neither is
     /// remembered: the next call reads again.
-    pub fn range_filter(&self) -> Result<Option<&RangeFilter>> {
+    #[inline]
+    pub fn with_range_filter<R>(&self, admit: bool, f: impl FnOnce(&RangeFilter) -> R) -> Result<Option<R>> {
+        if let Some(p) = &*self.range_pinned.load() {
+            return Ok(Some(f(&p.filter)));
+        }
+        match self.pin_range_filter(admit)? {
+            Some(p) => Ok(Some(f(&p.filter))),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads and pins the range filter if the table has one, `admit` is set and the range
+    /// region has room (the block's size stands for its decoded size, which it is within a
+    /// few percent of).
+    #[cold]
+    fn pin_range_filter(&self, admit: bool) -> Result<Option<Arc<PinnedRange>>> {
         let Some((version, handle)) = self.range_filter else {
             return Ok(None);
         };
-        if let Some((f, _)) = self.range_pinned.get() {
-            return Ok(Some(&**f));
+        let room = |r: &Region| r.usage().saturating_add(handle.size as usize) <= r.capacity();
+        if !admit || !self.range_region.as_deref().is_none_or(room) {
+            return Ok(None);
         }
-        let raw = read_block(&*self.file, &self.path, handle, BlockKind::RangeFilter, &self.stats)?;
-        let f = RangeFilter::decode(version, raw)
-            .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))?;
-        let size = f.memory_usage();
-        let charge = self.meta_region.as_ref().map(|r| r.charge(size));
-        // Two first readers may race: the loser's copy (and its charge) is dropped.
-        if self.range_pinned.set((Box::new(f), charge)).is_ok() {
-            if let (Some(cache), true) = (&self.cache, self.reserve_in_cache) {
+        let filter = self.decode_range_filter(version, handle)?;
+        let size = filter.memory_usage();
+        let reserved = match (&self.cache, self.reserve_in_cache) {
+            (Some(cache), true) => {
                 cache.reserve(size);
-                self.range_reserved.store(size, Ordering::Relaxed);
+                Some((cache.clone(), size))
             }
-        }
-        Ok(self.range_pinned.get().map(|(f, _)| &**f))
+            _ => None,
+        };
+        let pinned = Arc::new(PinnedRange {
+            filter,
+            _charge: self.range_region.as_ref().map(|r| r.charge(size)),
+            reserved,
+        });
+        // Two first readers may race: the loser's copy (with its charge) is dropped.
+        let prev = self.range_pinned.compare_and_swap(&None::<Arc<PinnedRange>>, Some(pinned.clone()));
+        Ok(Some(match &*prev {
+            Some(p) => p.clone(),
+            None => pinned,
+        }))
+    }
+
+    /// The table's range filter read from storage and decoded, not pinned (`None` without
+    /// one): for checks and reports, which must not change what is in memory.
+    ///
+    /// # Errors
+    /// Read errors; `Corruption` for a damaged filter.
+    pub fn read_range_filter(&self) -> Result<Option<RangeFilter>> {
+        self.range_filter
+            .map(|(version, handle)| self.decode_range_filter(version, handle))
+            .transpose()
+    }
+
+    fn decode_range_filter(&self, version: u8, handle: BlockHandle) -> Result<RangeFilter> {
+        let raw = read_block(&*self.file, &self.path, handle, BlockKind::RangeFilter, &self.stats)?;
+        RangeFilter::decode(version, raw)
+            .map_err(|e| Error::corruption(&*self.path, handle.offset, format!("range filter: {e}")))
+    }
+
+    /// Unpins the range filter (the next bounded read reads it again if admitted); returns the
+    /// bytes freed (0 if it was not pinned). A read probing it meanwhile keeps its copy.
+    pub fn unload_range_filter(&self) -> usize {
+        self.range_pinned.swap(None).map_or(0, |p| p.filter.memory_usage())
+    }
+
+    /// Bytes of the pinned range filter (0 when it is not pinned).
+    pub fn range_filter_bytes(&self) -> usize {
+        self.range_pinned.load().as_ref().map_or(0, |p| p.filter.memory_usage())
+    }
+
+    /// The size of the table's range filter block (0 without one): about what pinning it
+    /// charges.
+    pub fn range_filter_block_size(&self) -> u64 {
+        self.range_filter.map_or(0, |(_, h)| h.size)
     }
 
     /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
@@ -793,9 +870,11 @@ impl TableReader {
         } else if available == 0 && matches!(units, UnitSelection::All | UnitSelection::First(_)) {
             // No point filter: the range filter's height-0 level (Rosetta's B_L) answers for
             // the key's projection instead, when the table has one.
-            if let Some(f) = self.range_filter()? {
+            // (Loaded here too when the range region has room: a table's own point lookups
+            // need it as much as its range reads.)
+            if let Some(may) = self.with_range_filter(true, |f| f.may_contain_key(user_key))? {
                 out.units_probed += 1;
-                if !f.may_contain_key(user_key) {
+                if !may {
                     out.filter_negative = true;
                     return Ok(out);
                 }

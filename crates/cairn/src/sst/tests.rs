@@ -83,6 +83,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             stats: Arc::new(IoStats::new()),
             meta_region: None,
             reserve_in_cache: false,
+            range_region: None,
             filter_region: None,
             ghost: None,
         },
@@ -315,6 +316,7 @@ fn io_accounting_is_exact_per_block_kind() {
             stats: stats.clone(),
             meta_region: None,
             reserve_in_cache: false,
+            range_region: None,
             filter_region: None,
             ghost: None,
         },
@@ -492,8 +494,9 @@ fn every_bit_flip_in_every_block_kind_is_detected() {
                 BlockKind::RangeFilter => {
                     assert!(scan.is_ok(), "scans do not read the range filter");
                     assert!(!lookup_err, "point lookups with units do not read it");
-                    let e = t.range_filter().unwrap_err();
+                    let e = t.with_range_filter(true, |_| ()).unwrap_err();
                     assert!(e.is_corruption(), "{e}");
+                    assert!(t.read_range_filter().unwrap_err().is_corruption());
                 }
                 _ => {
                     assert!(scan.is_ok(), "scans do not read filter units");
@@ -599,7 +602,7 @@ fn golden_table_bytes() {
         crate::testutil::check_golden(golden, &crate::testutil::hex_lines(&bytes));
         let t = open(&fs, &p, None).unwrap();
         assert_eq!(t.range_filter_slot().map(|s| s.0), Some(version));
-        let f = t.range_filter().unwrap().expect("a range filter").clone();
+        let f = t.read_range_filter().unwrap().expect("a range filter");
         assert!(f.may_contain_key(b"pear"));
         f
     };
@@ -635,6 +638,7 @@ fn tables_read_through_o_direct_on_real_files() {
             stats: Arc::default(),
             meta_region: None,
             reserve_in_cache: false,
+            range_region: None,
             filter_region: None,
             ghost: None,
         },
@@ -745,7 +749,7 @@ fn rosetta_blocks_of_version_1_are_still_read() {
     write_all_synced(&fs, p, &old_golden_bytes(file)).unwrap();
     let t = open(&fs, p, None).unwrap();
     assert_eq!(t.range_filter_slot().map(|s| s.0), Some(1));
-    let f = t.range_filter().unwrap().expect("a range filter");
+    let f = t.read_range_filter().unwrap().expect("a range filter");
     assert_eq!(f.projection(), &crate::filter::projection::Projection::fixed(0));
     assert!(f.may_contain_key(b"apple") && f.may_contain_key(b"pear"));
 }

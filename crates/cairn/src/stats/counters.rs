@@ -211,6 +211,11 @@ impl TreeCounters {
         self.reads.sum(|r| r.gets.load(Relaxed))
     }
 
+    /// Range reads so far.
+    pub fn ranges(&self) -> u64 {
+        self.reads.sum(|r| r.ranges.load(Relaxed))
+    }
+
     /// One range read (iterator) of the tree.
     #[inline]
     pub fn record_range(&self, s: Stripe) {

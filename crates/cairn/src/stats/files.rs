@@ -20,7 +20,7 @@ use crate::version::FileMeta;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 /// A table's number (`NNNNNN.sst`).
@@ -82,6 +82,10 @@ pub struct FileState {
     /// ElasticBF's loaded filter units per segment (none tracked unless the table's units are
     /// elastic).
     elastic: ElasticSegments,
+    /// Whether a bounded read may pin the file's range filter (while range-filter memory has
+    /// room); cleared by the round that keeps that memory for the filters worth it most
+    /// (`db/range_memory.rs`).
+    range_admitted: AtomicBool,
 }
 
 impl FileState {
@@ -102,6 +106,7 @@ impl FileState {
             bpk: f.filter_bpk,
             reader: ReaderSlot::empty(),
             elastic: ElasticSegments::new(if elastic { segments } else { 0 }),
+            range_admitted: AtomicBool::new(true),
         }
     }
 
@@ -160,6 +165,22 @@ impl FileState {
     #[inline]
     pub fn record_range_empty(&self, s: Stripe) {
         s.add(&self.range.at(s).empty, 1);
+    }
+
+    /// Range reads for which the file held no key, with what it inherited.
+    pub fn range_empty(&self) -> f64 {
+        self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64
+    }
+
+    /// Whether a bounded read may pin the file's range filter.
+    #[inline]
+    pub fn range_admitted(&self) -> bool {
+        self.range_admitted.load(Relaxed)
+    }
+
+    /// Admits the file's range filter to range-filter memory, or not.
+    pub fn set_range_admitted(&self, admitted: bool) {
+        self.range_admitted.store(admitted, Relaxed);
     }
 
     /// Where the table cache publishes the file's open reader for point reads.

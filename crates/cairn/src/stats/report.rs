@@ -299,6 +299,18 @@ impl Display for MemoryUsage {
                 size(self.pinned_filter_usage as u64)
             ),
         ]);
+        if self.range_filter_usage > 0 || self.range_filter_capacity != usize::MAX {
+            t.row(vec![
+                "range filters".into(),
+                if self.range_filter_capacity == usize::MAX {
+                    "–".into()
+                } else {
+                    size(self.range_filter_capacity as u64)
+                },
+                size(self.range_filter_usage as u64),
+                "pinned in table readers".into(),
+            ]);
+        }
         t.row(vec![
             "pinned index and properties".into(),
             "–".into(),
