@@ -178,6 +178,7 @@ fn verdict(
 }
 
 /// [`verdict`] of the table's filter `filter`.
+#[inline(always)]
 fn verdict_of(
     forward: bool,
     meta: &FileMeta,
