@@ -3,11 +3,17 @@
 //!
 //! Node layout (8-byte aligned, inside one chunk):
 //! ```text
-//! height:u32  key_len:u32  value_len:u32  pad:u32  next[height]:AtomicU32 (pad to 8)  key  value
+//! height:u32  key_len:u32  value_len:u32  pad:u32  next[height]:AtomicU32 (pad to 8)
+//! next_prefix[height]:AtomicU64  key  value
 //! ```
 //! `next[i]` is the offset of the following node at level i (0 = none; offset 0 is never a node
 //! because the head sits at offset 8). An offset addresses `chunk = off >> CHUNK_BITS`,
-//! `pos = off & (CHUNK − 1)`.
+//! `pos = off & (CHUNK − 1)`. `next_prefix[i]` is the first 8 bytes of that node's user key
+//! (big-endian, zero-padded): the writer decides "the next key is larger, go down" from the
+//! node it stands on, without loading the next one — one cache miss less per level of an
+//! insert, which is most of an insert's time in a memtable larger than the CPU cache. Only the
+//! writer (under its mutex) reads the prefixes: a reader could see a new link with an old
+//! prefix, so readers compare whole keys.
 //!
 //! Memory ordering: the writer fills a node completely, sets its `next` links (Relaxed, nobody
 //! can see the node yet), then links it in with a Release store into each predecessor, level 0
@@ -18,7 +24,7 @@
 use crate::format::ikey;
 use parking_lot::Mutex;
 use std::cmp::Ordering as CmpOrdering;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 const CHUNK_BITS: u32 = 22;
 /// Bytes per chunk (4 MiB). Entries larger than a chunk get a chunk of their own size.
@@ -49,6 +55,12 @@ struct WriterState {
     used: usize,
     next_chunk: usize,
     rng: u64,
+    /// The last node of each level (the head where a level is empty): a key above the list's
+    /// last one (sequential loads) is linked after these without a descent.
+    tail: [u32; MAX_HEIGHT],
+    /// Inserts linked after the tail (tests check the path is taken).
+    #[cfg(test)]
+    appended: usize,
 }
 
 // SAFETY: all shared state is atomics or behind the writer mutex; node bytes are written only
@@ -67,8 +79,30 @@ fn layout(len: usize) -> std::alloc::Layout {
     std::alloc::Layout::from_size_align(len.max(8), 8).unwrap_or_else(|_| std::alloc::Layout::new::<u64>())
 }
 
+/// Offset of the `next_prefix` array in a node of `height` levels.
+#[inline]
+fn prefixes_at(height: usize) -> usize {
+    (HEADER + 4 * height).next_multiple_of(8)
+}
+
+/// Offset of the key in a node of `height` levels.
+#[inline]
+fn data_at(height: usize) -> usize {
+    prefixes_at(height) + 8 * height
+}
+
 fn node_size(height: usize, key: usize, value: usize) -> usize {
-    (HEADER + 4 * height).next_multiple_of(8) + (key + value).next_multiple_of(8)
+    data_at(height) + (key + value).next_multiple_of(8)
+}
+
+/// The first 8 bytes of `user_key`, zero-padded, as a big-endian number: a strictly smaller
+/// prefix means a strictly smaller user key (equal prefixes decide nothing).
+#[inline]
+fn prefix_of(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
 }
 
 impl Default for ArenaSkipList {
@@ -93,6 +127,9 @@ impl ArenaSkipList {
                 used: 8,
                 next_chunk: 64 << 10,
                 rng: 0x2545_f491_4f6c_dd1d,
+                tail: [0; MAX_HEIGHT],
+                #[cfg(test)]
+                appended: 0,
             }),
             head: 0,
             height: AtomicUsize::new(1),
@@ -101,6 +138,7 @@ impl ArenaSkipList {
         };
         let mut w = list.writer.lock();
         let head = list.alloc(&mut w, MAX_HEIGHT, 0, 0);
+        w.tail = [head; MAX_HEIGHT];
         drop(w);
         list.head = head;
         list
@@ -176,12 +214,6 @@ impl ArenaSkipList {
         unsafe { base.add((off & (CHUNK as u32 - 1)) as usize) }
     }
 
-    #[cfg(test)]
-    fn height_of(&self, off: u32) -> usize {
-        // SAFETY: published nodes are fully initialized.
-        unsafe { (self.ptr(off) as *const u32).read() as usize }
-    }
-
     #[inline]
     fn next_slot(&self, off: u32, level: usize) -> &AtomicU32 {
         // SAFETY: `level < height` by construction; the slot is 4-aligned inside the node and
@@ -194,6 +226,20 @@ impl ArenaSkipList {
         self.next_slot(off, level).load(Ordering::Acquire)
     }
 
+    /// The prefix slot of `next[level]` of node `off` (height `height`).
+    #[inline]
+    fn prefix_slot(&self, off: u32, height: usize, level: usize) -> &AtomicU64 {
+        // SAFETY: `level < height`; the slot is 8-aligned inside the node (nodes and the
+        // prefix array start 8-aligned) and only ever accessed atomically.
+        unsafe { &*(self.ptr(off).add(prefixes_at(height) + 8 * level) as *const AtomicU64) }
+    }
+
+    #[inline]
+    fn height(&self, off: u32) -> usize {
+        // SAFETY: the height is written before the node is published and never changes.
+        unsafe { (self.ptr(off) as *const u32).read() as usize }
+    }
+
     /// The internal key and value of a node.
     #[inline]
     pub fn entry(&self, off: u32) -> (&[u8], &[u8]) {
@@ -203,7 +249,7 @@ impl ArenaSkipList {
             let h = (p as *const u32).read() as usize;
             let k = (p.add(4) as *const u32).read() as usize;
             let v = (p.add(8) as *const u32).read() as usize;
-            let data = p.add((HEADER + 4 * h).next_multiple_of(8));
+            let data = p.add(data_at(h));
             (
                 std::slice::from_raw_parts(data, k),
                 std::slice::from_raw_parts(data.add(k), v),
@@ -248,15 +294,37 @@ impl ArenaSkipList {
         };
         let mut prev = [self.head; MAX_HEIGHT];
         let top = self.height.load(Ordering::Relaxed);
+        let want = prefix_of(user_key);
+        let last = w.tail[0];
+        let appends = last != self.head && ikey::compare(self.key(last), key) == CmpOrdering::Less;
+        if appends {
+            prev = w.tail;
+            #[cfg(test)]
+            {
+                w.appended += 1;
+            }
+        }
         let mut x = self.head;
-        for level in (0..top).rev() {
+        let mut x_height = MAX_HEIGHT;
+        for level in (0..if appends { 0 } else { top }).rev() {
             loop {
                 let n = self.next(x, level);
-                if n != 0 && ikey::compare(self.key(n), key) == CmpOrdering::Less {
-                    x = n;
-                } else {
+                if n == 0 {
                     break;
                 }
+                // The next key's prefix, from the node we stand on: a larger one ends the level
+                // without touching the next node.
+                let p = self.prefix_slot(x, x_height, level).load(Ordering::Relaxed);
+                let less = match p.cmp(&want) {
+                    CmpOrdering::Less => true,
+                    CmpOrdering::Greater => false,
+                    CmpOrdering::Equal => ikey::compare(self.key(n), key) == CmpOrdering::Less,
+                };
+                if !less {
+                    break;
+                }
+                x = n;
+                x_height = self.height(n);
             }
             prev[level] = x;
         }
@@ -265,7 +333,7 @@ impl ArenaSkipList {
         // SAFETY: the node is not yet reachable; we own its bytes.
         unsafe {
             let p = self.ptr(node);
-            let data = p.add((HEADER + 4 * height).next_multiple_of(8));
+            let data = p.add(data_at(height));
             std::ptr::copy_nonoverlapping(key.as_ptr(), data, key.len());
             std::ptr::copy_nonoverlapping(value.as_ptr(), data.add(key.len()), value.len());
         }
@@ -273,8 +341,15 @@ impl ArenaSkipList {
             self.height.store(height, Ordering::Relaxed);
         }
         for (level, &p) in prev.iter().enumerate().take(height) {
-            self.next_slot(node, level)
-                .store(self.next(p, level), Ordering::Relaxed);
+            let p_height = self.height(p);
+            let after = self.next(p, level);
+            if after == 0 {
+                w.tail[level] = node;
+            }
+            self.next_slot(node, level).store(after, Ordering::Relaxed);
+            let after_prefix = self.prefix_slot(p, p_height, level).load(Ordering::Relaxed);
+            self.prefix_slot(node, height, level).store(after_prefix, Ordering::Relaxed);
+            self.prefix_slot(p, p_height, level).store(want, Ordering::Relaxed);
             self.next_slot(p, level).store(node, Ordering::Release);
         }
         self.len.fetch_add(1, Ordering::Relaxed);
@@ -356,7 +431,7 @@ impl ArenaSkipList {
 
     #[cfg(test)]
     fn check_height(&self) -> usize {
-        self.height_of(self.head)
+        self.height(self.head)
     }
 }
 
@@ -410,6 +485,58 @@ mod tests {
             off = l.predecessor(off);
         }
         assert_eq!(off, 0);
+    }
+
+    proptest::proptest! {
+        /// The insert's prefix shortcut keeps the order for keys that differ only past their
+        /// first 8 bytes, by zero bytes, or by length ("a" and "a\0" pad to the same prefix).
+        #[test]
+        fn order_holds_for_keys_the_prefix_cannot_tell_apart(
+            keys in proptest::collection::vec(
+                proptest::collection::vec(proptest::prop_oneof![proptest::strategy::Just(0u8), proptest::strategy::Just(1u8), proptest::strategy::Just(0xffu8)], 0..11),
+                1..300,
+            )
+        ) {
+            let l = ArenaSkipList::new();
+            let mut model = BTreeMap::new();
+            for (seq, uk) in keys.iter().enumerate() {
+                l.insert(uk, (seq as u64) << 8 | 1, b"");
+                model.insert(ikey::InternalKey::new(uk, seq as u64, ikey::ValueKind::Put), ());
+            }
+            let mut off = l.first();
+            for k in model.keys() {
+                proptest::prop_assert_eq!(l.entry(off).0, k.encoded());
+                off = l.successor(off);
+            }
+            proptest::prop_assert_eq!(off, 0);
+        }
+    }
+
+    /// Ascending keys are linked after the tail without a descent; keys below the tail (and
+    /// equal user keys, newer ones sorting first) still take the descent, and every level
+    /// stays ordered for searches.
+    #[test]
+    fn appends_and_inserts_between_keep_every_level_ordered() {
+        let l = ArenaSkipList::new();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let mut model = BTreeMap::new();
+        for seq in 0..20_000u64 {
+            let i = if seq % 7 == 0 { rng.gen_range(0..seq + 1) } else { seq };
+            let uk = format!("{i:06}");
+            l.insert(uk.as_bytes(), seq << 8 | 1, b"v");
+            model.insert(ikey::InternalKey::new(uk.as_bytes(), seq, ikey::ValueKind::Put), ());
+        }
+        let mut off = l.first();
+        for k in model.keys() {
+            assert_eq!(l.entry(off).0, k.encoded());
+            // Every level leads a search to it.
+            assert_eq!(l.seek(k.encoded()), off);
+            off = l.successor(off);
+        }
+        assert_eq!(off, 0);
+        // Six keys in seven are above every key before them.
+        let appended = l.writer.lock().appended;
+        assert!(appended > 20_000 * 6 / 7 - 100, "{appended} appends");
     }
 
     /// Readers seek while the writer inserts keys just below their targets: a seek must never
