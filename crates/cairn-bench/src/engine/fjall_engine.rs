@@ -57,7 +57,17 @@ impl FjallEngine {
             .with_l0_threshold(l0)
             .with_level_ratio_policy(vec![a.max_bytes_for_level_multiplier as f32])
             .with_table_target_size((a.max_bytes_for_level_base / u64::from(l0)).max(1 << 20));
-        let db = Database::builder(dir).cache_size(a.cache_size as u64).open()?;
+        // The same write memory as the other engines (all memtables, sealed ones included):
+        // fjall leaves it unbounded by default and marks the setting unfinished ("todo"), but
+        // without it a fill holds as many sealed memtables as its flushes lag behind.
+        #[expect(
+            deprecated,
+            reason = "fjall marks the write-buffer bound unfinished; it is what equal write memory needs"
+        )]
+        let db = Database::builder(dir)
+            .cache_size(a.cache_size as u64)
+            .max_write_buffer_size(Some((a.memory() as u64).max(1 << 20)))
+            .open()?;
         let ks = db.keyspace("default", || {
             KeyspaceCreateOptions::default()
                 .max_memtable_size(a.write_buffer_size as u64)

@@ -1,8 +1,8 @@
 //! Range-filter memory at run time (docs/design.md §5): when range filters are charged to the
 //! block cache, they may hold `range_filter.memory_share` of its capacity. A bounded read pins a
 //! table's filter (`TableReader::with_range_filter`) only while the region has room and the
-//! file is admitted; a round every `range_filter.round_ms` while range reads arrive — and at once when the
-//! cache is resized — keeps the region for the filters with the most recent empty range reads
+//! file is admitted; a round every `range_filter.round_ms` while range reads arrive — and at
+//! once when the cache is resized — keeps the region for the filters with the most recent empty range reads
 //! per byte (`tuning/range_memory.rs`), unloads the others and clears their admission. A
 //! table whose filter is out is read as if it had none; its empty reads are still counted in
 //! its side-table entry, so a round can bring it back.
@@ -12,7 +12,6 @@ use crate::options::Settings;
 use crate::tuning::range_memory::{choose, Candidate};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Weight of the previous rounds' empty reads in a file's score (halved each round).
 const DECAY: f64 = 0.5;
@@ -28,13 +27,11 @@ pub(super) fn capacity(opts: &Settings, cache_capacity: usize) -> usize {
 }
 
 /// The round's state: per live file with an open reader, its empty range reads at the last
-/// round and its score.
+/// round and its score (behind a mutex only rounds take, held for a whole round so that a
+/// resize's round and the timer's do not interleave their admissions).
 #[derive(Debug, Default)]
 pub(crate) struct RangeMemory {
     files: Mutex<HashMap<u64, (f64, f64)>>,
-    /// Rounds run and filters they unloaded.
-    pub rounds: AtomicU64,
-    pub unloads: AtomicU64,
 }
 
 impl DbInner {
@@ -79,13 +76,11 @@ impl DbInner {
             }
         }
         *files = next;
-        drop(files);
         for ((state, reader), admit) in tables.iter().zip(choose(&candidates, cap as u64)) {
             state.set_range_admitted(admit);
-            if !admit && reader.unload_range_filter() > 0 {
-                self.range_memory.unloads.fetch_add(1, Relaxed);
+            if !admit {
+                reader.unload_range_filter();
             }
         }
-        self.range_memory.rounds.fetch_add(1, Relaxed);
     }
 }
