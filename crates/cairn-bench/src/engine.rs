@@ -317,6 +317,10 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     /// Writes one key.
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()>;
+    /// Writes `entries` as one atomic batch (db_bench's `--batch_size`).
+    fn put_batch(&self, _entries: &[(Vec<u8>, Vec<u8>)], _sync: bool) -> EResult<()> {
+        Err(format!("--batch_size: the {} adapter writes one key at a time", self.name()).into())
+    }
     /// Deletes one key.
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()>;
     /// The value of `key` (a copy; for read-modify-write benchmarks).
@@ -637,6 +641,20 @@ impl Engine for CairnEngine {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
         let mut b = cairn::WriteBatch::new();
         b.put(key, value);
+        Ok(self.db.write(
+            b,
+            &cairn::WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )?)
+    }
+
+    fn put_batch(&self, entries: &[(Vec<u8>, Vec<u8>)], sync: bool) -> EResult<()> {
+        let mut b = cairn::WriteBatch::new();
+        for (k, v) in entries {
+            b.put(k, v);
+        }
         Ok(self.db.write(
             b,
             &cairn::WriteOptions {

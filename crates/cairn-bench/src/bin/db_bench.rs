@@ -77,6 +77,9 @@ struct Args {
     key_stride: u64,
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     sync: bool,
+    /// Keys per write batch of the fill benchmarks (fillrandom, fillseq, overwrite; one tree).
+    #[arg(long, default_value_t = 1)]
+    batch_size: u64,
     /// Print latency percentiles after each benchmark, timing every operation (otherwise one
     /// in 8 is timed, for the percentiles of the JSON report).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
@@ -392,6 +395,9 @@ impl Bench<'_> {
             a.num,
             |rng, t, pb| {
                 let (mut key, mut values) = (Vec::new(), Values::new(rng));
+                if a.batch_size > 1 {
+                    return self.fill_batches(rng, t, pb, sequential, &next);
+                }
                 for i in 0..a.num {
                     let k = if sequential {
                         // Threads share one sequence so fillseq stays sequential overall.
@@ -414,6 +420,42 @@ impl Bench<'_> {
             },
             None,
         )
+    }
+
+    /// The fill loop with `--batch_size` keys per write (each batch timed as one operation's
+    /// latency; ops count keys).
+    fn fill_batches(
+        &self,
+        rng: &mut StdRng,
+        t: &mut Tally,
+        pb: &indicatif::ProgressBar,
+        sequential: bool,
+        next: &std::sync::atomic::AtomicU64,
+    ) {
+        let a = self.args;
+        let mut values = Values::new(rng);
+        let mut done = 0;
+        while done < a.num {
+            let n = a.batch_size.min(a.num - done);
+            let mut entries = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let k = if sequential {
+                    next.fetch_add(1, Ordering::Relaxed) % a.num
+                } else {
+                    self.fill_dist.next(a.num, rng)
+                };
+                let mut key = Vec::new();
+                db_bench_key(self.stride(k), a.key_size, &mut key);
+                entries.push((key, values.next(a.value_size).to_vec()));
+            }
+            t.lat
+                .time(|| self.db.put_batch(&entries, a.sync))
+                .unwrap_or_else(|e| fail(e));
+            t.ops += n;
+            t.bytes += n * (a.key_size + a.value_size) as u64;
+            pb.inc(n);
+            done += n;
+        }
     }
 
     /// Unnecessary data-block reads so far (cairn's counter, or the engine's false positives).
@@ -876,6 +918,12 @@ fn main() {
     }
     if !(0.0..=1.0).contains(&args.empty_ratio) {
         fail(format!("--empty_ratio={}: must be in [0, 1]", args.empty_ratio));
+    }
+    if args.batch_size == 0 || (args.batch_size > 1 && args.num_trees > 1) {
+        fail(format!(
+            "--batch_size={}: at least 1, and batches write one tree (--num_trees={})",
+            args.batch_size, args.num_trees
+        ));
     }
     match args.key_format.as_str() {
         "number" => {}

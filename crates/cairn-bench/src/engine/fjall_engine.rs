@@ -97,6 +97,18 @@ impl Engine for FjallEngine {
         Ok(())
     }
 
+    fn put_batch(&self, entries: &[(Vec<u8>, Vec<u8>)], sync: bool) -> EResult<()> {
+        let mut b = self.db.batch();
+        for (k, v) in entries {
+            b.insert(&self.ks, k.as_slice(), v.as_slice());
+        }
+        b.commit()?;
+        if sync {
+            self.db.persist(PersistMode::SyncData)?;
+        }
+        Ok(())
+    }
+
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
         self.ks.remove(key)?;
         if sync {

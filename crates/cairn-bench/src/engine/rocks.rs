@@ -128,6 +128,14 @@ impl Engine for RocksEngine {
             .put_opt(key, value, if sync { &self.synced } else { &self.plain })?)
     }
 
+    fn put_batch(&self, entries: &[(Vec<u8>, Vec<u8>)], sync: bool) -> EResult<()> {
+        let mut b = rocksdb::WriteBatch::default();
+        for (k, v) in entries {
+            b.put(k, v);
+        }
+        Ok(self.db.write_opt(b, if sync { &self.synced } else { &self.plain })?)
+    }
+
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
         Ok(self.db.delete_opt(key, if sync { &self.synced } else { &self.plain })?)
     }
