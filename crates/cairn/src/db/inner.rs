@@ -174,6 +174,9 @@ pub(crate) struct DbInner {
     pub done_cv: Condvar,
     pub queue: Mutex<WriteQueue>,
     pub queue_cv: Condvar,
+    /// Bumped by each leader when its group is done (results posted, the queue's front moved):
+    /// what a waiting writer spins on before it sleeps on `queue_cv` (`write.rs`).
+    pub queue_done: std::sync::atomic::AtomicU64,
     pub wal: Mutex<WalState>,
     /// WALs closed by switches, synced off the write path (`closed_wals.rs`).
     pub closed_wals: super::closed_wals::ClosedWals,

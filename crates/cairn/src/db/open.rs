@@ -480,6 +480,7 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
             next_ticket: 0,
         }),
         queue_cv: Condvar::new(),
+        queue_done: std::sync::atomic::AtomicU64::new(0),
         wal: Mutex::new(WalState {
             writer: p.writer,
             delay: None,
