@@ -467,6 +467,17 @@ pub struct CairnEngine {
 }
 
 impl CairnEngine {
+    /// Writes `b`, synced or not.
+    fn write(&self, b: cairn::WriteBatch, sync: bool) -> EResult<()> {
+        Ok(self.db.write(
+            b,
+            &cairn::WriteOptions {
+                sync,
+                ..Default::default()
+            },
+        )?)
+    }
+
     /// Opens cairn with the flags mapped onto [`cairn::Options`] ([`cairn_options`]).
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
         Ok(CairnEngine {
@@ -641,13 +652,7 @@ impl Engine for CairnEngine {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> EResult<()> {
         let mut b = cairn::WriteBatch::new();
         b.put(key, value);
-        Ok(self.db.write(
-            b,
-            &cairn::WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        )?)
+        self.write(b, sync)
     }
 
     fn put_batch(&self, entries: &[(Vec<u8>, Vec<u8>)], sync: bool) -> EResult<()> {
@@ -655,25 +660,13 @@ impl Engine for CairnEngine {
         for (k, v) in entries {
             b.put(k, v);
         }
-        Ok(self.db.write(
-            b,
-            &cairn::WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        )?)
+        self.write(b, sync)
     }
 
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()> {
         let mut b = cairn::WriteBatch::new();
         b.delete(key);
-        Ok(self.db.write(
-            b,
-            &cairn::WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        )?)
+        self.write(b, sync)
     }
 
     fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {
@@ -779,13 +772,7 @@ impl Engine for CairnEngine {
         let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
         let mut b = cairn::WriteBatch::new();
         b.put_in(t, key, value);
-        Ok(self.db.write(
-            b,
-            &cairn::WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        )?)
+        self.write(b, sync)
     }
 
     fn get_in(&self, tree: usize, key: &[u8]) -> EResult<Option<usize>> {
