@@ -216,7 +216,7 @@ impl FileState {
                 x: self.inherited_exact.x + found as f64,
             },
             range_probes: self.range.sum(|r| r.probes.load(Relaxed)),
-            range_empty: self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64,
+            range_empty: self.range_empty(),
             loaded_units: self.elastic.total_loaded(),
         }
     }
