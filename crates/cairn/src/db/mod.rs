@@ -186,6 +186,18 @@ impl Db {
         write::write(self.inner(), batch, opts)
     }
 
+    /// Makes every write acknowledged so far survive power loss (one WAL sync), as if each
+    /// had been written with `sync: true`. Writers are not held up longer than by a sync
+    /// write. For callers that acknowledge a run of non-sync writes at once (group commit in a
+    /// replication log).
+    ///
+    /// # Errors
+    /// `ReadOnly` in a read-only open; `Poisoned` after an earlier durable-write failure; the
+    /// sync's I/O error (the database then turns read-only).
+    pub fn sync_wal(&self) -> Result<()> {
+        write::sync_wal(self.inner())
+    }
+
     /// The tree named `name`, created if missing.
     ///
     /// # Errors

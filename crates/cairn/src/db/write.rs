@@ -202,6 +202,25 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     Ok(())
 }
 
+/// Makes every write acknowledged so far durable against power loss: one fdatasync of the
+/// WAL (closed ones first) under the WAL lock, so a replication layer can acknowledge a run of
+/// non-sync writes with one sync (group commit outside the engine). A failed sync poisons.
+pub(super) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    inner.check_writable()?;
+    let writer = wal.writer()?;
+    let synced = (|| {
+        inner.closed_wals.sync_all(inner)?;
+        writer.sync()
+    })();
+    if let Err(e) = synced {
+        inner.set_poison(&e);
+        return Err(e);
+    }
+    inner.io.record_sync();
+    Ok(())
+}
+
 /// The write controller's view of the engine now.
 fn write_view(inner: &DbInner, st: &State, wal: &WalState, slowed: bool) -> WriteView {
     let version = st.version();
