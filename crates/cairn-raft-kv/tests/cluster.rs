@@ -32,8 +32,8 @@ impl Drop for Node {
     }
 }
 
-/// Starts node `id` on `dir`, listening on `addr` (`:0` for any port); returns once it listens.
-fn start(id: u64, dir: &Path, addr: &str) -> Node {
+/// Starts node `id` on `dir`, listening on `addr`; `None` if it could not (port taken).
+fn try_start(id: u64, dir: &Path, addr: &str) -> Option<Node> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cairn-raft-kv"))
         .args(["node", "--id", &id.to_string(), "--listen", addr, "--memory-mib", "16"])
         .args(["--snapshot-logs", "150", "--keep-logs", "10", "--heartbeat-ms", "100"])
@@ -47,16 +47,30 @@ fn start(id: u64, dir: &Path, addr: &str) -> Node {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line
-        .strip_prefix("ready ")
-        .unwrap_or_else(|| panic!("node {id} did not start: {line:?}"))
-        .trim()
-        .to_string();
-    Node {
+    let Some(addr) = line.strip_prefix("ready ") else {
+        let _ = child.wait();
+        return None;
+    };
+    Some(Node {
         child,
-        addr,
+        addr: addr.trim().to_string(),
         dir: dir.to_path_buf(),
+    })
+}
+
+/// Starts node `id` on a port below Linux's ephemeral range (32768 on), so that no outgoing
+/// connection or `:0` listener can take it while the node is down between a kill and its
+/// restart.
+fn start(id: u64, dir: &Path) -> Node {
+    use std::hash::{BuildHasher, RandomState};
+    let random = RandomState::new();
+    for attempt in 0..50u64 {
+        let port = 20_000 + random.hash_one(attempt) % 12_000;
+        if let Some(node) = try_start(id, dir, &format!("127.0.0.1:{port}")) {
+            return node;
+        }
     }
+    panic!("node {id}: no free port found");
 }
 
 fn key(round: u64, i: u64) -> Vec<u8> {
@@ -73,7 +87,7 @@ async fn round(round: u64, base: &Path) -> usize {
         .map(|id| {
             let dir = base.join(format!("r{round}-n{id}"));
             std::fs::create_dir_all(&dir).unwrap();
-            (id, start(id, &dir, "127.0.0.1:0"))
+            (id, start(id, &dir))
         })
         .collect();
     let addrs: BTreeMap<u64, String> = nodes.iter().map(|(&id, n)| (id, n.addr.clone())).collect();
@@ -145,7 +159,9 @@ async fn round(round: u64, base: &Path) -> usize {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    nodes.insert(leader, start(leader, &old_dir, &old_addr));
+    let back = try_start(leader, &old_dir, &old_addr)
+        .unwrap_or_else(|| panic!("node {leader} could not listen on {old_addr} again"));
+    nodes.insert(leader, back);
     let start_wait = Instant::now();
     loop {
         if let Ok(s) = admin.status(leader).await {
