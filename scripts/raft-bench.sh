@@ -7,6 +7,7 @@
 # ROUNDS. Then a snapshot of a SNAPSHOT_MIB state machine (1 KiB values): built on one node,
 # installed on another. Writes $OUT/results.md, raw.txt, bars.txt and chart.png.
 #   ROUNDS=3 OPS=20000 SNAPSHOT_MIB=1024 OUT=docs/results/DATE/raft scripts/raft-bench.sh
+#   REPORT_ONLY=1 OUT=... scripts/raft-bench.sh   (tables and chart again from OUT's raw.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -q -p cairn-raft-kv -p cairn-bench
@@ -18,7 +19,8 @@ ops=${OPS:-20000}
 snap_mib=${SNAPSHOT_MIB:-1024}
 mkdir -p "$out"
 raw="$out/raw.txt"
-: >"$raw"
+report_only=${REPORT_ONLY:-0} # 1: only the tables and chart, from $OUT's raw.txt and snapshot.txt
+[ "$report_only" = 1 ] || : >"$raw"
 nodes=1=127.0.0.1:27101,2=127.0.0.1:27102,3=127.0.0.1:27103
 pids=()
 stop_nodes() {
@@ -32,6 +34,7 @@ fresh() { rm -rf "$work" && mkdir -p "$work" && sync; }
 record() { awk -v c="$1" -v r="$2" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
   print $1, c, r, f["ops_per_s"], f["p50_us"], f["p99_us"] }' >>"$raw"; }
 for r in $(seq "$rounds"); do
+  [ "$report_only" = 1 ] && break
   for c in 1 8; do
     fresh
     for i in 1 2 3; do
@@ -48,15 +51,20 @@ for r in $(seq "$rounds"); do
     "$bin/cairn-raft-kv" bench-local --dir "$work/local" --ops "$ops" --clients "$c" | record "$c" "$r"
   done
 done
-fresh
-"$bin/cairn-raft-kv" bench-snapshot --dir "$work/snap" --mib "$snap_mib" | tee "$out/snapshot.txt"
-rm -rf "$work"
-# Medians per (configuration, clients) of ops/s, p50 and p99.
-awk '{ k = $1 " " $2; n[k]++; for (j = 4; j <= 6; j++) v[k, j, n[k]] = $j }
-  END { for (k in n) { line = k
-    for (j = 4; j <= 6; j++) { m = n[k]; delete s; for (i = 1; i <= m; i++) s[i] = v[k, j, i]
-      asort(s); line = line " " (m % 2 ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2) }
-    print line } }' "$raw" | sort -k2,2n -k1,1 >"$out/medians.txt"
+if [ "$report_only" != 1 ]; then
+  fresh
+  "$bin/cairn-raft-kv" bench-snapshot --dir "$work/snap" --mib "$snap_mib" | tee "$out/snapshot.txt"
+  rm -rf "$work"
+fi
+# Medians per (configuration, clients) of ops/s, p50 and p99 (column 4, 5, 6 of raw.txt).
+median() {
+  awk -v j="$1" '{ print $1, $2, $j }' "$raw" | sort -k1,1 -k2,2n -k3,3n |
+    awk '{ k = $1 " " $2; v[k, ++c[k]] = $3 }
+      END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
+    sort -k1,1 -k2,2n
+}
+join -j1 <(median 4 | awk '{ print $1 "/" $2, $3 }') <(median 5 | awk '{ print $1 "/" $2, $3 }') |
+  join -j1 - <(median 6 | awk '{ print $1 "/" $2, $3 }') | tr '/' ' ' | sort -k2,2n -k1,1 >"$out/medians.txt"
 awk '{ print $2 "-clients", $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
 "$bin/plot_bars" --input "$out/bars.txt" --out "$out/chart.png" \
   --title "puts of 16 + 100 B, synced: 3-node Raft vs one node (medians of $rounds)" --ylabel "puts/s"
