@@ -452,6 +452,7 @@ fn main() {
         }
         md.push('\n');
     }
+    md.push_str(&write_costs(&order, &configs, &results, entry_bytes(&args.common)));
     if !rss.is_empty() {
         md.push_str("\n| configuration | peak RSS MiB (median of runs) | max |\n|---|---:|---:|\n");
         for c in &configs {
@@ -487,6 +488,105 @@ fn main() {
         ),
         Err(e) => eprintln!("compare: chart not drawn: {e}"),
     }
+}
+
+/// Bytes per key and value put, from the common flags (db_bench's defaults otherwise).
+fn entry_bytes(common: &[String]) -> f64 {
+    let flag = |name: &str, default: f64| {
+        common
+            .iter()
+            .find_map(|a| a.strip_prefix(name)?.parse::<f64>().ok())
+            .unwrap_or(default)
+    };
+    flag("--key_size=", 16.0) + flag("--value_size=", 100.0)
+}
+
+/// Storage writes and CPU per byte put (our runners, which read `/proc/self/io` and the
+/// process's CPU time per phase): for each write phase (`fill*`, `overwrite`) and for the whole
+/// run (every phase's writes and CPU, a trailing `waitforcompaction` included, over every write
+/// phase's bytes). Empty when no run reported them.
+fn write_costs(order: &[String], configs: &[Config], results: &Results, entry: f64) -> String {
+    let is_write = |name: &str| {
+        let n = name.rsplit('-').next().unwrap_or(name);
+        n.starts_with("fill") || n.starts_with("overwrite")
+    };
+    let user = |pi: usize, p: &Phase| {
+        if is_write(&order[pi]) {
+            p.ops as f64 * entry
+        } else {
+            0.0
+        }
+    };
+    // (device bytes, CPU s, user bytes) per (row, configuration), one triple per round.
+    type Rounds = Vec<(f64, f64, f64)>;
+    let mut rows: Vec<(String, Vec<Rounds>)> = Vec::new();
+    let runs = |pi: usize, c: &Config| results.get(&(pi, c.name.clone())).cloned().unwrap_or_default();
+    for (pi, name) in order.iter().enumerate().filter(|(_, n)| is_write(n)) {
+        let per_cfg = configs
+            .iter()
+            .map(|c| {
+                runs(pi, c)
+                    .iter()
+                    .filter_map(|p| Some((p.device_write_bytes? as f64, p.cpu_secs?, user(pi, p))))
+                    .collect()
+            })
+            .collect();
+        rows.push((name.clone(), per_cfg));
+    }
+    let whole = configs
+        .iter()
+        .map(|c| {
+            let mut rounds: Rounds = Vec::new();
+            for pi in 0..order.len() {
+                for (r, p) in runs(pi, c).iter().enumerate() {
+                    let (Some(w), Some(cpu)) = (p.device_write_bytes, p.cpu_secs) else {
+                        continue;
+                    };
+                    if rounds.len() <= r {
+                        rounds.resize(r + 1, (0.0, 0.0, 0.0));
+                    }
+                    rounds[r].0 += w as f64;
+                    rounds[r].1 += cpu;
+                    rounds[r].2 += user(pi, p);
+                }
+            }
+            rounds
+        })
+        .collect();
+    rows.push(("whole run".into(), whole));
+    if rows.iter().all(|(_, v)| v.iter().all(Vec::is_empty)) {
+        return String::new();
+    }
+    let mut md = String::from("\n| phase |");
+    for c in configs {
+        md.push_str(&format!(" {} bytes written / byte put |", c.name));
+    }
+    for c in configs {
+        md.push_str(&format!(" {} CPU s / GB put |", c.name));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---:|".repeat(2 * configs.len()));
+    md.push('\n');
+    let cell = |v: &[(f64, f64, f64)], f: &dyn Fn(&(f64, f64, f64)) -> f64| {
+        let mut x: Vec<f64> = v.iter().filter(|t| t.2 > 0.0).map(f).collect();
+        if x.is_empty() {
+            " – |".to_string()
+        } else {
+            format!(" {:.2} |", median(&mut x))
+        }
+    };
+    for (name, per_cfg) in &rows {
+        md.push_str(&format!("| {name} |"));
+        for v in per_cfg {
+            md.push_str(&cell(v, &|t| t.0 / t.2));
+        }
+        for v in per_cfg {
+            md.push_str(&cell(v, &|t| t.1 / (t.2 / 1e9)));
+        }
+        md.push('\n');
+    }
+    md.push_str("\n(storage writes: the process's `/proc/self/io` write_bytes, counted when pages are dirtied: WAL, flushes and compactions; medians over the rounds)\n");
+    md
 }
 
 /// Operations per second for a table: whole numbers, with three decimals below 100 (a phase of
