@@ -161,7 +161,8 @@ fn overlaps<'a>(files: &'a [FileView], lo: &[u8], hi: &[u8]) -> Vec<&'a FileView
 
 /// The compaction out of `level` into `level + 1`: all of level 0 with its overlaps, or for a
 /// sorted level the one file whose overlap with the next level is smallest relative to its
-/// size (RocksDB's `kMinOverlappingRatio`). A file with no overlap is moved, not rewritten.
+/// size (RocksDB's `kMinOverlappingRatio`). A file with no overlap is moved, not rewritten (in
+/// level 0: no overlap with level 1 nor with another level-0 file).
 ///
 /// When level 0 cannot go down (part of it, or the L1 files it overlaps, are already being
 /// compacted), its newest files are merged among themselves instead (**intra-L0**, as
@@ -180,11 +181,15 @@ pub(crate) fn pick_from_level(view: &LsmView, level: usize) -> Choice {
         if l0.iter().any(|f| f.busy) || ov.iter().any(|f| f.busy) {
             return intra_l0(l0);
         }
-        if l0.len() == 1 && ov.is_empty() {
-            return Choice::Move {
-                from: 0,
-                file: l0[0].number,
-            };
+        // The oldest L0 file that shares no key range with another L0 file or with L1 goes
+        // down as it is (RocksDB's L0 trivial move): sequential loads are never rewritten
+        // into L1. The policy picks again after a move, so the others follow one by one.
+        let alone = |f: &&FileView| {
+            overlaps(next, &f.smallest, &f.largest).is_empty()
+                && overlaps(l0, &f.smallest, &f.largest).len() == 1
+        };
+        if let Some(f) = l0.iter().rev().find(alone) {
+            return Choice::Move { from: 0, file: f.number };
         }
         // Oldest first: the job merges in any order, but a stable order keeps outputs stable.
         let mut inputs: Vec<u64> = l0.iter().map(|f| f.number).collect();
