@@ -19,5 +19,11 @@ configs=(--config cairn=--engine=cairn --config fjall=--engine=fjall --config ro
 [ -n "${BEFORE:-}" ] && configs+=(--config "before=runner:$BEFORE --engine=cairn")
 common=(--num="${NUM:-1000000}" --key_size=16 --value_size="${VALUE:-100}" --bloom_bits=10 --compression_type=none
   --threads="${THREADS:-1}" --batch_size="${BATCH:-1}" --seed=1)
-"$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/fill" "${configs[@]}" -- --benchmarks=fillrandom,overwrite,waitforcompaction "${common[@]}"
-"$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/seq" "${configs[@]}" -- --benchmarks=fillseq,waitforcompaction "${common[@]}"
+parts=${PARTS:-fill seq} # PARTS=seq: only fillseq
+if [[ " $parts " == *" fill "* ]]; then
+  "$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/fill" "${configs[@]}" -- \
+    --benchmarks=fillrandom,overwrite,waitforcompaction "${common[@]}"
+fi
+if [[ " $parts " == *" seq "* ]]; then
+  "$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/seq" "${configs[@]}" -- --benchmarks=fillseq,waitforcompaction "${common[@]}"
+fi
