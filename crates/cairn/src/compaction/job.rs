@@ -1,10 +1,12 @@
 //! Executes a flush or compaction: writes the kept entries of a merged input stream, and the
 //! range tombstones that still matter, into new tables. Outputs are cut at `target_file_size`,
-//! but never between two versions of one user key, so the files of a sorted level never share
+//! or aligned to the next level's file boundaries (`cuts.rs`), but never between two versions
+//! of one user key, so the files of a sorted level never share
 //! a user key. A cut after user key `a` also cuts the tombstones at `a ‖ 0x00`: each output
 //! holds the part of them within its own key range (`range_del/`), and the outputs stay
 //! disjoint. Tombstones with no entry left beside them make an output of their own.
 
+use super::cuts::Cuts;
 use super::iter::{Decision, Retention};
 use super::rewrite::Rewriter;
 use crate::env::FileSystem;
@@ -29,6 +31,9 @@ pub struct Outputs<'a> {
     pub table: TableOptions,
     /// Size at which an output is closed (`u64::MAX`: one file).
     pub target_file_size: u64,
+    /// First user keys of the files of the level below the output level, to which outputs
+    /// are aligned (`cuts.rs`; empty: cut at the target).
+    pub grandparents: Vec<Vec<u8>>,
     /// Write accounting.
     pub stats: Arc<IoStats>,
     /// Allocates a file number (registered as a pending output by the caller).
@@ -98,8 +103,10 @@ pub fn write_outputs(
     range_dels: &Fragments,
     out: &mut Outputs<'_>,
 ) -> Result<JobOutput> {
+    let cuts = Cuts::new(out.target_file_size, std::mem::take(&mut out.grandparents));
     let mut w = Writer {
         out,
+        cuts,
         range_dels,
         result: JobOutput::default(),
         builder: None,
@@ -220,6 +227,7 @@ fn fold_merges(
 /// The output tables being written.
 struct Writer<'a, 'b> {
     out: &'a mut Outputs<'b>,
+    cuts: Cuts,
     range_dels: &'a Fragments,
     result: JobOutput,
     builder: Option<(u64, TableBuilder)>,
@@ -231,9 +239,10 @@ struct Writer<'a, 'b> {
 impl Writer<'_, '_> {
     fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let uk = ikey::user_key(key);
-        let cut = self.builder.as_ref().is_some_and(|(_, b)| {
-            b.estimated_size() >= self.out.target_file_size && uk != self.last_user_key.as_slice()
-        });
+        // Asked once per user key (every version of a key stays in one output).
+        let new_key = self.result.entries_out == 0 || uk != self.last_user_key.as_slice();
+        let size = self.builder.as_ref().map_or(0, |(_, b)| b.estimated_size());
+        let cut = new_key && self.cuts.cut_before(uk, size) && self.builder.is_some();
         if cut {
             let upper = range_del::successor(&self.last_user_key);
             self.close(Some(upper.clone()))?;

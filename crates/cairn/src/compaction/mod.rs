@@ -1,6 +1,7 @@
 //! Compaction: pure merge policies that pick work from an [`LsmView`], the merge semantics of
 //! a compaction (`iter`), and the job that executes a plan (`job`).
 
+pub mod cuts;
 pub mod iter;
 pub mod job;
 pub mod policies;

@@ -52,6 +52,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
             } else {
                 u64::MAX
             },
+            grandparents: Vec::new(),
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
             merge: inner.opts.merge_op.clone(),

@@ -90,7 +90,7 @@ fn readahead_chunk(pieces: usize, inputs: usize) -> usize {
 /// into key ranges (`max_subcompactions`) merged by threads of their own into one output run.
 pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     let table = inner.job_table_options(job.tree, job.filter())?;
-    let (deeper, user) = {
+    let (deeper, grandparents, user) = {
         let st = inner.state.lock();
         // The user's compaction filter, told where it runs.
         let user = inner.opts.compaction_filter.clone().map(|filter| UserFilter {
@@ -106,7 +106,12 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         let deeper: Vec<Arc<FileMeta>> = (job.output_level..tv.levels.len())
             .flat_map(|l| tv.level(l).iter().filter(|f| !mine.contains(&f.number)).cloned())
             .collect();
-        (deeper, user)
+        // Outputs of a sorted level are aligned to the files of the level below it.
+        let grandparents: Vec<Vec<u8>> = match job.output_level {
+            0 => Vec::new(),
+            l => tv.level(l + 1).iter().map(|f| f.smallest_user_key().to_vec()).collect(),
+        };
+        (deeper, grandparents, user)
     };
     let upper_bytes: u64 = job.inputs.iter().map(|f| f.size).sum();
     let input_bytes: u64 = upper_bytes + job.overlaps.iter().map(|f| f.size).sum::<u64>();
@@ -141,7 +146,7 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
             job,
             (lo, hi),
             table,
-            &deeper,
+            (&deeper, &grandparents),
             (oldest_snapshot, rewriter()),
             readahead,
         )
@@ -211,7 +216,7 @@ fn merge_range(
     job: &Job,
     (lo, hi): (Option<Vec<u8>>, Option<Vec<u8>>),
     table: crate::sst::TableOptions,
-    deeper: &[Arc<FileMeta>],
+    (deeper, grandparents): (&[Arc<FileMeta>], &[Vec<u8>]),
     (oldest_snapshot, mut rw): (u64, Rewriter),
     readahead: usize,
 ) -> (Result<JobOutput>, Vec<u64>) {
@@ -267,6 +272,7 @@ fn merge_range(
             dir: &inner.dir,
             table,
             target_file_size: inner.opts.target_file_size,
+            grandparents: grandparents.to_vec(),
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
             merge: inner.opts.merge_op.clone(),

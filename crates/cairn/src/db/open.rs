@@ -217,6 +217,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
                 dir,
                 table,
                 target_file_size: u64::MAX,
+                grandparents: Vec::new(),
                 stats: io.clone(),
                 new_file_number: &mut alloc,
                 merge: opts.merge_op.clone(),
