@@ -152,9 +152,7 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
         }
         writer.flush()?;
         if sync {
-            // A synced write implies every earlier one is durable: closed WALs first.
-            inner.closed_wals.sync_all(inner)?;
-            writer.sync()?;
+            sync_logs(inner, writer)?;
         }
         Ok::<_, Error>(())
     })();
@@ -208,17 +206,19 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
 pub(super) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
-    let writer = wal.writer()?;
-    let synced = (|| {
-        inner.closed_wals.sync_all(inner)?;
-        writer.sync()
-    })();
-    if let Err(e) = synced {
+    if let Err(e) = sync_logs(inner, wal.writer()?) {
         inner.set_poison(&e);
         return Err(e);
     }
     inner.io.record_sync();
     Ok(())
+}
+
+/// Makes every write so far durable: a synced write implies every earlier one is, so the
+/// closed WALs first, then `writer`'s.
+fn sync_logs(inner: &DbInner, writer: &mut crate::wal::WalWriter) -> Result<()> {
+    inner.closed_wals.sync_all(inner)?;
+    writer.sync()
 }
 
 /// The write controller's view of the engine now.
