@@ -2,7 +2,7 @@
 //! benchmark it.
 
 use cairn_raft_kv::{bench, parse_nodes, Client, NodeConfig};
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +12,14 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// The cluster a client command talks to.
+#[derive(Args)]
+struct Nodes {
+    /// Node ids and addresses: `1=127.0.0.1:7001,2=...`.
+    #[arg(long = "nodes", value_name = "NODES", value_parser = parse_nodes)]
+    map: BTreeMap<u64, String>,
 }
 
 #[derive(Subcommand)]
@@ -41,31 +49,31 @@ enum Cmd {
     },
     /// Make the cluster of the nodes given, through the first.
     Init {
-        #[arg(long, value_parser = parse_nodes)]
-        nodes: BTreeMap<u64, String>,
+        #[command(flatten)]
+        nodes: Nodes,
     },
     /// Set a key.
     Put {
-        #[arg(long, value_parser = parse_nodes)]
-        nodes: BTreeMap<u64, String>,
+        #[command(flatten)]
+        nodes: Nodes,
         key: String,
         value: String,
     },
     /// Read a key through the leader.
     Get {
-        #[arg(long, value_parser = parse_nodes)]
-        nodes: BTreeMap<u64, String>,
+        #[command(flatten)]
+        nodes: Nodes,
         key: String,
     },
     /// Every node's view of the cluster.
     Status {
-        #[arg(long, value_parser = parse_nodes)]
-        nodes: BTreeMap<u64, String>,
+        #[command(flatten)]
+        nodes: Nodes,
     },
     /// Replicated puts: throughput and latency.
     Bench {
-        #[arg(long, value_parser = parse_nodes)]
-        nodes: BTreeMap<u64, String>,
+        #[command(flatten)]
+        nodes: Nodes,
         #[arg(long, default_value_t = 20_000)]
         ops: u64,
         #[arg(long, default_value_t = 1)]
@@ -140,11 +148,17 @@ async fn run(cmd: Cmd) -> Result<(), String> {
         })
         .await
         .map_err(|e| e.to_string()),
-        Cmd::Init { nodes } => {
+        Cmd::Init {
+            nodes: Nodes { map: nodes },
+        } => {
             let first = *nodes.keys().next().ok_or("no nodes")?;
             Client::new(&nodes).init(first).await.map_err(|e| e.to_string())
         }
-        Cmd::Put { nodes, key, value } => {
+        Cmd::Put {
+            nodes: Nodes { map: nodes },
+            key,
+            value,
+        } => {
             let id = Client::new(&nodes)
                 .put(key.as_bytes(), value.as_bytes())
                 .await
@@ -152,7 +166,10 @@ async fn run(cmd: Cmd) -> Result<(), String> {
             println!("ok {id}");
             Ok(())
         }
-        Cmd::Get { nodes, key } => {
+        Cmd::Get {
+            nodes: Nodes { map: nodes },
+            key,
+        } => {
             match Client::new(&nodes)
                 .get(key.as_bytes())
                 .await
@@ -163,7 +180,9 @@ async fn run(cmd: Cmd) -> Result<(), String> {
             }
             Ok(())
         }
-        Cmd::Status { nodes } => {
+        Cmd::Status {
+            nodes: Nodes { map: nodes },
+        } => {
             let mut client = Client::new(&nodes);
             for &id in nodes.keys() {
                 match client.status(id).await {
@@ -174,7 +193,7 @@ async fn run(cmd: Cmd) -> Result<(), String> {
             Ok(())
         }
         Cmd::Bench {
-            nodes,
+            nodes: Nodes { map: nodes },
             ops,
             clients,
             value_size,

@@ -139,6 +139,17 @@ fn meta_tree(group: &str) -> String {
     format!("{group}.meta")
 }
 
+/// Writes `batch`, with a WAL sync if `sync`.
+fn write(db: &Db, batch: cairn::WriteBatch, sync: bool) -> cairn::Result<()> {
+    db.write(
+        batch,
+        &cairn::WriteOptions {
+            sync,
+            ..Default::default()
+        },
+    )
+}
+
 /// An error for openraft from anything displayable.
 fn any(e: impl std::fmt::Display) -> anyerror::AnyError {
     anyerror::AnyError::error(e.to_string())

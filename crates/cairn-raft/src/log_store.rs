@@ -7,7 +7,7 @@
 //! `delete_range`s; a purge writes its range tombstone and the new purged id in one batch.
 
 use crate::{any, meta_tree};
-use cairn::{Db, Tree, WriteBatch, WriteOptions};
+use cairn::{Db, Tree, WriteBatch};
 use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
 use openraft::{Entry, LogId, OptionalSend, RaftLogId, RaftTypeConfig, StorageError, StorageIOError, Vote};
 use serde::de::DeserializeOwned;
@@ -146,13 +146,7 @@ where
     }
 
     fn write(&self, batch: WriteBatch, sync: bool) -> cairn::Result<()> {
-        self.db.write(
-            batch,
-            &WriteOptions {
-                sync,
-                ..Default::default()
-            },
-        )
+        crate::write(&self.db, batch, sync)
     }
 }
 

@@ -11,7 +11,7 @@
 
 use crate::snapshot::{Reader, Writer, SNAPSHOT_FILE};
 use crate::{any, meta_tree, Request, Response, TypeConfig};
-use cairn::{Db, Tree, WriteBatch, WriteOptions};
+use cairn::{Db, Tree, WriteBatch};
 use openraft::storage::{RaftStateMachine, Snapshot, SnapshotMeta};
 use openraft::{BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, StorageError, StorageIOError, StoredMembership};
 use parking_lot::Mutex;
@@ -78,6 +78,33 @@ fn cairn_io(e: cairn::Error) -> io::Error {
     io::Error::other(e.to_string())
 }
 
+/// The state machine's meta keys as `get` reads them (the latest state or a snapshot's).
+struct MetaState {
+    applied: Option<LogId<u64>>,
+    membership: Membership,
+    /// Which data tree is live.
+    live: usize,
+}
+
+fn read_meta(get: impl Fn(&[u8]) -> cairn::Result<Option<Vec<u8>>>) -> io::Result<MetaState> {
+    let get = |k: &[u8]| get(k).map_err(cairn_io);
+    let applied = get(APPLIED)?.map(|b| decode(APPLIED, &b)).transpose()?.flatten();
+    let membership = get(MEMBERSHIP)?
+        .map(|b| decode(MEMBERSHIP, &b))
+        .transpose()?
+        .unwrap_or_default();
+    let live = match get(LIVE)?.as_deref() {
+        None | Some([0]) => 0,
+        Some([1]) => 1,
+        Some(b) => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("bad sm.live {b:?}"))),
+    };
+    Ok(MetaState {
+        applied,
+        membership,
+        live,
+    })
+}
+
 fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
@@ -96,14 +123,7 @@ impl StateMachine {
         let tree = |name: String| db.tree(&name).map_err(cairn_io);
         let meta = tree(meta_tree(group))?;
         let data = [tree(format!("{group}.sm.0"))?, tree(format!("{group}.sm.1"))?];
-        let live = match meta.get(LIVE).map_err(cairn_io)? {
-            Some(b) => match b.as_slice() {
-                [0] => 0,
-                [1] => 1,
-                _ => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("bad sm.live {b:?}"))),
-            },
-            None => 0,
-        };
+        let live = read_meta(|k| meta.get(k))?.live;
         fs::create_dir_all(&dir)?;
         // Temporary files of builds and installs a crash interrupted.
         for e in fs::read_dir(&dir)? {
@@ -151,27 +171,12 @@ impl KvReader {
     pub fn get(&self, key: &[u8]) -> cairn::Result<Option<Vec<u8>>> {
         self.shared.data[self.shared.live.load(Ordering::Acquire)].get(key)
     }
-
-    /// The last applied log id.
-    ///
-    /// # Errors
-    /// cairn read errors; an undecodable id.
-    pub fn applied(&self) -> io::Result<Option<LogId<u64>>> {
-        Ok(self.shared.applied_state()?.0)
-    }
 }
 
 impl Shared {
     fn applied_state(&self) -> io::Result<(Option<LogId<u64>>, Membership)> {
-        let applied = match self.meta.get(APPLIED).map_err(cairn_io)? {
-            Some(b) => decode(APPLIED, &b)?,
-            None => None,
-        };
-        let membership = match self.meta.get(MEMBERSHIP).map_err(cairn_io)? {
-            Some(b) => decode(MEMBERSHIP, &b)?,
-            None => Membership::default(),
-        };
-        Ok((applied, membership))
+        let m = read_meta(|k| self.meta.get(k))?;
+        Ok((m.applied, m.membership))
     }
 
     fn tmp_path(&self, what: &str) -> PathBuf {
@@ -192,30 +197,17 @@ impl Shared {
     }
 
     fn write(&self, batch: WriteBatch, sync: bool) -> io::Result<()> {
-        self.db
-            .write(
-                batch,
-                &WriteOptions {
-                    sync,
-                    ..Default::default()
-                },
-            )
-            .map_err(cairn_io)
+        crate::write(&self.db, batch, sync).map_err(cairn_io)
     }
 
     /// Writes a snapshot of the live data to a file, makes it current and returns it open.
     fn build(&self) -> io::Result<(Meta, File)> {
         let snap = self.db.snapshot();
-        let get = |k: &[u8]| snap.get_in(&self.meta, k).map_err(cairn_io);
-        let last_log_id: Option<LogId<u64>> = get(APPLIED)?.map(|b| decode(APPLIED, &b)).transpose()?.flatten();
-        let last_membership: Membership = get(MEMBERSHIP)?
-            .map(|b| decode(MEMBERSHIP, &b))
-            .transpose()?
-            .unwrap_or_default();
-        let live = match get(LIVE)?.as_deref() {
-            Some([1]) => 1,
-            _ => 0,
-        };
+        let MetaState {
+            applied: last_log_id,
+            membership: last_membership,
+            live,
+        } = read_meta(|k| snap.get_in(&self.meta, k))?;
         // Unique across restarts: cairn's sequence numbers only grow.
         let snapshot_id = match &last_log_id {
             Some(l) => format!("{}-{}-{}", l.leader_id, l.index, snap.seqno()),
