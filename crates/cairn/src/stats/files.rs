@@ -340,7 +340,12 @@ impl FileRegistry {
             }
             self.recorder.0.store(me, Relaxed);
         }
-        Some(self.lookups.0.fetch_add(1, Relaxed) + 1)
+        // Only the recorder counts, so a load and a store do (no locked instruction per
+        // lookup); at a handover two threads may briefly count at once and lose a count,
+        // which the estimates (rates over many lookups) do not notice.
+        let g = self.lookups.0.load(Relaxed) + 1;
+        self.lookups.0.store(g, Relaxed);
+        Some(g)
     }
 
     /// Recorded lookups so far (G).

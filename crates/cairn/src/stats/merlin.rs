@@ -150,13 +150,13 @@ impl Merlin {
         let Some(mut w) = self.try_window() else {
             return;
         };
+        // No division here: this runs on every probe of the recording thread.
         let slot = w.head;
         if w.len == self.size {
-            // Evict the oldest: it joins the older history.
-            let oldest = (w.head + self.size - w.len) % self.size;
-            debug_assert_eq!(oldest, slot);
+            // Evict the oldest, which a full window holds at its head: it joins the older
+            // history.
             w.q_old += 1.0;
-            if w.hits >> oldest & 1 == 1 {
+            if w.hits >> slot & 1 == 1 {
                 w.x_old += 1.0;
             }
         } else {
@@ -168,7 +168,7 @@ impl Merlin {
         } else {
             w.hits &= !(1 << slot);
         }
-        w.head = (slot + 1) % self.size;
+        w.head = if slot + 1 == self.size { 0 } else { slot + 1 };
     }
 
     /// The estimates when `g` lookups have reached the tables.
