@@ -77,6 +77,21 @@ fn round_trip_sizes_and_block_boundaries() {
 }
 
 #[test]
+fn record_prefix_split_across_fragments() {
+    // The second record starts with HEADER_LEN + k bytes left in the block: its FIRST fragment
+    // carries k bytes, none, part or all of the record prefix.
+    let fit = BLOCK_SIZE - HEADER_LEN - RECORD_PREFIX_LEN;
+    for k in 0..=RECORD_PREFIX_LEN + 2 {
+        let records = vec![vec![1u8; fit - HEADER_LEN - k], (0..100u8).collect(), vec![3u8; 5]];
+        let (fs, p) = mem();
+        write_log(&fs, p, 1, &records);
+        let (got, end) = read_log(&fs, p, 1, RecoveryMode::AbsoluteConsistency).unwrap();
+        assert_eq!(end, WalEnd::Clean, "k = {k}");
+        assert_eq!(got, records, "k = {k}");
+    }
+}
+
+#[test]
 fn exact_block_boundary_ends_cleanly() {
     let fit = BLOCK_SIZE - HEADER_LEN - RECORD_PREFIX_LEN;
     let (fs, p) = mem();

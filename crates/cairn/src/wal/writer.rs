@@ -99,13 +99,6 @@ impl WalWriter {
         prefix[..8].copy_from_slice(&self.log_number.to_le_bytes());
         prefix[8..].copy_from_slice(&self.synced.to_le_bytes());
         let total = prefix.len() + body.len();
-        let byte = |i: usize| -> u8 {
-            if i < prefix.len() {
-                prefix[i]
-            } else {
-                body[i - prefix.len()]
-            }
-        };
         self.scratch.clear();
         let mut done = 0usize;
         let mut first = true;
@@ -127,12 +120,11 @@ impl WalWriter {
             };
             let start = self.scratch.len();
             self.scratch.extend_from_slice(&[0u8; HEADER_LEN]);
-            if done >= prefix.len() {
-                self.scratch
-                    .extend_from_slice(&body[done - prefix.len()..done - prefix.len() + n]);
-            } else {
-                self.scratch.extend((done..done + n).map(byte));
-            }
+            // The payload is bytes done..done + n of prefix ‖ body, copied as two slices (the
+            // prefix part is empty past the first fragment).
+            let end = done + n;
+            self.scratch.extend_from_slice(&prefix[done.min(prefix.len())..end.min(prefix.len())]);
+            self.scratch.extend_from_slice(&body[done.saturating_sub(prefix.len())..end.saturating_sub(prefix.len())]);
             let crc = masked_crc(&[&[ty as u8], &self.scratch[start + HEADER_LEN..]]);
             self.scratch[start..start + 4].copy_from_slice(&crc.to_le_bytes());
             self.scratch[start + 4..start + 6].copy_from_slice(&(n as u16).to_le_bytes());
