@@ -120,9 +120,20 @@ pub fn expected_fpr_local(bpk: f64, k: u32) -> f64 {
 /// The probe count of a cache-local unit with `bpk` bits per key: the one with the least
 /// expected false-positive rate.
 pub fn local_probes(bpk: f64) -> u32 {
-    (1..=24)
-        .min_by(|&a, &b| expected_fpr_local(bpk, a).total_cmp(&expected_fpr_local(bpk, b)))
-        .unwrap_or(1)
+    // The model sums a few hundred terms per probe count: every unit built (one per segment
+    // and unit) asks again, mostly for the same bits per key, so a thread keeps its last answer.
+    thread_local!(static LAST: std::cell::Cell<Option<(u64, u32)>> = const { std::cell::Cell::new(None) });
+    if let Some((b, k)) = LAST.get() {
+        if b == bpk.to_bits() {
+            return k;
+        }
+    }
+    let k = (1..=24)
+        .map(|k| (k, expected_fpr_local(bpk, k)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(1, |(k, _)| k);
+    LAST.set(Some((bpk.to_bits(), k)));
+    k
 }
 
 /// Bit `i` (0..512) of each probe of a cache-local unit, from the low half of `g`.
