@@ -245,14 +245,14 @@ pub struct CacheAccounting {
     pub capacity: u64,
     /// Data blocks in the cache.
     pub data: u64,
-    /// Index blocks in the cache (cairn: the capacity reserved for the pinned index blocks and
-    /// properties).
+    /// Index blocks in the cache (cairn: the cached index blocks plus the capacity reserved for
+    /// what readers pin beside them: fences, properties).
     pub index: u64,
     /// Filter blocks or units in the cache.
     pub filter: u64,
     /// Everything else the cache holds or charges.
     pub other: u64,
-    /// Index bytes of every live table (cairn: pinned index blocks and properties).
+    /// Index bytes of every live table (cairn: the index blocks of its open readers).
     pub tables_index: u64,
     /// Filter bytes of every live table.
     pub tables_filter: u64,
@@ -802,10 +802,10 @@ impl Engine for CairnEngine {
         Some(CacheAccounting {
             capacity: m.cache_capacity as u64,
             data: m.cache_data_usage as u64,
-            index: m.cache_reserved as u64,
+            index: (m.cache_index_usage + m.cache_reserved) as u64,
             filter,
-            other: (m.cache_usage as u64).saturating_sub(m.cache_data_usage as u64 + filter),
-            tables_index: m.pinned_meta_usage as u64,
+            other: (m.cache_usage as u64).saturating_sub((m.cache_data_usage + m.cache_index_usage) as u64 + filter),
+            tables_index: m.table_index_bytes as u64,
             // The decided bits of each table (headers and trailers aside).
             tables_filter: s
                 .files

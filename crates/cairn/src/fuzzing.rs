@@ -71,6 +71,7 @@ pub fn table(data: &[u8]) {
         cache: None,
         stats: Arc::new(IoStats::new()),
         meta_region: None,
+        index_region: None,
         reserve_in_cache: false,
         range_region: None,
         // Half the inputs read filter units through the (absent) cache, half pin them.

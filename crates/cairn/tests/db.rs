@@ -370,7 +370,18 @@ fn failed_fsync_poisons_the_database() {
     let fs = FaultFs::new(Arc::new(MemFs::new()), 1);
     let db = Db::open("/p", small(Arc::new(fs.clone()))).unwrap();
     db.put(b"a", b"1").unwrap();
-    fs.fail_fraction(OpClass::Sync, 1.0, FaultKind::Eio);
+    // The live WAL's sync only: the next WAL, prepared in the background, syncs too, and a
+    // fault there poisons the database before the write (whose answer is then `Poisoned`).
+    // The live WAL is the newest `.wal`; the file system knows it by the name it was
+    // created under (`NNNNNN.wal.tmp`), which the prefix matches.
+    let live = fs
+        .list(Path::new("/p"))
+        .unwrap()
+        .into_iter()
+        .filter(|n| n.ends_with(".wal"))
+        .max()
+        .unwrap();
+    fs.fail_matching(OpClass::Sync, None, &live, 0, FaultKind::Eio);
     let e = db.write(
         {
             let mut b = WriteBatch::new();

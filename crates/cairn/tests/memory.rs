@@ -503,3 +503,34 @@ fn many_trees_share_write_memory_without_flushing() {
         Some(&[b'v'; 100][..])
     );
 }
+
+/// Under a budget, index blocks live in the block cache at high priority (not pinned): they
+/// are counted there, an emptied cache loses them, and lookups read them again.
+#[test]
+fn index_blocks_live_in_the_budgets_cache_and_come_back_after_eviction() {
+    let fs = MemFs::new();
+    let db = Db::open("/b", budget_options(&fs, 16 << 20)).unwrap();
+    load(&db);
+    cycle(&db, 1); // opens the tables' readers
+    let m = db.memory();
+    assert!(m.table_index_bytes > 0);
+    assert_eq!(m.cache_index_usage, m.table_index_bytes, "the open cached every index");
+    assert!(m.cache_usage >= m.cache_index_usage);
+    let reads = |db: &Db| db.stats().io.kind(cairn::BlockKind::Index).reads;
+    let before = reads(&db);
+    cycle(&db, 1);
+    assert_eq!(reads(&db), before, "hits only");
+    let cap = m.cache_capacity;
+    let shrink = |bytes| cairn::MemoryLimits {
+        block_cache: Some(bytes),
+        ..Default::default()
+    };
+    db.resize_memory(shrink(0)).unwrap();
+    assert_eq!(db.memory().cache_index_usage, 0);
+    db.resize_memory(shrink(cap)).unwrap();
+    cycle(&db, 1);
+    let tables = db.stats().files.len() as u64;
+    assert_eq!(reads(&db), before + tables, "each table's index read once more");
+    assert_eq!(db.memory().cache_index_usage, m.table_index_bytes);
+    db.close().unwrap();
+}

@@ -205,8 +205,8 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
     let mut md = format!(
         "{} keys loaded by fillrandom (16 B / 100 B; {} MiB of key and value bytes), T = 4, 4 MiB \
          files, uniform filters at the same bits per key on both engines, block cache = the share \
-         of the data shown, with index and filters charged to it on both (cairn: its pinned index \
-         reserved in the cache; RocksDB: cache_index_and_filter_blocks, high priority, L0 pinned), \
+         of the data shown, with index and filters charged to it on both (cairn: index blocks and \
+         filter units cached at high priority; RocksDB: cache_index_and_filter_blocks, high priority, L0 pinned), \
          O_DIRECT, one thread, {} lookups per cell with half of them absent; {} round(s){}, the \
          median of each figure. Cache MiB: what each engine's cache held at the end by kind (data / index / \
          filter); files per level: L0 first.\n\n",

@@ -405,19 +405,22 @@ impl<I: InternalIterator> InternalIterator for RangeIter<I> {
 /// block boundaries of every input table (each index entry separates a data block from the
 /// next), sorted, taken at even steps. The cuts fall between blocks, so each range holds about
 /// as many data blocks of input as the others.
-pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Vec<u8>> {
+///
+/// # Errors
+/// Read and corruption errors of an index block read from storage.
+pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> crate::error::Result<Vec<Vec<u8>>> {
     if n < 2 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut keys: Vec<Vec<u8>> = Vec::new();
     for t in tables {
-        t.for_each_block_key(|k| keys.push(k.to_vec()));
+        t.for_each_block_key(|k| keys.push(k.to_vec()))?;
     }
     keys.sort_unstable();
     keys.dedup();
     let step = keys.len() / n;
     if step == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     // A cut at a block's index key k: the range above starts just after it (k may be the
     // block's last user key, whose versions may continue in the next block: it stays below).
@@ -430,7 +433,7 @@ pub fn split_points(tables: &[Arc<crate::sst::TableReader>], n: usize) -> Vec<Ve
         })
         .collect();
     cuts.dedup();
-    cuts
+    Ok(cuts)
 }
 
 #[cfg(test)]

@@ -30,10 +30,15 @@ impl Input {
     /// inheritance, block-exact (an output covers whole blocks of each input but at its edges).
     fn share(&self, lo: &[u8], hi: &[u8]) -> f64 {
         let (mut inside, mut total) = (0u64, 0u64);
-        self.reader.for_each_block_key(|uk| {
+        let walked = self.reader.for_each_block_key(|uk| {
             total += 1;
             inside += u64::from(uk >= lo && uk <= hi);
         });
+        if let Err(e) = walked {
+            // Only an estimate rides on it; the job reading this input meets the error itself.
+            tracing::warn!(file = %self.reader.path().display(), error = %e, "input index unreadable: nothing inherited from it");
+            return 0.0;
+        }
         if total == 0 {
             0.0
         } else {

@@ -388,6 +388,7 @@ impl DbInner {
                     cache: Some(self.cache.clone()),
                     stats: self.io.clone(),
                     meta_region: Some(self.memory.pinned_meta.clone()),
+                    index_region: Some(self.memory.table_index.clone()),
                     range_region: Some(self.memory.range_filters.clone()),
                     reserve_in_cache: self.opts.index_in_block_cache,
                     filter_region: (!self.opts.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),

@@ -127,7 +127,7 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
             .chain(&job.overlaps)
             .map(|f| inner.open_table(f))
             .collect::<Result<Vec<_>>>()?;
-        split_points(&tables, pieces)
+        split_points(&tables, pieces)?
     } else {
         Vec::new()
     };

@@ -39,8 +39,12 @@ pub(crate) struct Shape {
     pub last_levels: Vec<f64>,
     /// Filter bytes of the tables (cached beside the data unless elastic).
     pub filter_bytes: f64,
-    /// Cache bytes reserved for index blocks and properties.
+    /// Cache bytes reserved for what table readers pin (index blocks and properties, or with
+    /// `index_in_block_cache` fences and properties).
     pub cache_reserved: f64,
+    /// Index blocks cached beside the data (`index_in_block_cache`; 0 when they are pinned
+    /// and their bytes are in `cache_reserved`).
+    pub cached_index: f64,
     /// The ghost cache's capacity (0 without one).
     pub sim_bytes: f64,
     /// ElasticBF's marginals after its last round: (gain of one more byte, loss of the last).
@@ -153,7 +157,8 @@ fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle 
     let written = (b.flush_bytes - a.flush_bytes + b.compaction_written - a.compaction_written) as f64 / PAGE;
     let elastic = opts.bpk_policy.is_elastic();
     // Filter units of the other policies are cached beside the data (elastic units have
-    // their own region).
+    // their own region), as are index blocks charged to the cache; both stay resident only
+    // within the high-priority share.
     let cached_filters = if elastic { 0.0 } else { shape.filter_bytes };
     let total_mem: f64 = shape.mems.iter().sum();
     let trees = b
@@ -191,8 +196,8 @@ fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle 
         cost: (w * written + (user_reads + merge_reads) as f64) / ops,
         filter_benefit: gain,
         filter_loss: loss,
-        // Cached filter units stay resident only within the high-priority share.
-        meta_bytes: (shape.cache_reserved + cached_filters / high_share(opts.high_pri_pool_ratio)) as u64,
+        meta_bytes: (shape.cache_reserved
+            + (cached_filters + shape.cached_index) / high_share(opts.high_pri_pool_ratio)) as u64,
         writes_idle: b.user_writes == a.user_writes,
     }
 }

@@ -147,6 +147,11 @@ impl DbInner {
                 .map(|f| f.entries as f64 * f.filter_bpk / 8.0)
                 .sum(),
             cache_reserved: self.cache.reserved() as f64,
+            cached_index: if self.opts.index_in_block_cache {
+                self.memory.table_index.usage() as f64
+            } else {
+                0.0
+            },
             sim_bytes: self.ghost.as_ref().map_or(0.0, |(g, _)| g.capacity() as f64),
             elastic_marginals: *self.elastic.marginals.lock(),
         }

@@ -138,7 +138,9 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         cache_capacity: inner.cache.capacity(),
         cache_usage: inner.cache.usage(),
         cache_data_usage: inner.cache.usage_of(BlockKind::Data),
+        cache_index_usage: inner.cache.usage_of(BlockKind::Index),
         cache_reserved: inner.cache.reserved(),
+        table_index_bytes: inner.memory.table_index.usage(),
         filter_capacity: if inner.opts.bpk_policy.is_elastic() {
             inner.memory.pinned_filters.capacity()
         } else {

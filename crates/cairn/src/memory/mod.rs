@@ -139,8 +139,12 @@ pub struct MemoryRegions {
     pub write: Region,
     /// Size at which one tree's active memtable is switched.
     pub write_buffer_size: AtomicUsize,
-    /// Index blocks and properties pinned by open table readers.
+    /// Index blocks and properties pinned by open table readers (with
+    /// `index_in_block_cache`, what they pin beside the index: fences, properties).
     pub pinned_meta: Arc<Region>,
+    /// The index blocks of open table readers, wherever they are (pinned, cached or out):
+    /// an unbounded count, the index working set the memory tuner keeps room for.
+    pub table_index: Arc<Region>,
     /// Filter units pinned by open table readers (unbounded unless a tuner bounds it: units
     /// read while it is full go through the block cache).
     pub pinned_filters: Arc<Region>,
@@ -156,6 +160,7 @@ impl MemoryRegions {
             write: Region::new(write_memory_budget),
             write_buffer_size: AtomicUsize::new(write_buffer_size),
             pinned_meta: Arc::new(Region::new(usize::MAX)),
+            table_index: Arc::new(Region::new(usize::MAX)),
             pinned_filters: Arc::new(Region::new(usize::MAX)),
             range_filters: Arc::new(Region::new(range_filters)),
         }
@@ -200,15 +205,22 @@ pub struct MemoryUsage {
     pub cache_usage: usize,
     /// Of `cache_usage`, data blocks.
     pub cache_data_usage: usize,
-    /// Of `cache_capacity`, the part reserved for the index blocks and properties open table
-    /// readers pin (`cache.index_in_block_cache`; 0 when they are not charged to the cache).
+    /// Of `cache_usage`, index blocks (`cache.index_in_block_cache`: they are cached at high
+    /// priority, not pinned; 0 otherwise).
+    pub cache_index_usage: usize,
+    /// Of `cache_capacity`, the part reserved for what open table readers pin beside the
+    /// index (fences, properties; `cache.index_in_block_cache`; 0 when they are not charged to
+    /// the cache).
     pub cache_reserved: usize,
+    /// The index blocks of every open table reader, cached or not.
+    pub table_index_bytes: usize,
     /// Filter memory of the elastic policies (0 for the others, whose filter units live in the
     /// block cache at high priority).
     pub filter_capacity: usize,
     /// Filter units: pinned in table readers, plus those in the block cache.
     pub filter_usage: usize,
-    /// Index blocks and properties pinned by open table readers.
+    /// Index blocks and properties pinned by open table readers (without
+    /// `cache.index_in_block_cache`; with it, fences and properties only).
     pub pinned_meta_usage: usize,
     /// Filter units pinned by open table readers (part of `filter_usage`, not of the cache's).
     pub pinned_filter_usage: usize,

@@ -142,7 +142,8 @@ pub struct FixedMemory {
     /// Loaded filter units of the elastic policies; 0: bits per key per live key
     /// (`memory.filter_memory`).
     pub filter_memory: usize,
-    /// Charge pinned index blocks to the block cache (`cache.index_in_block_cache`).
+    /// Keep index blocks and filter units in the block cache at high priority
+    /// (`cache.index_in_block_cache`).
     pub index_in_block_cache: bool,
 }
 

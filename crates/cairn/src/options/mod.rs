@@ -355,10 +355,12 @@ options! {
         /// 0.5).
         pub high_pri_pool_ratio: f64 = 0.5
             => "cache.high_pri_pool_ratio", Float, within(0.0, 1.0), Stored, NoSharedCache;
-        /// Charge the index blocks table readers pin to the block cache (default false; always
-        /// so with `memory.budget`): the cache then holds data blocks and filter units in what
-        /// the pinned indexes leave, so the block cache size bounds all three (RocksDB's
-        /// `cache_index_and_filter_blocks`).
+        /// Keep index blocks and filter units in the block cache at high priority (default
+        /// false; always so with `memory.budget`): they compete with data blocks for it, an
+        /// index or unit evicted is read again when needed, and what table readers still pin
+        /// (fences, properties) is reserved in it, so the block cache size bounds all of them
+        /// (RocksDB's `cache_index_and_filter_blocks`). Without it, indexes and filter units
+        /// are pinned in their table readers.
         pub index_in_block_cache: bool = false => "cache.index_in_block_cache", Bool, ANY, Stored, NoBudget, "FixedMemory.index_in_block_cache";
 
         /// Memtable size at which a tree's memtable is flushed, without `memory.budget`

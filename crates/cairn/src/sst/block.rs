@@ -241,6 +241,18 @@ impl Block {
         Ok(block)
     }
 
+    /// A block with no entry (what an iterator whose block could not be read walks).
+    pub(crate) fn empty() -> Self {
+        Block {
+            data: Box::new([0; 4]),
+            restarts_offset: 0,
+            num_restarts: 0,
+            buckets: (0, 0),
+            file: Arc::from(Path::new("")),
+            file_offset: 0,
+        }
+    }
+
     /// Key at restart point `i` (restart entries share nothing); `None` if it is damaged.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let r = self.restart_point(i)?;
@@ -368,12 +380,6 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// The cursor's key buffer, for the next cursor to reuse.
     pub fn into_key_buffer(self) -> Vec<u8> {
         self.key
-    }
-
-    /// The key buffer, to lend (the cursor's key is garbage until its next positioning call).
-    pub fn key_buffer_mut(&mut self) -> &mut Vec<u8> {
-        self.invalidate();
-        &mut self.key
     }
 
     fn invalidate(&mut self) {

@@ -1,7 +1,7 @@
 //! Iterator over a table: the index block positions a data-block iterator (a two-level
 //! iterator, `iter::two_level`).
 
-use super::block::BlockIter;
+use super::block::{Block, BlockIter};
 use super::footer::BlockHandle;
 use super::reader::{IterOptions, TableReader};
 use super::trailer::Readahead;
@@ -20,6 +20,8 @@ pub type TableIter = TwoLevelIter<TableIndex>;
 pub struct TableIndex {
     table: Arc<TableReader>,
     index: BlockIter,
+    /// The index block could not be read (the iterator is then empty with this status).
+    err: Option<Error>,
     fill_cache: bool,
     stats: Option<Arc<IoStats>>,
     readahead: Readahead,
@@ -49,8 +51,13 @@ const AUTO_READAHEAD_MAX: usize = 256 << 10;
 
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
+        let (index, err) = match table.index_block() {
+            Ok(b) => (b, None),
+            Err(e) => (Arc::new(Block::empty()), Some(e)),
+        };
         TwoLevelIter::over(TableIndex {
-            index: table.index_block().iter(table.index_order()),
+            index: index.iter(table.index_order()),
+            err,
             table,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
@@ -145,7 +152,7 @@ impl TwoLevelIndex for TableIndex {
         let handle = BlockHandle::decode(&mut Decoder::new(self.index.value())).map_err(|e| {
             Error::corruption(
                 self.table.path(),
-                self.table.index_block().file_offset(),
+                self.table.footer().index.offset,
                 format!("index entry: {e}"),
             )
         })?;
@@ -158,6 +165,9 @@ impl TwoLevelIndex for TableIndex {
         Ok(Some(block.iter(KeyOrder::Internal)))
     }
     fn status(&self) -> Result<()> {
-        self.index.status()
+        match &self.err {
+            Some(e) => Err(super::block::clone_error(e)),
+            None => self.index.status(),
+        }
     }
 }

@@ -34,9 +34,14 @@ pub struct ReaderOptions {
     pub stats: Arc<IoStats>,
     /// The region charged with what the reader pins (index block, properties) while it is open.
     pub meta_region: Option<Arc<Region>>,
-    /// Also reserve what the reader pins in the block cache (`cache`), so the cache and the
-    /// pinned index blocks together stay within the cache's capacity.
+    /// Keep the index block in the block cache (`cache`) at high priority rather than pinned,
+    /// and reserve what the reader still pins (fences, properties) in the cache, so that data,
+    /// filter and index blocks share its capacity and an index competes for it (RocksDB's
+    /// `cache_index_and_filter_blocks` without pinning). Without a cache the index is pinned.
     pub reserve_in_cache: bool,
+    /// Charged with the size of the reader's index block while it is open, wherever the block
+    /// lives (the memory tuner's view of the index working set); `None`: nowhere.
+    pub index_region: Option<Arc<Region>>,
     /// The region a range filter is charged to once read and pinned: it is read only while
     /// the region has room for it, and [`TableReader::unload_range_filter`] frees it again
     /// (`None`: read and pinned on first use, charged nowhere).
@@ -144,7 +149,11 @@ pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
     path: Arc<Path>,
     cache_id: u64,
-    index: Arc<Block>,
+    /// The index block, pinned; `None`: it lives in the block cache at high priority (read
+    /// again from storage when evicted).
+    index: Option<Arc<Block>>,
+    /// The index block's size, charged to the index region while the reader lives.
+    _index_charge: Option<Charge>,
     props: Properties,
     range_filter: Option<(u8, BlockHandle)>,
     footer: Footer,
@@ -204,9 +213,26 @@ struct PinnedUnit {
 
 impl Drop for TableReader {
     fn drop(&mut self) {
-        if let (Some(cache), true) = (&self.cache, self.reserved > 0) {
-            cache.release(self.reserved);
+        if let Some(cache) = &self.cache {
+            if self.reserved > 0 {
+                cache.release(self.reserved);
+            }
+            // No other reader will look for this reader's index block (cache ids are not
+            // reused): give its high-priority space back now rather than after three sweeps.
+            if self.index.is_none() {
+                cache.erase(&self.block_key(self.footer.index.offset));
+            }
         }
+    }
+}
+
+/// Calls `f` with the user key of each of `index`'s entries, in order.
+fn block_keys(index: &Arc<Block>, order: KeyOrder, user_keys: bool, mut f: impl FnMut(&[u8])) {
+    let mut it = index.iter(order);
+    it.seek_to_first();
+    while it.valid() {
+        f(if user_keys { it.key() } else { ikey::user_key(it.key()) });
+        it.next();
     }
 }
 
@@ -291,7 +317,8 @@ impl TableReader {
             file,
             path,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
-            index,
+            index: Some(index),
+            _index_charge: None,
             props,
             range_filter,
             footer,
@@ -317,11 +344,17 @@ impl TableReader {
             let n = reader.props.segments.len() * reader.props.filter.units.len();
             reader.units = (0..n).map(|_| OnceLock::new()).collect();
         }
-        reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
+        reader._index_charge = opts.index_region.map(|r| r.charge(footer.index.size as usize));
         if let (Some(cache), true) = (&reader.cache, opts.reserve_in_cache) {
+            // Validated and fenced: the index now goes to the cache, the rest is reserved.
+            if let Some(index) = reader.index.take() {
+                let charge = index.size();
+                cache.insert(reader.block_key(footer.index.offset), CachedBlock::Block(index), BlockKind::Index, charge, Priority::High);
+            }
             reader.reserved = reader.memory_usage();
             cache.reserve(reader.reserved);
         }
+        reader._pinned = opts.meta_region.map(|r| r.charge(reader.memory_usage()));
         Ok(reader)
     }
 
@@ -381,7 +414,8 @@ impl TableReader {
             return Err(bad("data section overlaps the index".into()));
         }
         // The index has one fence pointer per data block, contiguous from offset 0.
-        let mut it = self.index.iter(self.index_order());
+        let index = self.index.as_ref().ok_or_else(|| bad("index block not loaded".into()))?;
+        let mut it = index.iter(self.index_order());
         it.seek_to_first();
         let (mut n, mut expect) = (0u64, 0u64);
         let mut prev: Option<Vec<u8>> = None;
@@ -411,9 +445,10 @@ impl TableReader {
     fn build_fences(&mut self) {
         let p = &self.props;
         let common = fences::common_prefix(ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
+        let Some(index) = self.index.clone() else { return };
         let mut keys = Vec::new();
-        self.for_each_block_key(|k| keys.push(k.to_vec()));
-        if self.index.num_restarts() == keys.len() {
+        block_keys(&index, self.index_order(), self.props.index_user_keys, |k| keys.push(k.to_vec()));
+        if index.num_restarts() == keys.len() {
             self.index_fences = Fences::new(common, &keys, super::fences::INDEX_STRIDE);
         }
         self.segment_fences = Fences::new(common, p.segments.iter().map(|s| &s.largest_user_key), 1);
@@ -568,7 +603,7 @@ impl TableReader {
                     + s.units.len() * std::mem::size_of::<BlockHandle>()
             })
             .sum();
-        self.index.size()
+        self.index.as_ref().map_or(0, |i| i.size())
             + self.index_fences.as_ref().map_or(0, Fences::memory_usage)
             + self.segment_fences.as_ref().map_or(0, Fences::memory_usage)
             + std::mem::size_of::<Self>()
@@ -596,7 +631,7 @@ impl TableReader {
     /// `Corruption` for an entry whose handle does not decode (`open` validated them, so only a
     /// bug makes this fail).
     pub(crate) fn for_each_index_entry(&self, mut f: impl FnMut(&[u8], BlockHandle)) -> Result<()> {
-        let mut it = self.index.iter(self.index_order());
+        let mut it = self.index_block()?.iter(self.index_order());
         it.seek_to_first();
         while it.valid() {
             let h = BlockHandle::decode(&mut Decoder::new(it.value()))
@@ -607,8 +642,42 @@ impl TableReader {
         it.status()
     }
 
-    pub(crate) fn index_block(&self) -> &Arc<Block> {
-        &self.index
+    /// The index block: the pinned one, or through the block cache (read from storage and
+    /// cached at high priority when it was evicted).
+    ///
+    /// # Errors
+    /// Read and corruption errors of the index block.
+    pub(crate) fn index_block(&self) -> Result<Arc<Block>> {
+        self.with_index(|b| b.clone())
+    }
+
+    /// `f` of the index block: the pinned one, or the cached one in place (under the cache's
+    /// epoch: keep `f` short, no I/O).
+    #[inline]
+    fn with_index<R>(&self, mut f: impl FnMut(&Arc<Block>) -> R) -> Result<R> {
+        if let Some(b) = &self.index {
+            return Ok(f(b));
+        }
+        let handle = self.footer.index;
+        self.cached_or_read(
+            handle,
+            BlockKind::Index,
+            Priority::High,
+            true,
+            &self.stats,
+            None,
+            as_block,
+            |raw| self.decode_data_block(raw, handle),
+            |b, _| f(b),
+        )
+    }
+
+    #[inline]
+    fn block_key(&self, offset: u64) -> BlockKey {
+        BlockKey {
+            table: self.cache_id,
+            offset,
+        }
     }
 
     /// The order of the index block's keys: user keys bytewise (properties version 4 on, when
@@ -647,13 +716,13 @@ impl TableReader {
     /// Calls `f` with the user key of each data block's index key, in order (the block
     /// boundaries the index holds, with no I/O: each at or after its block's last user key and
     /// at or before the next block's first).
-    pub(crate) fn for_each_block_key(&self, mut f: impl FnMut(&[u8])) {
-        let mut it = self.index.iter(self.index_order());
-        it.seek_to_first();
-        while it.valid() {
-            f(self.index_user_key(it.key()));
-            it.next();
-        }
+    ///
+    /// # Errors
+    /// Read and corruption errors of the index block (when it is read from storage).
+    pub(crate) fn for_each_block_key(&self, f: impl FnMut(&[u8])) -> Result<()> {
+        let index = self.index_block()?;
+        block_keys(&index, self.index_order(), self.props.index_user_keys, f);
+        Ok(())
     }
 
     /// The block at `handle` through the block cache, handed to `use_block` with whether it
@@ -672,10 +741,7 @@ impl TableReader {
         decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
         mut use_block: impl FnMut(&Arc<T>, bool) -> R,
     ) -> Result<R> {
-        let key = BlockKey {
-            table: self.cache_id,
-            offset: handle.offset,
-        };
+        let key = self.block_key(handle.offset);
         if let Some(cache) = &self.cache {
             let hit = cache.with(&key, kind, |c| from_cache(c).map(|v| use_block(v, true)));
             if let Some(Some(r)) = hit {
@@ -881,18 +947,31 @@ impl TableReader {
             }
         }
         // Both searches borrow their blocks and build keys in this thread's buffer: no
-        // reference-count write on a shared block and no allocation.
+        // reference-count write on a shared block and no allocation. The index search runs
+        // within the index block's borrow (a cached one's epoch), the data block's read after.
         KEY_BUFFER.with(|buf| {
-            let mut idx = self.index.iter_ref(self.index_order(), buf.take());
-            let r = self.search(&mut idx, key, &mut out, value);
-            buf.set(idx.into_key_buffer());
+            let mut kb = buf.take();
+            let r = self
+                .with_index(|index| {
+                    let mut idx = index.iter_ref(self.index_order(), std::mem::take(&mut kb));
+                    let r = self.index_search(index, &mut idx, key);
+                    kb = idx.into_key_buffer();
+                    r
+                })
+                .and_then(|r| r)
+                .and_then(|handle| match handle {
+                    Some(h) => self.search_data(h, key, &mut out, value, &mut kb),
+                    None => Ok(()),
+                });
+            buf.set(kb);
             r
         })?;
         Ok(out)
     }
 
-    /// The index search and the data-block search of a point lookup.
-    fn search(&self, idx: &mut BlockIter<&Block>, key: &LookupKey, out: &mut GetOutcome, value: &mut Vec<u8>) -> Result<()> {
+    /// The index search of a point lookup: the handle of the data block that may hold the key
+    /// (`None` past the table's last key).
+    fn index_search(&self, index: &Block, idx: &mut BlockIter<&Block>, key: &LookupKey) -> Result<Option<BlockHandle>> {
         let (seek, user_key) = (key.encoded(), key.user_key());
         let (order, target) = (self.index_order(), self.index_target(seek));
         match &self.index_fences {
@@ -903,8 +982,8 @@ impl TableReader {
                 let (mut a, mut b) = (lo, hi);
                 while a < b {
                     let mid = a + (b - a) / 2;
-                    let k = self.index.restart_key(mid).ok_or_else(|| {
-                        Error::corruption(&*self.path, self.index.file_offset(), format!("index entry {mid}"))
+                    let k = index.restart_key(mid).ok_or_else(|| {
+                        Error::corruption(&*self.path, index.file_offset(), format!("index entry {mid}"))
                     })?;
                     if order.compare(k, target) == std::cmp::Ordering::Less {
                         a = mid + 1;
@@ -917,13 +996,17 @@ impl TableReader {
             None => idx.seek(target),
         }
         if !idx.valid() {
-            return idx.status(); // past the table's last key (all its versions are newer than the read)
+            // Past the table's last key (all its versions are newer than the read).
+            return idx.status().map(|()| None);
         }
-        let handle = BlockHandle::decode(&mut Decoder::new(idx.value()))
-            .map_err(|e| Error::corruption(&*self.path, self.index.file_offset(), format!("index entry: {e}")))?;
+        BlockHandle::decode(&mut Decoder::new(idx.value()))
+            .map(Some)
+            .map_err(|e| Error::corruption(&*self.path, index.file_offset(), format!("index entry: {e}")))
+    }
+
+    /// The data-block search of a point lookup (`buf`: the key buffer to build keys in).
+    fn search_data(&self, handle: BlockHandle, key: &LookupKey, out: &mut GetOutcome, value: &mut Vec<u8>, buf: &mut Vec<u8>) -> Result<()> {
         out.data_block_read = true;
-        // The index cursor is done: its key buffer serves the data block.
-        let buf = idx.key_buffer_mut();
         self.cached_or_read(
             handle,
             BlockKind::Data,

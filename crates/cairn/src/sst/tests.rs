@@ -82,6 +82,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             cache,
             stats: Arc::new(IoStats::new()),
             meta_region: None,
+            index_region: None,
             reserve_in_cache: false,
             range_region: None,
             filter_region: None,
@@ -137,8 +138,31 @@ fn model_get(m: &Model, uk: &[u8], seq: u64) -> Option<Found> {
     })
 }
 
+/// A reader whose index block lives in `cache` at high priority (`reserve_in_cache`).
+fn open_cached_index(fs: &dyn FileSystem, path: &Path, cache: &Arc<BlockCache>, stats: &Arc<IoStats>) -> crate::Result<TableReader> {
+    TableReader::open(
+        fs,
+        path,
+        Some(7),
+        ReaderOptions {
+            cache: Some(cache.clone()),
+            stats: stats.clone(),
+            reserve_in_cache: true,
+            ..ReaderOptions::default()
+        },
+    )
+}
+
 fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng) {
-    let t = open(fs, path, Some(Arc::new(BlockCache::new(1 << 20, 0.5)))).unwrap();
+    check_reader(open(fs, path, Some(Arc::new(BlockCache::new(1 << 20, 0.5)))).unwrap(), model, rng);
+    // The index in a cache from a few KiB (index and blocks evicted all the time, or too large
+    // to be cached at all) to one that holds everything.
+    let cache = Arc::new(BlockCache::new(1 << rng.gen_range(12..20), 0.5));
+    let t = open_cached_index(fs, path, &cache, &Arc::default()).unwrap();
+    check_reader(Arc::new(t), model, rng);
+}
+
+fn check_reader(t: Arc<TableReader>, model: &Model, rng: &mut StdRng) {
     assert_eq!(t.properties().entries, model.len() as u64);
     let mut it = t.iter();
     crate::iter::conformance::check(&mut it, model, rng, 20, 5, |r| {
@@ -315,6 +339,7 @@ fn io_accounting_is_exact_per_block_kind() {
             cache: Some(cache.clone()),
             stats: stats.clone(),
             meta_region: None,
+            index_region: None,
             reserve_in_cache: false,
             range_region: None,
             filter_region: None,
@@ -371,7 +396,7 @@ fn blocks_of(fs: &dyn FileSystem, p: &Path) -> Vec<(BlockKind, u64, u64)> {
     let footer = Footer::decode(&data[data.len() - FOOTER_LEN..]).unwrap();
     let t = open(fs, p, None).unwrap();
     let mut out = Vec::new();
-    let mut it = t.index_block().iter(t.index_order());
+    let mut it = t.index_block().unwrap().iter(t.index_order());
     it.seek_to_first();
     while it.valid() {
         let h = BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value())).unwrap();
@@ -637,6 +662,7 @@ fn tables_read_through_o_direct_on_real_files() {
             cache: None,
             stats: Arc::default(),
             meta_region: None,
+            index_region: None,
             reserve_in_cache: false,
             range_region: None,
             filter_region: None,
@@ -1026,4 +1052,101 @@ fn the_range_filter_answers_point_lookups_when_there_are_no_units() {
         assert!(!t.get(&(i * 10 + 3).to_be_bytes(), 5, UnitSelection::None).unwrap().filter_negative);
     }
     assert!(negatives >= 1990 && reads <= 10, "{negatives} negatives, {reads} data reads");
+}
+
+#[test]
+fn an_index_in_the_block_cache_is_read_again_once_evicted() {
+    let mut rng = StdRng::seed_from_u64(35);
+    let model = random_model(&mut rng, 3000, false);
+    let fs = fs();
+    let p = Path::new("/t/ci.sst");
+    build(&fs, p, &model, TableOptions::default());
+    let pinned = open(&fs, p, None).unwrap();
+    let index_size = pinned.footer().index.size as usize;
+    let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
+    let stats = Arc::new(IoStats::new());
+    let region = Arc::new(crate::memory::Region::new(usize::MAX));
+    let t = Arc::new(TableReader::open(
+        &fs,
+        p,
+        Some(7),
+        ReaderOptions {
+            cache: Some(cache.clone()),
+            stats: stats.clone(),
+            reserve_in_cache: true,
+            index_region: Some(region.clone()),
+            ..ReaderOptions::default()
+        },
+    )
+    .unwrap());
+    // Cached at open (no second read), charged to the index region, and not reserved.
+    assert_eq!(cache.usage_of(BlockKind::Index), index_size);
+    assert_eq!(region.usage(), index_size);
+    assert_eq!(t.memory_usage() + index_size, pinned.memory_usage());
+    assert_eq!(cache.reserved(), t.memory_usage());
+    let lookup_all = |t: &TableReader| {
+        for k in model.keys() {
+            let uk = k.user_key();
+            assert_eq!(t.get(uk, 2000, UnitSelection::All).unwrap().found, model_get(&model, uk, 2000));
+        }
+    };
+    lookup_all(&t);
+    let index = |s: &crate::stats::IoSnapshot| s.kind(BlockKind::Index);
+    assert_eq!(index(&stats.snapshot()).reads, 1, "only the open read it");
+    assert!(index(&stats.snapshot()).cache_hits >= 1);
+    // Evicted (the cache emptied), read once more, then hit again.
+    cache.set_capacity(0);
+    assert_eq!(cache.usage_of(BlockKind::Index), 0);
+    cache.set_capacity(1 << 20);
+    lookup_all(&t);
+    assert_eq!(index(&stats.snapshot()).reads, 2);
+    assert_eq!(cache.usage_of(BlockKind::Index), index_size);
+    // An iterator after an eviction reads it too.
+    cache.set_capacity(0);
+    cache.set_capacity(1 << 20);
+    let mut it = t.iter();
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    it.status().unwrap();
+    assert_eq!(n, model.len());
+    assert_eq!(index(&stats.snapshot()).reads, 3);
+    // Closing the reader gives back its index block, its reservation and its charge.
+    drop(it);
+    drop(t);
+    assert_eq!(cache.usage_of(BlockKind::Index), 0);
+    assert_eq!(cache.reserved(), 0);
+    assert_eq!(region.usage(), 0);
+}
+
+#[test]
+fn an_unreadable_evicted_index_is_an_error_for_lookups_and_iterators() {
+    use crate::env::{FaultFs, FaultKind, OpClass};
+    let mut rng = StdRng::seed_from_u64(36);
+    let model = random_model(&mut rng, 2000, false);
+    let mem: Arc<dyn FileSystem> = Arc::new(fs());
+    let p = Path::new("/t/ce.sst");
+    build(&*mem, p, &model, TableOptions::default());
+    let ffs = FaultFs::new(mem, 1);
+    let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
+    let t = Arc::new(open_cached_index(&ffs, p, &cache, &Arc::default()).unwrap());
+    let (k, _) = model.iter().next().unwrap();
+    assert!(t.get(k.user_key(), 2000, UnitSelection::All).unwrap().found.is_some());
+    cache.set_capacity(0);
+    cache.set_capacity(1 << 20);
+    ffs.fail_fraction(OpClass::Read, 1.0, FaultKind::Eio);
+    assert!(t.get(k.user_key(), 2000, UnitSelection::All).is_err());
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(!it.valid());
+    assert!(it.status().is_err());
+    // The fault gone, the same reader reads it again.
+    ffs.clear_faults();
+    assert!(t.get(k.user_key(), 2000, UnitSelection::All).unwrap().found.is_some());
+    let mut it = t.iter();
+    it.seek_to_first();
+    assert!(it.valid());
 }

@@ -279,12 +279,23 @@ impl Display for MemoryUsage {
             "block cache".into(),
             size(self.cache_capacity as u64),
             size(self.cache_usage as u64),
-            format!(
-                "{} data blocks, {} filter units; {} of the capacity reserved for pinned index blocks",
-                size(self.cache_data_usage as u64),
-                size(self.cached_filter_usage() as u64),
-                size(self.cache_reserved as u64)
-            ),
+            if self.cache_index_usage > 0 {
+                format!(
+                    "{} data blocks, {} index blocks (of {}), {} filter units; {} of the capacity reserved for what readers pin",
+                    size(self.cache_data_usage as u64),
+                    size(self.cache_index_usage as u64),
+                    size(self.table_index_bytes as u64),
+                    size(self.cached_filter_usage() as u64),
+                    size(self.cache_reserved as u64)
+                )
+            } else {
+                format!(
+                    "{} data blocks, {} filter units; {} of the capacity reserved for what readers pin",
+                    size(self.cache_data_usage as u64),
+                    size(self.cached_filter_usage() as u64),
+                    size(self.cache_reserved as u64)
+                )
+            },
         ]);
         t.row(vec![
             "filter units".into(),
@@ -312,10 +323,10 @@ impl Display for MemoryUsage {
             ]);
         }
         t.row(vec![
-            "pinned index and properties".into(),
+            "pinned by table readers".into(),
             "–".into(),
             size(self.pinned_meta_usage as u64),
-            "held by open table readers".into(),
+            "index blocks (unless in the block cache), fences, properties".into(),
         ]);
         f.write_str(&t.render(""))?;
         if self.ghost_capacity > 0 {

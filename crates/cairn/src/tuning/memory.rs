@@ -66,9 +66,9 @@ pub struct Cycle {
     pub filter_benefit: Option<f64>,
     /// Three-way only: I/O per operation the last byte of filter memory saves.
     pub filter_loss: Option<f64>,
-    /// Bytes of the block cache that index and filter blocks need (the pinned index blocks
-    /// charged to it, and the cached filter units divided by the high-priority share they
-    /// stay resident in): below them lookups read index or filter blocks from storage, a cost
+    /// Bytes of the block cache that index and filter blocks need (what table readers pin
+    /// charged to it, and the cached index blocks and filter units divided by the
+    /// high-priority share they stay resident in): below them lookups read index or filter blocks from storage, a cost
     /// the ghost cache's data-block view does not see. The cache's floor is at least this
     /// plus `floor`.
     pub meta_bytes: u64,
