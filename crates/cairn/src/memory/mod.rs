@@ -201,7 +201,7 @@ pub struct MemoryUsage {
     pub write_buffer_size: usize,
     /// Block-cache capacity.
     pub cache_capacity: usize,
-    /// Bytes the block cache holds (data blocks and filter units).
+    /// Bytes the block cache holds (data blocks, filter units, index blocks).
     pub cache_usage: usize,
     /// Of `cache_usage`, data blocks.
     pub cache_data_usage: usize,

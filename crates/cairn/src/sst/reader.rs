@@ -588,9 +588,10 @@ impl TableReader {
         self.range_filter.map_or(0, |(_, h)| h.size)
     }
 
-    /// Bytes this reader pins in memory: the index block, the reader itself and the decoded
-    /// properties (segment metadata with its key ranges and unit handles), the range
-    /// tombstones; the range filter, once read, is charged on its own.
+    /// Bytes this reader pins in memory: the index block (unless it is in the block cache),
+    /// the fences, the reader itself and the decoded properties (segment metadata with its key
+    /// ranges and unit handles), the range tombstones; the range filter, once read, is charged
+    /// on its own.
     pub fn memory_usage(&self) -> usize {
         let p = &self.props;
         let segments: usize = p
