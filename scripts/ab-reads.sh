@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Cached reads of two cairn builds, interleaved: this tree's db_bench against an older one
+# (BEFORE=path/to/db_bench), on one database filled once by this build, then readrandom (the
+# second of two runs), readmissing and seekrandom (10 nexts) per round. Writes $OUT/raw.txt,
+# results.md (medians of the rounds) and chart.png.
+#   BEFORE=/tmp/old/db_bench scripts/ab-reads.sh
+#   (defaults: the engine's defaults at a 512 MiB budget, 2M keys of 16 B / 100 B, zipf 0.99
+#   lookups with half of them absent; FLAGS replaces these settings, ROUNDS=5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+before=${BEFORE:?set BEFORE to the older db_bench}
+cargo build --release -q -p cairn-bench --features rocksdb,fjall
+out=${OUT:-bench-results/ab-reads}
+work=${WORK:-/tmp/cairn-ab-reads}
+rounds=${ROUNDS:-5}
+read -r -a flags <<<"${FLAGS:---defaults=engine --memory_budget=536870912 --num=2000000 --key_size=16 --value_size=100 --compression_type=none --key_stride=16 --fill_key_dist=uniform --key_dist=zipf:0.99 --empty_ratio=0.5 --seek_nexts=10 --seed=7}"
+declare -A exe=([before]=$before [after]=./target/release/db_bench)
+mkdir -p "$out"
+rm -rf "$work" && mkdir -p "$work"
+"${exe[after]}" "${flags[@]}" --db="$work/db" --benchmarks=fillrandom,waitforcompaction >/dev/null 2>&1
+raw="$out/raw.txt"
+: >"$raw"
+sync
+for r in $(seq "$rounds"); do
+  for e in before after; do
+    "${exe[$e]}" "${flags[@]}" --db="$work/db" --use_existing_db=1 --reads=1000000 \
+      --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
+      awk -v e="$e" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
+          n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, r, $1, $5 }' >>"$raw"
+  done
+done
+sort -k1,1 -k3,3 -k4,4n "$raw" | awk '
+  { k = $1 " " $3; v[k, ++c[k]] = $4 }
+  END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
+  sort -k2,2 -k1,1 >"$out/medians.txt"
+awk '{ print $2, $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
+./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+  --title "cached reads, before and after (medians of $rounds rounds)" --ylabel "ops/s"
+{
+  printf "| benchmark | before ops/s | after ops/s | after / before |\n|---|---:|---:|---:|\n"
+  awk '{ med[$1, $2] = $3; b[$2] = 1 }
+    END { for (k in b) printf "| %s | %.0f | %.0f | %.3f |\n", k, med["before", k], med["after", k], med["after", k] / med["before", k] }' \
+    "$out/medians.txt" | sort
+} >"$out/results.md"
+cat "$out/results.md"
