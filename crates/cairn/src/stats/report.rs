@@ -279,23 +279,21 @@ impl Display for MemoryUsage {
             "block cache".into(),
             size(self.cache_capacity as u64),
             size(self.cache_usage as u64),
-            if self.cache_index_usage > 0 {
-                format!(
-                    "{} data blocks, {} index blocks (of {}), {} filter units; {} of the capacity reserved for what readers pin",
-                    size(self.cache_data_usage as u64),
-                    size(self.cache_index_usage as u64),
-                    size(self.table_index_bytes as u64),
-                    size(self.cached_filter_usage() as u64),
-                    size(self.cache_reserved as u64)
-                )
-            } else {
-                format!(
-                    "{} data blocks, {} filter units; {} of the capacity reserved for what readers pin",
-                    size(self.cache_data_usage as u64),
-                    size(self.cached_filter_usage() as u64),
-                    size(self.cache_reserved as u64)
-                )
-            },
+            format!(
+                "{} data blocks, {}{} filter units; {} of the capacity reserved for what readers pin",
+                size(self.cache_data_usage as u64),
+                if self.cache_index_usage > 0 {
+                    format!(
+                        "{} index blocks (of {}), ",
+                        size(self.cache_index_usage as u64),
+                        size(self.table_index_bytes as u64)
+                    )
+                } else {
+                    String::new()
+                },
+                size(self.cached_filter_usage() as u64),
+                size(self.cache_reserved as u64)
+            ),
         ]);
         t.row(vec![
             "filter units".into(),
@@ -843,9 +841,21 @@ mod tests {
         }
         .to_string();
         assert!(
-            m.contains("64.0 MiB") && m.contains("1.50 MiB") && m.contains("192.0 MiB"),
+            m.contains("64.0 MiB")
+                && m.contains("1.50 MiB")
+                && m.contains("192.0 MiB")
+                && !m.contains("index blocks (of"),
             "{m}"
         );
+        // Index blocks in the cache are named, with every open reader's index beside them.
+        let m = MemoryUsage {
+            cache_capacity: 192 << 20,
+            cache_index_usage: 1 << 20,
+            table_index_bytes: 2 << 20,
+            ..MemoryUsage::default()
+        }
+        .to_string();
+        assert!(m.contains("1.00 MiB index blocks (of 2.00 MiB)"), "{m}");
         let r = TunerRecord {
             at_ms: 12_300,
             ops: 1234,
