@@ -241,18 +241,6 @@ impl Block {
         Ok(block)
     }
 
-    /// A block with no entry (what an iterator whose block could not be read walks).
-    pub(crate) fn empty() -> Self {
-        Block {
-            data: Box::new([0; 4]),
-            restarts_offset: 0,
-            num_restarts: 0,
-            buckets: (0, 0),
-            file: Arc::from(Path::new("")),
-            file_offset: 0,
-        }
-    }
-
     /// Key at restart point `i` (restart entries share nothing); `None` if it is damaged.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let r = self.restart_point(i)?;
@@ -359,6 +347,24 @@ pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
     key: Vec<u8>,
     value: (usize, usize),
     err: Option<Error>,
+}
+
+impl BlockIter {
+    /// A cursor over no entry whose status is `err`: what stands for a block that could not
+    /// be read.
+    pub(crate) fn failed(err: Error, order: KeyOrder) -> Self {
+        let empty = Block {
+            data: Box::new([0; 4]),
+            restarts_offset: 0,
+            num_restarts: 0,
+            buckets: (0, 0),
+            file: Arc::from(Path::new("")),
+            file_offset: 0,
+        };
+        let mut it = BlockIter::new(Arc::new(empty), order, Vec::new());
+        it.err = Some(err);
+        it
+    }
 }
 
 impl<B: Deref<Target = Block>> BlockIter<B> {

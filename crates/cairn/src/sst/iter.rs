@@ -1,7 +1,7 @@
 //! Iterator over a table: the index block positions a data-block iterator (a two-level
 //! iterator, `iter::two_level`).
 
-use super::block::{Block, BlockIter};
+use super::block::BlockIter;
 use super::footer::BlockHandle;
 use super::reader::{IterOptions, TableReader};
 use super::trailer::Readahead;
@@ -19,9 +19,9 @@ pub type TableIter = TwoLevelIter<TableIndex>;
 #[derive(Debug)]
 pub struct TableIndex {
     table: Arc<TableReader>,
+    /// Over the index block (over none, with the error as its status, when it could not be
+    /// read).
     index: BlockIter,
-    /// The index block could not be read (the iterator is then empty with this status).
-    err: Option<Error>,
     fill_cache: bool,
     stats: Option<Arc<IoStats>>,
     readahead: Readahead,
@@ -51,13 +51,12 @@ const AUTO_READAHEAD_MAX: usize = 256 << 10;
 
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
-        let (index, err) = match table.index_block() {
-            Ok(b) => (b, None),
-            Err(e) => (Arc::new(Block::empty()), Some(e)),
+        let index = match table.index_block() {
+            Ok(b) => b.iter(table.index_order()),
+            Err(e) => BlockIter::failed(e, table.index_order()),
         };
         TwoLevelIter::over(TableIndex {
-            index: index.iter(table.index_order()),
-            err,
+            index,
             table,
             fill_cache: opts.fill_cache,
             stats: opts.stats,
@@ -165,9 +164,6 @@ impl TwoLevelIndex for TableIndex {
         Ok(Some(block.iter(KeyOrder::Internal)))
     }
     fn status(&self) -> Result<()> {
-        match &self.err {
-            Some(e) => Err(super::block::clone_error(e)),
-            None => self.index.status(),
-        }
+        self.index.status()
     }
 }

@@ -226,16 +226,6 @@ impl Drop for TableReader {
     }
 }
 
-/// Calls `f` with the user key of each of `index`'s entries, in order.
-fn block_keys(index: &Arc<Block>, order: KeyOrder, user_keys: bool, mut f: impl FnMut(&[u8])) {
-    let mut it = index.iter(order);
-    it.seek_to_first();
-    while it.valid() {
-        f(if user_keys { it.key() } else { ikey::user_key(it.key()) });
-        it.next();
-    }
-}
-
 /// The data block a cache entry holds, if it holds one.
 fn as_block(c: &CachedBlock) -> Option<&Arc<Block>> {
     match c {
@@ -338,7 +328,7 @@ impl TableReader {
             range_dels: Arc::new(range_dels),
         };
         reader.validate(footer)?;
-        reader.build_fences();
+        reader.build_fences()?;
         if reader.filter_region.is_some() {
             // One slot per unit handle the (already decoded) properties hold.
             let n = reader.props.segments.len() * reader.props.filter.units.len();
@@ -442,16 +432,16 @@ impl TableReader {
 
     /// Builds the fences of a validated table (none for an index not written one entry per
     /// restart point, or keys that do not share the table's common prefix).
-    fn build_fences(&mut self) {
+    fn build_fences(&mut self) -> Result<()> {
         let p = &self.props;
         let common = fences::common_prefix(ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
-        let Some(index) = self.index.clone() else { return };
         let mut keys = Vec::new();
-        block_keys(&index, self.index_order(), self.props.index_user_keys, |k| keys.push(k.to_vec()));
-        if index.num_restarts() == keys.len() {
+        self.for_each_block_key(|k| keys.push(k.to_vec()))?;
+        if self.index_block()?.num_restarts() == keys.len() {
             self.index_fences = Fences::new(common, &keys, super::fences::INDEX_STRIDE);
         }
-        self.segment_fences = Fences::new(common, p.segments.iter().map(|s| &s.largest_user_key), 1);
+        self.segment_fences = Fences::new(common, self.props.segments.iter().map(|s| &s.largest_user_key), 1);
+        Ok(())
     }
 
     /// The first segment whose last key is ≥ `user_key` (`segments.len()` past the last).
@@ -720,9 +710,13 @@ impl TableReader {
     ///
     /// # Errors
     /// Read and corruption errors of the index block (when it is read from storage).
-    pub(crate) fn for_each_block_key(&self, f: impl FnMut(&[u8])) -> Result<()> {
-        let index = self.index_block()?;
-        block_keys(&index, self.index_order(), self.props.index_user_keys, f);
+    pub(crate) fn for_each_block_key(&self, mut f: impl FnMut(&[u8])) -> Result<()> {
+        let mut it = self.index_block()?.iter(self.index_order());
+        it.seek_to_first();
+        while it.valid() {
+            f(self.index_user_key(it.key()));
+            it.next();
+        }
         Ok(())
     }
 

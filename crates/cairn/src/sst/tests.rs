@@ -138,8 +138,15 @@ fn model_get(m: &Model, uk: &[u8], seq: u64) -> Option<Found> {
     })
 }
 
-/// A reader whose index block lives in `cache` at high priority (`reserve_in_cache`).
-fn open_cached_index(fs: &dyn FileSystem, path: &Path, cache: &Arc<BlockCache>, stats: &Arc<IoStats>) -> crate::Result<TableReader> {
+/// A reader whose index block lives in `cache` at high priority (`reserve_in_cache`), its size
+/// charged to `index_region`.
+fn open_cached_index(
+    fs: &dyn FileSystem,
+    path: &Path,
+    cache: &Arc<BlockCache>,
+    stats: &Arc<IoStats>,
+    index_region: Option<Arc<crate::memory::Region>>,
+) -> crate::Result<Arc<TableReader>> {
     TableReader::open(
         fs,
         path,
@@ -148,9 +155,11 @@ fn open_cached_index(fs: &dyn FileSystem, path: &Path, cache: &Arc<BlockCache>, 
             cache: Some(cache.clone()),
             stats: stats.clone(),
             reserve_in_cache: true,
+            index_region,
             ..ReaderOptions::default()
         },
     )
+    .map(Arc::new)
 }
 
 fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng) {
@@ -158,8 +167,7 @@ fn check_table(fs: &dyn FileSystem, path: &Path, model: &Model, rng: &mut StdRng
     // The index in a cache from a few KiB (index and blocks evicted all the time, or too large
     // to be cached at all) to one that holds everything.
     let cache = Arc::new(BlockCache::new(1 << rng.gen_range(12..20), 0.5));
-    let t = open_cached_index(fs, path, &cache, &Arc::default()).unwrap();
-    check_reader(Arc::new(t), model, rng);
+    check_reader(open_cached_index(fs, path, &cache, &Arc::default(), None).unwrap(), model, rng);
 }
 
 fn check_reader(t: Arc<TableReader>, model: &Model, rng: &mut StdRng) {
@@ -1066,19 +1074,7 @@ fn an_index_in_the_block_cache_is_read_again_once_evicted() {
     let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
     let stats = Arc::new(IoStats::new());
     let region = Arc::new(crate::memory::Region::new(usize::MAX));
-    let t = Arc::new(TableReader::open(
-        &fs,
-        p,
-        Some(7),
-        ReaderOptions {
-            cache: Some(cache.clone()),
-            stats: stats.clone(),
-            reserve_in_cache: true,
-            index_region: Some(region.clone()),
-            ..ReaderOptions::default()
-        },
-    )
-    .unwrap());
+    let t = open_cached_index(&fs, p, &cache, &stats, Some(region.clone())).unwrap();
     // Cached at open (no second read), charged to the index region, and not reserved.
     assert_eq!(cache.usage_of(BlockKind::Index), index_size);
     assert_eq!(region.usage(), index_size);
@@ -1132,7 +1128,7 @@ fn an_unreadable_evicted_index_is_an_error_for_lookups_and_iterators() {
     build(&*mem, p, &model, TableOptions::default());
     let ffs = FaultFs::new(mem, 1);
     let cache = Arc::new(BlockCache::new(1 << 20, 0.5));
-    let t = Arc::new(open_cached_index(&ffs, p, &cache, &Arc::default()).unwrap());
+    let t = open_cached_index(&ffs, p, &cache, &Arc::default(), None).unwrap();
     let (k, _) = model.iter().next().unwrap();
     assert!(t.get(k.user_key(), 2000, UnitSelection::All).unwrap().found.is_some());
     cache.set_capacity(0);

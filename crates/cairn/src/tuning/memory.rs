@@ -68,9 +68,9 @@ pub struct Cycle {
     pub filter_loss: Option<f64>,
     /// Bytes of the block cache that index and filter blocks need (what table readers pin
     /// charged to it, and the cached index blocks and filter units divided by the
-    /// high-priority share they stay resident in): below them lookups read index or filter blocks from storage, a cost
-    /// the ghost cache's data-block view does not see. The cache's floor is at least this
-    /// plus `floor`.
+    /// high-priority share they stay resident in): below them lookups read index or filter
+    /// blocks from storage, a cost the ghost cache's data-block view does not see. The
+    /// cache's floor is at least this plus `floor`.
     pub meta_bytes: u64,
     /// No user write in the cycle: write memory buffered nothing.
     pub writes_idle: bool,
