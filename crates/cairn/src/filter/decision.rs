@@ -43,7 +43,8 @@ impl FilterDecision {
 
     /// Total bits per key over all units.
     pub fn total_bpk(&self) -> f64 {
-        self.units.iter().map(|u| u.bpk).sum()
+        // Not `sum()`: an empty f64 sum is -0.0, which reports print as "-0.00".
+        self.units.iter().fold(0.0, |total, u| total + u.bpk)
     }
 }
 
@@ -52,4 +53,17 @@ pub trait LoadedUnits: Sync {
     /// Probes the units loaded for `segment` with the key hashed `h`: how many were probed,
     /// and whether one ruled the key out.
     fn probe(&self, segment: usize, h: u64) -> (u32, bool);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FilterDecision;
+
+    #[test]
+    fn a_file_without_units_has_zero_bits_per_key_not_minus_zero() {
+        let none = FilterDecision::uniform(0.0).total_bpk();
+        assert!(none == 0.0 && none.is_sign_positive(), "{none}");
+        assert_eq!(format!("{none:.2}"), "0.00");
+        assert!((FilterDecision::units("elastic", 6, 4.0).total_bpk() - 24.0).abs() < 1e-12);
+    }
 }
