@@ -4,12 +4,11 @@
 //! files there, the one it barely overlaps in full. So an output is cut before the first user
 //! key at or past a grandparent file's first key once it holds a share of the target that
 //! starts at half and grows by a tenth with every crossing of a boundary in the output, up to
-//! 90% (an output that crossed many will likely meet another before the target: RocksDB 7.8's
-//! rule, whose 5% per boundary counts a file's start and end). It grows past the
-//! target toward the next boundary, up to twice the target; past the last boundary the target
-//! applies again. With a fixed half, outputs over a level of small files were cut at little
-//! more than half the target (a 3M-key load left 90 files where RocksDB left 72). Tested in
-//! `testdata/compaction/cuts.txt`.
+//! 90%: an output that crossed many will likely meet another before the target, so it waits
+//! for a later one (RocksDB 7.8's rule, whose 5% per boundary counts a file's start and end;
+//! with a fixed half, outputs over a level of small files ended little past half the target).
+//! It grows past the target toward the next boundary, up to twice the target; past the last
+//! boundary the target applies again. Tested in `testdata/compaction/cuts.txt`.
 
 /// The cut decision for one output run.
 #[derive(Debug, Clone)]
