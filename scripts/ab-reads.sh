@@ -8,6 +8,7 @@
 #   lookups with half of them absent; FLAGS replaces these settings, ROUNDS=5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/medians.sh
 before=${BEFORE:?set BEFORE to the older db_bench}
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results/ab-reads}
@@ -29,10 +30,7 @@ for r in $(seq "$rounds"); do
           n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, r, $1, $5 }' >>"$raw"
   done
 done
-sort -k1,1 -k3,3 -k4,4n "$raw" | awk '
-  { k = $1 " " $3; v[k, ++c[k]] = $4 }
-  END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
-  sort -k2,2 -k1,1 >"$out/medians.txt"
+awk '{ print $1, $3, $4 }' "$raw" | medians | sort -k2,2 -k1,1 >"$out/medians.txt"
 awk '{ print $2, $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
 ./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "cached reads, before and after (medians of $rounds rounds)" --ylabel "ops/s"

@@ -10,6 +10,7 @@
 #   REPORT_ONLY=1 OUT=... scripts/raft-bench.sh   (tables and chart again from OUT's raw.txt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/medians.sh
 cargo build --release -q -p cairn-raft-kv -p cairn-bench
 bin=./target/release
 out=${OUT:-bench-results/raft}
@@ -58,10 +59,7 @@ if [ "$report_only" != 1 ]; then
 fi
 # Medians per (configuration, clients) of ops/s, p50 and p99 (column 4, 5, 6 of raw.txt).
 median() {
-  awk -v j="$1" '{ print $1, $2, $j }' "$raw" | sort -k1,1 -k2,2n -k3,3n |
-    awk '{ k = $1 " " $2; v[k, ++c[k]] = $3 }
-      END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
-    sort -k1,1 -k2,2n
+  awk -v j="$1" '{ print $1, $2, $j }' "$raw" | medians | sort -k1,1 -k2,2n
 }
 join -j1 <(median 4 | awk '{ print $1 "/" $2, $3 }') <(median 5 | awk '{ print $1 "/" $2, $3 }') |
   join -j1 - <(median 6 | awk '{ print $1 "/" $2, $3 }') | tr '/' ' ' | sort -k2,2n -k1,1 >"$out/medians.txt"

@@ -10,6 +10,7 @@
 #   BEFORE=path/to/older/db_bench scripts/scaling.sh   (adds that cairn build as "before")
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/medians.sh
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results/scaling}
@@ -45,10 +46,7 @@ for r in $(seq "$rounds"); do
   done
 done
 # Medians per (engine, threads, benchmark), then one row per benchmark and thread count.
-sort -k1,1 -k2,2n -k4,4 -k5,5n "$raw" | awk '
-  { k = $1 " " $2 " " $4; v[k, ++c[k]] = $5 }
-  END { for (k in c) { m = c[k]; print k, (m % 2 ? v[k, (m + 1) / 2] : (v[k, m / 2] + v[k, m / 2 + 1]) / 2) } }' |
-  sort -k3,3 -k2,2n -k1,1 >"$out/medians.txt"
+awk '{ print $1, $2, $4, $5 }' "$raw" | medians | sort -k3,3 -k2,2n -k1,1 >"$out/medians.txt"
 # The chart: one group per benchmark and thread count, one bar per engine.
 awk '{ print $3 "-" $2 "t", $1, $4 }' "$out/medians.txt" >"$out/bars.txt"
 ./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
