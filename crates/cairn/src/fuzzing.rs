@@ -39,11 +39,16 @@ fn walk(it: &mut dyn InternalIterator, limit: usize) -> Vec<Vec<u8>> {
     keys
 }
 
-/// A data or index block.
+/// A data or index block, read as a plain block and as an index block with delta handles
+/// (the input's first byte chooses).
 pub fn block(data: &[u8]) {
-    if let Ok(b) = Block::new(data.to_vec(), Arc::from(Path::new("fuzz.block")), 0) {
+    let delta = data.first().is_some_and(|b| b & 1 == 1);
+    if let Ok(b) = Block::new_index(data.to_vec(), Arc::from(Path::new("fuzz.block")), 0, delta) {
         let b = Arc::new(b);
         for order in [KeyOrder::Internal, KeyOrder::Bytewise] {
+            let mut it = b.iter(order);
+            it.seek_among_restarts(1, 3, data.get(..data.len().min(16)).unwrap_or_default());
+            let _ = it.value();
             let mut it = b.iter(order);
             walk(&mut it, 4096);
             let target = data.get(..data.len().min(24)).unwrap_or_default();

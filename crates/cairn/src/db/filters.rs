@@ -204,6 +204,7 @@ fn with_filter(
     TableOptions {
         block_size: opts.block_size,
         restart_interval: opts.block_restart_interval,
+        index_restart_interval: opts.index_restart_interval,
         hash_index: opts.data_block_hash_index,
         compression: opts.compression,
         segment_size: opts.segment_size,

@@ -197,6 +197,8 @@ pub struct TableFormat {
     pub block_size: usize,
     /// Entries between restart points (`table.restart_interval`).
     pub restart_interval: usize,
+    /// Entries between restart points in index blocks (`table.index_restart_interval`).
+    pub index_restart_interval: usize,
     /// A hash index in each data block (`table.hash_index`).
     pub hash_index: bool,
     /// Data block compression (`table.compression`).
@@ -492,6 +494,7 @@ plain_groups! {
     TableFormat {
         block_size: block_size,
         restart_interval: block_restart_interval,
+        index_restart_interval: index_restart_interval,
         hash_index: data_block_hash_index,
         compression: compression,
     }

@@ -395,6 +395,12 @@ options! {
         /// Entries between restart points in data blocks (default 16).
         pub block_restart_interval: usize = 16
             => "table.restart_interval", Count, within(1.0, 65_535.0), Stored, Always;
+        /// Entries between restart points in index blocks (default 8: the fence pointers keep
+        /// one key prefix per restart point; RocksDB `index_block_restart_interval`, default 1
+        /// there). Entries within an interval share key prefixes and leave out their block's
+        /// offset: about half the index bytes of one entry per restart point.
+        pub index_restart_interval: usize = 8
+            => "table.index_restart_interval", Count, within(1.0, 65_535.0), Stored, Always;
         /// Write a hash index in each data block so a point lookup skips the block's binary
         /// search (default true; RocksDB's `data_block_index_type = kDataBlockBinaryAndHash`).
         pub data_block_hash_index: bool = true => "table.hash_index", Bool, ANY, Stored, Always;

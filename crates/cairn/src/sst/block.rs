@@ -10,6 +10,16 @@
 //! `shared = 0`. Restart offsets point at entries, ascending. An empty block is just
 //! `packed = 0` (4 bytes).
 //!
+//! An index block with **delta handles** (properties version 5) writes its entries without the
+//! value length, and the block handle as its value: the full handle at a restart point, the
+//! size alone elsewhere (the offset is the previous block's end, data blocks being contiguous);
+//! RocksDB's index `format_version` 4. Readers hand out the handle re-encoded as `varint offset ‖
+//! varint size`, so that every index value reads alike:
+//!
+//! ```text
+//! index entry := shared:varint32 unshared:varint32 key_suffix[unshared] [offset:varint64] size:varint64
+//! ```
+//!
 //! The hash index (RocksDB's data-block hash index) maps each user key of a data block to the
 //! restart interval holding its first entry: bucket `b(h) = ⌊(h >> 32) · num_buckets / 2³²⌋`
 //! of `h = xxh3_64(user_key)` (the filter hash) holds that restart index (0..=253), or
@@ -19,7 +29,9 @@
 //! for blocks of at most 254 restart points, with `num_buckets = ⌈distinct keys / 0.75⌉`.
 
 use crate::error::{Error, Result};
-use crate::format::coding::{get_varint32, put_varint32, read_u32};
+use super::footer::BlockHandle;
+use super::trailer::TRAILER_LEN;
+use crate::format::coding::{get_varint32, get_varint64, put_varint32, put_varint64, read_u32};
 use crate::format::ikey::{self, KeyOrder};
 use crate::iter::InternalIterator;
 use std::cmp::Ordering;
@@ -71,6 +83,9 @@ pub struct BlockBuilder {
     /// With a hash index (data blocks of internal keys): each distinct user key's hash and the
     /// restart interval of its first entry.
     hashed: Option<Vec<(u64, u8)>>,
+    /// An index block with delta handles: where the last handle's block ends (with its
+    /// trailer), the offset a next entry may leave out.
+    handle_end: Option<u64>,
 }
 
 impl BlockBuilder {
@@ -84,6 +99,7 @@ impl BlockBuilder {
             last_key: Vec::new(),
             entries: 0,
             hashed: None,
+            handle_end: None,
         }
     }
 
@@ -98,13 +114,7 @@ impl BlockBuilder {
     /// Appends an entry; keys must be added in order (the table builder checks).
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
         let first_of_user_key = self.entries == 0 || ikey::user_key(&self.last_key) != ikey::user_key(key);
-        let shared = if self.since_restart == self.interval || self.entries == 0 {
-            self.restarts.push(self.buf.len() as u32);
-            self.since_restart = 0;
-            0
-        } else {
-            key.iter().zip(&self.last_key).take_while(|(a, b)| a == b).count()
-        };
+        let (shared, _) = self.begin(key, false);
         if let (Some(h), true) = (&mut self.hashed, first_of_user_key) {
             // Restart indexes past a bucket's range only occur in blocks left unindexed.
             let restart = u8::try_from(self.restarts.len() - 1).unwrap_or(BUCKET_COLLISION);
@@ -115,6 +125,38 @@ impl BlockBuilder {
         put_varint32(&mut self.buf, value.len() as u32);
         self.buf.extend_from_slice(&key[shared..]);
         self.buf.extend_from_slice(value);
+        self.end(key, shared);
+    }
+
+    /// Appends an index entry with a delta handle (an index block takes entries only from
+    /// this, a data block only from [`add`](Self::add)). A handle that does not start where the previous one's block ended starts a restart
+    /// point, where the full handle is written.
+    pub fn add_handle(&mut self, key: &[u8], handle: BlockHandle) {
+        let contiguous = self.handle_end == Some(handle.offset);
+        let (shared, restart) = self.begin(key, !contiguous);
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, (key.len() - shared) as u32);
+        self.buf.extend_from_slice(&key[shared..]);
+        if restart {
+            put_varint64(&mut self.buf, handle.offset);
+        }
+        put_varint64(&mut self.buf, handle.size);
+        self.handle_end = handle.offset.checked_add(handle.size).and_then(|e| e.checked_add(TRAILER_LEN as u64));
+        self.end(key, shared);
+    }
+
+    /// Starts an entry: `(shared key bytes, whether it is a restart point)`.
+    fn begin(&mut self, key: &[u8], force_restart: bool) -> (usize, bool) {
+        if force_restart || self.since_restart == self.interval || self.entries == 0 {
+            self.restarts.push(self.buf.len() as u32);
+            self.since_restart = 0;
+            (0, true)
+        } else {
+            (key.iter().zip(&self.last_key).take_while(|(a, b)| a == b).count(), false)
+        }
+    }
+
+    fn end(&mut self, key: &[u8], shared: usize) {
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(&key[shared..]);
         self.since_restart += 1;
@@ -166,6 +208,7 @@ impl BlockBuilder {
         if let Some(h) = &mut self.hashed {
             h.clear();
         }
+        self.handle_end = None;
     }
 }
 
@@ -177,6 +220,8 @@ pub struct Block {
     num_restarts: usize,
     /// Where the hash index's buckets are (`start..end` of `data`; empty without an index).
     buckets: (usize, usize),
+    /// An index block whose entries carry delta handles, not values.
+    delta_handles: bool,
     file: Arc<Path>,
     file_offset: u64,
 }
@@ -224,6 +269,7 @@ impl Block {
             restarts_offset,
             num_restarts: n,
             buckets,
+            delta_handles: false,
             file,
             file_offset,
         };
@@ -241,13 +287,25 @@ impl Block {
         Ok(block)
     }
 
+    /// An index block: with `delta_handles`, its entries are read as index entries with delta
+    /// handles (properties version 5), else as any block's.
+    ///
+    /// # Errors
+    /// As [`Block::new`].
+    pub fn new_index(data: Vec<u8>, file: Arc<Path>, file_offset: u64, delta_handles: bool) -> Result<Self> {
+        Ok(Block {
+            delta_handles,
+            ..Self::new(data, file, file_offset)?
+        })
+    }
+
     /// Key at restart point `i` (restart entries share nothing); `None` if it is damaged.
     pub(crate) fn restart_key(&self, i: usize) -> Option<&[u8]> {
         let r = self.restart_point(i)?;
         let data = &self.data[..self.restarts_offset];
         let (shared, n1) = get_varint32(data.get(r..)?)?;
         let (unshared, n2) = get_varint32(data.get(r + n1..)?)?;
-        let (_, n3) = get_varint32(data.get(r + n1 + n2..)?)?;
+        let n3 = if self.delta_handles { 0 } else { get_varint32(data.get(r + n1 + n2..)?)?.1 };
         let start = r + n1 + n2 + n3;
         if shared != 0 {
             return None;
@@ -255,7 +313,7 @@ impl Block {
         data.get(start..start.checked_add(unshared as usize)?)
     }
 
-    /// Restart points (entries, in a block written with restart interval 1).
+    /// Restart points.
     pub(crate) fn num_restarts(&self) -> usize {
         self.num_restarts
     }
@@ -346,6 +404,10 @@ pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
     restart_idx: usize,
     key: Vec<u8>,
     value: (usize, usize),
+    /// In a block with delta handles: the current entry's handle, encoded (the value), and
+    /// where its block ends (the next entry's offset when it leaves it out).
+    handle: ([u8; 20], u8),
+    handle_end: u64,
     err: Option<Error>,
 }
 
@@ -358,6 +420,7 @@ impl BlockIter {
             restarts_offset: 0,
             num_restarts: 0,
             buckets: (0, 0),
+            delta_handles: false,
             file: Arc::from(Path::new("")),
             file_offset: 0,
         };
@@ -379,6 +442,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             restart_idx: 0,
             key,
             value: (0, 0),
+            handle: ([0; 20], 0),
+            handle_end: 0,
             err: None,
         }
     }
@@ -424,31 +489,47 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             p += n;
             Some(v as usize)
         };
-        let (Some(shared), Some(unshared), Some(vlen)) = (field(), field(), field()) else {
+        let (Some(shared), Some(unshared)) = (field(), field()) else {
             self.fail(at, "truncated entry header");
             return false;
         };
+        let vlen = if self.block.delta_handles {
+            Some(0)
+        } else {
+            field()
+        };
         let key_end = p.checked_add(unshared);
-        let val_end = key_end.and_then(|k| k.checked_add(vlen));
-        match (key_end, val_end) {
-            (Some(ke), Some(ve)) if ve <= end && shared <= self.key.len() => {
-                self.key.truncate(shared);
-                self.key.extend_from_slice(&data[p..ke]);
-                self.value = (ke, ve);
-                self.current = at;
-                self.next = ve;
-                while self.restart_idx + 1 < self.block.num_restarts
-                    && self.block.restart_point(self.restart_idx + 1).is_some_and(|r| r <= at)
-                {
-                    self.restart_idx += 1;
-                }
-                true
-            }
-            _ => {
-                self.fail(at, "entry extends past the block or shares more than the previous key");
-                false
-            }
+        let val_end = key_end.zip(vlen).and_then(|(k, v)| k.checked_add(v));
+        let (Some(ke), Some(mut ve)) = (key_end, val_end) else {
+            self.fail(at, "truncated entry header");
+            return false;
+        };
+        if ve > end || shared > self.key.len() {
+            self.fail(at, "entry extends past the block or shares more than the previous key");
+            return false;
         }
+        while self.restart_idx + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_idx + 1).is_some_and(|r| r <= at)
+        {
+            self.restart_idx += 1;
+        }
+        if self.block.delta_handles {
+            let restart = self.block.restart_point(self.restart_idx) == Some(at);
+            let known = if restart { None } else { Some(self.handle_end) };
+            let Some((h, n)) = delta_handle(&data[ke..], known) else {
+                self.fail(at, "index entry's block handle is damaged");
+                return false;
+            };
+            ve = ke + n;
+            self.handle_end = h.offset + h.size + TRAILER_LEN as u64;
+            self.handle.1 = encode_handle(&mut self.handle.0, h) as u8;
+        }
+        self.key.truncate(shared);
+        self.key.extend_from_slice(&data[p..ke]);
+        self.value = (ke, ve);
+        self.current = at;
+        self.next = ve;
+        true
     }
 
     /// Positions the cursor on the first entry ≥ `target` at or after restart point `i` (the
@@ -467,14 +548,37 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
     }
 
-    /// Positions the cursor on the entry at restart point `i` (invalid past the last).
-    pub(crate) fn seek_to_restart_entry(&mut self, i: usize) {
-        if i >= self.block.num_restarts {
+    /// Positions the cursor on the first entry ≥ `target`, knowing that every entry before
+    /// restart point `a` is smaller and that the entry of restart point `b` (if any) is not:
+    /// only restart points `a..b` are searched (the range fence pointers give).
+    pub(crate) fn seek_among_restarts(&mut self, a: usize, b: usize, target: &[u8]) {
+        let n = self.block.num_restarts;
+        if n == 0 {
             self.invalidate();
             return;
         }
-        self.seek_to_restart(i);
-        self.parse_next();
+        // The last restart point in a..b whose key is < target (else a).
+        let mut lo = a.min(n - 1);
+        let mut hi = b.saturating_sub(1).clamp(lo, n - 1);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            match self.block.restart_key(mid) {
+                Some(k) if self.order.compare(k, target) == Ordering::Less => lo = mid,
+                Some(_) => hi = mid - 1,
+                None => {
+                    let at = self.block.restart_point(mid).unwrap_or(0);
+                    self.fail(at, "bad restart entry");
+                    return;
+                }
+            }
+        }
+        self.block.prefetch_interval(lo);
+        self.seek_to_restart(lo);
+        while self.parse_next() {
+            if self.order.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
     }
 }
 
@@ -502,31 +606,7 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
     }
 
     fn seek(&mut self, target: &[u8]) {
-        if self.block.num_restarts == 0 {
-            self.invalidate();
-            return;
-        }
-        // Last restart point whose key is < target.
-        let (mut lo, mut hi) = (0usize, self.block.num_restarts - 1);
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            match self.block.restart_key(mid) {
-                Some(k) if self.order.compare(k, target) == Ordering::Less => lo = mid,
-                Some(_) => hi = mid - 1,
-                None => {
-                    let at = self.block.restart_point(mid).unwrap_or(0);
-                    self.fail(at, "bad restart entry");
-                    return;
-                }
-            }
-        }
-        self.block.prefetch_interval(lo);
-        self.seek_to_restart(lo);
-        while self.parse_next() {
-            if self.order.compare(&self.key, target) != Ordering::Less {
-                return;
-            }
-        }
+        self.seek_among_restarts(0, usize::MAX, target);
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) {
@@ -580,7 +660,9 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
     }
 
     fn value(&self) -> &[u8] {
-        if self.valid() {
+        if self.valid() && self.block.delta_handles {
+            &self.handle.0[..usize::from(self.handle.1)]
+        } else if self.valid() {
             &self.block.data[self.value.0..self.value.1]
         } else {
             &[]
@@ -593,6 +675,35 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
             Some(e) => Err(clone_error(e)),
         }
     }
+}
+
+/// Decodes a delta handle from the start of `bytes`: with `offset` known (inside a restart
+/// interval), the size alone, else the offset and the size. The handle and the bytes it took;
+/// `None` if damaged, or if its block would end past `u64::MAX`.
+fn delta_handle(bytes: &[u8], offset: Option<u64>) -> Option<(BlockHandle, usize)> {
+    let (offset, n) = match offset {
+        Some(o) => (o, 0),
+        None => get_varint64(bytes)?,
+    };
+    let (size, m) = get_varint64(bytes.get(n..)?)?;
+    offset.checked_add(size)?.checked_add(TRAILER_LEN as u64)?;
+    Some((BlockHandle { offset, size }, n + m))
+}
+
+/// Writes `h` as `varint offset ‖ varint size` (what [`BlockHandle::decode`] reads) into `out`
+/// (two varints of at most 10 bytes); the bytes written.
+fn encode_handle(out: &mut [u8; 20], h: BlockHandle) -> usize {
+    let mut n = 0;
+    for mut v in [h.offset, h.size] {
+        while v >= 0x80 {
+            out[n] = (v as u8) | 0x80;
+            v >>= 7;
+            n += 1;
+        }
+        out[n] = v as u8;
+        n += 1;
+    }
+    n
 }
 
 /// Iterator errors are reported from `&self`; corruption errors are cloneable by value.
@@ -809,6 +920,155 @@ mod tests {
                 n += 1;
             }
             it.seek(b"key0025");
+            it.seek_for_prev(b"key0031");
+            it.seek_to_last();
+            while it.valid() && n < 200 {
+                it.prev();
+                n += 1;
+            }
+            let _ = it.status();
+        }
+    }
+
+    /// An index block with delta handles, byte for byte (`docs/format/sst.md`): the offset only
+    /// at restart points and after a gap; values read back as full handles.
+    #[test]
+    fn golden_delta_handle_block() {
+        let mut b = BlockBuilder::new(2);
+        b.add_handle(b"apple", BlockHandle { offset: 0, size: 100 });
+        b.add_handle(b"apply", BlockHandle { offset: 105, size: 300 });
+        b.add_handle(b"banana", BlockHandle { offset: 410, size: 7 });
+        b.add_handle(b"cherry", BlockHandle { offset: 500, size: 2 }); // a gap: a restart
+        let bytes = b.finish().to_vec();
+        let expect: Vec<u8> = [
+            &[0u8, 5][..],
+            b"apple",
+            &[0, 100], // restart 0: offset 0, size 100
+            &[4, 1],
+            b"y",
+            &[0xac, 0x02], // size 300 (offset 105 left out)
+            &[0, 6],
+            b"banana",
+            &[0x9a, 0x03, 7], // restart 1 (interval 2): offset 410, size 7
+            &[0, 6],
+            b"cherry",
+            &[0xf4, 0x03, 2], // restart 2 (offset 500 is not 410 + 7 + 5)
+            &[0, 0, 0, 0],
+            &[14, 0, 0, 0], // 9 + 5 bytes
+            &[25, 0, 0, 0], // + 11
+            &[3, 0, 0, 0],
+        ]
+        .concat();
+        assert_eq!(bytes, expect);
+        let blk = Arc::new(Block::new_index(bytes, path(), 0, true).unwrap());
+        let handles = |it: &BlockIter| BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value())).unwrap();
+        let mut it = blk.iter(KeyOrder::Bytewise);
+        it.seek_to_first();
+        let mut got = Vec::new();
+        while it.valid() {
+            got.push((it.key().to_vec(), handles(&it)));
+            it.next();
+        }
+        let want: Vec<(Vec<u8>, BlockHandle)> = [("apple", 0, 100), ("apply", 105, 300), ("banana", 410, 7), ("cherry", 500, 2)]
+            .iter()
+            .map(|&(k, offset, size)| (k.as_bytes().to_vec(), BlockHandle { offset, size }))
+            .collect();
+        assert_eq!(got, want);
+        it.seek(b"applz");
+        assert_eq!((it.key(), handles(&it)), (&b"banana"[..], want[2].1));
+        it.prev();
+        assert_eq!((it.key(), handles(&it)), (&b"apply"[..], want[1].1));
+        assert_eq!(blk.restart_key(1), Some(&b"banana"[..]));
+    }
+
+    /// Index blocks with delta handles against a model, at several restart intervals and with
+    /// gaps between blocks: every way in (seek, restart-range seek, next, prev) reads the same
+    /// keys and handles.
+    #[test]
+    fn delta_handle_blocks_match_their_handles() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(17);
+        for round in 0..40 {
+            let interval = [1, 2, 8, 16][round % 4];
+            let keys: std::collections::BTreeSet<InternalKey> = (0..rng.gen_range(0..300))
+                .map(|_| {
+                    let uk: Vec<u8> = (0..rng.gen_range(0..6)).map(|_| rng.gen_range(b'a'..b'e')).collect();
+                    InternalKey::new(&uk, rng.gen_range(0..50), ValueKind::Put)
+                })
+                .collect();
+            let mut offset = rng.gen_range(0..1u64 << 40);
+            let mut model = BTreeMap::new();
+            let mut b = BlockBuilder::new(interval);
+            for k in keys {
+                let h = BlockHandle { offset, size: rng.gen_range(0..70_000) };
+                b.add_handle(k.encoded(), h);
+                let mut v = Vec::new();
+                h.encode_to(&mut v);
+                model.insert(k, v);
+                offset += h.size + TRAILER_LEN as u64 + if rng.gen_bool(0.05) { rng.gen_range(1..9) } else { 0 };
+            }
+            let blk = Arc::new(Block::new_index(b.finish().to_vec(), path(), 0, true).unwrap());
+            let mut it = blk.iter(KeyOrder::Internal);
+            let target = |r: &mut dyn rand::RngCore| {
+                let uk: Vec<u8> = (0..r.gen_range(0..6)).map(|_| r.gen_range(b'a'..b'f')).collect();
+                InternalKey::new(&uk, r.gen_range(0..55), ValueKind::Put)
+            };
+            crate::iter::conformance::check(&mut it, &model, &mut rng, 200, 8, target);
+            // A seek among any range of restarts that brackets the answer finds it.
+            let n = blk.num_restarts();
+            for _ in 0..100 {
+                let t = target(&mut rng);
+                it.seek(t.encoded());
+                let want = it.valid().then(|| it.key().to_vec());
+                let below = (0..n)
+                    .filter(|&i| KeyOrder::Internal.compare(blk.restart_key(i).unwrap(), t.encoded()) == Ordering::Less)
+                    .count();
+                let a = rng.gen_range(0..=below.saturating_sub(1));
+                let b = rng.gen_range(below..=n);
+                it.seek_among_restarts(a, b, t.encoded());
+                assert_eq!(it.valid().then(|| it.key().to_vec()), want, "round {round}");
+            }
+        }
+    }
+
+    #[test]
+    fn damaged_delta_handles_error_without_panicking() {
+        let mut b = BlockBuilder::new(4);
+        let mut offset = 0;
+        for i in 0..50u64 {
+            b.add_handle(format!("key{i:04}").as_bytes(), BlockHandle { offset, size: 4000 + i });
+            offset += 4005 + i;
+        }
+        let good = b.finish().to_vec();
+        // A handle whose block would end past u64::MAX is refused.
+        let mut huge = BlockBuilder::new(4);
+        huge.add_handle(b"k", BlockHandle { offset: u64::MAX - 2, size: 1 });
+        let blk = Arc::new(Block::new_index(huge.finish().to_vec(), path(), 0, true).unwrap());
+        let mut it = blk.iter(KeyOrder::Bytewise);
+        it.seek_to_first();
+        assert!(!it.valid() && it.status().is_err());
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        for _ in 0..3000 {
+            let mut d = good.clone();
+            for _ in 0..rng.gen_range(1..4) {
+                let i = rng.gen_range(0..d.len());
+                d[i] = rng.gen();
+            }
+            if rng.gen_bool(0.2) {
+                d.truncate(rng.gen_range(0..d.len()));
+            }
+            let Ok(blk) = Block::new_index(d, path(), 0, true) else {
+                continue;
+            };
+            let blk = Arc::new(blk);
+            let mut it = blk.iter(KeyOrder::Bytewise);
+            it.seek_to_first();
+            let mut n = 0;
+            while it.valid() && n < 100 {
+                let _ = BlockHandle::decode(&mut crate::format::coding::Decoder::new(it.value()));
+                it.next();
+                n += 1;
+            }
+            it.seek_among_restarts(2, 9, b"key0025");
             it.seek_for_prev(b"key0031");
             it.seek_to_last();
             while it.valid() && n < 200 {

@@ -92,6 +92,7 @@ impl TableBuilder {
             db_id: opts.db_id,
             range_deletions: 0,
             index_user_keys: false,
+            index_delta_handles: true,
         };
         let filter = Box::new(
             BloomUnitsWriter::new(opts.filter.clone(), opts.filter_decider.clone()).cache_local(opts.cache_local_filters),
@@ -108,8 +109,8 @@ impl TableBuilder {
             } else {
                 BlockBuilder::new(opts.restart_interval)
             },
-            index: BlockBuilder::new(1),
-            user_index: Some(BlockBuilder::new(1)),
+            index: BlockBuilder::new(opts.index_restart_interval),
+            user_index: Some(BlockBuilder::new(opts.index_restart_interval)),
             file,
             opts,
             stats,
@@ -159,12 +160,12 @@ impl TableBuilder {
         }
         if let Some(h) = self.pending_index.take() {
             ikey::separator(&self.last_key, ikey, &mut self.separator);
-            index_entry(&mut self.index, &self.separator, h);
+            self.index.add_handle(&self.separator, h);
             if ikey::user_key(&self.last_key) == user_key {
                 self.user_index = None;
             } else if let Some(u) = &mut self.user_index {
                 // last ≤ separator < next, and the two user keys differ: so do the user keys.
-                index_entry(u, ikey::user_key(&self.separator), h);
+                u.add_handle(ikey::user_key(&self.separator), h);
             }
         }
         if self.seg.last_user_key.as_deref() != Some(user_key) {
@@ -268,9 +269,9 @@ impl TableBuilder {
         self.flush_data_block()?;
         // The last block's entry keeps its last key: the table's largest key bounds lookups.
         if let Some(h) = self.pending_index.take() {
-            index_entry(&mut self.index, &self.last_key, h);
+            self.index.add_handle(&self.last_key, h);
             if let Some(u) = &mut self.user_index {
-                index_entry(u, ikey::user_key(&self.last_key), h);
+                u.add_handle(ikey::user_key(&self.last_key), h);
             }
         }
         self.close_segment();
@@ -383,6 +384,7 @@ impl Default for TableOptions {
         TableOptions {
             block_size: 4096,
             restart_interval: 16,
+            index_restart_interval: 8,
             hash_index: true,
             compression: Compression::None,
             segment_size: 4 << 20,
@@ -395,8 +397,3 @@ impl Default for TableOptions {
     }
 }
 
-fn index_entry(index: &mut BlockBuilder, key: &[u8], handle: BlockHandle) {
-    let mut h = Vec::with_capacity(20);
-    handle.encode_to(&mut h);
-    index.add(key, &h);
-}

@@ -10,10 +10,12 @@
 //! is below the target's hold smaller keys and entries whose prefix is above hold larger ones;
 //! only equal prefixes need the full comparison.
 //!
-//! The fence pointers of the index keep one prefix per [`INDEX_STRIDE`] entries (1 byte per data
-//! block instead of 8): the pinned index is charged to the block cache, and at 2% of the data as
-//! cache every byte per data block is ~0.3% of the cache. A lookup then compares up to a
-//! stride's worth of adjacent index entries in full (a few cache lines of the index block).
+//! The fence pointers of the index keep one prefix per restart point of the index block: with
+//! the default 8 entries per restart interval, 1 byte per data block instead of 8 (the pinned
+//! fences are charged to the block cache, and at 2% of the data as cache every byte per data
+//! block is ~0.3% of the cache). A lookup then scans one restart interval of the index block
+//! (a few cache lines). An index of one entry per restart point (tables written before delta
+//! handles) keeps one prefix per [`INDEX_STRIDE`] restart points, to the same effect.
 
 use std::cmp::Ordering;
 
@@ -36,7 +38,7 @@ pub(crate) struct Fences {
 /// Prefixes per group: 512 bytes, eight cache lines.
 const GROUP: usize = 64;
 
-/// Index entries per kept prefix.
+/// Restart points per kept prefix in an index of one entry per restart point.
 pub(crate) const INDEX_STRIDE: usize = 8;
 
 impl Fences {

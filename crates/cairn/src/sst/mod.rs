@@ -54,6 +54,8 @@ pub struct TableOptions {
     pub block_size: usize,
     /// Entries between restart points in data blocks (default 16).
     pub restart_interval: usize,
+    /// Entries between restart points in the index block (default 8).
+    pub index_restart_interval: usize,
     /// Write a hash index in each data block (default true; `sst/block.rs`).
     pub hash_index: bool,
     /// Data-block compression (default none).

@@ -12,6 +12,7 @@
 //! db_id                                                          (version ≥ 2)
 //! range_deletions                                                (version ≥ 3)
 //! index_user_keys:u8 (0 or 1)                                    (version ≥ 4)
+//! index_delta_handles:u8 (0 or 1)                                (version ≥ 5)
 //! ```
 //! `lp` = varint length + bytes. Keys are internal keys; segment key ranges are user keys.
 //! Version 2 (2026-11-25) adds the id of the database that wrote the table, so that a table
@@ -20,13 +21,16 @@
 //! sequence number of the range-deletion block); older tables have none. Version 4
 //! (2026-11-26) says whether the index block's keys are user keys (no user key spans two data
 //! blocks; 8 bytes less per index entry) or internal keys, as every older table's are.
+//! Version 5 (2026-11-27) says whether the index block's entries carry delta handles
+//! (`sst::block`: no value length, the offset only at restart points) in restart intervals of
+//! several entries; older tables' index entries are plain entries, one per restart point.
 
 use super::footer::BlockHandle;
 use crate::filter::{FilterDecision, UnitSpec};
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 
 /// A run of consecutive data blocks sharing one group of filter units.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -98,6 +102,8 @@ pub struct Properties {
     pub range_deletions: u64,
     /// The index block's keys are user keys, compared bytewise (else internal keys).
     pub index_user_keys: bool,
+    /// The index block's entries carry delta handles (else plain handle values).
+    pub index_delta_handles: bool,
 }
 
 impl Properties {
@@ -158,6 +164,7 @@ impl Properties {
         put_varint64(&mut o, self.db_id);
         put_varint64(&mut o, self.range_deletions);
         o.push(u8::from(self.index_user_keys));
+        o.push(u8::from(self.index_delta_handles));
         o
     }
 
@@ -225,6 +232,14 @@ impl Properties {
             },
             _ => false,
         };
+        let index_delta_handles = match version {
+            5.. => match d.u8("index entry format")? {
+                0 => false,
+                1 => true,
+                _ => return Err("index entry format is neither 0 nor 1"),
+            },
+            _ => false,
+        };
         if !d.is_empty() {
             return Err("trailing bytes after properties");
         }
@@ -253,6 +268,7 @@ impl Properties {
             db_id,
             range_deletions,
             index_user_keys,
+            index_delta_handles,
         })
     }
 }
@@ -305,29 +321,35 @@ mod tests {
             db_id: 77,
             range_deletions: 5,
             index_user_keys: true,
+            index_delta_handles: true,
         }
     }
 
-    /// Version 1 (before the database id), 2 (before range deletions) and 3 (before user-key
-    /// indexes) blocks still read.
+    /// Version 1 (before the database id), 2 (before range deletions), 3 (before user-key
+    /// indexes) and 4 (before delta handles) blocks still read.
     #[test]
     fn older_versions_read() {
-        let mut v3 = sample().encode();
+        let mut v4 = sample().encode();
+        assert_eq!(v4.pop(), Some(1)); // index_delta_handles
+        v4[0] = 4;
+        let p = Properties::decode(&v4).unwrap();
+        assert_eq!(p, Properties { index_delta_handles: false, ..sample() });
+        let mut v3 = v4.clone();
         assert_eq!(v3.pop(), Some(1)); // index_user_keys
         v3[0] = 3;
         let p = Properties::decode(&v3).unwrap();
-        assert_eq!(p, Properties { index_user_keys: false, ..sample() });
+        assert_eq!(p, Properties { index_user_keys: false, index_delta_handles: false, ..sample() });
         let mut v2 = v3.clone();
         v2.pop(); // the one-byte varint 5
         v2[0] = 2;
         let p = Properties::decode(&v2).unwrap();
-        assert_eq!(p, Properties { range_deletions: 0, index_user_keys: false, ..sample() });
+        assert_eq!(p, Properties { range_deletions: 0, index_user_keys: false, index_delta_handles: false, ..sample() });
         let mut v1 = v2.clone();
         v1.pop(); // the one-byte varint 77
         v1[0] = 1;
         let p = Properties::decode(&v1).unwrap();
-        assert_eq!(p, Properties { db_id: 0, range_deletions: 0, index_user_keys: false, ..sample() });
-        v1[0] = 5;
+        assert_eq!(p, Properties { db_id: 0, range_deletions: 0, index_user_keys: false, index_delta_handles: false, ..sample() });
+        v1[0] = 6;
         assert!(Properties::decode(&v1).is_err());
     }
 

@@ -1,7 +1,7 @@
 //! Opens a table and answers point lookups.
 
 use super::block::{Block, BlockIter, HashHint};
-use super::fences::{self, Fences};
+use super::fences::{self, Fences, INDEX_STRIDE};
 use super::footer::{BlockHandle, Footer, FOOTER_LEN};
 use super::iter::TableIter;
 use super::properties::Properties;
@@ -302,7 +302,7 @@ impl TableReader {
             }
         };
         let index_raw = read_block(&*file, &path, footer.index, BlockKind::Index, &stats)?;
-        let index = Arc::new(Block::new(index_raw, path.clone(), footer.index.offset)?);
+        let index = Arc::new(Block::new_index(index_raw, path.clone(), footer.index.offset, props.index_delta_handles)?);
         let mut reader = TableReader {
             file,
             path,
@@ -430,16 +430,18 @@ impl TableReader {
         Ok(())
     }
 
-    /// Builds the fences of a validated table (none for an index not written one entry per
-    /// restart point, or keys that do not share the table's common prefix).
+    /// Builds the fences of a validated table: over the index's restart points (none when one
+    /// is damaged or keys do not share the table's common prefix). An index of one entry per
+    /// restart point (tables before delta handles) keeps every [`INDEX_STRIDE`]-th.
     fn build_fences(&mut self) -> Result<()> {
         let p = &self.props;
         let common = fences::common_prefix(ikey::user_key(&p.smallest_key), ikey::user_key(&p.largest_key));
-        let mut keys = Vec::new();
-        self.for_each_block_key(|k| keys.push(k.to_vec()))?;
-        if self.index_block()?.num_restarts() == keys.len() {
-            self.index_fences = Fences::new(common, &keys, super::fences::INDEX_STRIDE);
-        }
+        let index = self.index_block()?;
+        let keys: Option<Vec<&[u8]>> = (0..index.num_restarts())
+            .map(|i| index.restart_key(i).map(|k| self.index_user_key(k)))
+            .collect();
+        let stride = if index.num_restarts() as u64 == p.data_blocks { INDEX_STRIDE } else { 1 };
+        self.index_fences = keys.and_then(|k| Fences::new(common, k, stride));
         self.segment_fences = Fences::new(common, self.props.segments.iter().map(|s| &s.largest_user_key), 1);
         Ok(())
     }
@@ -658,7 +660,11 @@ impl TableReader {
             &self.stats,
             None,
             as_block,
-            |raw| self.decode_data_block(raw, handle),
+            |raw| {
+                let b = Arc::new(Block::new_index(raw, self.path.clone(), handle.offset, self.props.index_delta_handles)?);
+                let charge = b.size();
+                Ok((b.clone(), CachedBlock::Block(b), charge))
+            },
             |b, _| f(b),
         )
     }
@@ -968,25 +974,14 @@ impl TableReader {
     /// (`None` past the table's last key).
     fn index_search(&self, index: &Block, idx: &mut BlockIter<&Block>, key: &LookupKey) -> Result<Option<BlockHandle>> {
         let (seek, user_key) = (key.encoded(), key.user_key());
-        let (order, target) = (self.index_order(), self.index_target(seek));
+        let target = self.index_target(seek);
         match &self.index_fences {
             Some(f) => {
-                // Only the entries between the kept prefixes around the key's are compared in
-                // full.
+                // Restart points before `lo` are below the key and those from `hi` on above
+                // it: the search starts at the last one below (`lo - 1`), and only the ones
+                // in between are compared in full.
                 let (lo, hi) = f.candidates(user_key);
-                let (mut a, mut b) = (lo, hi);
-                while a < b {
-                    let mid = a + (b - a) / 2;
-                    let k = index.restart_key(mid).ok_or_else(|| {
-                        Error::corruption(&*self.path, index.file_offset(), format!("index entry {mid}"))
-                    })?;
-                    if order.compare(k, target) == std::cmp::Ordering::Less {
-                        a = mid + 1;
-                    } else {
-                        b = mid;
-                    }
-                }
-                idx.seek_to_restart_entry(a);
+                idx.seek_among_restarts(lo.saturating_sub(1), hi, target);
             }
             None => idx.seek(target),
         }

@@ -206,6 +206,7 @@ fn round_trip_random_tables() {
         let opts = TableOptions {
             block_size: [64, 256, 4096][round % 3],
             restart_interval: [1, 4, 16][round % 3],
+            index_restart_interval: [1, 8, 3, 16][round % 4],
             // Half the tables without hash indexes (the version-1 layout of data blocks).
             hash_index: round % 2 == 0,
             compression: [Compression::None, Compression::Lz4, Compression::Zstd][(round / 3) % 3],
@@ -821,6 +822,13 @@ fn tables_before_range_deletions_are_still_read() {
 #[test]
 fn tables_with_internal_index_keys_are_still_read() {
     assert_eq!(read_old_golden_table("golden/tiny-properties-v3.sst.hex"), 2);
+}
+
+/// A table whose properties block is version 4 (index entries with plain handle values, one
+/// per restart point; pinned before delta handles) is still read.
+#[test]
+fn tables_with_plain_index_entries_are_still_read() {
+    assert_eq!(read_old_golden_table("golden/tiny-properties-v4.sst.hex"), 2);
 }
 
 /// A table with range tombstones (pinned byte for byte: `docs/format/sst.md`), and one holding
