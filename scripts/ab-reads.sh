@@ -4,6 +4,8 @@
 # second of two runs), readmissing and seekrandom (10 nexts) per round. Writes $OUT/raw.txt,
 # results.md (medians of the rounds) and chart.png.
 #   BEFORE=/tmp/old/db_bench scripts/ab-reads.sh
+#   SEPARATE=1: each build fills and reads its own database (for a format the older build
+#   cannot read)
 #   (defaults: the engine's defaults at a 512 MiB budget, 2M keys of 16 B / 100 B, zipf 0.99
 #   lookups with half of them absent; FLAGS replaces these settings, ROUNDS=5)
 set -euo pipefail
@@ -18,13 +20,21 @@ read -r -a flags <<<"${FLAGS:---defaults=engine --memory_budget=536870912 --num=
 declare -A exe=([before]=$before [after]=./target/release/db_bench)
 mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
-"${exe[after]}" "${flags[@]}" --db="$work/db" --benchmarks=fillrandom,waitforcompaction >/dev/null 2>&1
+# SEPARATE=1: each build fills its own database (a table format change the older build
+# cannot read), else both read the one this build fills.
+declare -A db=([before]=$work/db [after]=$work/db)
+if [ "${SEPARATE:-0}" = 1 ]; then db[before]=$work/db-before; fi
+for e in before after; do
+  if [ ! -d "${db[$e]}" ]; then
+    "${exe[$e]}" "${flags[@]}" --db="${db[$e]}" --benchmarks=fillrandom,waitforcompaction >/dev/null 2>&1
+  fi
+done
 raw="$out/raw.txt"
 : >"$raw"
 sync
 for r in $(seq "$rounds"); do
   for e in before after; do
-    "${exe[$e]}" "${flags[@]}" --db="$work/db" --use_existing_db=1 --reads=1000000 \
+    "${exe[$e]}" "${flags[@]}" --db="${db[$e]}" --use_existing_db=1 --reads=1000000 \
       --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
       awk -v e="$e" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
           n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, r, $1, $5 }' >>"$raw"

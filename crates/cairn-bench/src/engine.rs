@@ -150,6 +150,10 @@ pub struct EngineArgs {
     /// (cairn; default: each engine's own — cairn writes hash indexes, RocksDB does not).
     #[arg(long)]
     pub data_block_index_type: Option<u8>,
+    /// Entries between restart points in index blocks (RocksDB's flag; default: each
+    /// engine's own — cairn 8, RocksDB 1).
+    #[arg(long)]
+    pub index_block_restart_interval: Option<usize>,
     /// Background compaction threads (default: each engine's own).
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
@@ -626,6 +630,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         ghost_cache_size => "memory.ghost_cache",
         max_total_wal_size => "wal.max_size",
         malloc_mmap_threshold => "malloc_mmap_threshold",
+        index_block_restart_interval => "table.index_restart_interval",
     );
     if let Some(t) = a.data_block_index_type {
         set.push(("data_block_index_type", "table.hash_index", (t == 1).to_string()));

@@ -52,6 +52,10 @@ struct Args {
     /// cairn's filter-unit layout (standard | cache-local; default: the engine's).
     #[arg(long)]
     unit_format: Option<String>,
+    /// Entries between restart points in both engines' index blocks (default: each engine's
+    /// own — cairn 8, RocksDB 1).
+    #[arg(long)]
+    index_block_restart_interval: Option<usize>,
 }
 
 const ENGINES: [&str; 2] = ["cairn", "rocksdb"];
@@ -94,6 +98,10 @@ fn main() {
             format!("--bloom_bits={bpk}"),
             format!("--seed={seed}"),
         ]);
+        f.extend(
+            a.index_block_restart_interval
+                .map(|i| format!("--index_block_restart_interval={i}")),
+        );
         if engine == "cairn" {
             f.push("--bpk_policy=uniform".into());
             f.extend(a.unit_format.iter().map(|u| format!("--filter_unit_format={u}")));

@@ -41,6 +41,11 @@ impl RocksEngine {
         if a.bloom_bits > 0.0 {
             table.set_bloom_filter(a.bloom_bits, false);
         }
+        if let Some(i) = a.index_block_restart_interval {
+            table.set_index_block_restart_interval(
+                i32::try_from(i).map_err(|_| "--index_block_restart_interval: too large")?,
+            );
+        }
         if a.cache_index_and_filter_blocks || a.memory_budget.is_some() {
             // Index and filter blocks in the block cache (with high priority: RocksDB's default
             // for cache_index_and_filter_blocks_with_high_priority), L0's pinned there.
