@@ -4,6 +4,7 @@
 # second of two runs), readmissing and seekrandom (10 nexts) per round. Writes $OUT/raw.txt,
 # results.md (medians of the rounds) and chart.png.
 #   BEFORE=/tmp/old/db_bench scripts/ab-reads.sh
+#   READS: lookups per benchmark (default 1M)
 #   SEPARATE=1: each build fills and reads its own database (for a format the older build
 #   cannot read)
 #   (defaults: the engine's defaults at a 512 MiB budget, 2M keys of 16 B / 100 B, zipf 0.99
@@ -16,6 +17,7 @@ cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results/ab-reads}
 work=${WORK:-/tmp/cairn-ab-reads}
 rounds=${ROUNDS:-5}
+reads=${READS:-1000000}
 read -r -a flags <<<"${FLAGS:---defaults=engine --memory_budget=536870912 --num=2000000 --key_size=16 --value_size=100 --compression_type=none --key_stride=16 --fill_key_dist=uniform --key_dist=zipf:0.99 --empty_ratio=0.5 --seek_nexts=10 --seed=7}"
 declare -A exe=([before]=$before [after]=./target/release/db_bench)
 mkdir -p "$out"
@@ -34,7 +36,7 @@ raw="$out/raw.txt"
 sync
 for r in $(seq "$rounds"); do
   for e in before after; do
-    "${exe[$e]}" "${flags[@]}" --db="${db[$e]}" --use_existing_db=1 --reads=1000000 \
+    "${exe[$e]}" "${flags[@]}" --db="${db[$e]}" --use_existing_db=1 --reads="$reads" \
       --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
       awk -v e="$e" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
           n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, r, $1, $5 }' >>"$raw"
