@@ -398,7 +398,7 @@ options! {
         /// Entries between restart points in index blocks (default 8: the fence pointers keep
         /// one key prefix per restart point; RocksDB `index_block_restart_interval`, default 1
         /// there). Entries within an interval share key prefixes and leave out their block's
-        /// offset: about half the index bytes of one entry per restart point.
+        /// offset: about a third of the index bytes of one entry per restart point.
         pub index_restart_interval: usize = 8
             => "table.index_restart_interval", Count, within(1.0, 65_535.0), Stored, Always;
         /// Write a hash index in each data block so a point lookup skips the block's binary
