@@ -572,13 +572,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
                 }
             }
         }
-        self.block.prefetch_interval(lo);
-        self.seek_to_restart(lo);
-        while self.parse_next() {
-            if self.order.compare(&self.key, target) != Ordering::Less {
-                return;
-            }
-        }
+        self.seek_from_restart(lo, target);
     }
 }
 

@@ -224,22 +224,17 @@ impl Properties {
         }
         let db_id = if version >= 2 { d.varint64("database id")? } else { 0 };
         let range_deletions = if version >= 3 { d.varint64("range deletions")? } else { 0 };
-        let index_user_keys = match version {
-            4.. => match d.u8("index key kind")? {
-                0 => false,
-                1 => true,
-                _ => return Err("index key kind is neither 0 nor 1"),
+        // A one-byte flag of the versions from `since` on (`false` before).
+        let mut flag = |since: u8, what, bad| match version >= since {
+            false => Ok(false),
+            true => match d.u8(what)? {
+                0 => Ok(false),
+                1 => Ok(true),
+                _ => Err(bad),
             },
-            _ => false,
         };
-        let index_delta_handles = match version {
-            5.. => match d.u8("index entry format")? {
-                0 => false,
-                1 => true,
-                _ => return Err("index entry format is neither 0 nor 1"),
-            },
-            _ => false,
-        };
+        let index_user_keys = flag(4, "index key kind", "index key kind is neither 0 nor 1")?;
+        let index_delta_handles = flag(5, "index entry format", "index entry format is neither 0 nor 1")?;
         if !d.is_empty() {
             return Err("trailing bytes after properties");
         }

@@ -660,11 +660,7 @@ impl TableReader {
             &self.stats,
             None,
             as_block,
-            |raw| {
-                let b = Arc::new(Block::new_index(raw, self.path.clone(), handle.offset, self.props.index_delta_handles)?);
-                let charge = b.size();
-                Ok((b.clone(), CachedBlock::Block(b), charge))
-            },
+            |raw| self.cache_block(raw, handle, self.props.index_delta_handles),
             |b, _| f(b),
         )
     }
@@ -782,13 +778,15 @@ impl TableReader {
             stats,
             readahead,
             as_block,
-            |raw| self.decode_data_block(raw, handle),
+            |raw| self.cache_block(raw, handle, false),
             |b, cached| (b.clone(), cached),
         )
     }
 
-    fn decode_data_block(&self, raw: Vec<u8>, handle: BlockHandle) -> Result<(Arc<Block>, CachedBlock, usize)> {
-        let b = Arc::new(Block::new(raw, self.path.clone(), handle.offset)?);
+    /// Decodes a block read from storage for the cache (`delta_handles`: an index block whose
+    /// entries carry delta handles).
+    fn cache_block(&self, raw: Vec<u8>, handle: BlockHandle, delta_handles: bool) -> Result<(Arc<Block>, CachedBlock, usize)> {
+        let b = Arc::new(Block::new_index(raw, self.path.clone(), handle.offset, delta_handles)?);
         let charge = b.size();
         Ok((b.clone(), CachedBlock::Block(b), charge))
     }
@@ -1005,7 +1003,7 @@ impl TableReader {
             &self.stats,
             None,
             as_block,
-            |raw| self.decode_data_block(raw, handle),
+            |raw| self.cache_block(raw, handle, false),
             |b, cached| {
                 out.data_block_cached = cached;
                 self.search_block(b, handle, key, out, value, buf)
