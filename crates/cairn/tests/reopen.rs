@@ -191,3 +191,43 @@ fn a_conflict_with_the_stored_configuration_is_refused() {
         db.close().unwrap();
     }
 }
+
+/// The index restart interval (added with delta-handle index entries): set by its grouped and
+/// flat names, refused out of range naming itself and its range, kept by a reopen with the
+/// defaults, and the tables written with it read back.
+#[test]
+fn the_index_restart_interval_is_set_refused_and_kept_like_the_others() {
+    let fs = MemFs::new();
+    let mut o = base(&fs);
+    o.set("table.index_restart_interval", "3").unwrap();
+    assert_eq!(o.table.index_restart_interval, 3);
+    let mut flat = base(&fs);
+    flat.set("index_restart_interval", "3").unwrap();
+    assert_eq!(flat.table.index_restart_interval, 3);
+    let e = base(&fs)
+        .set("table.index_restart_interval", "eight")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("table.index_restart_interval") && e.contains("eight"), "{e}");
+    // Out of range: refused at open, naming the option, the value and the range.
+    for bad in ["0", "70000"] {
+        let mut b = base(&fs);
+        b.set("table.index_restart_interval", bad).unwrap();
+        let e = Db::open("/bad", b).err().expect("refused").to_string();
+        assert!(
+            e.contains("table.index_restart_interval") && e.contains(bad) && e.contains("65535"),
+            "{bad}: {e}"
+        );
+    }
+
+    let db = Db::open("/db", o).unwrap();
+    fill(&db);
+    db.close().unwrap();
+    let db = Db::open("/db", base(&fs)).unwrap();
+    assert_eq!(db.options().table.index_restart_interval, 3);
+    assert_eq!(stored(&fs)["table.index_restart_interval"], "3");
+    for i in 0..2000u32 {
+        assert_eq!(db.get(format!("k{i:05}")).unwrap(), Some(format!("v{i}").into_bytes()));
+    }
+    db.close().unwrap();
+}
