@@ -876,3 +876,38 @@ fn compaction_threads_run_at_the_nice_value_asked_for() {
         other => panic!("nice 20: {other:?}"),
     }
 }
+
+/// Point lookups through many L0 files and a deeper level: every key is found in its own
+/// file, the newest version wins and deleted or absent keys stay absent.
+#[test]
+fn lookups_through_many_l0_files() {
+    let fs = MemFs::new();
+    let mut o = small(Arc::new(fs));
+    o.compaction.l0_trigger = 64;
+    o.write_stalls.l0_slowdown_trigger = 128;
+    o.write_stalls.l0_stop_trigger = 256;
+    let db = Db::open("/p", o).unwrap();
+    // A deeper level first: one table compacted out of L0.
+    db.put(b"deep", b"deep").unwrap();
+    db.put(b"shared", b"deep").unwrap();
+    db.flush_all().unwrap();
+    db.compact_range::<&[u8], _>(..).unwrap();
+    for round in 0..14u32 {
+        db.put(k(round), format!("v{round}")).unwrap();
+        db.put(b"shared", format!("r{round}")).unwrap();
+        if round == 12 {
+            db.delete(k(3)).unwrap();
+        }
+        db.flush_all().unwrap();
+    }
+    let levels = &db.levels()[0].levels;
+    assert_eq!(levels[0].files, 14, "{levels:?}");
+    assert!(levels.iter().skip(1).map(|l| l.files).sum::<usize>() >= 1, "{levels:?}");
+    for round in 0..14u32 {
+        let want = (round != 3).then(|| format!("v{round}").into_bytes());
+        assert_eq!(db.get(k(round)).unwrap(), want, "round {round}");
+    }
+    assert_eq!(db.get(b"shared").unwrap().as_deref(), Some(&b"r13"[..]));
+    assert_eq!(db.get(b"deep").unwrap().as_deref(), Some(&b"deep"[..]));
+    assert_eq!(db.get(k(99)).unwrap(), None);
+}
