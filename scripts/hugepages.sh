@@ -4,7 +4,7 @@
 # each run with glibc's default heap and with a heap backed by transparent huge pages
 # (GLIBC_TUNABLES=glibc.malloc.hugetlb=1, which has malloc ask for huge pages, and a 512 MiB
 # MALLOC_TOP_PAD_, so that the heap grows in steps large enough to hold them). Nothing in either
-# engine changes; only where their blocks land. The four runs are interleaved in every round.
+# engine changes; only where their heap memory lands. The four runs are interleaved in every round.
 # Writes $OUT/results.md (medians of the rounds, the huge-page resident bytes seen in each
 # variant), chart.png and raw.txt. Needs transparent huge pages in "madvise" or "always" mode.
 #   scripts/hugepages.sh                (ROUNDS=7 NUM=1000000 READS=1000000 THREADS=1)
