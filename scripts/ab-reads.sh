@@ -2,7 +2,9 @@
 # Cached reads of two cairn builds, interleaved: this tree's db_bench against an older one
 # (BEFORE=path/to/db_bench), on one database filled once by this build, then readrandom (the
 # second of two runs), readmissing and seekrandom (10 nexts) per round. Writes $OUT/raw.txt,
-# results.md (medians of the rounds) and chart.png.
+# results.md (medians of the rounds, and the median of the rounds' paired after ÷ before with how
+# many rounds "after" won: the two builds run back to back in each round), paired.txt and
+# chart.png.
 #   BEFORE=/tmp/old/db_bench scripts/ab-reads.sh
 #   READS: lookups per benchmark (default 1M)
 #   SEPARATE=1: each build fills and reads its own database (for a format the older build
@@ -46,10 +48,20 @@ awk '{ print $1, $3, $4 }' "$raw" | medians | sort -k2,2 -k1,1 >"$out/medians.tx
 awk '{ print $2, $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
 ./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "cached reads, before and after (medians of $rounds rounds)" --ylabel "ops/s"
+# Paired: each round's after ÷ before (the two ran back to back, so a slow spell of the
+# machine moves both), their median and in how many rounds "after" was faster.
+awk '{ v[$1, $2, $3] = $4; b[$3] = 1; if ($2 > n) n = $2 }
+  END { for (k in b) for (r = 1; r <= n; r++) if (v["before", r, k] > 0 && v["after", r, k] > 0)
+          print k, v["after", r, k] / v["before", r, k] }' "$raw" | sort -k1,1 -k2,2g |
+  awk '{ x[$1, ++c[$1]] = $2; if ($2 > 1) w[$1]++ }
+    END { for (k in c) { m = c[k]; printf "%s %.3f %d %d\n", k, (m % 2 ? x[k, (m + 1) / 2] : (x[k, m / 2] + x[k, m / 2 + 1]) / 2), w[k], m } }' \
+  >"$out/paired.txt"
 {
-  printf "| benchmark | before ops/s | after ops/s | after / before |\n|---|---:|---:|---:|\n"
-  awk '{ med[$1, $2] = $3; b[$2] = 1 }
-    END { for (k in b) printf "| %s | %.0f | %.0f | %.3f |\n", k, med["before", k], med["after", k], med["after", k] / med["before", k] }' \
-    "$out/medians.txt" | sort
+  printf "| benchmark | before ops/s | after ops/s | after / before | paired median | after faster in |\n"
+  printf "|---|---:|---:|---:|---:|---:|\n"
+  awk 'FNR == NR { p[$1] = $2; w[$1] = $3; n[$1] = $4; next }
+    { med[$1, $2] = $3; b[$2] = 1 }
+    END { for (k in b) printf "| %s | %.0f | %.0f | %.3f | %.3f | %d of %d rounds |\n", k, med["before", k], med["after", k],
+            med["after", k] / med["before", k], p[k], w[k], n[k] }' "$out/paired.txt" "$out/medians.txt" | sort
 } >"$out/results.md"
 cat "$out/results.md"
