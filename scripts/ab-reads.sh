@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/medians.sh
+. scripts/lib/cached-reads.sh
 before=${BEFORE:?set BEFORE to the older db_bench}
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results/ab-reads}
@@ -39,9 +40,7 @@ sync
 for r in $(seq "$rounds"); do
   for e in before after; do
     "${exe[$e]}" "${flags[@]}" --db="${db[$e]}" --use_existing_db=1 --reads="$reads" \
-      --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
-      awk -v e="$e" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
-          n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, r, $1, $5 }' >>"$raw"
+      --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null | read_ops "$e" "$r" >>"$raw"
   done
 done
 awk '{ print $1, $3, $4 }' "$raw" | medians | sort -k2,2 -k1,1 >"$out/medians.txt"

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/medians.sh
+. scripts/lib/cached-reads.sh
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo "")
 case "$thp" in
   *"[never]"* | "") echo "transparent huge pages are off here ($thp): nothing to measure" >&2; exit 2 ;;
@@ -25,8 +26,7 @@ reads=${READS:-1000000}
 threads=${THREADS:-1}
 mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
-common=(--num="$num" --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none
-  --cache_size=1073741824 --use_direct_reads=0 --seek_nexts=10)
+scaling_data "$num" 1073741824 0
 declare -A exe=([cairn]=./target/release/db_bench [db_bench]=$(command -v db_bench))
 huge=(env GLIBC_TUNABLES=glibc.malloc.hugetlb=1 MALLOC_TOP_PAD_=536870912)
 # cmd ENGINE VARIANT: sets `c` to the engine's command line, with the default heap (plain) or
@@ -47,9 +47,7 @@ for r in $(seq "$rounds"); do
     for v in plain huge; do
       cmd "$e" "$v"
       "${c[@]}" --use_existing_db=1 --threads="$threads" --reads="$reads" \
-        --benchmarks=readrandom,readrandom,readmissing 2>/dev/null |
-        awk -v e="$e" -v v="$v" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing)$/ {
-            n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, v, r, $1, $5 }' >>"$raw"
+        --benchmarks=readrandom,readrandom,readmissing 2>/dev/null | read_ops "$e" "$v" "$r" >>"$raw"
     done
   done
 done

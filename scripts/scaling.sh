@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/medians.sh
+. scripts/lib/cached-reads.sh
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results/scaling}
@@ -22,8 +23,7 @@ cache=${CACHE:-1073741824}
 direct=${DIRECT:-0}
 mkdir -p "$out"
 rm -rf "$work" && mkdir -p "$work"
-common=(--num="$num" --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none
-  --cache_size="$cache" --use_direct_reads="$direct" --seek_nexts=10)
+scaling_data "$num" "$cache" "$direct"
 declare -A exe=([cairn]=./target/release/db_bench [db_bench]=$(command -v db_bench))
 engines="cairn db_bench"
 if [ -n "${BEFORE:-}" ]; then
@@ -39,9 +39,7 @@ for r in $(seq "$rounds"); do
   for t in 1 2; do
     for e in $engines; do
       "${exe[$e]}" "${common[@]}" --db="$work/$e" --use_existing_db=1 --threads="$t" --reads="$reads" \
-        --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null |
-        awk -v e="$e" -v t="$t" -v r="$r" '$2 == ":" && $1 ~ /^(readrandom|readmissing|seekrandom)$/ {
-            n[$1]++; if ($1 != "readrandom" || n[$1] == 2) print e, t, r, $1, $5 }' >>"$raw"
+        --benchmarks=readrandom,readrandom,readmissing,seekrandom 2>/dev/null | read_ops "$e" "$t" "$r" >>"$raw"
     done
   done
 done
