@@ -12,7 +12,7 @@
 mod common;
 
 use cairn::env::MemFs;
-use cairn::{Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
+use cairn::{BlockCache, Db, MergePolicyKind, Options, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -22,7 +22,12 @@ use std::sync::Arc;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn tiny_with(fs: &MemFs, policy: MergePolicyKind, component: cairn::MemoryComponent) -> Options {
+fn tiny_with(
+    fs: &MemFs,
+    policy: MergePolicyKind,
+    component: cairn::MemoryComponent,
+    cache: Option<&Arc<BlockCache>>,
+) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 4096);
     o.memtable.component = component;
     o.set("merge_operator", "stringappend").unwrap();
@@ -30,7 +35,10 @@ fn tiny_with(fs: &MemFs, policy: MergePolicyKind, component: cairn::MemoryCompon
     o.compaction.max_bytes_for_level_base = 8192;
     o.compaction.size_ratio = 4.0;
     o.compaction.merge_policy = policy;
-    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(64 << 10);
+    o.memory.fixed_mut().block_cache = match cache {
+        Some(c) => cairn::CacheSource::Shared(c.clone()),
+        None => cairn::CacheSource::Own(64 << 10),
+    };
     o
 }
 
@@ -58,11 +66,19 @@ fn model_range(m: &Model, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Vec<(Vec<
 }
 
 fn run(seed: u64, policy: MergePolicyKind, steps: usize) {
-    run_with(seed, policy, cairn::MemoryComponent::Monolithic, steps);
+    run_with(seed, policy, cairn::MemoryComponent::Monolithic, None, steps);
 }
 
-fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponent, steps: usize) {
-    let tiny = |fs: &MemFs, policy| tiny_with(fs, policy, component);
+/// `cache`: a shared block cache whose capacity the run also moves (else a 64 KiB one of
+/// the engine's own).
+fn run_with(
+    seed: u64,
+    policy: MergePolicyKind,
+    component: cairn::MemoryComponent,
+    cache: Option<&Arc<BlockCache>>,
+    steps: usize,
+) {
+    let tiny = |fs: &MemFs, policy| tiny_with(fs, policy, component, cache);
     let mut rng = StdRng::seed_from_u64(seed);
     let fs = MemFs::new();
     let path = Path::new("/db");
@@ -74,6 +90,10 @@ fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponen
         let ctx = || format!("seed {seed} step {step} {policy:?}");
         let t = rng.gen_range(0..2);
         let op = rng.gen_range(0..100);
+        if let Some(c) = cache.filter(|_| rng.gen_bool(0.01)) {
+            // Shrinking evicts (and sends new blocks to the heap); growing takes them back.
+            c.set_capacity(if c.capacity() > 1 << 20 { 64 << 10 } else { 16 << 20 });
+        }
         match op {
             0..=39 => {
                 let (k, v) = (
@@ -256,7 +276,10 @@ fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponen
             }
         }
     }
-    // Final full comparison, forward and backward.
+    // Final full comparison, forward and backward (through a large cache, when shared).
+    if let Some(c) = cache {
+        c.set_capacity(16 << 20);
+    }
     for t in 0..2 {
         let all: Vec<_> = match &trees[t] {
             None => db.iter().map(|x| x.unwrap()).collect(),
@@ -264,6 +287,12 @@ fn run_with(seed: u64, policy: MergePolicyKind, component: cairn::MemoryComponen
         };
         let want: Vec<_> = models[t].iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(all, want, "final scan of tree {t}, seed {seed}");
+    }
+    if let Some(c) = cache.filter(|_| thp_on()) {
+        assert!(
+            c.huge_page_bytes() > 0,
+            "the scans' blocks are in the arena, seed {seed}"
+        );
     }
     db.wait_for_background().unwrap();
     let shape = db.levels();
@@ -297,7 +326,31 @@ fn model_partitioned() {
             seed,
             MergePolicyKind::Leveling,
             cairn::MemoryComponent::Partitioned,
+            None,
             6000,
         );
     }
+}
+
+/// The same operations with the cached blocks in huge-page slots (forced at any capacity):
+/// blocks move between the arena and the heap as the capacity changes, and are freed while
+/// readers and iterators may still hold them.
+#[test]
+fn model_with_blocks_in_huge_pages() {
+    let cache = Arc::new(BlockCache::new(16 << 20, 0.5).huge_pages_from(Some(0)));
+    for seed in 300..308 {
+        run_with(
+            seed,
+            MergePolicyKind::Leveling,
+            cairn::MemoryComponent::Monolithic,
+            Some(&cache),
+            6000,
+        );
+    }
+}
+
+/// Whether the kernel backs advised memory with huge pages (else the cache keeps blocks on
+/// the heap).
+fn thp_on() -> bool {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").is_ok_and(|s| !s.contains("[never]"))
 }

@@ -426,11 +426,10 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
         opts.block_cache_size
     };
     let cache = opts.block_cache.clone().unwrap_or_else(|| {
-        Arc::new(BlockCache::with_least(
-            opts.block_cache_size,
-            least,
-            opts.high_pri_pool_ratio,
-        ))
+        Arc::new(
+            BlockCache::with_least(opts.block_cache_size, least, opts.high_pri_pool_ratio)
+                .huge_pages_from(opts.cache_huge_pages.then_some(BlockCache::HUGE_PAGES_FROM)),
+        )
     });
     let range_filters = super::range_memory::capacity(&opts, cache.capacity());
     let ghost = (opts.ghost_cache_size > 0).then(|| crate::cache::GhostCache::attach(&cache, opts.ghost_cache_size));

@@ -140,6 +140,8 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         cache_data_usage: inner.cache.usage_of(BlockKind::Data),
         cache_index_usage: inner.cache.usage_of(BlockKind::Index),
         cache_reserved: inner.cache.reserved(),
+        cache_huge_pages: inner.cache.huge_page_bytes(),
+        cache_huge_page_slack: inner.cache.huge_page_slack(),
         table_index_bytes: inner.memory.table_index.usage(),
         filter_capacity: if inner.opts.bpk_policy.is_elastic() {
             inner.memory.pinned_filters.capacity()

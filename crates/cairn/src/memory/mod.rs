@@ -212,6 +212,11 @@ pub struct MemoryUsage {
     /// index (fences, properties; `cache.index_in_block_cache`; 0 when they are not charged to
     /// the cache).
     pub cache_reserved: usize,
+    /// Huge-page chunks holding cached blocks (`cache.huge_pages`; 0 when none is used).
+    pub cache_huge_pages: usize,
+    /// Of `cache_huge_pages`, the free slots: memory held beyond `cache_usage` (counted in
+    /// [`total_usage`](Self::total_usage)).
+    pub cache_huge_page_slack: usize,
     /// The index blocks of every open table reader, cached or not.
     pub table_index_bytes: usize,
     /// Filter memory of the elastic policies (0 for the others, whose filter units live in the
@@ -244,7 +249,12 @@ impl MemoryUsage {
 
     /// Every byte the engine accounts for.
     pub fn total_usage(&self) -> usize {
-        self.write_usage + self.cache_usage + self.pinned_meta_usage + self.pinned_filter_usage + self.range_filter_usage
+        self.write_usage
+            + self.cache_usage
+            + self.cache_huge_page_slack
+            + self.pinned_meta_usage
+            + self.pinned_filter_usage
+            + self.range_filter_usage
     }
 }
 

@@ -162,6 +162,8 @@ pub struct CacheOptions {
     /// Share of the engine's own block cache reserved for filter units and other meta blocks
     /// (`cache.high_pri_pool_ratio`).
     pub high_pri_pool_ratio: f64,
+    /// Cached blocks in transparent huge pages from a 256 MiB cache (`cache.huge_pages`).
+    pub huge_pages: bool,
     /// Simulated bytes of the ghost cache; 0: off, or 128 MiB with the tuner
     /// (`memory.ghost_cache`).
     pub ghost_cache: usize,
@@ -479,6 +481,7 @@ plain_groups! {
     }
     CacheOptions {
         high_pri_pool_ratio: high_pri_pool_ratio,
+        huge_pages: cache_huge_pages,
         ghost_cache: ghost_cache_size,
     }
     MemtableOptions {

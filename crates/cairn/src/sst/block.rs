@@ -28,6 +28,7 @@
 //! scan from that restart (no binary search), a collision means the binary search. Built only
 //! for blocks of at most 254 restart points, with `num_buckets = ⌈distinct keys / 0.75⌉`.
 
+use crate::cache::BlockBytes;
 use crate::error::{Error, Result};
 use super::footer::BlockHandle;
 use super::trailer::TRAILER_LEN;
@@ -215,7 +216,7 @@ impl BlockBuilder {
 /// A decoded block whose restart array was validated.
 #[derive(Debug)]
 pub struct Block {
-    data: Box<[u8]>,
+    data: BlockBytes,
     restarts_offset: usize,
     num_restarts: usize,
     /// Where the hash index's buckets are (`start..end` of `data`; empty without an index).
@@ -232,6 +233,11 @@ impl Block {
     /// # Errors
     /// `Corruption` when the trailer or restart array does not fit.
     pub fn new(data: Vec<u8>, file: Arc<Path>, file_offset: u64) -> Result<Self> {
+        Self::from_bytes(BlockBytes::heap(data.into_boxed_slice()), file, file_offset)
+    }
+
+    /// [`Block::new`] of bytes on the heap or in the block arena.
+    pub(crate) fn from_bytes(data: BlockBytes, file: Arc<Path>, file_offset: u64) -> Result<Self> {
         let origin = file.clone();
         let bad = |what: &str| Error::corruption(&*origin, file_offset, format!("block: {what}"));
         let packed = data
@@ -265,7 +271,7 @@ impl Block {
             return Err(bad("entries without restart points"));
         }
         let block = Block {
-            data: data.into_boxed_slice(),
+            data,
             restarts_offset,
             num_restarts: n,
             buckets,
@@ -293,10 +299,14 @@ impl Block {
     /// # Errors
     /// As [`Block::new`].
     pub fn new_index(data: Vec<u8>, file: Arc<Path>, file_offset: u64, delta_handles: bool) -> Result<Self> {
-        Ok(Block {
-            delta_handles,
-            ..Self::new(data, file, file_offset)?
-        })
+        Ok(Self::new(data, file, file_offset)?.with_delta_handles(delta_handles))
+    }
+
+    /// The block read as an index block whose entries carry delta handles, when
+    /// `delta_handles`.
+    pub(crate) fn with_delta_handles(mut self, delta_handles: bool) -> Self {
+        self.delta_handles = delta_handles;
+        self
     }
 
     /// Key at restart point `i` (restart entries share nothing); `None` if it is damaged.
@@ -366,9 +376,10 @@ impl Block {
         self.file_offset
     }
 
-    /// Bytes held (the cache charges this).
+    /// Bytes held (the cache charges this): the block's length, or its slot's in the block
+    /// arena.
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data.charge()
     }
 
     /// An iterator over the block in `order`.
@@ -416,7 +427,7 @@ impl BlockIter {
     /// be read.
     pub(crate) fn failed(err: Error, order: KeyOrder) -> Self {
         let empty = Block {
-            data: Box::new([0; 4]),
+            data: BlockBytes::heap(Box::new([0; 4])),
             restarts_offset: 0,
             num_restarts: 0,
             buckets: (0, 0),

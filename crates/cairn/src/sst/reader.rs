@@ -8,7 +8,7 @@ use super::properties::Properties;
 use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
 use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
 use crate::range_del::{self, Fragments};
-use crate::cache::{BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
+use crate::cache::{BlockBytes, BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filter::range::RangeFilter;
@@ -660,7 +660,7 @@ impl TableReader {
             &self.stats,
             None,
             as_block,
-            |raw| self.cache_block(raw, handle, self.props.index_delta_handles),
+            |raw, fill| self.cache_block(raw, fill, handle, self.props.index_delta_handles),
             |b, _| f(b),
         )
     }
@@ -735,7 +735,7 @@ impl TableReader {
         stats: &IoStats,
         readahead: Option<&mut Readahead>,
         from_cache: impl Fn(&CachedBlock) -> Option<&Arc<T>>,
-        decode: impl FnOnce(Vec<u8>) -> Result<(Arc<T>, CachedBlock, usize)>,
+        decode: impl FnOnce(Vec<u8>, bool) -> Result<(Arc<T>, CachedBlock, usize)>,
         mut use_block: impl FnMut(&Arc<T>, bool) -> R,
     ) -> Result<R> {
         let key = self.block_key(handle.offset);
@@ -754,7 +754,7 @@ impl TableReader {
             Some(ra) => decode_block(ra.block(&*self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
             None => read_block(&*self.file, &self.path, handle, kind, stats)?,
         };
-        let (v, entry, charge) = decode(raw)?;
+        let (v, entry, charge) = decode(raw, fill_cache && self.cache.is_some())?;
         if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);
         }
@@ -778,15 +778,19 @@ impl TableReader {
             stats,
             readahead,
             as_block,
-            |raw| self.cache_block(raw, handle, false),
+            |raw, fill| self.cache_block(raw, fill, handle, false),
             |b, cached| (b.clone(), cached),
         )
     }
 
-    /// Decodes a block read from storage for the cache (`delta_handles`: an index block whose
-    /// entries carry delta handles).
-    fn cache_block(&self, raw: Vec<u8>, handle: BlockHandle, delta_handles: bool) -> Result<(Arc<Block>, CachedBlock, usize)> {
-        let b = Arc::new(Block::new_index(raw, self.path.clone(), handle.offset, delta_handles)?);
+    /// Decodes a block read from storage, in the cache's memory when it `fills` the cache
+    /// (`delta_handles`: an index block whose entries carry delta handles).
+    fn cache_block(&self, raw: Vec<u8>, fills: bool, handle: BlockHandle, delta_handles: bool) -> Result<(Arc<Block>, CachedBlock, usize)> {
+        let bytes = match (&self.cache, fills) {
+            (Some(cache), true) => cache.block_bytes(raw),
+            _ => BlockBytes::heap(raw.into_boxed_slice()),
+        };
+        let b = Arc::new(Block::from_bytes(bytes, self.path.clone(), handle.offset)?.with_delta_handles(delta_handles));
         let charge = b.size();
         Ok((b.clone(), CachedBlock::Block(b), charge))
     }
@@ -807,7 +811,7 @@ impl TableReader {
                 CachedBlock::Filter(f) => Some(f),
                 CachedBlock::Block(_) => None,
             },
-            |raw| {
+            |raw, _| {
                 let f = Arc::new(self.decode_unit(raw, segment, unit)?);
                 let charge = f.memory_usage();
                 Ok((f.clone(), CachedBlock::Filter(f), charge))
@@ -1003,7 +1007,7 @@ impl TableReader {
             &self.stats,
             None,
             as_block,
-            |raw| self.cache_block(raw, handle, false),
+            |raw, fill| self.cache_block(raw, fill, handle, false),
             |b, cached| {
                 out.data_block_cached = cached;
                 self.search_block(b, handle, key, out, value, buf)

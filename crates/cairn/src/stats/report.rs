@@ -293,7 +293,15 @@ impl Display for MemoryUsage {
                 },
                 size(self.cached_filter_usage() as u64),
                 size(self.cache_reserved as u64)
-            ),
+            ) + &if self.cache_huge_pages > 0 {
+                format!(
+                    "; in huge pages: {} ({} of free slots beside the cache)",
+                    size(self.cache_huge_pages as u64),
+                    size(self.cache_huge_page_slack as u64)
+                )
+            } else {
+                String::new()
+            },
         ]);
         t.row(vec![
             "filter units".into(),
@@ -855,7 +863,22 @@ mod tests {
             ..MemoryUsage::default()
         }
         .to_string();
-        assert!(m.contains("1.00 MiB index blocks (of 2.00 MiB)"), "{m}");
+        assert!(
+            m.contains("1.00 MiB index blocks (of 2.00 MiB)") && !m.contains("huge pages"),
+            "{m}"
+        );
+        let m = MemoryUsage {
+            cache_capacity: 512 << 20,
+            cache_huge_pages: 64 << 20,
+            cache_huge_page_slack: 3 << 20,
+            ..MemoryUsage::default()
+        };
+        assert_eq!(m.total_usage(), 3 << 20);
+        let m = m.to_string();
+        assert!(
+            m.contains("in huge pages: 64.0 MiB (3.00 MiB of free slots beside the cache)"),
+            "{m}"
+        );
         let r = TunerRecord {
             at_ms: 12_300,
             ops: 1234,
