@@ -154,6 +154,10 @@ pub struct EngineArgs {
     /// engine's own — cairn 8, RocksDB 1).
     #[arg(long)]
     pub index_block_restart_interval: Option<usize>,
+    /// cairn: cached blocks in transparent huge pages from a 256 MiB cache (default: the
+    /// engine's, true).
+    #[arg(long)]
+    pub cache_huge_pages: Option<bool>,
     /// Background compaction threads (default: each engine's own).
     #[arg(long)]
     pub max_background_compactions: Option<usize>,
@@ -631,6 +635,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         max_total_wal_size => "wal.max_size",
         malloc_mmap_threshold => "malloc_mmap_threshold",
         index_block_restart_interval => "table.index_restart_interval",
+        cache_huge_pages => "cache.huge_pages",
     );
     if let Some(t) = a.data_block_index_type {
         set.push(("data_block_index_type", "table.hash_index", (t == 1).to_string()));
@@ -809,7 +814,9 @@ impl Engine for CairnEngine {
             data: m.cache_data_usage as u64,
             index: (m.cache_index_usage + m.cache_reserved) as u64,
             filter,
-            other: (m.cache_usage as u64).saturating_sub((m.cache_data_usage + m.cache_index_usage) as u64 + filter),
+            // The block arena's free slots are memory the cache holds beyond its charges.
+            other: (m.cache_usage as u64).saturating_sub((m.cache_data_usage + m.cache_index_usage) as u64 + filter)
+                + m.cache_huge_page_slack as u64,
             tables_index: m.table_index_bytes as u64,
             // The decided bits of each table (headers and trailers aside).
             tables_filter: s

@@ -305,10 +305,9 @@ impl BlockCache {
 
     /// Puts cached data and index blocks in transparent huge pages (2 MiB chunks of the
     /// block arena) while the capacity is at least `from` bytes; `None`: always on the heap.
-    /// New caches do from [`HUGE_PAGES_FROM`](Self::HUGE_PAGES_FROM) (256 MiB) when the kernel's transparent huge
-    /// pages are not off. A cached lookup then misses the TLB less (1.10× faster measured with
-    /// every block cached); the cost is the arena's free slots, reported as
-    /// [`huge_page_slack`](Self::huge_page_slack).
+    /// New caches do from [`HUGE_PAGES_FROM`](Self::HUGE_PAGES_FROM) (256 MiB) when the
+    /// kernel's transparent huge pages are not off. A cached lookup then misses the TLB less;
+    /// the cost is the arena's free slots, reported as [`huge_page_slack`](Self::huge_page_slack).
     #[must_use]
     pub fn huge_pages_from(mut self, from: Option<usize>) -> Self {
         self.arena = from.and_then(|from| BlockArena::new().map(|a| (a, from)));

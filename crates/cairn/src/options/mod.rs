@@ -357,10 +357,11 @@ options! {
             => "cache.high_pri_pool_ratio", Float, within(0.0, 1.0), Stored, NoSharedCache;
         /// Put cached data and index blocks in transparent huge pages while the block cache is
         /// at least 256 MiB (default true): 2 MiB chunks of equal slots, so that a lookup among
-        /// many cached blocks misses the TLB less (1.10× faster cached reads measured). The cost
-        /// is the chunks' free slots, counted in `MemoryUsage::cache_huge_page_slack` and the
-        /// total. Nothing changes when the kernel's transparent huge pages are `never`. RocksDB
-        /// has no such option (its users give the whole heap huge pages through the allocator).
+        /// many cached blocks misses the TLB less (see design.md, "Block arena", for what it
+        /// measured). The cost is the chunks' free slots, counted in
+        /// `MemoryUsage::cache_huge_page_slack` and the total. Nothing changes when the kernel's
+        /// transparent huge pages are `never`. RocksDB has no such option (its users give the
+        /// whole heap huge pages through the allocator).
         pub cache_huge_pages: bool = true => "cache.huge_pages", Bool, ANY, Stored, NoSharedCache;
         /// Keep index blocks and filter units in the block cache at high priority (default
         /// false; always so with `memory.budget`): they compete with data blocks for it, an
