@@ -19,6 +19,7 @@
 //! Allocation and freeing take one mutex: they happen on a cache miss (next to a storage read)
 //! and at eviction, never on a hit.
 
+use crate::memory::pages::Pages;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -48,19 +49,19 @@ fn huge_pages_possible() -> bool {
 /// One mapped chunk cut into slots of one class.
 #[derive(Debug)]
 struct Chunk {
-    base: NonNull<u8>,
+    /// The chunk's mapping, unmapped when the chunk is dropped.
+    pages: Pages,
     slot: usize,
     /// Freed slot indexes, reused first.
     free: Vec<u32>,
     /// Slots past this index were never handed out.
     unused_from: u32,
-    slots: u32,
     live: u32,
 }
 
 impl Chunk {
     fn has_room(&self) -> bool {
-        self.live < self.slots
+        (self.live as usize) < CHUNK / self.slot
     }
 }
 
@@ -82,11 +83,6 @@ pub struct BlockArena {
     /// Bytes of slots in use.
     live: AtomicUsize,
 }
-
-// SAFETY: the raw chunk pointers are only dereferenced through `BlockBytes`, whose slot
-// belongs to one owner; the state that hands slots out is under the mutex.
-unsafe impl Send for BlockArena {}
-unsafe impl Sync for BlockArena {}
 
 impl BlockArena {
     /// An arena, or `None` when the kernel has transparent huge pages off (the chunks would
@@ -142,13 +138,13 @@ impl BlockArena {
                     ids.retain(|&i| i != id);
                 }
             }
-            (id, index, chunk.base)
+            (id, index, chunk.pages.as_ptr())
         };
         self.live.fetch_add(slot, Relaxed);
-        // SAFETY: slot `index` of chunk `id` lies inside its mapping (index < slots, and
-        // slots * slot ≤ CHUNK) and was just taken off the free slots: nobody else holds it.
+        // SAFETY: slot `index` of chunk `id` lies inside its mapping (index < CHUNK / slot)
+        // and was just taken off the free slots: nobody else holds it.
         let ptr = unsafe {
-            let p = base.as_ptr().add(index as usize * slot);
+            let p = base.add(index as usize * slot);
             std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
             NonNull::new_unchecked(p)
         };
@@ -161,13 +157,11 @@ impl BlockArena {
 
     /// Maps a chunk for class `slot`; `None` when the kernel refuses.
     fn map_chunk(&self, st: &mut State, slot: usize) -> Option<u32> {
-        let base = map_aligned()?;
         let chunk = Chunk {
-            base,
+            pages: Pages::aligned(CHUNK, CHUNK)?,
             slot,
             free: Vec::new(),
             unused_from: 0,
-            slots: (CHUNK / slot) as u32,
             live: 0,
         };
         self.held.fetch_add(CHUNK, Relaxed);
@@ -200,8 +194,7 @@ impl BlockArena {
         chunk.live -= 1;
         self.live.fetch_sub(slot, Relaxed);
         if chunk.live == 0 {
-            unmap(chunk.base);
-            *entry = None;
+            *entry = None; // unmaps the chunk
             self.held.fetch_sub(CHUNK, Relaxed);
             st.spare_ids.push(id);
             if let Some(ids) = st.with_room.get_mut(&slot) {
@@ -217,48 +210,6 @@ impl Drop for BlockArena {
     fn drop(&mut self) {
         // Every slot holds the arena: none is live here, so no chunk is left mapped.
         debug_assert!(self.state.get_mut().chunks.iter().all(Option::is_none));
-    }
-}
-
-/// A 2 MiB-aligned mapping of [`CHUNK`] bytes advised for huge pages.
-fn map_aligned() -> Option<NonNull<u8>> {
-    // Map twice the size and cut away the unaligned ends.
-    let len = 2 * CHUNK;
-    // SAFETY: an anonymous private mapping at an address of the kernel's choosing.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
-    let start = p as usize;
-    let aligned = start.next_multiple_of(CHUNK);
-    // SAFETY: both ranges lie inside the mapping just made, and nothing points into them.
-    unsafe {
-        if aligned > start {
-            libc::munmap(p, aligned - start);
-        }
-        let tail = aligned + CHUNK;
-        if start + len > tail {
-            libc::munmap(tail as *mut libc::c_void, start + len - tail);
-        }
-        // Advice only: without it the chunk still works, in small pages.
-        libc::madvise(aligned as *mut libc::c_void, CHUNK, libc::MADV_HUGEPAGE);
-    }
-    NonNull::new(aligned as *mut u8)
-}
-
-fn unmap(base: NonNull<u8>) {
-    // SAFETY: `base` is a mapping of `CHUNK` bytes from `map_aligned` with no live slot.
-    unsafe {
-        libc::munmap(base.as_ptr().cast(), CHUNK);
     }
 }
 

@@ -32,9 +32,24 @@ fn round_up(len: usize) -> usize {
     len.max(1).next_multiple_of(page_size())
 }
 
+/// A fresh private anonymous mapping of `len` bytes (`MAP_FAILED` when refused).
+fn map(len: usize) -> *mut libc::c_void {
+    // SAFETY: no existing memory is touched.
+    unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    }
+}
+
 /// A zeroed, page-aligned anonymous mapping, unmapped on drop.
 #[derive(Debug)]
-struct Pages {
+pub(crate) struct Pages {
     ptr: NonNull<u8>,
     /// Mapped bytes (whole pages).
     len: usize,
@@ -49,17 +64,7 @@ impl Pages {
     /// out-of-memory (`handle_alloc_error`).
     fn new(len: usize) -> Pages {
         let len = round_up(len);
-        // SAFETY: a fresh private anonymous mapping; no existing memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
+        let p = map(len);
         match NonNull::new(p as *mut u8) {
             Some(ptr) if p != libc::MAP_FAILED => {
                 if len >= 2 << 20 {
@@ -75,13 +80,40 @@ impl Pages {
         }
     }
 
+    /// `len` bytes (whole pages) at a multiple of `align` (a power of two, at least a page),
+    /// advised for huge pages; `None` when the kernel refuses the mapping (the caller falls
+    /// back to the heap). Maps `len + align` and gives back the unaligned ends.
+    pub(crate) fn aligned(len: usize, align: usize) -> Option<Pages> {
+        let (len, span) = (round_up(len), round_up(len) + align);
+        let p = map(span);
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        let start = p as usize;
+        let head = start.next_multiple_of(align) - start;
+        // SAFETY: both ends lie inside the mapping just made and nothing points into them; the
+        // advice is on the part kept.
+        unsafe {
+            if head > 0 {
+                libc::munmap(p, head);
+            }
+            let kept = p.cast::<u8>().add(head);
+            if span > head + len {
+                libc::munmap(kept.add(len).cast(), span - head - len);
+            }
+            // Advice only: without it the pages still work, small.
+            libc::madvise(kept.cast(), len, libc::MADV_HUGEPAGE);
+            NonNull::new(kept).map(|ptr| Pages { ptr, len })
+        }
+    }
+
     /// Mapped bytes.
     fn len(&self) -> usize {
         self.len
     }
 
     /// The first byte; valid for `len()` bytes while `self` lives.
-    fn as_ptr(&self) -> *mut u8 {
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
