@@ -1200,6 +1200,34 @@ mod tests {
         assert!(e.contains("not a size"), "{e}");
         let e = o.set("bloom_bits", "4").unwrap_err().to_string();
         assert!(e.contains("filters.bits_per_key"), "{e}");
+        let e = o.set("cache.huge_pages", "maybe").unwrap_err().to_string();
+        assert!(
+            e.contains("cache.huge_pages") && e.contains("\"maybe\"") && e.contains("true") && e.contains("false"),
+            "{e}"
+        );
+        o.set("cache_huge_pages", "false").unwrap();
+        assert!(!o.cache_huge_pages);
+    }
+
+    /// The settings of the engine's own cache, beside a shared cache that has its own: refused,
+    /// naming the setting and why.
+    #[test]
+    fn own_cache_settings_beside_a_shared_cache_are_refused() {
+        let shared = || Settings {
+            block_cache: Some(Arc::new(crate::cache::BlockCache::new(1 << 20, 0.5))),
+            ..Settings::default()
+        };
+        shared().validate().unwrap();
+        for (name, value, field) in [
+            ("cache.huge_pages", "false", "cache_huge_pages"),
+            ("cache.high_pri_pool_ratio", "0.25", "high_pri_pool_ratio"),
+        ] {
+            let mut o = shared();
+            o.set(name, value).unwrap();
+            let (option, why) = refused(&o);
+            assert_eq!(option, field, "{name}");
+            assert!(why.contains(name) && why.contains("shared block_cache"), "{why}");
+        }
     }
 
     /// The OPTIONS file of the default options, pinned (`docs/format/options.md`).

@@ -208,7 +208,7 @@ impl Cond {
             Cond::FixedTargets => {
                 "with compaction.level_targets = write-memory, L1's capacity follows write memory".into()
             }
-            Cond::NoSharedCache => "the shared block_cache given in the options has its own capacity and pool".into(),
+            Cond::NoSharedCache => "the shared block_cache given in the options has its own capacity, high-priority pool and huge-page threshold (BlockCache::huge_pages_from)".into(),
             Cond::Glibc => "this build does not allocate with glibc's malloc (set 0)".into(),
             _ => String::new(),
         }
@@ -290,9 +290,11 @@ impl std::fmt::Debug for Spec {
 }
 
 impl Spec {
-    /// A switch turned off: never in conflict with what would make it have no effect.
+    /// A switch turned off: never in conflict with what would make it have no effect. Not a
+    /// switch of the engine's own cache: beside a shared cache, which has its own, neither value
+    /// is applied (`cache.huge_pages = false` would be ignored there).
     pub(crate) fn is_off(&self, o: &Settings) -> bool {
-        matches!(self.kind, Kind::Bool) && (self.get)(o) == "false"
+        matches!(self.kind, Kind::Bool) && (self.get)(o) == "false" && !matches!(self.when, Cond::NoSharedCache)
     }
 
     /// The value shown to a person: sizes with units.
