@@ -150,6 +150,10 @@ pub struct EngineArgs {
     /// (cairn; default: each engine's own — cairn writes hash indexes, RocksDB does not).
     #[arg(long)]
     pub data_block_index_type: Option<u8>,
+    /// Entries between restart points in data blocks (RocksDB's flag; default: each engine's
+    /// own, 16 on both).
+    #[arg(long)]
+    pub block_restart_interval: Option<usize>,
     /// Entries between restart points in index blocks (RocksDB's flag; default: each
     /// engine's own — cairn 8, RocksDB 1).
     #[arg(long)]
@@ -634,6 +638,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         ghost_cache_size => "memory.ghost_cache",
         max_total_wal_size => "wal.max_size",
         malloc_mmap_threshold => "malloc_mmap_threshold",
+        block_restart_interval => "table.restart_interval",
         index_block_restart_interval => "table.index_restart_interval",
         cache_huge_pages => "cache.huge_pages",
     );

@@ -33,8 +33,14 @@ impl FjallEngine {
         if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
             return Err("--bpk_policy, --merlin_window, --segment_size, --filter_unit_format, the elastic flags and --memory_component are cairn's (other engines allocate filters uniformly and flush memtables whole)".into());
         }
-        if a.data_block_index_type.is_some() || a.index_block_restart_interval.is_some() {
-            return Err("--data_block_index_type and --index_block_restart_interval: the fjall adapter maps no block-layout flag".into());
+        if a.data_block_index_type.is_some()
+            || a.index_block_restart_interval.is_some()
+            || a.block_restart_interval.is_some()
+        {
+            return Err(
+                "--data_block_index_type, --block_restart_interval and --index_block_restart_interval: the fjall adapter maps no block-layout flag"
+                    .into(),
+            );
         }
         if a.merge_policy != "leveling" {
             return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());

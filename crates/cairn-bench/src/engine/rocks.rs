@@ -41,6 +41,9 @@ impl RocksEngine {
         if a.bloom_bits > 0.0 {
             table.set_bloom_filter(a.bloom_bits, false);
         }
+        if let Some(i) = a.block_restart_interval {
+            table.set_block_restart_interval(i32::try_from(i).map_err(|_| "--block_restart_interval: too large")?);
+        }
         if let Some(i) = a.index_block_restart_interval {
             table.set_index_block_restart_interval(
                 i32::try_from(i).map_err(|_| "--index_block_restart_interval: too large")?,
