@@ -7,7 +7,7 @@
 //! Writes results.md, results.json, runs.json and data-reads.png.
 //!
 //! ```sh
-//! equal_memory --out results/equal-memory --num 3000000 --reads 600000 [--rounds 3 --reload]
+//! equal_memory --out results/equal-memory --num 3000000 --reads 600000 [--rounds 3 --reload [--num_step 100000]]
 //! ```
 
 use cairn_bench::engine::CacheAccounting;
@@ -49,6 +49,11 @@ struct Args {
     /// engines; medians over several loads show what is the engine's and what the shape's.
     #[arg(long)]
     reload: bool,
+    /// With `--reload`, round r loads `num + (r - 1) * num_step` keys: where a load stops
+    /// decides what is left in L0 and the upper levels (the last flush's size), which moves
+    /// data blocks per lookup more than the seed does.
+    #[arg(long, default_value_t = 0)]
+    num_step: u64,
     /// cairn's filter-unit layout (standard | cache-local; default: the engine's).
     #[arg(long)]
     unit_format: Option<String>,
@@ -87,10 +92,15 @@ fn main() {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));
+    if a.num_step > 0 && !a.reload {
+        fail("--num_step needs --reload (one load per round)");
+    }
     let base = a.out.join("db");
-    let data = a.num * (16 + 100);
-    let common = |engine: &str, bpk: f64, seed: usize| {
-        let mut f = cairn_bench::equal_memory_flags(a.num);
+    // Keys loaded in round r (1-based) and their key and value bytes.
+    let num = |round: usize| a.num + (round as u64 - 1) * a.num_step;
+    let data = |round: usize| num(round) * (16 + 100);
+    let common = |engine: &str, bpk: f64, seed: usize, keys: u64| {
+        let mut f = cairn_bench::equal_memory_flags(keys);
         f.extend([
             format!("--engine={engine}"),
             "--statistics=1".into(),
@@ -109,15 +119,15 @@ fn main() {
         f
     };
     let dir = |engine: &str, bpk: f64| base.join(format!("{engine}-{bpk}"));
-    let load = |seed: usize| {
+    let load = |seed: usize, keys: u64| {
         for &bpk in &a.bpk {
             for engine in ENGINES {
                 let d = dir(engine, bpk);
                 let _ = std::fs::remove_dir_all(&d);
-                let mut f = common(engine, bpk, seed);
+                let mut f = common(engine, bpk, seed, keys);
                 f.push(format!("--db={}", d.display()));
                 f.push("--benchmarks=fillrandom,waitforcompaction".into());
-                println!("{engine}, {bpk} bits per key: loading {} keys (seed {seed})", a.num);
+                println!("{engine}, {bpk} bits per key: loading {keys} keys (seed {seed})");
                 run(&db_bench, &f);
             }
         }
@@ -127,7 +137,7 @@ fn main() {
         // The first load (seed 7) always; another before each later round with --reload.
         let seed = if a.reload { 6 + round } else { 7 };
         if round == 1 || a.reload {
-            load(seed);
+            load(seed, num(round));
         }
         for &bpk in &a.bpk {
             for &cache in &a.cache {
@@ -139,11 +149,11 @@ fn main() {
                     }
                     for engine in order {
                         let _ = std::process::Command::new("sync").status();
-                        let mut f = common(engine, bpk, seed);
+                        let mut f = common(engine, bpk, seed, num(round));
                         f.extend([
                             format!("--db={}", dir(engine, bpk).display()),
                             "--use_existing_db=1".into(),
-                            format!("--cache_size={}", (data as f64 * cache) as u64),
+                            format!("--cache_size={}", (data(round) as f64 * cache) as u64),
                             "--benchmarks=readrandom".into(),
                             format!("--reads={}", a.reads),
                             format!("--key_dist={dist}"),
@@ -206,7 +216,7 @@ fn main() {
             }
         }
     }
-    write_results(&a, data, &cells);
+    write_results(&a, data(1), &cells);
 }
 
 fn write_results(a: &Args, data: u64, cells: &[Run]) {
@@ -218,7 +228,15 @@ fn write_results(a: &Args, data: u64, cells: &[Run]) {
          O_DIRECT, one thread, {} lookups per cell with half of them absent; {} round(s){}, the \
          median of each figure. Cache MiB: what each engine's cache held at the end by kind (data / index / \
          filter); files per level: L0 first.\n\n",
-        a.num,
+        if a.num_step > 0 {
+            let last = a.num + (a.rounds as u64 - 1) * a.num_step;
+            format!(
+                "{}–{} (a step of {} per round; the bytes are the first load's)",
+                a.num, last, a.num_step
+            )
+        } else {
+            a.num.to_string()
+        },
         data >> 20,
         a.reads,
         a.rounds,
