@@ -234,3 +234,42 @@ fn the_index_restart_interval_is_set_refused_and_kept_like_the_others() {
     }
     db.close().unwrap();
 }
+
+/// `cache.huge_pages`: set by both names, a bad value refused naming it and the choices, kept
+/// by a reopen with the defaults; beside a shared cache (which has its own threshold) refused
+/// at open, naming it.
+#[test]
+fn cache_huge_pages_is_set_refused_and_kept_like_the_others() {
+    let fs = MemFs::new();
+    let mut o = base(&fs);
+    o.set("cache.huge_pages", "false").unwrap();
+    assert!(!o.cache.huge_pages);
+    let mut flat = base(&fs);
+    flat.set("cache_huge_pages", "false").unwrap();
+    assert!(!flat.cache.huge_pages);
+    let e = base(&fs).set("cache.huge_pages", "sometimes").unwrap_err().to_string();
+    assert!(
+        e.contains("cache.huge_pages") && e.contains("sometimes") && e.contains("true") && e.contains("false"),
+        "{e}"
+    );
+
+    let db = Db::open("/db", o).unwrap();
+    fill(&db);
+    db.close().unwrap();
+    let db = Db::open("/db", base(&fs)).unwrap();
+    assert!(!db.options().cache.huge_pages);
+    assert_eq!(stored(&fs)["cache.huge_pages"], "false");
+    db.close().unwrap();
+
+    let mut shared = base(&fs);
+    shared.memory.fixed_mut().block_cache = cairn::CacheSource::Shared(Arc::new(cairn::BlockCache::new(1 << 20, 0.5)));
+    shared.set("cache.huge_pages", "false").unwrap();
+    let Err(e) = Db::open("/shared", shared) else {
+        panic!("cache.huge_pages = false beside a shared cache accepted")
+    };
+    let e = e.to_string();
+    assert!(
+        e.contains("cache.huge_pages") && e.contains("shared block_cache"),
+        "{e}"
+    );
+}

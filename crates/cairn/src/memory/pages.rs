@@ -84,7 +84,8 @@ impl Pages {
     /// advised for huge pages; `None` when the kernel refuses the mapping (the caller falls
     /// back to the heap). Maps `len + align` and gives back the unaligned ends.
     pub(crate) fn aligned(len: usize, align: usize) -> Option<Pages> {
-        let (len, span) = (round_up(len), round_up(len) + align);
+        let len = round_up(len);
+        let span = len + align;
         let p = map(span);
         if p == libc::MAP_FAILED {
             return None;

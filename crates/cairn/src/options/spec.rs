@@ -104,6 +104,13 @@ impl Cond {
         }
     }
 
+    /// Where the condition fails, something else decides the feature (a shared cache has its
+    /// own settings) rather than the feature being absent: a switch set to false is then
+    /// ignored, not agreed with (`cache.huge_pages = false` beside a shared cache).
+    pub(crate) fn decided_elsewhere(self) -> bool {
+        matches!(self, Cond::NoSharedCache | Cond::OwnCache)
+    }
+
     pub(crate) fn holds(self, o: &Settings) -> bool {
         if let Some(parts) = self.parts() {
             return parts.iter().all(|c| c.holds(o));
@@ -290,11 +297,10 @@ impl std::fmt::Debug for Spec {
 }
 
 impl Spec {
-    /// A switch turned off: never in conflict with what would make it have no effect. Not a
-    /// switch of the engine's own cache: beside a shared cache, which has its own, neither value
-    /// is applied (`cache.huge_pages = false` would be ignored there).
+    /// A switch turned off: never in conflict with what would make it have no effect, when
+    /// that leaves the feature absent too (see [`Cond::decided_elsewhere`]).
     pub(crate) fn is_off(&self, o: &Settings) -> bool {
-        matches!(self.kind, Kind::Bool) && (self.get)(o) == "false" && !matches!(self.when, Cond::NoSharedCache)
+        matches!(self.kind, Kind::Bool) && (self.get)(o) == "false" && !self.when.decided_elsewhere()
     }
 
     /// The value shown to a person: sizes with units.
