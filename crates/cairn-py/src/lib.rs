@@ -345,7 +345,7 @@ impl Tree {
     }
 
     /// Adds a merge operand for `key` (the database needs a merge operator, e.g.
-    /// `merge_operator="uint64add"`).
+    /// `merge={"operator": "uint64add"}`).
     fn merge(&self, py: Python<'_>, key: &Bound<'_, PyAny>, operand: &Bound<'_, PyAny>) -> PyResult<()> {
         let (k, v) = (bytes_like(key, "key")?, bytes_like(operand, "operand")?);
         self.run(py, |t| t.merge(&k, &v))
@@ -819,7 +819,8 @@ impl Snapshot {
 }
 
 /// Opens (creating if missing) the database at `path`, with options by the names
-/// `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`);
+/// `Options::set` takes: a dict per group (`memory={"budget": "1GiB"}`), `group__setting`
+/// keywords (`memory__budget="1GiB"`), or the names themselves (`**{"memory.budget": 1 << 30}`);
 /// `read_only=True` opens an existing database that writes nothing.
 #[pyfunction]
 #[pyo3(signature = (path, read_only = false, **options))]
@@ -829,14 +830,21 @@ fn open(
     read_only: bool,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<Db>> {
-    let mut o = cairn::Options::default();
-    if let Some(opts) = options {
-        for (k, v) in opts.iter() {
-            let name: String = k.extract()?;
-            let value = option_value(&v)?;
-            o.set(&name, &value).map_err(err)?;
+    let mut named = Vec::new();
+    for (k, v) in options.into_iter().flat_map(|d| d.iter()) {
+        let key: String = k.extract()?;
+        match v.cast::<PyDict>() {
+            Ok(group) => {
+                for (s, v) in group.iter() {
+                    named.push((format!("{key}.{}", s.extract::<String>()?), option_value(&v)?));
+                }
+            }
+            Err(_) => named.push((key.replacen("__", ".", 1), option_value(&v)?)),
         }
     }
+    let mut o = cairn::Options::default();
+    o.set_all(named.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .map_err(err)?;
     let db = py
         .detach(|| {
             if read_only {

@@ -10,7 +10,7 @@ import pytest
 import cairn
 
 # Small memtables: the model test flushes and compacts tables, not only the memtable.
-SMALL = {"write_buffer_size": 64 << 10, "write_memory_budget": 256 << 10}
+SMALL = {"memtable__size": 64 << 10, "memory__write_memory": 256 << 10}
 
 
 @pytest.fixture
@@ -209,7 +209,7 @@ def test_errors_are_typed(path):
 
 
 def test_options_by_name_and_reports(path):
-    with cairn.open(path, block_cache_size="4MiB", **{"filters.bits_per_key": 12.5, "table.block_size": 8192}) as db:
+    with cairn.open(path, memory={"block_cache": "4MiB"}, **{"filters.bits_per_key": 12.5, "table__block_size": 8192}) as db:
         db[b"k"] = b"v"
         db.flush()
         assert "cache" in db.property("cairn.stats").lower()
@@ -227,7 +227,7 @@ def test_options_by_name_and_reports(path):
 
 def test_merge_ttl_read_only_and_checkpoint(tmp_path):
     path = str(tmp_path / "db")
-    with cairn.open(path, merge_operator="uint64add") as db:
+    with cairn.open(path, merge__operator="uint64add") as db:
         counters = db.tree("counters")
         for _ in range(3):
             counters.merge(b"hits", (5).to_bytes(8, "little"))
@@ -242,9 +242,9 @@ def test_merge_ttl_read_only_and_checkpoint(tmp_path):
         assert db.get(b"short") is None and db[b"long"] == b"lived"
         info = db.checkpoint(str(tmp_path / "copy"))
         assert info["last_seqno"] > 0
-    with cairn.open(str(tmp_path / "copy"), merge_operator="uint64add") as copy:
+    with cairn.open(str(tmp_path / "copy"), merge__operator="uint64add") as copy:
         assert int.from_bytes(copy.tree("counters")[b"hits"], "little") == 16
-    with cairn.open(path, read_only=True, merge_operator="uint64add") as ro:
+    with cairn.open(path, read_only=True, merge__operator="uint64add") as ro:
         assert ro[b"long"] == b"lived"
         with pytest.raises(cairn.ReadOnlyError):
             ro[b"x"] = b"y"

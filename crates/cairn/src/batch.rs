@@ -227,21 +227,21 @@ impl WriteBatch {
     ) -> Result<()> {
         if self.rep.len() > max_batch {
             return Err(Error::InvalidArgument(format!(
-                "write batch of {} bytes exceeds max_batch_size {max_batch}",
+                "write batch of {} bytes exceeds limits.max_batch_size {max_batch}",
                 self.rep.len()
             )));
         }
         for op in self.ops() {
             if op.key.len() > max_key {
                 return Err(Error::InvalidArgument(format!(
-                    "key of {} bytes exceeds max_key_size {max_key}",
+                    "key of {} bytes exceeds limits.max_key_size {max_key}",
                     op.key.len()
                 )));
             }
             if op.kind == ValueKind::RangeDelete {
                 if op.value.len() > max_key {
                     return Err(Error::InvalidArgument(format!(
-                        "delete_range end of {} bytes exceeds max_key_size {max_key}",
+                        "delete_range end of {} bytes exceeds limits.max_key_size {max_key}",
                         op.value.len()
                     )));
                 }
@@ -261,7 +261,7 @@ impl WriteBatch {
                 };
                 if len > max_value {
                     return Err(Error::InvalidArgument(format!(
-                        "value of {len} bytes exceeds max_value_size {max_value}"
+                        "value of {len} bytes exceeds limits.max_value_size {max_value}"
                     )));
                 }
             }
@@ -270,7 +270,7 @@ impl WriteBatch {
             }
             if op.kind == ValueKind::Merge && merge.is_none() {
                 return Err(Error::InvalidArgument(
-                    "merge without a merge operator: set merge_operator (uint64add, stringappend, \
+                    "merge without a merge operator: set merge.operator (uint64add, stringappend, \
                      stringappend:DELIMITER) or Options.merge_operator when opening the database"
                         .into(),
                 ));

@@ -100,6 +100,9 @@ pub use db::{BackupInfo, CheckpointInfo, Db, Range, RestoreInfo, Snapshot, Tree}
 pub use error::{Error, Result};
 pub use memory::MemoryLimits;
 pub use merge::MergeOperator;
+#[cfg(feature = "test-util")]
+#[doc(hidden)]
+pub use options::options_table;
 pub use options::{
     BackgroundOptions, BpkPolicy, Budget, CacheOptions, CacheSource, CompactionOptions, ElasticUnits, FileOptions,
     FilterOptions, FilterPolicy, FixedMemory, FlushPolicy, LevelTargets, Limits, Memory, MemoryComponent,

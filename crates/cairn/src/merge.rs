@@ -3,14 +3,14 @@
 //! compactions fold operands together when no reader needs them apart — into a value when the
 //! base is known, or into one operand (a **partial merge**) when it may lie deeper.
 //!
-//! An operator has a name, stored in OPTIONS (`merge_operator`): a database written with one
+//! An operator has a name, stored in OPTIONS (`merge.operator`): a database written with one
 //! opens again only with an operator of that name (the built-ins are made from their names).
 
 use std::sync::Arc;
 
 /// Combines a key's merge operands, oldest first, with the value below them.
 pub trait MergeOperator: Send + Sync + std::fmt::Debug {
-    /// The name stored in OPTIONS (`merge_operator`); a reopen needs an operator of this name.
+    /// The name stored in OPTIONS (`merge.operator`); a reopen needs an operator of this name.
     fn name(&self) -> String;
 
     /// The value after applying `operands` (oldest first) to `existing` (`None`: no value, or
@@ -108,20 +108,9 @@ impl MergeOperator for StringAppend {
     }
 }
 
-/// The built-in names `merge_operator` accepts (a custom operator's name is accepted too, and
+/// The built-in names `merge.operator` accepts (a custom operator's name is accepted too, and
 /// needs the operator itself at open).
 pub(crate) const BUILT_IN: &[&str] = &["none", "uint64add", "stringappend", "stringappend:DELIMITER"];
-
-/// An operator's name as the `merge_operator` setting holds it (empty: none).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct MergeName(pub String);
-
-impl MergeName {
-    /// No operator.
-    pub fn is_none(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 /// The built-in operator called `name` (`None` for none or an unknown name).
 pub(crate) fn built_in(name: &str) -> Option<Arc<dyn MergeOperator>> {
@@ -151,43 +140,39 @@ impl MergeOperator for Unresolved {
     }
 }
 
-/// The operator of `name`: the built-in, else a stand-in that needs the real one.
-pub(crate) fn by_name(name: &MergeName) -> Option<Arc<dyn MergeOperator>> {
-    if name.is_none() {
-        return None;
-    }
-    Some(built_in(&name.0).unwrap_or_else(|| Arc::new(Unresolved(name.0.clone()))))
+/// The operator of `name`: the built-in, else a stand-in that needs the real one at open.
+pub(crate) fn by_name(name: &str) -> Arc<dyn MergeOperator> {
+    built_in(name).unwrap_or_else(|| Arc::new(Unresolved(name.to_string())))
 }
 
-/// The operator a database opens with: `given` (the object the caller passed) when its name is
-/// the setting's, else the built-in of that name. `stored`: the name in the database's OPTIONS,
-/// which a database written with an operator needs again.
+/// The operator a database opens with: `given` unless it stands for an operator known only by
+/// name, which must then be built in. `stored`: the name in the database's OPTIONS, which a
+/// database written with an operator needs again.
 pub(crate) fn for_open(
-    name: &MergeName,
     given: Option<&Arc<dyn MergeOperator>>,
     stored: Option<&str>,
 ) -> crate::Result<Option<Arc<dyn MergeOperator>>> {
     let refuse = |reason: String| crate::Error::InvalidOptions {
-        option: "merge_operator",
+        option: "merge.operator",
         reason,
     };
     let stored = stored.filter(|s| !s.is_empty() && *s != "none");
-    if name.is_none() {
+    let Some(op) = given else {
         return match stored {
             Some(s) => Err(refuse(format!(
-                "the database was written with merge_operator = {s} and may hold its operands: open it with \
-                 that operator (merge_operator = {s}, or Options.merge_operator for one of your own)"
+                "the database was written with merge.operator = {s} and may hold its operands: open it with \
+                 that operator (merge.operator = {s}, or Options.merge_operator for one of your own)"
             ))),
             None => Ok(None),
         };
-    }
-    if let Some(op) = given.filter(|op| op.name() == name.0 && !op.is_stand_in()) {
+    };
+    if !op.is_stand_in() {
         return Ok(Some(op.clone()));
     }
-    built_in(&name.0).map(Some).ok_or_else(|| {
+    built_in(&op.name()).map(Some).ok_or_else(|| {
         refuse(format!(
-            "merge_operator = {} is not built in ({}): give the operator itself as Options.merge_operator",
-            name.0,
+            "merge.operator = {} is not built in ({}): give the operator itself as Options.merge_operator",
+            op.name(),
             BUILT_IN.join(", ")
         ))
     })

@@ -128,7 +128,7 @@ fn incremental_backups_and_restores() {
     let fs = MemFs::new();
     let o = || {
         let mut o = common::small(Arc::new(fs.clone()), 64 << 10);
-        o.set("merge_operator", "uint64add").unwrap();
+        o.set("merge.operator", "uint64add").unwrap();
         // No compaction: the tables of one round are still there at the next backup.
         o.compaction.l0_trigger = 1000;
         o.write_stalls.l0_slowdown_trigger = 1000;

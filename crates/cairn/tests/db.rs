@@ -317,7 +317,7 @@ fn invalid_options_and_locking() {
         o
     };
     match Db::open(&p, bad) {
-        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "block_size"),
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "table.block_size"),
         other => panic!("{other:?}"),
     }
     let db = Db::open(&p, Options::default()).unwrap();
@@ -339,7 +339,7 @@ fn invalid_options_and_locking() {
     let mut fewer = o.clone();
     fewer.compaction.max_levels = deepest;
     match Db::open("/o", fewer) {
-        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "max_levels"),
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "compaction.max_levels"),
         other => panic!("{other:?}"),
     }
     // A stored OPTIONS file naming another comparator is refused, naming the option.
@@ -872,7 +872,7 @@ fn compaction_threads_run_at_the_nice_value_asked_for() {
     let mut o = small(Arc::new(MemFs::new()));
     o.set("background.compaction_nice", "20").unwrap();
     match Db::open("/m", o) {
-        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "compaction_nice"),
+        Err(Error::InvalidOptions { option, .. }) => assert_eq!(option, "background.compaction_nice"),
         other => panic!("nice 20: {other:?}"),
     }
 }

@@ -30,7 +30,7 @@ fn tiny_with(
 ) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 4096);
     o.memtable.component = component;
-    o.set("merge_operator", "stringappend").unwrap();
+    o.set("merge.operator", "stringappend").unwrap();
     o.compaction.l0_trigger = 1;
     o.compaction.max_bytes_for_level_base = 8192;
     o.compaction.size_ratio = 4.0;

@@ -250,7 +250,7 @@ fn invalid_elastic_options_are_named() {
                 }
                 o
             },
-            "elastic_units",
+            "filters.elastic_units",
         ),
         (
             {
@@ -260,7 +260,7 @@ fn invalid_elastic_options_are_named() {
                 }
                 o
             },
-            "elastic_unit_bpk",
+            "filters.elastic_unit_bits_per_key",
         ),
         (
             {
@@ -270,7 +270,7 @@ fn invalid_elastic_options_are_named() {
                 }
                 o
             },
-            "elastic_solve_every",
+            "filters.elastic_solve_every",
         ),
     ] {
         match Db::open("/x", opts) {

@@ -25,7 +25,7 @@ fn options(fs: &FaultFs) -> Options {
     o.filters.segment_size = 4 << 20;
     // A tiny cache so that reads keep going to the (faulty) file system.
     o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(16 << 10);
-    o.set("merge_operator", "stringappend").unwrap();
+    o.set("merge.operator", "stringappend").unwrap();
     o
 }
 

@@ -48,7 +48,7 @@ fn seeds() -> BTreeMap<&'static str, Vec<Vec<u8>>> {
         o.memory.fixed_mut().write_memory = 32 << 10;
         o.filters.bits_per_key = 10.0;
         o.range_filter.bits_per_key = 12.0;
-        o.set("merge_operator", "uint64add").unwrap();
+        o.set("merge.operator", "uint64add").unwrap();
         // Cache-local units (version 2, the default) in the seeds; the committed corpus has
         // version 1.
         o

@@ -174,7 +174,7 @@ fn one_budget_is_split_and_every_region_is_reported() {
                 o.memory.budget_mut().write_share = 1.0;
                 o
             },
-            "memory_write_share",
+            "memory.write_share",
         ),
         (
             {
@@ -183,7 +183,7 @@ fn one_budget_is_split_and_every_region_is_reported() {
                 o.compaction.level_targets = cairn::LevelTargets::WriteMemory;
                 o
             },
-            "level_targets",
+            "compaction.level_targets",
         ),
     ] {
         let e = Db::open("/bad", {
@@ -202,7 +202,7 @@ fn one_budget_is_split_and_every_region_is_reported() {
     o.set("memtable.size", "1MiB").unwrap();
     let e = o.set("memory.write_share", "0.5").unwrap_err();
     assert!(
-        matches!(&e, cairn::Error::InvalidOptions { option, .. } if *option == "memory_write_share"),
+        matches!(&e, cairn::Error::InvalidOptions { option, .. } if *option == "memory.write_share"),
         "{e}"
     );
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 fn opts(fs: &MemFs, op: &str) -> Options {
     let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
-    o.set("merge_operator", op).unwrap();
+    o.set("merge.operator", op).unwrap();
     o
 }
 
@@ -208,13 +208,13 @@ fn custom_operators_and_refusals() {
     // Reopened without it: refused, naming the operator.
     let mut plain = common::small(Arc::new(fs.clone()), 16 << 10);
     let e = Db::open(path, plain.clone()).unwrap_err().to_string();
-    assert!(e.contains("merge_operator") && e.contains("max"), "{e}");
+    assert!(e.contains("merge.operator") && e.contains("max"), "{e}");
     plain.keep_stored = false;
     let e = Db::open(path, plain).unwrap_err().to_string();
-    assert!(e.contains("written with merge_operator = max"), "{e}");
+    assert!(e.contains("written with merge.operator = max"), "{e}");
     // By name, a custom operator is not built in.
     let mut named = common::small(Arc::new(fs.clone()), 16 << 10);
-    named.set("merge_operator", "max").unwrap();
+    named.set("merge.operator", "max").unwrap();
     let e = Db::open(path, named).unwrap_err().to_string();
     assert!(e.contains("not built in"), "{e}");
     // With it, all is there.

@@ -430,7 +430,7 @@ fn configs() -> Vec<Config> {
     }
     // Every configuration merges with the same operator (the operations include merges).
     for c in &mut out {
-        c.opts.set("merge_operator", "stringappend").unwrap();
+        c.opts.set("merge.operator", "stringappend").unwrap();
     }
     out
 }

@@ -158,7 +158,7 @@ fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
     let (fs, clock) = fresh();
     let path = Path::new("/db");
     let mut o = opts(&fs, &clock);
-    o.set("ttl", "sessions=1m").unwrap();
+    o.set("ttl.trees", "sessions=1m").unwrap();
     assert_eq!(o.get("ttl.trees").unwrap(), "sessions=1m");
     let db = Db::open(path, o).unwrap();
     let sessions = db.tree("sessions").unwrap();
@@ -179,7 +179,7 @@ fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
 
     // A reopen with default options keeps the tree's time to live.
     let db = Db::open(path, opts(&fs, &clock)).unwrap();
-    assert_eq!(db.options().get("ttl").unwrap(), "sessions=1m");
+    assert_eq!(db.options().get("ttl.trees").unwrap(), "sessions=1m");
     let sessions = db.tree("sessions").unwrap();
     sessions.put("s4", "z").unwrap();
     clock.advance(Duration::from_secs(30));
@@ -190,7 +190,7 @@ fn a_tree_ttl_applies_to_its_puts_and_is_kept_by_a_reopen() {
 
     // A tree created after the open gets its time to live too.
     let mut o = opts(&fs, &clock);
-    o.set("ttl", "sessions=1m,later=1s").unwrap();
+    o.set("ttl.trees", "sessions=1m,later=1s").unwrap();
     let db = Db::open(path, o).unwrap();
     let later = db.tree("later").unwrap();
     later.put("l", "v").unwrap();
@@ -246,7 +246,7 @@ fn the_inspectors_show_deadlines() {
 fn merges_over_an_expiring_value_apply_to_it_until_it_expires() {
     let (fs, clock) = fresh();
     let mut o = opts(&fs, &clock);
-    o.set("merge_operator", "stringappend").unwrap();
+    o.set("merge.operator", "stringappend").unwrap();
     let db = Db::open(Path::new("/db"), o).unwrap();
     db.put("k", "old").unwrap();
     db.flush_all().unwrap();
@@ -355,7 +355,7 @@ fn bad_ttl_settings_and_values_are_refused_with_clear_errors() {
     let (fs, clock) = fresh();
     let mut o = opts(&fs, &clock);
     for bad in ["sessions", "sessions=1y", "sessions=0s", "a=1s,a=2s"] {
-        let e = o.set("ttl", bad).unwrap_err().to_string();
+        let e = o.set("ttl.trees", bad).unwrap_err().to_string();
         assert!(e.contains("ttl") && e.contains(bad.split(',').next().unwrap()), "{e}");
     }
     o.limits.max_value_size = 10;

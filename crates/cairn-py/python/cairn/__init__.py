@@ -1,7 +1,7 @@
 """cairn: an embedded, read-optimized, memory-adaptive LSM-tree key-value engine.
 
     import cairn
-    with cairn.open("/tmp/db", block_cache_size="64MiB") as db:
+    with cairn.open("/tmp/db", memory={"budget": "64MiB"}) as db:
         db[b"k"] = b"v"
         for k, v in db.items(start=b"a", end=b"z"):
             ...

@@ -122,9 +122,10 @@ class Db(Tree):
     def __enter__(self) -> "Db": ...
     def __exit__(self, *args: Any) -> bool: ...
 
-def open(path: str, read_only: bool = False, **options: OptionValue) -> Db:
+def open(path: str, read_only: bool = False, **options: OptionValue | dict[str, OptionValue]) -> Db:
     """Opens (creating if missing) the database at `path`, with options by the names
-    `Options::set` takes (`block_cache_size="64MiB"`, `**{"memory.budget": 1 << 30}`);
+    `Options::set` takes: a dict per group (`memory={"budget": "1GiB"}`), `group__setting`
+    keywords (`memory__budget="1GiB"`), or the names themselves (`**{"memory.budget": 1 << 30}`);
     `read_only=True` opens an existing database that writes nothing."""
 
 def restore(backup_dir: str, db_dir: str) -> dict[str, int]:

@@ -23,11 +23,11 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
     threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
     let i = inner.clone();
     threads.push(spawn("cairn-wal".into(), Box::new(move || wal_loop(i)))?);
-    if inner.opts.bpk_policy.is_elastic() && inner.opts.elastic_interval_ms > 0 {
+    if inner.opts.filters.policy.units().is_some_and(|u| u.interval_ms > 0) {
         let i = inner.clone();
         threads.push(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
     }
-    if inner.memory.range_filters.capacity() != usize::MAX && inner.opts.range_filter_round_ms > 0 {
+    if inner.memory.range_filters.capacity() != usize::MAX && inner.opts.range_filter.round_ms > 0 {
         let i = inner.clone();
         threads.push(spawn("cairn-range-mem".into(), Box::new(move || range_memory_loop(i)))?);
     }
@@ -35,7 +35,7 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
         let i = inner.clone();
         threads.push(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
     }
-    for n in 0..inner.opts.compaction_threads {
+    for n in 0..inner.opts.background.compaction_threads {
         let i = inner.clone();
         threads.push(spawn(
             format!("cairn-compact-{n}"),
@@ -146,9 +146,9 @@ fn flush_loop(inner: Arc<DbInner>) {
 fn compaction_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
     #[cfg(target_os = "linux")]
-    if inner.opts.compaction_nice > 0 {
+    if inner.opts.background.compaction_nice > 0 {
         // On Linux the nice value is per thread; subcompaction threads inherit it.
-        let nice = inner.opts.compaction_nice as libc::c_int;
+        let nice = inner.opts.background.compaction_nice as libc::c_int;
         // SAFETY: a system call on the calling thread, with no pointers.
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
             tracing::warn!(nice, error = %std::io::Error::last_os_error(), "could not lower the compaction thread's priority");
@@ -203,12 +203,12 @@ pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// ElasticBF's adjuster: a round every `elastic_interval_ms` while lookups arrive or tables
+/// ElasticBF's adjuster: a round every `filters.elastic_interval_ms` while lookups arrive or tables
 /// change.
 fn adjuster_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
     let mut last = (u64::MAX, 0usize);
-    let interval = Duration::from_millis(inner.opts.elastic_interval_ms);
+    let interval = Duration::from_millis(inner.opts.filters.policy.units().map_or(0, |u| u.interval_ms));
     while wait(&inner, interval) {
         let gets: u64 = inner.counters.trees().iter().map(|t| t.gets()).sum();
         let now = (gets, Arc::as_ptr(&inner.super_versions()) as usize);
@@ -219,12 +219,12 @@ fn adjuster_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Range-filter memory's round (`range_memory.rs`): every `range_filter_round_ms` while range
+/// Range-filter memory's round (`range_memory.rs`): every `range_filter.round_ms` while range
 /// reads arrive or tables change.
 fn range_memory_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
     let mut last = (u64::MAX, 0usize);
-    let period = Duration::from_millis(inner.opts.range_filter_round_ms);
+    let period = Duration::from_millis(inner.opts.range_filter.round_ms);
     let mut at = std::time::Instant::now();
     // `bg_cv` wakes it for every background event: a round runs once a period has passed
     // (its scores decay per round, so rounds keep to the period).
@@ -245,7 +245,8 @@ fn range_memory_loop(inner: Arc<DbInner>) {
 /// The memory tuner: checks a few times a second whether a cycle is due.
 fn tuner_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
-    let tick = Duration::from_millis(inner.opts.memory_tuner_period_ms.clamp(1, 250));
+    let period = inner.tuner.as_ref().map_or(Duration::ZERO, |t| t.period());
+    let tick = period.clamp(Duration::from_millis(1), Duration::from_millis(250));
     while wait(&inner, tick) {
         if inner.tuning_due() && !inner.poisoned.load(Ordering::Acquire) {
             inner.tune_memory();

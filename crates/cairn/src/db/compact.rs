@@ -68,7 +68,7 @@ fn renumber(tree: usize, tv: &TreeVersion, add: bool, deepest: u32) -> VersionEd
 /// the hot keys' rewrites. `None` for a tree not written to recently or not flushed since the
 /// open (the ratio is unknown): its shape stays.
 fn write_share(inner: &DbInner, st: &State, tree: usize) -> Option<u64> {
-    if inner.opts.level_targets != crate::options::LevelTargets::WriteMemory {
+    if inner.opts.compaction.level_targets != crate::options::LevelTargets::WriteMemory {
         return None;
     }
     let mine = *st.recent_writes.get(tree)?;

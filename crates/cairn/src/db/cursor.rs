@@ -92,7 +92,7 @@ pub(super) fn cursor(
         it: MergingIter::new(children),
         seq,
         range_dels: range_dels(inner, &sv, bounds),
-        merge: inner.opts.merge_op.clone(),
+        merge: inner.opts.merge_operator.clone(),
         past: false,
         rd_hint: std::cell::Cell::new(0),
         max_seqs,

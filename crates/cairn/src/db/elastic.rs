@@ -21,7 +21,7 @@
 use crate::error::Result;
 use crate::filter::loaded::LoadedUnit;
 use crate::memory::Region;
-use crate::options::{BpkPolicy, Settings};
+use crate::options::{FilterPolicy, Options};
 use crate::sst::TableReader;
 use crate::stats::FileState;
 use crate::tuning::elastic::{adjust, marginals, targets, Action, Demand, Params, Segment};
@@ -33,7 +33,7 @@ use std::sync::Arc;
 
 /// What a round reads from the engine and does to it.
 pub(crate) trait Host {
-    fn settings(&self) -> &Settings;
+    fn options(&self) -> &Options;
     /// Logical time: Gets of every tree so far.
     fn logical_time(&self) -> u64;
     /// Lookups Merlin recorded (the clock of its estimates).
@@ -141,23 +141,23 @@ impl Elastic {
             .filter_map(|l| tracked.get(&l.meta.number))
             .flat_map(|t| t.segments.iter().map(|s| s.keys))
             .sum();
-        (host.settings().bloom_bits_per_key * keys as f64 / 8.0) as u64
+        (host.options().filters.bits_per_key * keys as f64 / 8.0) as u64
     }
 
     /// One round of the adjuster: track new tables (with what they inherit), count accesses,
     /// decide, then load and unload units.
     pub(crate) fn adjust(&self, host: &impl Host) {
-        let opts = host.settings();
-        if !opts.bpk_policy.is_elastic() {
+        let opts = host.options();
+        let Some(units) = opts.filters.policy.units() else {
             return;
-        }
+        };
         let mut tracked = self.files.lock();
         let now = host.logical_time();
         let live = host.live_elastic();
         let changed = self.track(host, &live, &mut tracked, now);
         let budget = self.budget(host, &live, &tracked);
         host.filter_region().set_capacity(budget as usize);
-        if opts.bpk_policy == BpkPolicy::MnemosyneElastic {
+        if let FilterPolicy::MnemosyneElastic { .. } = opts.filters.policy {
             self.solve_if_due(host, &live, &mut tracked, budget, now, changed);
         }
         // The decider's view, segment by segment over the live tables.
@@ -192,12 +192,12 @@ impl Elastic {
         let p = Params {
             now,
             // The paper's rule: about the number of segments.
-            life_time: match opts.elastic_life_time {
+            life_time: match units.life_time {
                 0 => segs.len().max(1) as u64,
                 t => t,
             },
             budget,
-            unit_fpr: (-opts.elastic_unit_bpk * opts.filter_unit_format.decay()).exp(),
+            unit_fpr: (-units.unit_bits_per_key * opts.filters.unit_format.decay()).exp(),
             initial_units: 1,
             min_gain: MIN_GAIN,
         };
@@ -337,7 +337,15 @@ impl Elastic {
         now: u64,
         changed: bool,
     ) {
-        let every = host.settings().elastic_solve_every;
+        let opts = host.options();
+        let FilterPolicy::MnemosyneElastic {
+            units,
+            solve_every: every,
+        } = &opts.filters.policy
+        else {
+            return;
+        };
+        let every = *every;
         let mut sched = self.solve.lock();
         sched.changed |= changed;
         let due = match sched.last {
@@ -370,8 +378,8 @@ impl Elastic {
         for ((n, i), target) in at.into_iter().zip(targets(
             &demands,
             budget,
-            host.settings().elastic_unit_bpk,
-            host.settings().filter_unit_format.decay(),
+            units.unit_bits_per_key,
+            opts.filters.unit_format.decay(),
         )) {
             if let Some(s) = tracked.get_mut(&n).and_then(|t| t.segments.get_mut(i)) {
                 s.target = Some(target);

@@ -8,7 +8,7 @@ use super::inner::DbInner;
 use crate::error::Result;
 use crate::filter::FilterDecision;
 use crate::filter::{DecideFilters, TableOutput};
-use crate::options::Settings;
+use crate::options::Options;
 use crate::sst::{RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
@@ -193,7 +193,7 @@ type RangeSamples = (Arc<[u64; SIZE_BUCKETS]>, Arc<[u64]>);
 /// filter laid out for `samples` (the tree's sampled range-read sizes and ends), its bits decided by
 /// `range` when given, when the options ask for one.
 fn with_filter(
-    opts: &Settings,
+    opts: &Options,
     db_id: u64,
     filter: FilterDecision,
     decider: Option<Arc<dyn DecideFilters>>,
@@ -202,23 +202,23 @@ fn with_filter(
 ) -> TableOptions {
     let (sizes, ends) = samples.map_or((None, None), |(s, e)| (Some(s), Some(e)));
     TableOptions {
-        block_size: opts.block_size,
-        restart_interval: opts.block_restart_interval,
-        index_restart_interval: opts.index_restart_interval,
-        hash_index: opts.data_block_hash_index,
-        compression: opts.compression,
-        segment_size: opts.segment_size,
+        block_size: opts.table.block_size,
+        restart_interval: opts.table.restart_interval,
+        index_restart_interval: opts.table.index_restart_interval,
+        hash_index: opts.table.hash_index,
+        compression: opts.table.compression,
+        segment_size: opts.filters.segment_size,
         filter,
-        cache_local_filters: opts.filter_unit_format == crate::options::UnitFormat::CacheLocal,
+        cache_local_filters: opts.filters.unit_format == crate::options::UnitFormat::CacheLocal,
         filter_decider: decider,
-        range_filter: (opts.range_filter_bits_per_key > 0.0).then_some(RangeFilterOptions {
-            bits_per_key: opts.range_filter_bits_per_key,
-            kind: opts.range_filter_kind,
+        range_filter: (opts.range_filter.bits_per_key > 0.0).then_some(RangeFilterOptions {
+            bits_per_key: opts.range_filter.bits_per_key,
+            kind: opts.range_filter.kind,
             decider: range,
-            key_offset: opts.range_filter_key_offset,
+            key_offset: opts.range_filter.key_offset,
             sizes,
             ends,
-            probe_budget: opts.range_filter_probe_budget,
+            probe_budget: opts.range_filter.probe_budget,
         }),
         db_id,
     }
@@ -242,7 +242,7 @@ impl DbInner {
         let counters = self.counters.tree(tree);
         let sizes: Option<RangeSamples> = Some((Arc::new(counters.range_sizes()), counters.range_ends().into()));
         let point_fixed = self.bpk.fixed();
-        let range_fixed = self.opts.range_filter_bits_per_key <= 0.0 || !self.opts.range_filter_by_workload;
+        let range_fixed = self.opts.range_filter.bits_per_key <= 0.0 || !self.opts.range_filter.by_workload;
         if let (Some(fixed), true) = (point_fixed.clone(), range_fixed) {
             return Ok(with_filter(&self.opts, self.db_id, fixed, None, None, sizes));
         }
@@ -289,10 +289,10 @@ impl DbInner {
             stats,
             flush: job.flush,
             inner: Some(self.clone()),
-            range_bpk: (!range_fixed).then_some(self.opts.range_filter_bits_per_key),
+            range_bpk: (!range_fixed).then_some(self.opts.range_filter.bits_per_key),
             last_seed: Mutex::new(None),
-            decay: self.opts.filter_unit_format.decay(),
-            range_decay: self.opts.range_filter_kind.decay(),
+            decay: self.opts.filters.unit_format.decay(),
+            range_decay: self.opts.range_filter.kind.decay(),
         });
         let (filter, point): (_, Option<Arc<dyn DecideFilters>>) = match point_fixed {
             Some(fixed) => (fixed, None),
@@ -319,7 +319,7 @@ fn next_probed(tv: &TreeVersion) -> Vec<Arc<FileMeta>> {
 /// Table options for the tables recovery writes from replayed WALs (before the engine exists:
 /// no statistics, no seeds).
 pub(super) fn recovery_table_options(
-    opts: &Settings,
+    opts: &Options,
     db_id: u64,
     allocator: &Arc<dyn BpkAllocator>,
     tv: Option<&TreeVersion>,
@@ -349,8 +349,8 @@ pub(super) fn recovery_table_options(
         inner: None,
         range_bpk: None,
         last_seed: Mutex::new(None),
-        decay: opts.filter_unit_format.decay(),
-        range_decay: opts.range_filter_kind.decay(),
+        decay: opts.filters.unit_format.decay(),
+        range_decay: opts.range_filter.kind.decay(),
     };
     with_filter(
         opts,

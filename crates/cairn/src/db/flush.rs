@@ -55,7 +55,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
             grandparents: Vec::new(),
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
-            merge: inner.opts.merge_op.clone(),
+            merge: inner.opts.merge_operator.clone(),
         },
     );
     // Closed WALs still needed after this flush that hold writes older than its tables' newest

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{MemComponent, Memtable};
-use crate::options::{Settings, WriteOptions};
+use crate::options::{Options, Regions, WriteOptions};
 use crate::sst::TableReader;
 use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
 use crate::tuning::bpk::BpkAllocator;
@@ -141,11 +141,11 @@ pub(crate) struct DbInner {
     pub db_id: u64,
     pub dir: PathBuf,
     pub fs: Arc<dyn FileSystem>,
-    /// The options as configured (the caller's with the stored configuration merged; what
-    /// OPTIONS records).
-    pub configured: Settings,
-    /// The options the engine runs with (`configured`, resolved).
-    pub opts: Settings,
+    /// The options of this open: the caller's with the stored configuration merged, validated
+    /// (what OPTIONS records and `Db::options` shows).
+    pub opts: Options,
+    /// The regions' starting sizes, derived from `opts.memory`.
+    pub regions: Regions,
     pub policy: Box<dyn MergePolicy>,
     pub bpk: Arc<dyn BpkAllocator>,
     pub cache: Arc<BlockCache>,
@@ -221,7 +221,7 @@ impl DbInner {
     /// The WAL bytes after which the oldest data is flushed: `max_wal_size`, or 4 × the
     /// current write memory when it is 0.
     pub fn max_wal_size(&self) -> u64 {
-        match self.opts.max_wal_size {
+        match self.opts.wal.max_size {
             0 => 4 * self.memory.write_budget() as u64,
             n => n,
         }
@@ -384,14 +384,14 @@ impl DbInner {
                 &path,
                 Some(f.number),
                 crate::sst::ReaderOptions {
-                    direct: self.opts.use_direct_reads,
+                    direct: self.opts.files.use_direct_reads,
                     cache: Some(self.cache.clone()),
                     stats: self.io.clone(),
                     meta_region: Some(self.memory.pinned_meta.clone()),
                     index_region: Some(self.memory.table_index.clone()),
                     range_region: Some(self.memory.range_filters.clone()),
-                    reserve_in_cache: self.opts.index_in_block_cache,
-                    filter_region: (!self.opts.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
+                    reserve_in_cache: self.regions.index_in_block_cache,
+                    filter_region: (!self.regions.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
                     ghost: self.ghost.as_ref().map(|(g, _)| g.clone()),
                 },
             )?;
@@ -560,7 +560,7 @@ pub fn unknown_tree(tree: u32) -> Error {
 
 /// What ElasticBF's adjuster sees of the engine.
 impl super::elastic::Host for DbInner {
-    fn settings(&self) -> &Settings {
+    fn options(&self) -> &Options {
         &self.opts
     }
 

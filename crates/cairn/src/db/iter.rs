@@ -73,7 +73,7 @@ impl Range {
         };
         let bounded = !matches!(bounds.lo, Bound::Unbounded) && !matches!(bounds.hi, Bound::Unbounded);
         let filtered = match &sv {
-            Ok(sv) if bounded && inner.opts.range_filter_bits_per_key > 0.0 => {
+            Ok(sv) if bounded && inner.opts.range_filter.bits_per_key > 0.0 => {
                 let sampled = range_filter::sample_this_read();
                 if sampled {
                     if let (Bound::Included(lo) | Bound::Excluded(lo), Bound::Included(hi) | Bound::Excluded(hi)) =

@@ -115,8 +115,9 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     };
     let upper_bytes: u64 = job.inputs.iter().map(|f| f.size).sum();
     let input_bytes: u64 = upper_bytes + job.overlaps.iter().map(|f| f.size).sum::<u64>();
-    let pieces = if job.level == 0 && job.output_level > 0 && input_bytes >= 2 * inner.opts.target_file_size {
-        inner.opts.max_subcompactions
+    let pieces = if job.level == 0 && job.output_level > 0 && input_bytes >= 2 * inner.opts.compaction.target_file_size
+    {
+        inner.opts.background.max_subcompactions
     } else {
         1
     };
@@ -271,11 +272,11 @@ fn merge_range(
             fs: &*inner.fs,
             dir: &inner.dir,
             table,
-            target_file_size: inner.opts.target_file_size,
+            target_file_size: inner.opts.compaction.target_file_size,
             grandparents: grandparents.to_vec(),
             stats: inner.io.clone(),
             new_file_number: &mut alloc,
-            merge: inner.opts.merge_op.clone(),
+            merge: inner.opts.merge_operator.clone(),
         },
     );
     (r, allocated)

@@ -5,7 +5,7 @@
 //! imports the rest of `db/`.
 
 use crate::memory::MemoryLimits;
-use crate::options::{MemoryComponent, Settings};
+use crate::options::{MemoryComponent, Options};
 use crate::stats::{BlockKind, IoSnapshot, KindSnapshot, TunerRecord};
 use crate::tuning::memory::{Config, Cycle, Sizes, TreeCycle, Tuner};
 use parking_lot::Mutex;
@@ -51,32 +51,41 @@ pub(crate) struct Shape {
     pub elastic_marginals: (f64, f64),
 }
 
-/// The tuner's state (present only with `memory_tuner`).
+/// The tuner's state (present only with `memory.tuner`).
 #[derive(Debug)]
 pub(crate) struct MemoryTuner {
+    /// The tuner's options, its floor resolved.
+    params: crate::options::Tuner,
     state: Mutex<(Tuner, Mark, Vec<TunerRecord>)>,
     opened: Instant,
 }
 
 impl MemoryTuner {
-    pub(crate) fn new(floor: usize, write_weight: f64) -> Self {
+    pub(crate) fn new(params: &crate::options::Tuner) -> Self {
         let config = Config {
-            floor: floor as u64,
-            write_weight,
+            floor: params.floor as u64,
+            write_weight: params.write_weight,
             ..Config::default()
         };
         MemoryTuner {
+            params: params.clone(),
             state: Mutex::new((Tuner::new(config), Mark::default(), Vec::new())),
             opened: Instant::now(),
         }
+    }
+
+    /// Time between timer cycles (`memory.tuner_period_ms`).
+    pub(crate) fn period(&self) -> Duration {
+        Duration::from_millis(self.params.period_ms)
     }
 
     pub(crate) fn history(&self) -> Vec<TunerRecord> {
         self.state.lock().2.clone()
     }
 
-    /// Whether a cycle is due: `max_wal` bytes of log since its start, or `period`.
-    pub(crate) fn due(&self, wal_bytes: u64, max_wal: u64, period: Duration) -> bool {
+    /// Whether a cycle is due: `max_wal` bytes of log since its start, or its period.
+    pub(crate) fn due(&self, wal_bytes: u64, max_wal: u64) -> bool {
+        let period = self.period();
         let state = self.state.lock();
         let Some(at) = state.1.at else {
             return true;
@@ -89,7 +98,7 @@ impl MemoryTuner {
     /// first call (which only starts the first cycle), or when no operation ran.
     pub(crate) fn cycle(
         &self,
-        opts: &Settings,
+        opts: &Options,
         now: Mark,
         shape: impl FnOnce() -> Shape,
         sizes: Sizes,
@@ -109,13 +118,13 @@ impl MemoryTuner {
             *last = now;
             return None;
         }
-        let cycle = cycle(opts, last, &now, &shape(), ops as f64);
+        let cycle = cycle(opts, &self.params, last, &now, &shape(), ops as f64);
         let step = t.step(sizes, &cycle);
         let next = step.sizes;
         apply(MemoryLimits {
             write_memory_budget: Some(next.write as usize),
             write_buffer_size: Some(
-                match opts.memory_component {
+                match opts.memtable.component {
                     MemoryComponent::Monolithic => next.write as usize / 2,
                     MemoryComponent::Partitioned => next.write as usize / 16,
                 }
@@ -146,8 +155,8 @@ impl MemoryTuner {
 }
 
 /// The decider's view of the interval between two marks.
-fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle {
-    let w = opts.memory_tuner_write_weight;
+fn cycle(opts: &Options, params: &crate::options::Tuner, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle {
+    let w = params.write_weight;
     let kinds =
         |s: &IoSnapshot, f: fn(&KindSnapshot) -> u64| -> u64 { BlockKind::ALL.iter().map(|&k| f(&s.kind(k))).sum() };
     let reads = |s: &IoSnapshot| kinds(s, |k| k.reads);
@@ -155,7 +164,7 @@ fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle 
     let user_reads = reads(&b.io) - reads(&a.io);
     let merge_reads = reads(&b.compaction_io) - reads(&a.compaction_io);
     let written = (b.flush_bytes - a.flush_bytes + b.compaction_written - a.compaction_written) as f64 / PAGE;
-    let elastic = opts.bpk_policy.is_elastic();
+    let elastic = opts.filters.policy.kind().is_elastic();
     // Filter units of the other policies are cached beside the data (elastic units have
     // their own region), as are index blocks charged to the cache; both stay resident only
     // within the high-priority share.
@@ -180,7 +189,7 @@ fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle 
             }
         })
         .collect();
-    let (gain, loss) = if elastic && opts.memory_tuner_filters {
+    let (gain, loss) = if elastic && params.filters {
         let (g, l) = shape.elastic_marginals;
         let probes = (b.probes - a.probes) as f64 / ops;
         (Some(g * probes), Some(l * probes))
@@ -197,7 +206,8 @@ fn cycle(opts: &Settings, a: &Mark, b: &Mark, shape: &Shape, ops: f64) -> Cycle 
         filter_benefit: gain,
         filter_loss: loss,
         meta_bytes: (shape.cache_reserved
-            + (cached_filters + shape.cached_index) / high_share(opts.high_pri_pool_ratio)) as u64,
+            + (cached_filters + shape.cached_index) / high_share(opts.cache.high_pri_pool_ratio))
+            as u64,
         writes_idle: b.user_writes == a.user_writes,
     }
 }

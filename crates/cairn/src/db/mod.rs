@@ -136,7 +136,7 @@ impl Db {
     /// `InvalidOptions` naming a bad option, `Locked` if another handle holds the directory,
     /// `Corruption` for damaged files, I/O errors.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = open::open(path.as_ref(), opts.settings()?)?;
+        let inner = open::open(path.as_ref(), opts)?;
         Ok(Db::from_inner(inner))
     }
 
@@ -150,7 +150,7 @@ impl Db {
     /// `InvalidArgument` when the directory holds no database, `Corruption` for damaged
     /// files, I/O errors.
     pub fn open_read_only(path: impl AsRef<Path>, opts: Options) -> Result<Db> {
-        let inner = open::open_read_only(path.as_ref(), opts.settings()?)?;
+        let inner = open::open_read_only(path.as_ref(), opts)?;
         Ok(Db::from_inner(inner))
     }
 
@@ -159,7 +159,7 @@ impl Db {
     /// Region sizes are as configured, not as the memory tuner has moved them
     /// ([`Db::memory`](Db::memory) has those).
     pub fn options(&self) -> Options {
-        Options::of(&self.handle.inner.configured)
+        self.handle.inner.opts.clone()
     }
 
     fn from_inner(inner: Arc<DbInner>) -> Db {

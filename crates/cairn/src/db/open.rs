@@ -19,7 +19,9 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{filter_target, MemComponent, Memtable};
-use crate::options::{check_compatible, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Settings};
+use crate::options::{
+    check_compatible, merge_stored, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options, Regions,
+};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
@@ -33,37 +35,39 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-fn policy(o: &Settings) -> Box<dyn MergePolicy> {
-    match o.merge_policy {
+fn policy(o: &Options) -> Box<dyn MergePolicy> {
+    let c = &o.compaction;
+    match c.merge_policy {
         MergePolicyKind::Leveling => Box::new(Leveling {
-            t: o.size_ratio,
-            l0_trigger: o.l0_compaction_trigger,
-            base_bytes: o.max_bytes_for_level_base,
-            max_levels: o.max_levels,
-            follow_write_memory: o.level_targets == LevelTargets::WriteMemory,
+            t: c.size_ratio,
+            l0_trigger: c.l0_trigger,
+            base_bytes: c.max_bytes_for_level_base,
+            max_levels: c.max_levels,
+            follow_write_memory: c.level_targets == LevelTargets::WriteMemory,
         }),
-        MergePolicyKind::Garnering { c } => Box::new(Garnering {
-            t: o.size_ratio,
-            c,
-            l0_trigger: o.l0_compaction_trigger,
-            base_bytes: o.max_bytes_for_level_base,
-            max_levels: o.max_levels,
+        MergePolicyKind::Garnering { c: scale } => Box::new(Garnering {
+            t: c.size_ratio,
+            c: scale,
+            l0_trigger: c.l0_trigger,
+            base_bytes: c.max_bytes_for_level_base,
+            max_levels: c.max_levels,
         }),
     }
 }
 
-fn allocator(o: &Settings) -> Arc<dyn BpkAllocator> {
-    let b = o.bloom_bits_per_key;
-    match o.bpk_policy {
-        BpkPolicy::Uniform => Arc::new(Uniform { bpk: b }),
-        BpkPolicy::Monkey => Arc::new(Monkey { bpk: b }),
-        BpkPolicy::Mnemosyne => Arc::new(Mnemosyne { bpk: b }),
-        BpkPolicy::Optimal => Arc::new(Optimal { bpk: b }),
-        p @ (BpkPolicy::Elastic | BpkPolicy::MnemosyneElastic) => Arc::new(Elastic {
-            name: p.name(),
-            units: o.elastic_units,
-            unit_bpk: o.elastic_unit_bpk,
+fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
+    let b = o.filters.bits_per_key;
+    let p = &o.filters.policy;
+    match (p.kind(), p.units()) {
+        (_, Some(u)) => Arc::new(Elastic {
+            name: p.kind().name(),
+            units: u.units,
+            unit_bpk: u.unit_bits_per_key,
         }),
+        (BpkPolicy::Uniform, _) => Arc::new(Uniform { bpk: b }),
+        (BpkPolicy::Monkey, _) => Arc::new(Monkey { bpk: b }),
+        (BpkPolicy::Optimal, _) => Arc::new(Optimal { bpk: b }),
+        _ => Arc::new(Mnemosyne { bpk: b }),
     }
 }
 
@@ -84,20 +88,18 @@ fn fresh(dir: &Path) -> Result<Recovered> {
 }
 
 /// The options of this open: the caller's with the database's stored configuration merged in
-/// (`Options::keep_stored`; `stored` is the newest OPTIONS file, if any), validated; and the
-/// same resolved (the regions of `memory_budget`) and checked again.
-fn checked(mut given: Settings, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Settings, Settings)> {
-    let mut caller = None;
+/// (`Options::keep_stored`; `stored` is the newest OPTIONS file, if any), validated, with the
+/// merge operator resolved; and the regions they start with.
+fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)>) -> Result<(Options, Regions)> {
+    let caller = given.clone();
     let mut taken = Vec::new();
     if let Some((path, stored)) = stored {
         check_compatible(stored)?;
-        caller = Some(given.clone());
-        taken = given.merge_stored(stored).map_err(|e| Error::corruption(path, 0, e))?;
+        taken = merge_stored(&mut given, stored).map_err(|e| Error::corruption(path, 0, e))?;
     }
-    let given = given.sizing();
-    if let Err(Error::InvalidOptions { option, reason }) = given.check() {
+    if let Err(Error::InvalidOptions { option, reason }) = given.validate() {
         // Name the stored settings that took part when the caller's options alone were fine.
-        let reason = if !taken.is_empty() && caller.is_some_and(|c| c.validate().is_ok()) {
+        let reason = if !taken.is_empty() && caller.validate().is_ok() {
             format!(
                 "{reason} (kept from the database's OPTIONS: {}; set them, or keep_stored = false)",
                 taken.join(", ")
@@ -110,11 +112,10 @@ fn checked(mut given: Settings, stored: Option<(&Path, &BTreeMap<String, String>
     if !taken.is_empty() {
         tracing::info!(settings = %taken.join(", "), "kept the database's stored settings the options left at their defaults");
     }
-    let mut resolved = given.clone().resolved();
-    resolved.validate_resolved()?;
     let stored_merge = stored.and_then(|(_, m)| m.get("merge.operator")).map(String::as_str);
-    resolved.merge_op = crate::merge::for_open(&resolved.merge_operator, resolved.merge_op.as_ref(), stored_merge)?;
-    Ok((given, resolved))
+    given.merge_operator = crate::merge::for_open(given.merge_operator.as_ref(), stored_merge)?;
+    let regions = given.regions();
+    Ok((given, regions))
 }
 
 /// The newest OPTIONS file among `names` in `dir`, parsed.
@@ -132,16 +133,16 @@ fn read_stored(
 }
 
 /// Refuses a database with files deeper than `max_levels` allows.
-fn check_levels(rec: &Recovered, opts: &Settings) -> Result<()> {
+fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
     for (t, tv) in rec.version.trees.iter().enumerate() {
-        if tv.deepest_nonempty() >= opts.max_levels {
+        if tv.deepest_nonempty() >= opts.compaction.max_levels {
             return Err(Error::InvalidOptions {
-                option: "max_levels",
+                option: "compaction.max_levels",
                 reason: format!(
-                    "tree {} has files in level {}, beyond max_levels = {}",
+                    "tree {} has files in level {}, beyond compaction.max_levels = {}",
                     rec.tree_names.get(t).map_or("?", |s| s.as_str()),
                     tv.deepest_nonempty(),
-                    opts.max_levels
+                    opts.compaction.max_levels
                 ),
             });
         }
@@ -150,7 +151,7 @@ fn check_levels(rec: &Recovered, opts: &Settings) -> Result<()> {
 }
 
 /// Opens or creates the database.
-pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
+pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
     let fs = given.fs.clone();
     if !fs.exists(dir)? {
         // Nothing stored to merge: bad options fail before anything is created.
@@ -176,7 +177,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
         )));
     }
     let stored = read_stored(&*fs, dir, &names)?;
-    let (given, opts) = checked(given, stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
+    let (opts, regions) = checked(given, stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
     crate::memory::fix_malloc_threshold(opts.malloc_mmap_threshold);
 
     let mut rec = if exists { set::recover(&*fs, dir)? } else { fresh(dir)? };
@@ -220,7 +221,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
                 grandparents: Vec::new(),
                 stats: io.clone(),
                 new_file_number: &mut alloc,
-                merge: opts.merge_op.clone(),
+                merge: opts.merge_operator.clone(),
             },
         )?;
         // Replayed data is the newest of its keys: a new L0 group above every other.
@@ -262,19 +263,19 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
             next_file_number: next_file + 3,
             last_seq,
             log_number: wal_number,
-            max_manifest_size: opts.max_manifest_size,
+            max_manifest_size: opts.files.max_manifest_size,
         },
     )?;
-    filename::write_atomically(&*fs, &filename::options(dir, options_number), &given.encode_file())?;
+    filename::write_atomically(&*fs, &filename::options(dir, options_number), &opts.encode_file())?;
     fs.sync_dir(dir)?;
     versions.make_current()?;
 
-    let first = filter_target(0, opts.write_buffer_size, opts.write_memory_budget / ntrees.max(1));
+    let first = filter_target(0, regions.memtable_size, regions.write_memory / ntrees.max(1));
     let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts, first)).collect();
     let inner = assemble(
         dir,
-        given,
         opts,
+        regions,
         Parts {
             db_id,
             bpk,
@@ -309,7 +310,7 @@ pub(super) fn open(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
 /// a reader sees the last state the writer pushed to the OS. A writer in another process may
 /// be changing the files meanwhile (a new manifest, a flushed WAL deleted): an attempt that
 /// fails while CURRENT or its manifest changed under it is retried on the new state.
-pub(super) fn open_read_only(dir: &Path, given: Settings) -> Result<Arc<DbInner>> {
+pub(super) fn open_read_only(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
     let fs = given.fs.clone();
     if !fs.exists(&filename::current(dir))? {
         return Err(Error::InvalidArgument(format!(
@@ -321,9 +322,9 @@ pub(super) fn open_read_only(dir: &Path, given: Settings) -> Result<Arc<DbInner>
     loop {
         let before = durable_mark(&*fs, dir);
         match recover_read_only(dir, &given) {
-            Ok((configured, opts, parts)) => {
+            Ok((opts, regions, parts)) => {
                 crate::memory::fix_malloc_threshold(opts.malloc_mmap_threshold);
-                return Ok(assemble(dir, configured, opts, parts));
+                return Ok(assemble(dir, opts, regions, parts));
             }
             Err(e) if attempts < 10 && durable_mark(&*fs, dir) != before => {
                 tracing::debug!(error = %e, "the database changed during a read-only open; retrying");
@@ -343,16 +344,16 @@ fn durable_mark(fs: &dyn FileSystem, dir: &Path) -> Option<(Vec<u8>, u64)> {
     Some((current, size))
 }
 
-/// The configured and the resolved options (the stored configuration merged as a writable
-/// open would) and the recovered state.
-fn recover_read_only(dir: &Path, given: &Settings) -> Result<(Settings, Settings, Parts)> {
+/// The options (the stored configuration merged as a writable open would), their regions and
+/// the recovered state.
+fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Regions, Parts)> {
     let fs = &*given.fs;
     // The manifest first, then the listing: every WAL the manifest needs was created before
     // the edit that names it, so it is listed (unless a newer edit already released it).
     let rec = set::recover(fs, dir)?;
     let names = fs.list(dir)?;
     let stored = read_stored(fs, dir, &names)?;
-    let (configured, opts) = checked(given.clone(), stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
+    let (opts, regions) = checked(given.clone(), stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
     check_levels(&rec, &opts)?;
     let (mems, last_seq) = replay_wals(fs, dir, &opts, &names, &rec, true, None)?;
     let db_id = rec.db_id.unwrap_or(0);
@@ -369,7 +370,7 @@ fn recover_read_only(dir: &Path, given: &Settings) -> Result<(Settings, Settings
         last_seq,
         options_number: 0,
     };
-    Ok((configured, opts, parts))
+    Ok((opts, regions, parts))
 }
 
 /// Creates tree `name` (durably, in the manifest) unless it exists; returns its id.
@@ -416,23 +417,19 @@ struct Parts {
 }
 
 /// The engine over `p`, every tree's super-version installed; no thread started.
-fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<DbInner> {
+fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInner> {
     let ntrees = p.mems.len();
     let read_only = p.writer.is_none();
     // The tuner may shrink the cache to its floor (and the meta blocks charged to it).
-    let least = if opts.memory_tuner {
-        opts.memory_tuner_floor
-    } else {
-        opts.block_cache_size
-    };
-    let cache = opts.block_cache.clone().unwrap_or_else(|| {
+    let least = regions.tuner.as_ref().map_or(regions.block_cache, |t| t.floor);
+    let cache = regions.shared_cache.clone().unwrap_or_else(|| {
         Arc::new(
-            BlockCache::with_least(opts.block_cache_size, least, opts.high_pri_pool_ratio)
-                .huge_pages_from(opts.cache_huge_pages.then_some(BlockCache::HUGE_PAGES_FROM)),
+            BlockCache::with_least(regions.block_cache, least, opts.cache.high_pri_pool_ratio)
+                .huge_pages_from(opts.cache.huge_pages.then_some(BlockCache::HUGE_PAGES_FROM)),
         )
     });
-    let range_filters = super::range_memory::capacity(&opts, cache.capacity());
-    let ghost = (opts.ghost_cache_size > 0).then(|| crate::cache::GhostCache::attach(&cache, opts.ghost_cache_size));
+    let range_filters = super::range_memory::capacity(&opts, &regions, cache.capacity());
+    let ghost = (regions.ghost_cache > 0).then(|| crate::cache::GhostCache::attach(&cache, regions.ghost_cache));
     let inner = Arc::new(DbInner {
         db_id: p.db_id,
         dir: dir.to_path_buf(),
@@ -441,22 +438,20 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
         bpk: p.bpk,
         cache,
         ghost,
-        tables: TableCache::new(opts.max_open_files),
+        tables: TableCache::new(opts.files.max_open_files),
         io: p.io,
         compaction_io: Arc::new(IoStats::new()),
-        counters: EngineCounters::new(ntrees, opts.max_levels),
-        files: if opts.bpk_policy.is_elastic() {
-            FileRegistry::new(opts.merlin_window).with_elastic()
+        counters: EngineCounters::new(ntrees, opts.compaction.max_levels),
+        files: if opts.filters.policy.kind().is_elastic() {
+            FileRegistry::new(opts.filters.merlin_window).with_elastic()
         } else {
-            FileRegistry::new(opts.merlin_window)
+            FileRegistry::new(opts.filters.merlin_window)
         },
-        memory: MemoryRegions::new(opts.write_memory_budget, opts.write_buffer_size, range_filters),
+        memory: MemoryRegions::new(regions.write_memory, regions.memtable_size, range_filters),
         range_memory: super::range_memory::RangeMemory::default(),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
-        elastic: super::elastic::Elastic::new(opts.filter_memory as u64),
-        tuner: opts
-            .memory_tuner
-            .then(|| super::memory::MemoryTuner::new(opts.memory_tuner_floor, opts.memory_tuner_write_weight)),
+        elastic: super::elastic::Elastic::new(regions.filter_memory as u64),
+        tuner: regions.tuner.as_ref().map(super::memory::MemoryTuner::new),
         state: Mutex::new(State {
             versions: p.versions,
             mems: p.mems,
@@ -500,8 +495,8 @@ fn assemble(dir: &Path, configured: Settings, opts: Settings, p: Parts) -> Arc<D
         lock: Mutex::new(p.lock),
         options_number: p.options_number,
         read_only,
-        configured,
         opts,
+        regions,
     });
     let st = inner.state.lock();
     for t in 0..ntrees {

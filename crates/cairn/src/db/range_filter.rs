@@ -97,8 +97,8 @@ impl MaybeLog {
 /// The options' limits on a Rosetta search.
 pub(super) fn probe_limits(inner: &DbInner) -> ProbeLimits {
     ProbeLimits {
-        max_depth: inner.opts.range_filter_max_depth,
-        budget: inner.opts.range_filter_probe_budget,
+        max_depth: inner.opts.range_filter.max_depth,
+        budget: inner.opts.range_filter.probe_budget,
     }
 }
 

@@ -8,7 +8,7 @@
 //! its side-table entry, so a round can bring it back.
 
 use super::inner::DbInner;
-use crate::options::Settings;
+use crate::options::{Options, Regions};
 use crate::tuning::range_memory::{choose, Candidate};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -18,9 +18,9 @@ const DECAY: f64 = 0.5;
 
 /// What range filters may hold with a block cache of `cache_capacity` bytes: a share of it
 /// when they are reserved in it, else no bound.
-pub(super) fn capacity(opts: &Settings, cache_capacity: usize) -> usize {
-    if opts.range_filter_bits_per_key > 0.0 && opts.index_in_block_cache {
-        (cache_capacity as f64 * opts.range_filter_memory_share) as usize
+pub(super) fn capacity(opts: &Options, regions: &Regions, cache_capacity: usize) -> usize {
+    if opts.range_filter.bits_per_key > 0.0 && regions.index_in_block_cache {
+        (cache_capacity as f64 * opts.range_filter.memory_share) as usize
     } else {
         usize::MAX
     }
@@ -37,7 +37,7 @@ pub(crate) struct RangeMemory {
 impl DbInner {
     /// One round: the region's capacity from the cache's, then which filters it keeps.
     pub(crate) fn keep_range_filters(&self) {
-        let cap = capacity(&self.opts, self.cache.capacity());
+        let cap = capacity(&self.opts, &self.regions, self.cache.capacity());
         self.memory.range_filters.set_capacity(cap);
         if cap == usize::MAX {
             return;

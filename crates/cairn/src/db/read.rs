@@ -207,7 +207,7 @@ impl<'a> Chain<'a> {
 
     /// The merged value into `value`.
     fn finish(self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
-        let Some(op) = self.inner.opts.merge_op.as_deref() else {
+        let Some(op) = self.inner.opts.merge_operator.as_deref() else {
             return Err(crate::merge::missing_operator(key));
         };
         *value = self.operands.resolve(op, key, self.base.flatten().as_deref())?;

@@ -13,7 +13,7 @@ use crate::stats::{TreeStatsSnapshot, TunerRecord};
 use crate::tuning::memory::Sizes;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 impl DbInner {
     /// Moves memory between regions (`Db::resize_memory`): a memtable larger than the new
@@ -70,13 +70,9 @@ impl DbInner {
 
     /// Whether a tuning cycle is due.
     pub(crate) fn tuning_due(&self) -> bool {
-        self.tuner.as_ref().is_some_and(|t| {
-            t.due(
-                self.counters.writes().wal_bytes,
-                self.max_wal_size(),
-                Duration::from_millis(self.opts.memory_tuner_period_ms),
-            )
-        })
+        self.tuner
+            .as_ref()
+            .is_some_and(|t| t.due(self.counters.writes().wal_bytes, self.max_wal_size()))
     }
 
     /// One tuning cycle now: the statistics since the last one, the decider's step, the new
@@ -86,7 +82,7 @@ impl DbInner {
         let sizes = Sizes {
             write: self.memory.write_budget() as u64,
             cache: self.cache.capacity() as u64,
-            filter: if self.opts.bpk_policy.is_elastic() {
+            filter: if self.opts.filters.policy.kind().is_elastic() {
                 self.elastic.explicit_budget.load(Ordering::Relaxed)
             } else {
                 0
@@ -147,7 +143,7 @@ impl DbInner {
                 .map(|f| f.entries as f64 * f.filter_bpk / 8.0)
                 .sum(),
             cache_reserved: self.cache.reserved() as f64,
-            cached_index: if self.opts.index_in_block_cache {
+            cached_index: if self.regions.index_in_block_cache {
                 self.memory.table_index.usage() as f64
             } else {
                 0.0

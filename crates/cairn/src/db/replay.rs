@@ -8,7 +8,7 @@ use crate::env::{FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memtable::{filter_target, MemComponent, Memtable};
-use crate::options::{MemoryComponent, Settings};
+use crate::options::{MemoryComponent, Options, Regions};
 use crate::version::set::Recovered;
 use crate::wal::{WalEnd, WalReader};
 use std::path::Path;
@@ -19,15 +19,16 @@ use std::sync::Arc;
 pub(super) fn replay_wals(
     fs: &dyn FileSystem,
     dir: &Path,
-    opts: &Settings,
+    opts: &Options,
     names: &[String],
     rec: &Recovered,
     existed: bool,
     mut spill: Option<Spill<'_>>,
 ) -> Result<(Vec<MemComponent>, u64)> {
+    let regions = &opts.regions();
     let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
     let ntrees = rec.tree_names.len().max(1);
-    let filtered_for = filter_target(0, opts.write_buffer_size, opts.write_memory_budget / ntrees);
+    let filtered_for = filter_target(0, regions.memtable_size, regions.write_memory / ntrees);
     let mut mems: Vec<MemComponent> = rec
         .tree_names
         .iter()
@@ -59,13 +60,13 @@ pub(super) fn replay_wals(
     'logs: for (i, &n) in wals.iter().enumerate() {
         let path = filename::wal(dir, n);
         let file = fs.open_read(&path, ReadOptions::default())?;
-        let mut reader = WalReader::new(file, &path, n, opts.wal_recovery_mode);
+        let mut reader = WalReader::new(file, &path, n, opts.wal.recovery_mode);
         let mut first = true;
         while let Some(record) = reader.next_record()? {
             let bad = |what: String| Error::corruption(&path, record.offset, what);
             if std::mem::take(&mut first) {
                 let header = crate::wal::parse_header(&record.body);
-                if header.is_none() && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+                if header.is_none() && opts.wal.recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
                     return Err(bad("log does not start with its header record".into()));
                 }
                 if let Some(h) = header {
@@ -107,13 +108,13 @@ pub(super) fn replay_wals(
                 last_seq = last_seq.max(seq);
             }
             if let Some(spill) = spill.as_mut() {
-                while let Some(t) = over_replay_limit(opts, &mems) {
+                while let Some(t) = over_replay_limit(opts, regions, &mems) {
                     spill(t, mems[t].active())?;
                     mems[t] = MemComponent::for_options(opts, filtered_for);
                 }
             }
         }
-        if first && opts.wal_recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
+        if first && opts.wal.recovery_mode == crate::wal::RecoveryMode::AbsoluteConsistency {
             // Every log starts with a synced header: an empty live log lost bytes.
             return Err(Error::corruption(
                 &path,
@@ -153,13 +154,13 @@ pub(super) type Spill<'a> = &'a mut dyn FnMut(usize, &Arc<Memtable>) -> Result<(
 /// The tree whose replayed memtable must be written out now: one past what a flush would take
 /// (a memtable, or half of write memory for a partitioned component), or the largest once all
 /// of them fill write memory.
-fn over_replay_limit(opts: &Settings, mems: &[MemComponent]) -> Option<usize> {
-    let one = match opts.memory_component {
-        MemoryComponent::Monolithic => opts.write_buffer_size,
-        MemoryComponent::Partitioned => opts.write_memory_budget / 2,
+fn over_replay_limit(opts: &Options, regions: &Regions, mems: &[MemComponent]) -> Option<usize> {
+    let one = match opts.memtable.component {
+        MemoryComponent::Monolithic => regions.memtable_size,
+        MemoryComponent::Partitioned => regions.write_memory / 2,
     };
     let bytes = |t: usize| mems[t].active_bytes();
     let largest = (0..mems.len()).max_by_key(|&t| bytes(t))?;
     let total: usize = (0..mems.len()).map(bytes).sum();
-    (bytes(largest) > 0 && (bytes(largest) >= one || total >= opts.write_memory_budget)).then_some(largest)
+    (bytes(largest) > 0 && (bytes(largest) >= one || total >= regions.write_memory)).then_some(largest)
 }

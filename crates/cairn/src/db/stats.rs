@@ -94,7 +94,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
 }
 
 fn elastic(inner: &DbInner) -> ElasticStats {
-    if !inner.opts.bpk_policy.is_elastic() {
+    if !inner.opts.filters.policy.kind().is_elastic() {
         return ElasticStats::default();
     }
     let c = &inner.elastic.counters;
@@ -143,7 +143,7 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         cache_huge_pages: inner.cache.huge_page_bytes(),
         cache_huge_page_slack: inner.cache.huge_page_slack(),
         table_index_bytes: inner.memory.table_index.usage(),
-        filter_capacity: if inner.opts.bpk_policy.is_elastic() {
+        filter_capacity: if inner.opts.filters.policy.kind().is_elastic() {
             inner.memory.pinned_filters.capacity()
         } else {
             0
@@ -209,7 +209,7 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
         .map(|f| report::FilterRow {
             file: f,
             probed: match plan.units_for(f.file) {
-                _ if inner.opts.bpk_policy.is_elastic() => format!("{} units", f.loaded_units),
+                _ if inner.opts.filters.policy.kind().is_elastic() => format!("{} units", f.loaded_units),
                 crate::tuning::UnitChoice::Skip => "skip".into(),
                 _ => "yes".into(),
             },
@@ -218,19 +218,19 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
     let header = format!(
         "policy {} at {} bits per key on average",
         inner.bpk.name(),
-        inner.opts.bloom_bits_per_key
+        inner.opts.filters.bits_per_key
     );
-    let range_header = if inner.opts.range_filter_bits_per_key > 0.0 {
+    let range_header = if inner.opts.range_filter.bits_per_key > 0.0 {
         format!(
             "{} at {} bits per key on average{}, key offset {}",
-            inner.opts.range_filter_kind.name(),
-            inner.opts.range_filter_bits_per_key,
-            if inner.opts.range_filter_by_workload {
+            inner.opts.range_filter.kind.name(),
+            inner.opts.range_filter.bits_per_key,
+            if inner.opts.range_filter.by_workload {
                 " by workload"
             } else {
                 ""
             },
-            inner.opts.range_filter_key_offset
+            inner.opts.range_filter.key_offset
         )
     } else {
         "off".into()
@@ -303,6 +303,6 @@ fn range_trees(inner: &Arc<DbInner>, stats: &DbStats) -> Vec<report::RangeTree> 
 pub(super) fn tuner_text(inner: &Arc<DbInner>) -> String {
     match &inner.tuner {
         None => "** cairn tuner ** off (memory.tuner = false, or fixed memory sizes)\n".into(),
-        Some(t) => report::tuner_text(inner.opts.memory_budget as u64, &t.history()),
+        Some(t) => report::tuner_text(inner.regions.budget as u64, &t.history()),
     }
 }

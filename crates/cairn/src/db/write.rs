@@ -31,16 +31,14 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
         };
         (supers.len() as u32, batch)
     };
+    let merge = inner.opts.merge_operator.as_ref().map(|op| op.name());
+    let l = &inner.opts.limits;
     batch.validate(
-        inner.opts.max_key_size,
-        inner.opts.max_value_size,
-        inner.opts.max_batch_size,
+        l.max_key_size,
+        l.max_value_size,
+        l.max_batch_size,
         trees,
-        inner
-            .opts
-            .merge_op
-            .as_ref()
-            .map(|_| inner.opts.merge_operator.0.as_str()),
+        merge.as_deref(),
     )?;
     inner.check_writable()?;
     if batch.is_empty() {
@@ -263,12 +261,12 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
         write_buffer_size: inner.memory.write_buffer_size(),
         write_memory_budget: inner.memory.write_budget(),
         max_wal_size: inner.max_wal_size(),
-        l0_slowdown_trigger: o.l0_slowdown_trigger,
-        l0_stop_trigger: o.l0_stop_trigger,
-        soft_pending_compaction_bytes: o.soft_pending_compaction_bytes,
-        hard_pending_compaction_bytes: o.hard_pending_compaction_bytes,
-        delayed_write_rate: o.delayed_write_rate,
-        flush_policy: o.flush_policy,
+        l0_slowdown_trigger: o.write_stalls.l0_slowdown_trigger,
+        l0_stop_trigger: o.write_stalls.l0_stop_trigger,
+        soft_pending_compaction_bytes: o.write_stalls.soft_pending_compaction_bytes,
+        hard_pending_compaction_bytes: o.write_stalls.hard_pending_compaction_bytes,
+        delayed_write_rate: o.write_stalls.delayed_write_rate,
+        flush_policy: o.memtable.flush_policy,
     };
     // Inside the last decision's headroom nothing can have changed it (write_control.rs).
     let epoch = inner.state_epoch.load(Ordering::Acquire);
@@ -286,7 +284,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
         st.recent_writes.clear();
         st.recent_writes.extend(view.trees.iter().map(|t| t.recent_write_bytes));
         let decision = decide(&limits, &view);
-        if o.memory_component == MemoryComponent::Monolithic {
+        if o.memtable.component == MemoryComponent::Monolithic {
             // Under the state lock, as every install is: no change since the view was read.
             let epoch = inner.state_epoch.load(Ordering::Acquire);
             wal.room = headroom(&limits, &view, &decision).map(|left| Room { epoch, limits, left });
@@ -377,7 +375,7 @@ fn relieve_partitioned(
     let before = st.mems[t].immutable_bytes();
     if for_log {
         let oldest_live = st.old_wals.keys().next().copied().unwrap_or(st.wal_number);
-        let beta = inner.opts.memory_flush_beta;
+        let beta = inner.opts.memtable.partitioned_flush_beta;
         st.mems[t].choose_log_flush(oldest_live, beta);
     }
     let mut relieved = true;

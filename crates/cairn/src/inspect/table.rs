@@ -117,7 +117,7 @@ pub fn dump_table_with(
             p.index_size,
             p.block_size,
             p.segment_size,
-            p.compression.label()
+            p.compression.name()
         ),
     )?;
     w(out, format!("  smallest {}", show_ikey(&p.smallest_key)))?;

@@ -195,12 +195,12 @@ impl MemComponent {
 
     /// An empty component of the shape `opts` asks for, its memtable filtered for
     /// `filtered_for` bytes (see [`filter_target`](super::filter_target)).
-    pub fn for_options(opts: &crate::options::Settings, filtered_for: usize) -> Self {
+    pub fn for_options(opts: &crate::options::Options, filtered_for: usize) -> Self {
         MemComponent {
             active: Arc::new(Memtable::with_filter(filtered_for)),
             immutable: VecDeque::new(),
-            part: (opts.memory_component == crate::options::MemoryComponent::Partitioned)
-                .then(|| Partition::new(opts.memory_size_ratio)),
+            part: (opts.memtable.component == crate::options::MemoryComponent::Partitioned)
+                .then(|| Partition::new(opts.memtable.partitioned_size_ratio)),
         }
     }
 
