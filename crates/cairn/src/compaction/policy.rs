@@ -281,3 +281,26 @@ pub fn pending_bytes(policy: &dyn MergePolicy, deepest: u32, levels: usize, byte
         })
         .sum()
 }
+
+/// Which merge policy shapes the trees.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MergePolicyKind {
+    /// RocksDB-like leveling with size ratio `size_ratio`.
+    Leveling,
+    /// Autumn's Garnering with scaling factor `c ∈ (0, 1]` (paper default 0.8).
+    Garnering {
+        /// The scaling factor.
+        c: f64,
+    },
+}
+
+/// How the sorted levels' capacities are set (leveling only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LevelTargets {
+    /// L1 holds `max_bytes_for_level_base`, each level below `size_ratio` times more.
+    #[default]
+    Fixed,
+    /// Luo & Carey §4.1.3: capacities anchored at the deepest level, and L1 added or removed
+    /// as the tree's share of write memory shrinks or grows. Meant for the memory tuner.
+    WriteMemory,
+}

@@ -17,10 +17,10 @@ use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::memory::MemoryRegions;
+use crate::memory::{MemoryRegions, Regions};
 use crate::memtable::{filter_target, MemComponent, Memtable};
 use crate::options::{
-    check_compatible, merge_stored, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options, Regions,
+    check_compatible, merge_stored, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options,
 };
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
@@ -114,7 +114,7 @@ fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)
     }
     let stored_merge = stored.and_then(|(_, m)| m.get("merge.operator")).map(String::as_str);
     given.merge_operator = crate::merge::for_open(given.merge_operator.as_ref(), stored_merge)?;
-    let regions = given.regions();
+    let regions = Regions::of(&given);
     Ok((given, regions))
 }
 

@@ -8,7 +8,8 @@
 //! its side-table entry, so a round can bring it back.
 
 use super::inner::DbInner;
-use crate::options::{Options, Regions};
+use crate::memory::Regions;
+use crate::options::Options;
 use crate::tuning::range_memory::{choose, Candidate};
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -7,8 +7,9 @@ use crate::batch::DecodedBatch;
 use crate::env::{FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
+use crate::memory::Regions;
 use crate::memtable::{filter_target, MemComponent, Memtable};
-use crate::options::{MemoryComponent, Options, Regions};
+use crate::options::{MemoryComponent, Options};
 use crate::version::set::Recovered;
 use crate::wal::{WalEnd, WalReader};
 use std::path::Path;
@@ -25,7 +26,7 @@ pub(super) fn replay_wals(
     existed: bool,
     mut spill: Option<Spill<'_>>,
 ) -> Result<(Vec<MemComponent>, u64)> {
-    let regions = &opts.regions();
+    let regions = &Regions::of(opts);
     let (db_id, log_numbers) = (rec.db_id, &rec.log_numbers);
     let ntrees = rec.tree_names.len().max(1);
     let filtered_for = filter_target(0, regions.memtable_size, regions.write_memory / ntrees);

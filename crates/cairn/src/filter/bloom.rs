@@ -329,6 +329,29 @@ impl BloomFilter {
     }
 }
 
+
+/// The layout of point-filter units in new tables (tables record it per unit, so both are
+/// read whatever the setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UnitFormat {
+    /// Probes spread over the whole unit (up to one cache line each).
+    Standard,
+    /// Every probe of a key in one 64-byte line (`docs/format/sst.md`, filter units).
+    #[default]
+    CacheLocal,
+}
+
+impl UnitFormat {
+    /// How fast the layout's false-positive rate falls per bit per key (the allocation
+    /// policies' model: `e^(−decay · bpk)`).
+    pub(crate) fn decay(self) -> f64 {
+        match self {
+            UnitFormat::Standard => crate::tuning::bpk::LN2_SQ,
+            UnitFormat::CacheLocal => crate::tuning::bpk::LOCAL_DECAY,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

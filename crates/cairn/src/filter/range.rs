@@ -11,7 +11,6 @@
 use super::grafite::{GrafiteBuilder, GrafiteFilter};
 use super::projection::{Projection, Projector};
 use super::rosetta::{self, RosettaBuilder, RosettaFilter, HEIGHTS};
-use crate::options::RangeFilterKind;
 
 /// Version of a Grafite block.
 pub const GRAFITE: u8 = 2;
@@ -195,5 +194,28 @@ pub fn version_name(version: u8) -> &'static str {
         GRAFITE => "grafite",
         ROSETTA_PROJECTED => "rosetta",
         _ => "unknown to this version",
+    }
+}
+
+/// The kind of range filter new tables get (the metaindex records each table's, so both are
+/// read whatever the setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RangeFilterKind {
+    /// Rosetta: prefix Bloom filters per height, probed over a range's dyadic intervals.
+    #[default]
+    Rosetta,
+    /// Grafite: one hash and one Elias–Fano successor search per range whatever its length,
+    /// false-positive rate at most ℓ / 2^(bits_per_key − 2) for ℓ projection values.
+    Grafite,
+}
+
+impl RangeFilterKind {
+    /// How fast the kind's false-positive rate falls per bit per key: Rosetta's levels are
+    /// Bloom filters, Grafite's bound halves per bit.
+    pub(crate) fn decay(self) -> f64 {
+        match self {
+            RangeFilterKind::Rosetta => crate::tuning::bpk::LN2_SQ,
+            RangeFilterKind::Grafite => std::f64::consts::LN_2,
+        }
     }
 }

@@ -258,6 +258,94 @@ impl MemoryUsage {
     }
 }
 
+
+/// The regions' starting sizes, derived from `Options::memory` at open: what the engine sizes
+/// its memtables, block cache, filter memory and tuner from (the tuner moves them later).
+#[derive(Debug, Clone)]
+pub(crate) struct Regions {
+    /// The budget; 0 with fixed sizes.
+    pub budget: usize,
+    pub write_memory: usize,
+    pub memtable_size: usize,
+    pub filter_memory: usize,
+    /// The block cache's capacity (a shared cache's own).
+    pub block_cache: usize,
+    pub shared_cache: Option<Arc<crate::cache::BlockCache>>,
+    pub index_in_block_cache: bool,
+    /// Simulated bytes of the ghost cache (128 MiB for the tuner when not set).
+    pub ghost_cache: usize,
+    /// The tuner, with its floor resolved.
+    pub tuner: Option<crate::options::Tuner>,
+}
+
+impl Regions {
+    /// The region sizes options `o` start with: under a budget, its split (write memory,
+    /// memtables at half of it, filter memory for the elastic policies, the rest block cache
+    /// holding the index blocks), the tuner's floor and its ghost cache; otherwise the sizes
+    /// given.
+    pub(crate) fn of(o: &crate::options::Options) -> Regions {
+        let ghost = o.cache.ghost_cache;
+        match &o.memory {
+            crate::options::Memory::Fixed(f) => Regions {
+                budget: 0,
+                write_memory: f.write_memory,
+                memtable_size: f.memtable_size,
+                filter_memory: f.filter_memory,
+                block_cache: match &f.block_cache {
+                    crate::options::CacheSource::Own(n) => *n,
+                    crate::options::CacheSource::Shared(c) => c.capacity(),
+                },
+                shared_cache: match &f.block_cache {
+                    crate::options::CacheSource::Own(_) => None,
+                    crate::options::CacheSource::Shared(c) => Some(c.clone()),
+                },
+                index_in_block_cache: f.index_in_block_cache,
+                ghost_cache: ghost,
+                tuner: None,
+            },
+            crate::options::Memory::Budget(b) => {
+                let budget = b.bytes as f64;
+                let write = ((budget * b.write_share) as usize).max(2);
+                let filter = if o.filters.policy.kind().is_elastic() {
+                    (budget * b.filter_share) as usize
+                } else {
+                    0
+                };
+                let memtable_size = match o.memtable.component {
+                    crate::options::MemoryComponent::Monolithic => write / 2,
+                    // A partitioned component keeps levels of runs this size (M1 holds 10).
+                    crate::options::MemoryComponent::Partitioned => (write / 16).max(1),
+                };
+                let tuner = b.tuner.clone().map(|t| crate::options::Tuner {
+                    floor: if t.floor == 0 { auto_floor(b.bytes) } else { t.floor },
+                    ..t
+                });
+                Regions {
+                    budget: b.bytes,
+                    write_memory: write,
+                    memtable_size,
+                    filter_memory: filter,
+                    block_cache: b.bytes.saturating_sub(write + filter),
+                    shared_cache: None,
+                    index_in_block_cache: true,
+                    ghost_cache: if tuner.is_some() && ghost == 0 {
+                        crate::options::TUNER_GHOST_BYTES
+                    } else {
+                        ghost
+                    },
+                    tuner,
+                }
+            }
+        }
+    }
+}
+
+/// The tuner's floor when `memory.tuner_floor` is 0: the paper's 32 MiB, or a sixteenth of
+/// the budget when that is smaller.
+fn auto_floor(budget: usize) -> usize {
+    (32 << 20).min(budget / 16)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -199,7 +199,7 @@ impl MemComponent {
         MemComponent {
             active: Arc::new(Memtable::with_filter(filtered_for)),
             immutable: VecDeque::new(),
-            part: (opts.memtable.component == crate::options::MemoryComponent::Partitioned)
+            part: (opts.memtable.component == MemoryComponent::Partitioned)
                 .then(|| Partition::new(opts.memtable.partitioned_size_ratio)),
         }
     }
@@ -641,6 +641,18 @@ fn insert_sorted(level: &mut Vec<Arc<Memtable>>, m: Arc<Memtable>) {
     let lo = m.key_bounds().map_or(&[][..], |r| r.0);
     let at = level.partition_point(|x| x.key_bounds().is_some_and(|r| r.0 < lo));
     level.insert(at, m);
+}
+
+
+/// How a tree's write memory is organized (Luo & Carey §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MemoryComponent {
+    /// One active memtable; full memtables are flushed whole (RocksDB's).
+    #[default]
+    Monolithic,
+    /// The active memtable plus memory levels of immutable sorted runs merged in memory,
+    /// flushed a run at a time into grouped L0.
+    Partitioned,
 }
 
 #[cfg(test)]

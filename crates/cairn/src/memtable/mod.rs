@@ -9,6 +9,7 @@ pub(crate) mod level;
 pub(crate) mod run;
 
 pub(crate) use component::{FlushJob, FlushKind, MemComponent, MergeJob};
+pub use component::MemoryComponent;
 
 use crate::error::Result;
 use crate::format::ikey::{self, ValueKind};

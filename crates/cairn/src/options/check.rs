@@ -3,7 +3,7 @@
 //! name the setting (the one the caller changed, where several are involved), show the values
 //! and say why.
 
-use super::table::{find, SETTINGS};
+use super::table::{find, settings};
 use super::{
     CacheSource, FilterPolicy, Memory, MemoryComponent, MergePolicyKind, Options, RangeFilterKind, MIN_BUDGET,
 };
@@ -18,7 +18,7 @@ pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> Error 
 
 /// The setting called `name` (a name of the table).
 fn row(name: &str) -> &'static super::table::Setting {
-    find(name).unwrap_or(&SETTINGS[0])
+    find(name).unwrap_or(&settings()[0])
 }
 
 /// `name = value`, as a person reads it.
@@ -53,7 +53,7 @@ impl Options {
                 ));
             }
         }
-        for s in SETTINGS {
+        for s in settings() {
             if let Some(x) = s.number(self) {
                 if !s.range.contains(x) {
                     return Err(invalid(
@@ -199,7 +199,7 @@ impl Options {
                     ));
                 }
                 if let Some(t) = b.tuner.as_ref().filter(|t| t.floor > 0) {
-                    let start = self.regions();
+                    let start = crate::memory::Regions::of(self);
                     let (region, share, least) = if start.write_memory <= start.block_cache {
                         ("write memory", "memory.write_share", start.write_memory)
                     } else {

@@ -2,7 +2,7 @@
 //! has a place under the alternatives chosen, by its name, and the stored configuration a
 //! reopen keeps.
 
-use super::table::{refused, Refusal, Scope, SETTINGS};
+use super::table::{refused, settings, Refusal, Scope};
 use super::{check::invalid, Options, FORMAT_VERSION};
 use crate::error::{Error, Result};
 use crate::format::coding::masked_crc;
@@ -22,7 +22,7 @@ impl Options {
     /// Every setting with a place under these options, by name, with `format_version` and
     /// `comparator`.
     pub(crate) fn to_map(&self) -> BTreeMap<&'static str, String> {
-        SETTINGS
+        settings()
             .iter()
             .filter_map(|s| Some((s.name, (s.get)(self)?)))
             .chain(fixed())
@@ -94,7 +94,7 @@ fn apply(
     take: impl Fn(&super::table::Setting, &Options) -> bool,
 ) -> std::result::Result<Vec<&'static str>, String> {
     let mut taken = Vec::new();
-    for s in SETTINGS {
+    for s in settings() {
         let Some(v) = stored.get(s.name) else {
             continue;
         };

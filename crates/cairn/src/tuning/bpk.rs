@@ -512,3 +512,27 @@ mod allocator_tests {
         });
     }
 }
+
+/// The kind of a [`FilterPolicy`](crate::FilterPolicy), as OPTIONS names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BpkPolicy {
+    /// The same bits per key for every file (RocksDB's way).
+    Uniform,
+    /// Monkey: fewer bits per key in larger levels, optimal for empty lookups spread evenly.
+    Monkey,
+    /// Mnemosyne: per file, from the lookups Merlin estimates each file receives.
+    Mnemosyne,
+    /// An oracle for benchmarks: Mnemosyne's optimum for the exact per-file counts.
+    Optimal,
+    /// ElasticBF: filter units on disk, loaded by each segment's hotness at run time.
+    Elastic,
+    /// Elastic units loaded by Mnemosyne's optimum over segments.
+    MnemosyneElastic,
+}
+
+impl BpkPolicy {
+    /// Whether filter units are loaded and unloaded at run time (ElasticBF).
+    pub fn is_elastic(self) -> bool {
+        matches!(self, BpkPolicy::Elastic | BpkPolicy::MnemosyneElastic)
+    }
+}

@@ -26,7 +26,6 @@
 //!   recently. The paper schedules a flush of every tree above its share; one switch per
 //!   decision does the same over successive write groups without freeing more than needed.
 
-use crate::options::FlushPolicy;
 
 /// The limits the controller enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,6 +365,21 @@ fn memory_victim(policy: FlushPolicy, trees: &[TreeWriteView]) -> Option<usize> 
                 .or_else(largest)
         }
     }
+}
+
+
+/// Which tree a memory-triggered flush picks (Luo & Carey §4.2). A log-triggered flush (the
+/// WALs passed `wal.max_size`) always picks the tree holding the oldest WAL data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlushPolicy {
+    /// The largest active memtable (RocksDB's and HBase's choice).
+    #[default]
+    MaxMemory,
+    /// The tree holding the oldest WAL data.
+    MinLsn,
+    /// The tree whose share of write memory most exceeds its share of the recent write rate
+    /// (the paper's optimum).
+    Optimal,
 }
 
 #[cfg(test)]
