@@ -45,7 +45,7 @@ for r in $(seq "$rounds"); do
 done
 awk '{ print $1, $3, $4 }' "$raw" | medians | sort -k2,2 -k1,1 >"$out/medians.txt"
 awk '{ print $2, $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
-./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+./target/release/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "cached reads, before and after (medians of $rounds rounds)" --ylabel "ops/s"
 # Paired: each round's after ÷ before (the two ran back to back, so a slow spell of the
 # machine moves both), their median and in how many rounds "after" was faster.

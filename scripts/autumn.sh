@@ -28,7 +28,7 @@ for part in $parts; do
     seek)
       for cache in "$cache2pct" 65536; do
         # shellcheck disable=SC2086
-        $bin/compare --rounds "$rounds" --out "$out/seek-cache-$cache" "${configs[@]}" -- \
+        $bin/cairn-lab compare --rounds "$rounds" --out "$out/seek-cache-$cache" "${configs[@]}" -- \
           --benchmarks=fillrandom,waitforcompaction,seekrandom,readrandom --num=$num --reads=100000 --seek_nexts=16 \
           --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none --use_direct_reads=1 \
           --cache_size=$cache $shape
@@ -36,7 +36,7 @@ for part in $parts; do
       ;;
     ycsb)
       # shellcheck disable=SC2086
-      $bin/compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" "${configs[@]}" \
+      $bin/cairn-lab compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" "${configs[@]}" \
         --workload crates/cairn-bench/workloads/workloadc --workload crates/cairn-bench/workloads/workloade -- \
         -p recordcount=$num -p operationcount=100000 -p fieldcount=1 -p fieldlength=100 --wait_after_load=1 \
         --bloom_bits=10 --use_direct_reads=1 --cache_size=$cache2pct $shape

@@ -28,11 +28,11 @@ ycsb_part() { # NAME CACHE EXTRA...
   shift 2
   local engines_used=("${engines[@]}")
   [[ $name == *cached ]] && engines_used=("${cached_engines[@]}")
-  $bin/compare --tool ycsb --rounds 2 --out "$out/$name" "${engines_used[@]}" \
+  $bin/cairn-lab compare --tool ycsb --rounds 2 --out "$out/$name" "${engines_used[@]}" \
     --workload $w/workloada --workload $w/workloadb --workload $w/workloadc --workload $w/workloadd --workload $w/workloadf \
     -- -p recordcount=$records -p operationcount=$ops --cache_size=$cache --bloom_bits=10 "$@"
   # Short scans are ~100x slower per operation: fewer of them.
-  $bin/compare --tool ycsb --rounds 2 --out "$out/$name-e" "${engines_used[@]}" --workload $w/workloade \
+  $bin/cairn-lab compare --tool ycsb --rounds 2 --out "$out/$name-e" "${engines_used[@]}" --workload $w/workloade \
     -- -p recordcount=$records -p operationcount=$scan_ops --cache_size=$cache --bloom_bits=10 "$@"
 }
 
@@ -50,14 +50,14 @@ for part in $parts; do
           --bloom_bits=10 --compression_type=none --seed=1 --db="$out/fill/db" --json "$out/fill/$e.json" | grep -E "^(fillrandom|waitfor)|^cairn:"
       done
       rm -rf "$out/fill/db"
-      $bin/plot_timeline --out "$out/fill/l0.png" --title "db_bench fillrandom 10M keys, then waitforcompaction" \
+      $bin/cairn-lab plot-timeline --out "$out/fill/l0.png" --title "db_bench fillrandom 10M keys, then waitforcompaction" \
         cairn="$out/fill/cairn.json" rocksdb="$out/fill/rocksdb.json"
       for e in cairn rocksdb; do
         $bin/ycsb -P $w/workloada -p recordcount=$records -p operationcount=$ops --cache_size=16777216 --bloom_bits=10 \
           --use_direct_reads=1 --engine=$e --db="$out/fill/db" --json "$out/fill/ycsb-a-$e.json" | grep -E "Throughput|after"
         rm -rf "$out/fill/db"
       done
-      $bin/plot_timeline --out "$out/fill/ycsb-a-l0.png" --title "YCSB A: load 1M x 1 KB, then run (16 MiB cache, O_DIRECT)" \
+      $bin/cairn-lab plot-timeline --out "$out/fill/ycsb-a-l0.png" --title "YCSB A: load 1M x 1 KB, then run (16 MiB cache, O_DIRECT)" \
         cairn="$out/fill/ycsb-a-cairn.json" rocksdb="$out/fill/ycsb-a-rocksdb.json"
       ;;
     *) echo "unknown part $part (pressure, cached, settled, settled-cached, fill)" >&2; exit 2 ;;

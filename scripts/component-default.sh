@@ -18,7 +18,7 @@ bench=(--benchmarks=fillrandom,overwrite,waitforcompaction,readrandom,readmissin
 for part in cached pressure; do
   extra=()
   [ "$part" = pressure ] && extra=(--memory_budget=$((num * 116 * 7 / 100)) --use_direct_reads=1)
-  ./target/release/compare --rounds "$rounds" --out "$out/$part" \
+  ./target/release/cairn-lab compare --rounds "$rounds" --out "$out/$part" \
     --config "monolithic=--engine=cairn --defaults=engine" \
     --config "partitioned=--engine=cairn --defaults=engine --memory_component=partitioned" \
     -- "${bench[@]}" "${extra[@]}"

@@ -55,13 +55,13 @@ for part in $parts; do
   case $part in
     cached)
       configs $((512 << 20))
-      $bin/compare --rounds "$rounds" --out "$out/cached" "${cfg[@]}" -- "${bench[@]}" ;;
+      $bin/cairn-lab compare --rounds "$rounds" --out "$out/cached" "${cfg[@]}" -- "${bench[@]}" ;;
     pressure)
       configs $((num * 116 * 7 / 100))
-      $bin/compare --rounds "$rounds" --out "$out/pressure" "${cfg[@]}" -- "${bench[@]}" --use_direct_reads=1 ;;
+      $bin/cairn-lab compare --rounds "$rounds" --out "$out/pressure" "${cfg[@]}" -- "${bench[@]}" --use_direct_reads=1 ;;
     ycsb)
       configs $((records * 1100 * 7 / 100))
-      $bin/compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" "${cfg[@]}" \
+      $bin/cairn-lab compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" "${cfg[@]}" \
         $(for x in a b c d e f; do echo --workload crates/cairn-bench/workloads/workload$x; done) -- \
         -p recordcount="$records" -p operationcount="$ops" --use_direct_reads=1 --seed=7 ;;
     *) echo "unknown part $part (cached, pressure, ycsb)" >&2; exit 2 ;;

@@ -67,7 +67,7 @@ for e in cairn db_bench; do
 done
 awk '{ print $1, $2, $4, $5 }' "$raw" | medians | sort >"$out/medians.txt"
 awk '{ print $3, $1 "-" $2, $4 }' "$out/medians.txt" >"$out/bars.txt"
-./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+./target/release/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "cached reads, default heap vs huge pages (medians of $rounds rounds)" --ylabel "ops/s"
 {
   printf "| benchmark | cairn ops/s | cairn, huge pages | gain | RocksDB ops/s | RocksDB, huge pages | gain | cairn / RocksDB | both with huge pages |\n"

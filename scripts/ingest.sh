@@ -21,9 +21,9 @@ common=(--num="${NUM:-1000000}" --key_size=16 --value_size="${VALUE:-100}" --blo
   --threads="${THREADS:-1}" --batch_size="${BATCH:-1}" --seed=1)
 parts=${PARTS:-fill seq} # PARTS=seq: only fillseq
 if [[ " $parts " == *" fill "* ]]; then
-  "$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/fill" "${configs[@]}" -- \
+  "$bin/cairn-lab" compare --rounds "${ROUNDS:-3}" --out "$out/fill" "${configs[@]}" -- \
     --benchmarks=fillrandom,overwrite,waitforcompaction "${common[@]}"
 fi
 if [[ " $parts " == *" seq "* ]]; then
-  "$bin/compare" --rounds "${ROUNDS:-3}" --out "$out/seq" "${configs[@]}" -- --benchmarks=fillseq,waitforcompaction "${common[@]}"
+  "$bin/cairn-lab" compare --rounds "${ROUNDS:-3}" --out "$out/seq" "${configs[@]}" -- --benchmarks=fillseq,waitforcompaction "${common[@]}"
 fi

@@ -46,6 +46,6 @@ awk '{ k=$2; n[k]++; ops[k,n[k]]=$3; del[k,n[k]]=$4; st[k,n[k]]=$5; l0[k,n[k]]=$
       printf "readers-kops nice%s %.1f\n", k, med(ops,k,n[k])/1000 > "'"$out"'/bars.txt";
     }
   }' "$out/raw.txt"
-$bin/plot_bars --input "$out/bars.txt" --out "$out/bars.png" \
+$bin/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/bars.png" \
   --title "readwhilewriting, 3 readers + 1 writer on 2 cores: readers' Kops/s by compaction nice" --ylabel "Kops/s"
 cat "$out/results.md"

@@ -64,7 +64,7 @@ median() {
 join -j1 <(median 4 | awk '{ print $1 "/" $2, $3 }') <(median 5 | awk '{ print $1 "/" $2, $3 }') |
   join -j1 - <(median 6 | awk '{ print $1 "/" $2, $3 }') | tr '/' ' ' | sort -k2,2n -k1,1 >"$out/medians.txt"
 awk '{ print $2 "-clients", $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
-"$bin/plot_bars" --input "$out/bars.txt" --out "$out/chart.png" \
+"$bin/cairn-lab" plot-bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "puts of 16 + 100 B, synced: 3-node Raft vs one node (medians of $rounds)" --ylabel "puts/s"
 {
   echo "Replicated puts, $ops per run, medians of $rounds rounds (\`scripts/raft-bench.sh\`)."

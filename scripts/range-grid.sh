@@ -138,6 +138,6 @@ with open(os.path.join(out, "bars.txt"), "w") as f:
             f.write(f"R={t['R']} {t['config']} {t['x_rocksdb']:.2f}\n")
 print("\n".join(md))
 EOF
-$bin/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+$bin/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "empty range reads: throughput × RocksDB 7.8 (medians of $rounds rounds)" --ylabel "× RocksDB"
 echo "results in $out"

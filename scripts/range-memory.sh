@@ -29,5 +29,5 @@ if [ -z "$db" ]; then
 fi
 sync
 mkdir -p "$out"
-"$bin/range_memory" --db="$db" --out="$out" --num="$num" --key_stride=1024 --key_size=16 \
+"$bin/cairn-lab" range-memory --db="$db" --out="$out" --num="$num" --key_stride=1024 --key_size=16 \
   --reads="${READS:-200000}" "${engine[@]}"

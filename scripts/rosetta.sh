@@ -32,7 +32,7 @@ cache=$((num * 116 / 50 + num * (10 + 22) / 8 + num))
 for part in $parts; do
   case $part in
     fig5)
-      $bin/compare --rounds "$rounds" --out "$out/fig5" \
+      $bin/cairn-lab compare --rounds "$rounds" --out "$out/fig5" \
         --config rocksdb=--engine=rocksdb \
         --config cairn-no-rf=--engine=cairn \
         --config cairn-rf10="--engine=cairn --range_filter_bits_per_key=10" \
@@ -44,14 +44,14 @@ for part in $parts; do
         --cache_index_and_filter_blocks=1 --cache_size=$cache
       ;;
     fpr)
-      $bin/range_filter_fpr --out "$out/fpr"
-      $bin/range_filter_fpr --out "$out/fpr-budget30" --probe_budget 30
+      $bin/cairn-lab range-filter-fpr --out "$out/fpr"
+      $bin/cairn-lab range-filter-fpr --out "$out/fpr-budget30" --probe_budget 30
       # Per-file bits: queries over the first 10% of the keys, bits by workload and uniform.
-      $bin/range_filter_fpr --out "$out/fpr-hot" --hot_share 0.1 --bpk 4,6,8,10,12
-      $bin/range_filter_fpr --out "$out/fpr-hot-uniform" --hot_share 0.1 --bpk 4,6,8,10,12 --by_workload false
+      $bin/cairn-lab range-filter-fpr --out "$out/fpr-hot" --hot_share 0.1 --bpk 4,6,8,10,12
+      $bin/cairn-lab range-filter-fpr --out "$out/fpr-hot-uniform" --hot_share 0.1 --bpk 4,6,8,10,12 --by_workload false
       ;;
     ycsb)
-      $bin/compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" \
+      $bin/cairn-lab compare --tool ycsb --rounds "$rounds" --out "$out/ycsb" \
         --config cairn-no-rf=--engine=cairn \
         --config cairn-rf22="--engine=cairn --range_filter_bits_per_key=22" \
         --workload crates/cairn-bench/workloads/workloade -- \

@@ -17,7 +17,7 @@ cargo build --release -q -p cairn-bench --features rocksdb,fjall
 sync
 for mib in ${BUDGETS:-64 256}; do
   m=$((mib << 20))
-  ./target/release/compare --rounds "$rounds" --out "$out/${mib}MiB" \
+  ./target/release/cairn-lab compare --rounds "$rounds" --out "$out/${mib}MiB" \
     --config "rocksdb=--engine=rocksdb --memory_budget=$m --write_buffer_size=$((m / 8)) --target_file_size_base=8388608 --bloom_bits=10" \
     --config "old=--engine=cairn --defaults=engine --memory_budget=$m --memory_tuner=0 --bpk_policy=uniform --range_filter_bits_per_key=0" \
     --config "new=--engine=cairn --defaults=engine --memory_budget=$m" \

@@ -47,7 +47,7 @@ done
 awk '{ print $1, $2, $4, $5 }' "$raw" | medians | sort -k3,3 -k2,2n -k1,1 >"$out/medians.txt"
 # The chart: one group per benchmark and thread count, one bar per engine.
 awk '{ print $3 "-" $2 "t", $1, $4 }' "$out/medians.txt" >"$out/bars.txt"
-./target/release/plot_bars --input "$out/bars.txt" --out "$out/chart.png" \
+./target/release/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/chart.png" \
   --title "cached reads, $num keys (medians of $rounds rounds)" --ylabel "ops/s"
 awk -v before="${BEFORE:+1}" '{ med[$1, $2, $3] = $4 }
   END {

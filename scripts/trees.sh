@@ -60,5 +60,5 @@ sort -k1,1 -k2,2n -k4,4n "$raw" | awk '
              printf "| %s | %d | %.0f | %.2f |\n", name, f[2], f[3], f[3] / one[e] } }' "$out/medians.txt"
 } >"$out/results.md"
 awk '{ print $2 "-trees", $1, $3 }' "$out/medians.txt" >"$out/bars.txt"
-$bin/plot_bars --input "$out/bars.txt" --out "$out/chart.png" --title "fillrandom $num keys by trees" --ylabel "puts/s"
+$bin/cairn-lab plot-bars --input "$out/bars.txt" --out "$out/chart.png" --title "fillrandom $num keys by trees" --ylabel "puts/s"
 cat "$out/results.md"

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 out=${OUT:-bench-results}
-cmp=./target/release/compare
+cmp=(./target/release/cairn-lab compare)
 common=(--num=4000000 --reads=200000 --seek_nexts=10 --key_size=16 --value_size=100 --bloom_bits=10
         --compression_type=none --cache_size=67108864 --seed=1)
 engines=(--config cairn=--engine=cairn --config rocksdb=--engine=rocksdb)
@@ -29,26 +29,26 @@ what=${*:-delete10 delete50 small counters checkpoint backup}
 for w in $what; do
   case $w in
     delete10|delete50) pct=${w#delete}
-      $cmp --rounds 3 --out "$out/range-delete-$pct" "${engines[@]}" -- \
+      "${cmp[@]}" --rounds 3 --out "$out/range-delete-$pct" "${engines[@]}" -- \
         --benchmarks=fillrandom,compact,deleterange:$pct,readrandom@deleted,seekrandom@deleted,compact@again,readrandom@compacted,seekrandom@compacted \
         "${common[@]}" ;;
     small)
-      $cmp --rounds 3 --out "$out/range-delete-small" "${engines[@]}" -- \
+      "${cmp[@]}" --rounds 3 --out "$out/range-delete-small" "${engines[@]}" -- \
         --benchmarks=fillrandom,compact,readrandom@none,seekrandom@none,deleteranges:1000:10,readrandom@tombstones,seekrandom@tombstones \
         "${common[@]}" ;;
     counters)
-      $cmp --rounds 3 --out "$out/counters" \
+      "${cmp[@]}" --rounds 3 --out "$out/counters" \
         --config "cairn-merge=--engine=cairn --merge_operator=uint64add" \
         --config "rocksdb-merge=--engine=rocksdb --merge_operator=uint64add" \
         --config cairn-get+put=--engine=cairn --config rocksdb-get+put=--engine=rocksdb -- \
         --benchmarks=counters,readrandom@counters --num=1000000 --reads=20000 --key_dist=zipf:0.99 \
         --key_size=16 --bloom_bits=10 --compression_type=none --cache_size=67108864 --seed=1 ;;
     checkpoint)
-      $cmp --rounds 2 --out "$out/checkpoint" "${engines[@]}" -- --benchmarks=fillrandom,checkpoint \
+      "${cmp[@]}" --rounds 2 --out "$out/checkpoint" "${engines[@]}" -- --benchmarks=fillrandom,checkpoint \
         --num=8000000 --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none \
         --cache_size=67108864 --seed=1 ;;
     backup)
-      $cmp --rounds 2 --out "$out/backup" "${engines[@]}" -- \
+      "${cmp[@]}" --rounds 2 --out "$out/backup" "${engines[@]}" -- \
         --benchmarks=fillrandom,waitforcompaction,backup,deleteranges:1000:10,flush,backup@again,restore \
         --num=8000000 --key_size=16 --value_size=100 --bloom_bits=10 --compression_type=none \
         --cache_size=67108864 --seed=1 ;;

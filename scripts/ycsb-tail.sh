@@ -30,10 +30,10 @@ for part in $parts; do
       configs+=(--config "before=runner:$(dirname "$BEFORE")/db_bench --engine=cairn")
     fi
     sync
-    $bin/compare --tool db_bench --rounds "${FILL_ROUNDS:-1}" --out "$out/fill" "${configs[@]}" \
+    $bin/cairn-lab compare --tool db_bench --rounds "${FILL_ROUNDS:-1}" --out "$out/fill" "${configs[@]}" \
       -- --benchmarks=fillrandom --num="${FILL_NUM:-10000000}" --key_size=16 --value_size=100 \
       --bloom_bits=10 --compression_type=none --seed=1 --histogram=1
-    $bin/plot_bars --input "$out/fill/tails.txt" --out "$out/fill/tails.png" \
+    $bin/cairn-lab plot-bars --input "$out/fill/tails.txt" --out "$out/fill/tails.png" \
       --title "fillrandom: p99.9 put latency" --ylabel "p99.9 µs"
     continue
   fi
@@ -55,11 +55,11 @@ for part in $parts; do
     configs+=(--config "before=runner:$BEFORE --engine=cairn --use_direct_reads=$direct")
   fi
   sync
-  $bin/compare --tool ycsb --rounds "$rounds" --out "$out/$part" "${configs[@]}" \
+  $bin/cairn-lab compare --tool ycsb --rounds "$rounds" --out "$out/$part" "${configs[@]}" \
     --workload $w/workloada --workload $w/workloadf \
     -- -p recordcount="$records" -p operationcount="$ops" --cache_size="$cache" --bloom_bits=10 \
     --wait_after_load="$wait"
-  $bin/plot_bars --input "$out/$part/tails.txt" --out "$out/$part/tails.png" \
+  $bin/cairn-lab plot-bars --input "$out/$part/tails.txt" --out "$out/$part/tails.png" \
     --title "YCSB $part: p99.9 per operation kind (medians of $rounds rounds)" --ylabel "p99.9 µs"
 done
 echo "results in $out"

@@ -323,6 +323,19 @@ impl CacheAccounting {
     }
 }
 
+/// An engine's compaction debt at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Debt {
+    /// Files in level 0.
+    pub l0_files: u64,
+    /// The engine's estimate of bytes compaction still has to move.
+    pub pending_compaction_bytes: u64,
+    /// Microseconds writers have spent stopped (since open; cairn only).
+    pub stall_micros: Option<u64>,
+    /// Microseconds writers have spent delayed (since open; cairn only).
+    pub delay_micros: Option<u64>,
+}
+
 /// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
 pub trait Engine: Send + Sync {
     /// The adapter's name.
@@ -385,7 +398,7 @@ pub trait Engine: Send + Sync {
         None
     }
     /// L0 files and pending compaction bytes now (`None`: the engine does not say).
-    fn debt(&self) -> Option<crate::timeline::Debt> {
+    fn debt(&self) -> Option<Debt> {
         None
     }
     /// Where its read memory goes (engines that report it).
@@ -757,9 +770,9 @@ impl Engine for CairnEngine {
         s
     }
 
-    fn debt(&self) -> Option<crate::timeline::Debt> {
+    fn debt(&self) -> Option<Debt> {
         let s = self.db.stats();
-        Some(crate::timeline::Debt {
+        Some(Debt {
             l0_files: s.l0_files,
             pending_compaction_bytes: s.pending_compaction_bytes,
             stall_micros: Some(s.stall_micros),

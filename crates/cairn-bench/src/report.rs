@@ -365,7 +365,7 @@ pub struct Phase {
     pub false_positives_per_lookup: Option<f64>,
     /// The engine's compaction debt when the phase ended (engines that report it).
     #[serde(default)]
-    pub debt_after: Option<crate::timeline::Debt>,
+    pub debt_after: Option<crate::engine::Debt>,
     /// Blocks read from storage per lookup, by kind (engines that count them).
     #[serde(default)]
     pub block_reads_per_lookup: Option<ReadsPerLookup>,

@@ -9,18 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// An engine's compaction debt at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Debt {
-    /// Files in level 0.
-    pub l0_files: u64,
-    /// The engine's estimate of bytes compaction still has to move.
-    pub pending_compaction_bytes: u64,
-    /// Microseconds writers have spent stopped (since open; cairn only).
-    pub stall_micros: Option<u64>,
-    /// Microseconds writers have spent delayed (since open; cairn only).
-    pub delay_micros: Option<u64>,
-}
+pub use crate::engine::Debt;
 
 /// One sample.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

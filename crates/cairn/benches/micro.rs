@@ -327,7 +327,7 @@ fn bpk_solver(c: &mut Criterion) {
             })
             .collect();
         c.bench_function(&format!("bpk sort-and-search ({n} files)"), |b| {
-            b.iter(|| black_box(sort_and_search(&files, 4.0, 1.0, cairn::tuning::bpk::LN2_SQ)))
+            b.iter(|| black_box(sort_and_search(&files, 4.0, 1.0, cairn::filter::bloom::LN2_SQ)))
         });
     }
 }

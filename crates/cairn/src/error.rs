@@ -6,12 +6,14 @@
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Errors returned by cairn.
-#[derive(Debug, thiserror::Error)]
+/// Errors returned by cairn. Cloneable: one failure can be handed to every writer of a commit
+/// group, or to every reader of a table that failed to open.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed.
@@ -21,9 +23,9 @@ pub enum Error {
         op: &'static str,
         /// The file or directory it was applied to.
         path: PathBuf,
-        /// The underlying error.
+        /// The underlying error (shared, so that the error can be cloned).
         #[source]
-        source: io::Error,
+        source: Arc<io::Error>,
     },
     /// Stored bytes failed a checksum or a structural check.
     #[error("corruption in {} at offset {offset}: {what}", file.display())]
@@ -49,6 +51,9 @@ pub enum Error {
     /// A previous durable write failed (e.g. fsync); the database is read-only from now on.
     #[error("database is read-only after an earlier failure: {0}")]
     Poisoned(String),
+    /// The database was closed (`Db::close`, or its last handle dropped).
+    #[error("the database is closed")]
+    Closed,
     /// The database was opened read-only (`Db::open_read_only`): it writes nothing.
     #[error("the database is open read-only")]
     ReadOnly,
@@ -78,7 +83,7 @@ impl Error {
         Error::Io {
             op,
             path: path.into(),
-            source,
+            source: Arc::new(source),
         }
     }
 

@@ -517,7 +517,13 @@ fn recovery_spills_replay_past_write_memory() {
         db.levels()[0].levels.iter().all(|l| l.files == 0),
         "everything is still in the memtable"
     );
+    // After close, the handles that remain get `Closed` (a tree's too), for reads and writes.
+    let (other, tree) = (db.clone(), db.tree("default").unwrap());
     db.close().unwrap();
+    assert!(matches!(other.get(k(1)), Err(Error::Closed)));
+    assert!(matches!(other.put(k(1), "v"), Err(Error::Closed)));
+    assert!(matches!(tree.get(k(1)), Err(Error::Closed)));
+    drop((other, tree));
     let before = newest(false);
 
     let db = Db::open("/r", opts(16 << 10)).unwrap();

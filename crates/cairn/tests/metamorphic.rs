@@ -8,7 +8,9 @@
 //! On a failure the runner shrinks the sequence to the shortest failing prefix and prints the
 //! command that replays exactly that: `CAIRN_META_SEED`, `CAIRN_META_CONFIG`, `CAIRN_META_OPS`.
 //! `CAIRN_META_SEEDS` (default 3) sets seeds per configuration, `CAIRN_META_STEPS` (default
-//! 1500) the sequence length.
+//! 1500) the sequence length, and `CAIRN_META_SEED=random` runs one random seed (printed, and
+//! named in any failure). The runner asserts that the power-loss states the sequences ask for
+//! all happened.
 
 #![allow(
     clippy::unwrap_used,
@@ -754,14 +756,19 @@ fn metamorphic_across_option_sets() {
     assert!(all.len() >= 30);
     let seeds = env("CAIRN_META_SEEDS").unwrap_or(3);
     let steps = env("CAIRN_META_STEPS").unwrap_or(1500) as usize;
-    let only_seed = env("CAIRN_META_SEED");
+    let only_seed = match std::env::var("CAIRN_META_SEED").as_deref() {
+        Ok("random") => Some(rand::random::<u64>() % 1_000_000_000),
+        _ => env("CAIRN_META_SEED"),
+    };
     let only_cfg = env("CAIRN_META_CONFIG").map(|c| c as usize);
     let seed_list: Vec<u64> = match only_seed {
         Some(s) => vec![s],
         None => (0..seeds).map(|s| 1000 + s).collect(),
     };
+    println!("seeds {seed_list:?} (one of them again: CAIRN_META_SEED=<seed>)");
     let mut failures = Vec::new();
     let mut runs = 0;
+    let mut expected_crashes = 0;
     for &seed in &seed_list {
         let ops = generate(seed, steps);
         let ops = &ops[..env("CAIRN_META_OPS").map_or(ops.len(), |n| (n as usize).min(ops.len()))];
@@ -772,14 +779,11 @@ fn metamorphic_across_option_sets() {
             }
             runs += 1;
             match run_caught(cfg, ops) {
-                Ok(trace) => match &reference {
-                    None => reference = Some((i, trace)),
-                    Some((r, t)) if *t != trace => failures.push(format!(
-                        "seed {seed}: config #{i} ({}) read results differ from config #{r}",
-                        cfg.name
-                    )),
-                    Some(_) => {}
-                },
+                Ok(trace) if !cfg.direct => {
+                    expected_crashes += ops.iter().filter(|o| matches!(o, Op::Crash(_))).count() as u64;
+                    check_trace(&mut reference, &mut failures, seed, i, cfg, trace);
+                }
+                Ok(trace) => check_trace(&mut reference, &mut failures, seed, i, cfg, trace),
                 Err(first) => {
                     // The shrink reruns; a failure that depends on thread timing may not repeat,
                     // so the first run's message is kept whatever the reruns do.
@@ -804,4 +808,31 @@ fn metamorphic_across_option_sets() {
         failures.len(),
         failures.join("\n")
     );
+    let crashes = CRASHES.load(Ordering::Relaxed);
+    assert_eq!(
+        crashes, expected_crashes,
+        "power-loss states recovered, against those the sequences asked for"
+    );
+    if only_cfg.is_none() && std::env::var_os("CAIRN_META_OPS").is_none() {
+        assert!(crashes > 0, "no power-loss state: the generator no longer cuts power");
+    }
+}
+
+/// Compares a configuration's trace of read results with the first configuration's.
+fn check_trace(
+    reference: &mut Option<(usize, Vec<u64>)>,
+    failures: &mut Vec<String>,
+    seed: u64,
+    i: usize,
+    cfg: &Config,
+    trace: Vec<u64>,
+) {
+    match reference {
+        None => *reference = Some((i, trace)),
+        Some((r, t)) if *t != trace => failures.push(format!(
+            "seed {seed}: config #{i} ({}) read results differ from config #{r}",
+            cfg.name
+        )),
+        Some(_) => {}
+    }
 }

@@ -403,7 +403,10 @@ fn golden_options_file_and_its_checksum() {
         .unwrap();
     let path = Path::new("/db").join(name);
     let bytes = cairn::env::read_all(&fs, &path).unwrap();
-    cairn::testutil::check_golden("golden/OPTIONS-default", &String::from_utf8(bytes.clone()).unwrap());
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let version = text.lines().find_map(|l| l.strip_prefix("format_version=")).unwrap();
+    let versions = format!("OPTIONS {version}");
+    cairn::testutil::check_format_golden("golden/OPTIONS-default", &versions, &text);
     let (_, stored) = cairn::inspect::stored_options(&fs, Path::new("/db")).unwrap().unwrap();
     assert_eq!(stored["table.block_size"], "4096");
     let mut bad = bytes;

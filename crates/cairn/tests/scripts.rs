@@ -60,7 +60,7 @@ impl Script {
                     o.compaction.l0_trigger = l0;
                     o.write_stalls.l0_slowdown_trigger = l0.max(20);
                     o.write_stalls.l0_stop_trigger = l0.max(36);
-                    o.compaction.max_bytes_for_level_base = if c.args.contains_key("l0") { 16 << 10 } else { 1 << 40 };
+                    o.compaction.max_bytes_for_level_base = if c.has("l0") { 16 << 10 } else { 1 << 40 };
                     o
                 };
                 self.db = Some(Db::open("/s", opts.clone()).unwrap());
@@ -93,8 +93,8 @@ impl Script {
             }
             "get" => {
                 let mut o = String::new();
-                for k in c.args.keys() {
-                    match self.db().get(k).unwrap() {
+                for k in c.arg_names() {
+                    match self.db().get(&k).unwrap() {
                         Some(v) => writeln!(o, "{k}={}", String::from_utf8_lossy(&v)),
                         None => writeln!(o, "{k}: absent"),
                     }
@@ -103,15 +103,15 @@ impl Script {
                 o
             }
             "scan" => {
-                let from = c.args.get("from").map(|s| s.as_bytes().to_vec());
-                let to = c.args.get("to").map(|s| s.as_bytes().to_vec());
+                let from = c.get("from").map(|s| s.as_bytes().to_vec());
+                let to = c.get("to").map(|s| s.as_bytes().to_vec());
                 let range = match (from, to) {
                     (Some(a), Some(b)) => self.db().range(a..b),
                     (Some(a), None) => self.db().range(a..),
                     (None, Some(b)) => self.db().range(..b),
                     (None, None) => self.db().iter(),
                 };
-                let items: Vec<(Vec<u8>, Vec<u8>)> = if c.args.contains_key("rev") {
+                let items: Vec<(Vec<u8>, Vec<u8>)> = if c.has("rev") {
                     range.rev().map(|r| r.unwrap()).collect()
                 } else {
                     range.map(|r| r.unwrap()).collect()
@@ -129,8 +129,8 @@ impl Script {
                 "ok".into()
             }
             "compact" => {
-                let from = c.args.get("from").map(|s| s.as_bytes().to_vec());
-                let to = c.args.get("to").map(|s| s.as_bytes().to_vec());
+                let from = c.get("from").map(|s| s.as_bytes().to_vec());
+                let to = c.get("to").map(|s| s.as_bytes().to_vec());
                 match (from, to) {
                     (Some(a), Some(b)) => self.db().compact_range(a..b),
                     _ => self.db().compact_range::<&[u8], _>(..),
@@ -153,9 +153,9 @@ impl Script {
             }
             "probes" => {
                 let mut o = String::new();
-                for k in c.args.keys() {
+                for k in c.arg_names() {
                     let before = self.db().stats();
-                    let found = self.db().get(k).unwrap().is_some();
+                    let found = self.db().get(&k).unwrap().is_some();
                     let after = self.db().stats();
                     let d = |f: fn(&cairn::LevelStats) -> u64| after.total(f) - before.total(f);
                     writeln!(
@@ -171,7 +171,10 @@ impl Script {
                 o
             }
             "rangeprobes" => {
-                let (from, to) = (c.args["from"].as_bytes().to_vec(), c.args["to"].as_bytes().to_vec());
+                let (from, to) = (
+                    c.required("from").as_bytes().to_vec(),
+                    c.required("to").as_bytes().to_vec(),
+                );
                 let before = self.db().stats();
                 let items: Vec<String> = self
                     .db()
@@ -193,7 +196,7 @@ impl Script {
                     blocks(&after) - blocks(&before)
                 )
             }
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         }
     }
 }

@@ -320,8 +320,8 @@ impl Engine for RocksEngine {
         })
     }
 
-    fn debt(&self) -> Option<crate::timeline::Debt> {
-        Some(crate::timeline::Debt {
+    fn debt(&self) -> Option<crate::engine::Debt> {
+        Some(crate::engine::Debt {
             l0_files: self.int_property("rocksdb.num-files-at-level0").ok()?,
             pending_compaction_bytes: self.int_property("rocksdb.estimate-pending-compaction-bytes").ok()?,
             stall_micros: None,

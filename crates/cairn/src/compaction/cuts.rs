@@ -71,7 +71,6 @@ mod tests {
         run_file("compaction/cuts.txt", |c| {
             let target = c.arg("target", 100u64);
             let bounds: Vec<Vec<u8>> = c
-                .args
                 .get("bounds")
                 .map(|b| b.split(',').filter(|s| !s.is_empty()).map(|s| s.as_bytes().to_vec()).collect())
                 .unwrap_or_default();

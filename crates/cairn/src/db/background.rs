@@ -6,7 +6,6 @@ use super::compact;
 use super::flush;
 use super::inner::{DbInner, State};
 use crate::error::{Error, Result};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,26 +17,26 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
             .spawn(f)
             .map_err(|e| Error::io("spawn thread", &inner.dir, e))
     };
-    let mut threads = inner.threads.lock();
+    let threads = &inner.life;
     let i = inner.clone();
-    threads.push(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
+    threads.add_thread(spawn("cairn-flush".into(), Box::new(move || flush_loop(i)))?);
     let i = inner.clone();
-    threads.push(spawn("cairn-wal".into(), Box::new(move || wal_loop(i)))?);
+    threads.add_thread(spawn("cairn-wal".into(), Box::new(move || wal_loop(i)))?);
     if inner.opts.filters.policy.units().is_some_and(|u| u.interval_ms > 0) {
         let i = inner.clone();
-        threads.push(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
+        threads.add_thread(spawn("cairn-elastic".into(), Box::new(move || adjuster_loop(i)))?);
     }
     if inner.memory.range_filters.capacity() != usize::MAX && inner.opts.range_filter.round_ms > 0 {
         let i = inner.clone();
-        threads.push(spawn("cairn-range-mem".into(), Box::new(move || range_memory_loop(i)))?);
+        threads.add_thread(spawn("cairn-range-mem".into(), Box::new(move || range_memory_loop(i)))?);
     }
     if inner.tuner.is_some() {
         let i = inner.clone();
-        threads.push(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
+        threads.add_thread(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
     }
     for n in 0..inner.opts.background.compaction_threads {
         let i = inner.clone();
-        threads.push(spawn(
+        threads.add_thread(spawn(
             format!("cairn-compact-{n}"),
             Box::new(move || compaction_loop(i)),
         )?);
@@ -54,10 +53,10 @@ fn wait_for_work<T>(
 ) -> Option<T> {
     let mut st = inner.state.lock();
     loop {
-        if inner.shutdown.load(Ordering::Acquire) {
+        if inner.life.is_shut_down() {
             return None;
         }
-        if !inner.poisoned.load(Ordering::Acquire) {
+        if !inner.life.is_poisoned() {
             if let Some(job) = find(&mut st) {
                 return Some(job);
             }
@@ -186,7 +185,7 @@ fn compaction_loop(inner: Arc<DbInner>) {
 
 /// Waits until no flush or compaction is pending or running.
 pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
-    if inner.read_only {
+    if inner.life.is_read_only() {
         return Ok(());
     }
     let mut st = inner.state.lock();
@@ -248,7 +247,7 @@ fn tuner_loop(inner: Arc<DbInner>) {
     let period = inner.tuner.as_ref().map_or(Duration::ZERO, |t| t.period());
     let tick = period.clamp(Duration::from_millis(1), Duration::from_millis(250));
     while wait(&inner, tick) {
-        if inner.tuning_due() && !inner.poisoned.load(Ordering::Acquire) {
+        if inner.tuning_due() && !inner.life.is_poisoned() {
             inner.tune_memory();
         }
     }
@@ -257,9 +256,9 @@ fn tuner_loop(inner: Arc<DbInner>) {
 /// Waits up to `timeout` for a wake-up; false once the database shuts down.
 fn wait(inner: &DbInner, timeout: Duration) -> bool {
     let mut st = inner.state.lock();
-    if inner.shutdown.load(Ordering::Acquire) {
+    if inner.life.is_shut_down() {
         return false;
     }
     inner.bg_cv.wait_for(&mut st, timeout);
-    !inner.shutdown.load(Ordering::Acquire)
+    !inner.life.is_shut_down()
 }

@@ -24,13 +24,24 @@
 //! trusting it, and a failed sync poisons the database and is never retried (the writer is
 //! dropped).
 
-use super::inner::DbInner;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::wal::WalWriter;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// What syncing closed WALs needs of the engine (`DbInner` in `inner.rs`).
+pub(crate) trait Durability {
+    /// Syncs the database directory.
+    fn sync_dir(&self) -> Result<()>;
+    /// Turns the database read-only after a failed durable write (never retried).
+    fn set_poison(&self, e: &Error);
+    /// `Poisoned` once a durable write has failed.
+    fn check_poisoned(&self) -> Result<()>;
+    /// Counts one sync.
+    fn record_sync(&self);
+}
 
 /// One closed WAL: `Some` until synced (or until its sync failed).
 type Entry = Arc<Mutex<Option<WalWriter>>>;
@@ -61,7 +72,7 @@ impl ClosedWals {
     /// # Errors
     /// The first failed sync, after poisoning the database; `Poisoned` when another thread's
     /// sync of a parked WAL failed.
-    pub fn sync_all(&self, inner: &DbInner) -> Result<()> {
+    pub fn sync_all(&self, inner: &dyn Durability) -> Result<()> {
         self.sync_where(inner, |_, _| true)?;
         self.sync_names(inner)
     }
@@ -72,7 +83,7 @@ impl ClosedWals {
     }
 
     /// Makes the names of every WAL renamed so far durable: one directory sync covers them.
-    fn sync_names(&self, inner: &DbInner) -> Result<()> {
+    fn sync_names(&self, inner: &dyn Durability) -> Result<()> {
         let mut synced = self.names_synced.lock();
         let target = self.renamed.load(Ordering::Acquire);
         if *synced >= target {
@@ -80,11 +91,11 @@ impl ClosedWals {
         }
         // A failed directory sync is never retried.
         inner.check_poisoned()?;
-        if let Err(e) = inner.fs.sync_dir(&inner.dir) {
+        if let Err(e) = inner.sync_dir() {
             inner.set_poison(&e);
             return Err(e);
         }
-        inner.io.record_sync();
+        inner.record_sync();
         *synced = target;
         Ok(())
     }
@@ -96,13 +107,13 @@ impl ClosedWals {
     ///
     /// # Errors
     /// As [`sync_all`](Self::sync_all).
-    pub fn sync_for_flush(&self, inner: &DbInner, needed_from: u64, newest: u64) -> Result<()> {
+    pub fn sync_for_flush(&self, inner: &dyn Durability, needed_from: u64, newest: u64) -> Result<()> {
         self.sync_where(inner, |n, first| n >= needed_from && first <= newest)?;
         // Also when another thread synced those logs and has yet to sync their names.
         self.sync_names(inner)
     }
 
-    fn sync_where(&self, inner: &DbInner, pick: impl Fn(u64, u64) -> bool) -> Result<()> {
+    fn sync_where(&self, inner: &dyn Durability, pick: impl Fn(u64, u64) -> bool) -> Result<()> {
         let entries: Vec<(u64, Entry)> = self
             .by_number
             .lock()
@@ -120,7 +131,7 @@ impl ClosedWals {
                     inner.set_poison(&e);
                     return Err(e);
                 }
-                inner.io.record_sync();
+                inner.record_sync();
             }
             drop(slot);
             self.by_number.lock().remove(&n);

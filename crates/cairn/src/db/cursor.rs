@@ -1,7 +1,7 @@
 //! One direction of a user-level read: a merging iterator over a pinned super-version,
 //! filtered to the newest version of each key visible at the read's sequence number, without
 //! tombstones (point and range), expired values or unresolved merge operands, within bounds.
-//! [`Range`](super::iter::Range) drives one cursor per end.
+//! `Range` (`iter.rs`) drives one cursor per end.
 
 use super::inner::{DbInner, SuperVersion};
 use super::range_filter::{self, MaybeLog};

@@ -65,7 +65,7 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         let needed_from = inner.state.lock().log_numbers(&job.runs).iter().map(|&(_, n)| n).min();
         let newest = out.files.iter().map(|f| f.largest_seqno).max();
         if let (Some(needed_from), Some(newest)) = (needed_from, newest) {
-            inner.closed_wals.sync_for_flush(inner, needed_from, newest)?;
+            inner.closed_wals.sync_for_flush(&**inner, needed_from, newest)?;
         }
         Ok(out)
     });

@@ -6,16 +6,14 @@
 //! memtables), `state`. Background threads take only `state`. Readers take none of them:
 //! they clone the tree's [`SuperVersion`] under a read lock.
 
-use crate::batch::WriteBatch;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::MergePolicy;
-use crate::env::{FileLock, FileSystem};
+use crate::env::FileSystem;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
-use crate::memory::Regions;
 use crate::memtable::{MemComponent, Memtable};
-use crate::options::{Options, WriteOptions};
+use crate::options::{Options, Regions};
 use crate::sst::TableReader;
 use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
 use crate::tuning::bpk::BpkAllocator;
@@ -25,11 +23,10 @@ use crate::version::{FileMeta, Version, VersionEdit};
 use crate::wal::WalWriter;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 /// What a reader of one tree pins: its memtables, the version of its files, and handles to the
 /// side-table state of those files and to the tree's counters (so the read path records
@@ -128,79 +125,80 @@ impl WalState {
     }
 }
 
-#[derive(Debug)]
-pub(crate) struct WriteQueue {
-    pub tickets: VecDeque<u64>,
-    pub batches: BTreeMap<u64, (WriteBatch, WriteOptions)>,
-    pub results: BTreeMap<u64, Result<()>>,
-    pub next_ticket: u64,
-}
-
-/// Shared engine internals.
+/// Shared engine internals. Each field says what guards it: *fixed* (set at open, never
+/// changed), *atomic*, *own lock* (a type that locks inside), or the lock it is read under.
 pub(crate) struct DbInner {
-    /// Random identity written in the manifest and in every WAL's header record.
-    pub db_id: u64,
-    pub dir: PathBuf,
-    pub fs: Arc<dyn FileSystem>,
+    /// Random identity written in the manifest and in every WAL's header record. Fixed.
+    pub(super) db_id: u64,
+    /// Fixed.
+    pub(super) dir: PathBuf,
+    /// Fixed.
+    pub(super) fs: Arc<dyn FileSystem>,
     /// The options of this open: the caller's with the stored configuration merged, validated
-    /// (what OPTIONS records and `Db::options` shows).
-    pub opts: Options,
-    /// The regions' starting sizes, derived from `opts.memory`.
-    pub regions: Regions,
-    pub policy: Box<dyn MergePolicy>,
-    pub bpk: Arc<dyn BpkAllocator>,
-    pub cache: Arc<BlockCache>,
-    /// The ghost cache subscribed to `cache` (`ghost_cache_size` > 0), with its listener id.
-    pub ghost: Option<(Arc<crate::cache::GhostCache>, u64)>,
-    pub tables: TableCache,
-    pub io: Arc<IoStats>,
-    /// Reads by compactions (kept apart from user reads).
-    pub compaction_io: Arc<IoStats>,
-    pub counters: EngineCounters,
-    /// Per-file runtime state.
-    pub files: FileRegistry,
-    pub memory: MemoryRegions,
-    /// What the read path asks each file's filter (published by deciders).
-    pub filter_plan: ArcSwap<FilterPlan>,
-    /// ElasticBF's adjuster (`db/elastic.rs`).
-    pub elastic: super::elastic::Elastic,
-    /// What range-filter memory keeps (`db/range_memory.rs`).
-    pub range_memory: super::range_memory::RangeMemory,
-    /// The memory tuner (`db/memory.rs`), with `memory_tuner`.
-    pub tuner: Option<super::memory::MemoryTuner>,
-    pub state: Mutex<State>,
-    /// Wakes background threads (work may be available).
-    pub bg_cv: Condvar,
-    /// Wakes stalled writers and callers waiting for background work.
-    pub done_cv: Condvar,
-    pub queue: Mutex<WriteQueue>,
-    pub queue_cv: Condvar,
-    /// Bumped by each leader when its group is done (results posted, the queue's front moved):
-    /// what a waiting writer spins on before it sleeps on `queue_cv` (`write.rs`).
-    pub queue_done: std::sync::atomic::AtomicU64,
-    pub wal: Mutex<WalState>,
-    /// WALs closed by switches, synced off the write path (`closed_wals.rs`).
-    pub closed_wals: super::closed_wals::ClosedWals,
-    /// Largest sequence number visible to readers.
-    pub last_seq: AtomicU64,
+    /// (what OPTIONS records and `Db::options` shows). Fixed.
+    pub(super) opts: Options,
+    /// The regions' starting sizes, derived from `opts.memory`. Fixed (the current sizes are
+    /// in `memory` and `cache`).
+    pub(super) regions: Regions,
+    /// The merge policy's decider. Fixed; asked under `state`.
+    pub(super) policy: Box<dyn MergePolicy>,
+    /// The point-filter allocation policy. Fixed.
+    pub(super) bpk: Arc<dyn BpkAllocator>,
+    /// Own lock (sharded).
+    pub(super) cache: Arc<BlockCache>,
+    /// The ghost cache subscribed to `cache` (`cache.ghost_cache` > 0), with its listener id.
+    /// Own lock.
+    pub(super) ghost: Option<(Arc<crate::cache::GhostCache>, u64)>,
+    /// Open table readers. Own lock.
+    pub(super) tables: TableCache,
+    /// Reads and writes of user operations and flushes. Atomic.
+    pub(super) io: Arc<IoStats>,
+    /// Reads by compactions (kept apart from user reads). Atomic.
+    pub(super) compaction_io: Arc<IoStats>,
+    /// Atomic.
+    pub(super) counters: EngineCounters,
+    /// Per-file runtime state. Own lock (entries atomic).
+    pub(super) files: FileRegistry,
+    /// The regions' current sizes. Atomic.
+    pub(super) memory: MemoryRegions,
+    /// What the read path asks each file's filter, published by deciders. Atomic swap.
+    pub(super) filter_plan: ArcSwap<FilterPlan>,
+    /// ElasticBF's adjuster (`db/elastic.rs`). Own lock.
+    pub(super) elastic: super::elastic::Elastic,
+    /// What range-filter memory keeps (`db/range_memory.rs`). Own lock.
+    pub(super) range_memory: super::range_memory::RangeMemory,
+    /// The memory tuner (`db/memory.rs`), with `memory.tuner`. Own lock.
+    pub(super) tuner: Option<super::memory::MemoryTuner>,
+    /// Versions, memtables, running jobs, WAL numbers: the lock background threads take (last
+    /// in the lock order).
+    pub(super) state: Mutex<State>,
+    /// Wakes background threads (work may be available). Waited on under `state`.
+    pub(super) bg_cv: Condvar,
+    /// Wakes stalled writers and callers waiting for background work. Waited on under `state`.
+    pub(super) done_cv: Condvar,
+    /// Group commit: the writers' queue (`commit.rs`). Own lock, first in the lock order.
+    pub(super) commits: super::commit::CommitPipeline,
+    /// The WAL being written and the write controller's state: held by a group's leader for
+    /// the whole group, and by anything that switches memtables (before `state`).
+    pub(super) wal: Mutex<WalState>,
+    /// WALs closed by switches, synced off the write path (`closed_wals.rs`). Own lock.
+    pub(super) closed_wals: super::closed_wals::ClosedWals,
+    /// Largest sequence number visible to readers. Atomic; stored by the group leader under
+    /// `wal` after its inserts.
+    pub(super) last_seq: AtomicU64,
     /// Bumped at every published change of a tree's super-version (switches, flushes,
-    /// compactions, new trees): the write path's [`Room`] is stale once it moves.
-    pub state_epoch: AtomicU64,
+    /// compactions, new trees): the write path's [`Room`] is stale once it moves. Atomic,
+    /// bumped under `state`.
+    pub(super) state_epoch: AtomicU64,
     /// Every tree's current super-version. Readers load it without a lock or a reference-count
-    /// write (an `arc_swap` guard); installs replace the whole list (a handful of pointers).
-    pub supers: ArcSwap<Vec<Arc<SuperVersion>>>,
-    /// Live snapshots: seqno → count.
-    pub snapshots: Mutex<BTreeMap<u64, usize>>,
-    /// Set once a durable write failed; the database is read-only from then on.
-    pub poison: Mutex<Option<String>>,
-    pub poisoned: AtomicBool,
-    pub shutdown: AtomicBool,
-    pub threads: Mutex<Vec<JoinHandle<()>>>,
-    pub lock: Mutex<Option<Box<dyn FileLock>>>,
-    /// Number of the OPTIONS file written at open; older ones are obsolete.
-    pub options_number: u64,
-    /// Opened with `Db::open_read_only`: no lock, no background work, nothing written.
-    pub read_only: bool,
+    /// write (an `arc_swap` guard); installs replace the whole list under `state`.
+    pub(super) supers: ArcSwap<Vec<Arc<SuperVersion>>>,
+    /// Live snapshots: seqno → count. Own lock (taken alone).
+    pub(super) snapshots: Mutex<BTreeMap<u64, usize>>,
+    /// Closing, poison, background threads and the directory lock (`lifecycle.rs`).
+    pub(super) life: super::lifecycle::Lifecycle,
+    /// Number of the OPTIONS file written at open; older ones are obsolete. Fixed.
+    pub(super) options_number: u64,
 }
 
 impl Drop for DbInner {
@@ -228,35 +226,15 @@ impl DbInner {
         }
     }
 
-    /// Fails with `Poisoned` once a durable write has failed.
+    /// `Closed`, `ReadOnly` or `Poisoned` where a write cannot proceed.
     pub fn check_writable(&self) -> Result<()> {
-        if self.shutdown.load(Ordering::Acquire) {
-            return Err(Error::InvalidArgument("the database is closed".into()));
-        }
-        if self.read_only {
-            return Err(Error::ReadOnly);
-        }
-        self.check_poisoned()
+        self.life.check_writable()
     }
 
-    /// Fails with `Poisoned` once a durable write has failed (unlike `check_writable`, also
-    /// during close and in a read-only open).
-    pub fn check_poisoned(&self) -> Result<()> {
-        if self.poisoned.load(Ordering::Acquire) {
-            let why = self.poison.lock().clone().unwrap_or_default();
-            return Err(Error::Poisoned(why));
-        }
-        Ok(())
-    }
-
-    /// Turns the database read-only after a failed durable write (never retried).
+    /// Turns the database read-only after a failed durable write (never retried), and wakes
+    /// the writers waiting for background work.
     pub fn set_poison(&self, e: &Error) {
-        let mut p = self.poison.lock();
-        if p.is_none() {
-            tracing::error!(error = %e, "durable write failed; the database is now read-only");
-            *p = Some(e.to_string());
-        }
-        self.poisoned.store(true, Ordering::Release);
+        self.life.poison(e);
         self.done_cv.notify_all();
         self.bg_cv.notify_all();
     }
@@ -490,7 +468,7 @@ impl DbInner {
     /// outputs this process would think unreferenced), and after any other failed durable
     /// write the next open, not this process, decides what is obsolete (docs/design.md §4).
     pub fn delete_obsolete_files(&self) {
-        if self.poisoned.load(Ordering::Acquire) {
+        if self.life.is_poisoned() {
             return;
         }
         // Only files numbered before this snapshot are candidates: a job may create (and
@@ -526,7 +504,7 @@ impl DbInner {
                 FileKind::Temp | FileKind::Current | FileKind::Lock | FileKind::Other => false,
             };
             // A durable write may fail while this runs: stop deleting at once.
-            if !obsolete || self.poisoned.load(Ordering::Acquire) {
+            if !obsolete || self.life.is_poisoned() {
                 continue;
             }
             if let FileKind::Table(n) = kind {
@@ -540,23 +518,39 @@ impl DbInner {
     }
 
     pub fn stop_background(&self) {
-        self.shutdown.store(true, Ordering::Release);
+        self.life.shut_down();
         {
             // Wake threads waiting on either condition variable.
             let _st = self.state.lock();
             self.bg_cv.notify_all();
             self.done_cv.notify_all();
         }
-        let threads = std::mem::take(&mut *self.threads.lock());
-        for t in threads {
-            let _ = t.join();
-        }
+        self.life.join_threads();
     }
 }
 
 /// The error for a tree id no tree has.
 pub fn unknown_tree(tree: u32) -> Error {
     Error::InvalidArgument(format!("unknown tree id {tree}"))
+}
+
+/// What syncing closed WALs needs of the engine.
+impl super::closed_wals::Durability for DbInner {
+    fn sync_dir(&self) -> Result<()> {
+        self.fs.sync_dir(&self.dir)
+    }
+
+    fn set_poison(&self, e: &Error) {
+        DbInner::set_poison(self, e);
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        self.life.check_poisoned()
+    }
+
+    fn record_sync(&self) {
+        self.io.record_sync();
+    }
 }
 
 /// What ElasticBF's adjuster sees of the engine.

@@ -153,7 +153,7 @@ impl Range {
                     self.maybes.as_ref(),
                     forward,
                 )),
-                Err(e) => Err(crate::sst::clone_error(e)),
+                Err(e) => Err(e.clone()),
             };
             match made {
                 Ok(c) => *slot = Some(c),

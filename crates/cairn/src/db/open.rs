@@ -6,7 +6,7 @@
 //! new WAL, manifest and OPTIONS file written, CURRENT pointed at the manifest, and only then
 //! old WALs, manifests and leftovers removed.
 
-use super::inner::{DbInner, State, WalState, WriteQueue};
+use super::inner::{DbInner, State, WalState};
 use super::replay::replay_wals;
 use crate::cache::{BlockCache, TableCache};
 use crate::compaction::iter::Retention;
@@ -17,11 +17,9 @@ use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileLock, FileSystem};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::memory::{MemoryRegions, Regions};
+use crate::memory::MemoryRegions;
 use crate::memtable::{filter_target, MemComponent, Memtable};
-use crate::options::{
-    check_compatible, merge_stored, parse_options_file, BpkPolicy, LevelTargets, MergePolicyKind, Options,
-};
+use crate::options::{check_compatible, merge_stored, BpkPolicy, LevelTargets, MergePolicyKind, Options, Regions};
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
@@ -30,9 +28,9 @@ use crate::version::{FileMeta, Version, VersionEdit};
 use crate::wal::WalWriter;
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex};
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 fn policy(o: &Options) -> Box<dyn MergePolicy> {
@@ -118,20 +116,6 @@ fn checked(mut given: Options, stored: Option<(&Path, &BTreeMap<String, String>)
     Ok((given, regions))
 }
 
-/// The newest OPTIONS file among `names` in `dir`, parsed.
-fn read_stored(
-    fs: &dyn FileSystem,
-    dir: &Path,
-    names: &[String],
-) -> Result<Option<(std::path::PathBuf, BTreeMap<String, String>)>> {
-    let Some(&n) = filename::numbers(names, FileKind::Options).last() else {
-        return Ok(None);
-    };
-    let path = filename::options(dir, n);
-    let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
-    Ok(Some((path, stored)))
-}
-
 /// Refuses a database with files deeper than `max_levels` allows.
 fn check_levels(rec: &Recovered, opts: &Options) -> Result<()> {
     for (t, tv) in rec.version.trees.iter().enumerate() {
@@ -176,7 +160,7 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
             dir.display()
         )));
     }
-    let stored = read_stored(&*fs, dir, &names)?;
+    let stored = crate::options::read_stored(&*fs, dir, &names)?;
     let (opts, regions) = checked(given, stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
     crate::memory::fix_malloc_threshold(opts.malloc_mmap_threshold);
 
@@ -271,7 +255,9 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
     versions.make_current()?;
 
     let first = filter_target(0, regions.memtable_size, regions.write_memory / ntrees.max(1));
-    let mems = (0..ntrees).map(|_| MemComponent::for_options(&opts, first)).collect();
+    let mems = (0..ntrees)
+        .map(|_| MemComponent::shaped(opts.memtable.component, opts.memtable.partitioned_size_ratio, first))
+        .collect();
     let inner = assemble(
         dir,
         opts,
@@ -299,7 +285,7 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
     }
     inner.delete_obsolete_files();
     if let Err(e) = super::background::start_threads(&inner) {
-        inner.shutdown.store(true, Ordering::Release);
+        inner.life.shut_down();
         return Err(e);
     }
     Ok(inner)
@@ -352,7 +338,7 @@ fn recover_read_only(dir: &Path, given: &Options) -> Result<(Options, Regions, P
     // the edit that names it, so it is listed (unless a newer edit already released it).
     let rec = set::recover(fs, dir)?;
     let names = fs.list(dir)?;
-    let stored = read_stored(fs, dir, &names)?;
+    let stored = crate::options::read_stored(fs, dir, &names)?;
     let (opts, regions) = checked(given.clone(), stored.as_ref().map(|(p, m)| (p.as_path(), m)))?;
     check_levels(&rec, &opts)?;
     let (mems, last_seq) = replay_wals(fs, dir, &opts, &names, &rec, true, None)?;
@@ -392,7 +378,11 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     // triggers records its log number too.
     let m = &inner.memory;
     let first = filter_target(0, m.write_buffer_size(), m.write_budget() / (st.mems.len() + 1));
-    st.mems.push(MemComponent::for_options(&inner.opts, first));
+    st.mems.push(MemComponent::shaped(
+        inner.opts.memtable.component,
+        inner.opts.memtable.partitioned_size_ratio,
+        first,
+    ));
     wal.actives.clear();
     if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
         st.mems.pop();
@@ -468,14 +458,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         }),
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
-        queue: Mutex::new(WriteQueue {
-            tickets: VecDeque::new(),
-            batches: BTreeMap::new(),
-            results: BTreeMap::new(),
-            next_ticket: 0,
-        }),
-        queue_cv: Condvar::new(),
-        queue_done: std::sync::atomic::AtomicU64::new(0),
+        commits: Default::default(),
         wal: Mutex::new(WalState {
             writer: p.writer,
             delay: None,
@@ -488,13 +471,8 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         state_epoch: AtomicU64::new(0),
         supers: ArcSwap::from_pointee(Vec::new()),
         snapshots: Mutex::new(BTreeMap::new()),
-        poison: Mutex::new(None),
-        poisoned: AtomicBool::new(false),
-        shutdown: AtomicBool::new(false),
-        threads: Mutex::new(Vec::new()),
-        lock: Mutex::new(p.lock),
+        life: super::lifecycle::Lifecycle::new(p.lock),
         options_number: p.options_number,
-        read_only,
         opts,
         regions,
     });

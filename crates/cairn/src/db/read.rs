@@ -29,9 +29,7 @@ pub(super) fn get_into(
     snapshot: Option<u64>,
     value: &mut Vec<u8>,
 ) -> Result<bool> {
-    if inner.shutdown.load(Ordering::Acquire) {
-        return Err(crate::Error::InvalidArgument("the database is closed".into()));
-    }
+    inner.life.check_open()?;
     // Borrowed for this call: no lock and no reference-count write on the read path.
     let supers = inner.super_versions();
     let sv = supers.get(tree as usize).ok_or_else(|| unknown_tree(tree))?;

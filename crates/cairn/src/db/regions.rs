@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 use crate::memory::MemoryLimits;
 use crate::stats::{TreeStatsSnapshot, TunerRecord};
 use crate::tuning::memory::Sizes;
+use crate::tuning::range_memory::{choose, Candidate};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,7 +41,7 @@ impl DbInner {
         };
         // The WAL lock (which writers wait on) only when a memtable is over; checked again under
         // it, since a write group may have switched meanwhile.
-        if !self.read_only && !over(&self.state.lock()).is_empty() {
+        if !self.life.is_read_only() && !over(&self.state.lock()).is_empty() {
             let mut wal = self.wal.lock();
             let mut st = self.state.lock();
             let trees = over(&st);
@@ -150,6 +152,60 @@ impl DbInner {
             },
             sim_bytes: self.ghost.as_ref().map_or(0.0, |(g, _)| g.capacity() as f64),
             elastic_marginals: *self.elastic.marginals.lock(),
+        }
+    }
+}
+
+impl DbInner {
+    /// Range-filter memory's round (`range_memory.rs`): the region's capacity from the
+    /// cache's, then which filters it keeps.
+    ///
+    /// One round: the region's capacity from the cache's, then which filters it keeps.
+    pub(crate) fn keep_range_filters(&self) {
+        let cap = super::range_memory::capacity(&self.opts, &self.regions, self.cache.capacity());
+        self.memory.range_filters.set_capacity(cap);
+        if cap == usize::MAX {
+            return;
+        }
+        let mut files = self.range_memory.files.lock();
+        let mut next = HashMap::with_capacity(files.len());
+        let mut candidates = Vec::new();
+        let mut tables = Vec::new();
+        for sv in self.super_versions().iter() {
+            let Some(tv) = sv.version.trees.get(sv.tree) else {
+                continue;
+            };
+            for (level, fs) in tv.levels.iter().enumerate() {
+                for (f, state) in fs.iter().zip(sv.files.get(level).into_iter().flatten()) {
+                    // A file without an open reader holds no filter; it is judged once one is
+                    // open again.
+                    let Some(reader) = state.reader_slot().load_full() else {
+                        continue;
+                    };
+                    let block = reader.range_filter_block_size();
+                    if block == 0 {
+                        continue;
+                    }
+                    let pinned = reader.range_filter_bytes() as u64;
+                    let empty = state.range_empty();
+                    let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
+                    let score = score * super::range_memory::DECAY + (empty - seen).max(0.0);
+                    next.insert(f.number, (empty, score));
+                    candidates.push(Candidate {
+                        bytes: if pinned > 0 { pinned } else { block },
+                        pinned: pinned > 0,
+                        score,
+                    });
+                    tables.push((state.clone(), reader));
+                }
+            }
+        }
+        *files = next;
+        for ((state, reader), admit) in tables.iter().zip(choose(&candidates, cap as u64)) {
+            state.set_range_admitted(admit);
+            if !admit {
+                reader.unload_range_filter();
+            }
         }
     }
 }

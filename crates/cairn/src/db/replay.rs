@@ -7,9 +7,8 @@ use crate::batch::DecodedBatch;
 use crate::env::{FileSystem, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::memory::Regions;
 use crate::memtable::{filter_target, MemComponent, Memtable};
-use crate::options::{MemoryComponent, Options};
+use crate::options::{MemoryComponent, Options, Regions};
 use crate::version::set::Recovered;
 use crate::wal::{WalEnd, WalReader};
 use std::path::Path;
@@ -33,7 +32,13 @@ pub(super) fn replay_wals(
     let mut mems: Vec<MemComponent> = rec
         .tree_names
         .iter()
-        .map(|_| MemComponent::for_options(opts, filtered_for))
+        .map(|_| {
+            MemComponent::shaped(
+                opts.memtable.component,
+                opts.memtable.partitioned_size_ratio,
+                filtered_for,
+            )
+        })
         .collect();
     let min_log = (0..rec.tree_names.len() as u32)
         .map(|t| log_numbers.get(&t).copied().unwrap_or(0))
@@ -111,7 +116,11 @@ pub(super) fn replay_wals(
             if let Some(spill) = spill.as_mut() {
                 while let Some(t) = over_replay_limit(opts, regions, &mems) {
                     spill(t, mems[t].active())?;
-                    mems[t] = MemComponent::for_options(opts, filtered_for);
+                    mems[t] = MemComponent::shaped(
+                        opts.memtable.component,
+                        opts.memtable.partitioned_size_ratio,
+                        filtered_for,
+                    );
                 }
             }
         }

@@ -257,7 +257,7 @@ fn range_trees(inner: &Arc<DbInner>, stats: &DbStats) -> Vec<report::RangeTree> 
             for f in fs {
                 let reader = inner.open_table(f);
                 // A filter not pinned is read for the report and not kept.
-                let levels = match reader.as_ref().map_err(crate::sst::clone_error).and_then(|r| {
+                let levels = match reader.as_ref().map_err(crate::Error::clone).and_then(|r| {
                     match r.with_range_filter(false, |rf| rf.describe())? {
                         Some(d) => Ok(Some(d)),
                         None => Ok(r

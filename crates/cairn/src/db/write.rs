@@ -1,6 +1,6 @@
-//! The write path: validate → group commit (the first queued writer leads: it appends every
-//! queued batch to the WAL and syncs once for the group) → memtable inserts → publish the
-//! sequence number → acknowledge.
+//! The write path: validate → group commit (`commit.rs`: the first queued writer leads and
+//! runs [`commit`] for the group: every batch appended to the WAL, one sync) → memtable inserts
+//! → publish the sequence number → acknowledge.
 
 use super::inner::{DbInner, Room, State, WalState};
 use crate::batch::WriteBatch;
@@ -8,15 +8,11 @@ use crate::compaction::pending_bytes;
 use crate::error::{Error, Result};
 use crate::options::MemoryComponent;
 use crate::options::WriteOptions;
-use crate::sst::clone_error;
 use crate::tuning::write_control::{decide, headroom, TreeWriteView, WriteAction, WriteLimits, WriteView};
 use crate::wal::WalWriter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A group is closed at this many bytes (unless its leader alone is larger).
-const MAX_GROUP_BYTES: usize = 1 << 20;
 
 pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
     let (trees, batch) = {
@@ -44,91 +40,8 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
     if batch.is_empty() {
         return Ok(());
     }
-    let mut q = inner.queue.lock();
-    let ticket = q.next_ticket;
-    q.next_ticket += 1;
-    q.tickets.push_back(ticket);
-    q.batches.insert(ticket, (batch, opts.clone()));
-    loop {
-        if let Some(r) = q.results.remove(&ticket) {
-            return r;
-        }
-        if q.tickets.front() == Some(&ticket) {
-            break;
-        }
-        // A group takes a few microseconds: wait for the leader spinning first, and sleep on
-        // the condition variable only if it takes longer (a futex sleep and wake per write
-        // was a third of two writers' time). The state is checked again under the lock.
-        let seen = inner.queue_done.load(Ordering::Acquire);
-        if parking_lot::MutexGuard::unlocked(&mut q, || spin_until_changed(&inner.queue_done, seen)) {
-            continue;
-        }
-        // Leaders bump the counter under this lock: unchanged here means the group is still
-        // running and its notification is still to come (it may have ended between the spin's
-        // last look and this lock).
-        if inner.queue_done.load(Ordering::Acquire) == seen {
-            inner.queue_cv.wait(&mut q);
-        }
-    }
-    // Leader: take a group from the front of the queue.
-    let mut group = Vec::new();
-    let mut bytes = 0usize;
-    for &t in q.tickets.iter() {
-        let Some((b, _)) = q.batches.get(&t) else {
-            break;
-        };
-        if !group.is_empty() && bytes + b.size_bytes() > MAX_GROUP_BYTES {
-            break;
-        }
-        bytes += b.size_bytes();
-        group.push(t);
-    }
-    let mut batches: Vec<(WriteBatch, WriteOptions)> = group.iter().filter_map(|t| q.batches.remove(t)).collect();
-    drop(q);
-
-    let result = commit(inner, &mut batches);
-
-    let mut q = inner.queue.lock();
-    for &t in &group {
-        q.tickets.pop_front();
-        if t != ticket {
-            let r = match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(clone_error(e)),
-            };
-            q.results.insert(t, r);
-        }
-    }
-    inner.queue_done.fetch_add(1, Ordering::Release);
-    inner.queue_cv.notify_all();
-    result
+    inner.commits.submit(batch, opts, |batches| commit(inner, batches))
 }
-
-/// Spins (then yields) until `counter` differs from `seen`, for at most [`SPIN_WAIT`]: true if
-/// it changed.
-fn spin_until_changed(counter: &std::sync::atomic::AtomicU64, seen: u64) -> bool {
-    let start = std::time::Instant::now();
-    let mut i = 0u32;
-    loop {
-        if counter.load(Ordering::Acquire) != seen {
-            return true;
-        }
-        i += 1;
-        if i < 64 {
-            std::hint::spin_loop();
-            continue;
-        }
-        // Past the first microsecond or so, give the core to the leader if it wants it.
-        let waited = start.elapsed();
-        if waited >= SPIN_WAIT {
-            return false;
-        }
-        std::thread::yield_now();
-    }
-}
-
-/// How long a waiting writer spins before it sleeps (a group commit takes 2–10 µs here).
-const SPIN_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
 
 fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> Result<()> {
     let mut wal = inner.wal.lock();
@@ -313,7 +226,7 @@ fn make_room(inner: &Arc<DbInner>, wal: &mut WalState, no_slowdown: bool, bytes:
                 let t0 = std::time::Instant::now();
                 let until = t0 + Duration::from_secs_f64(bytes as f64 / rate as f64);
                 // The state lock is released while waiting; wake-ups before the end re-wait.
-                while !inner.poisoned.load(Ordering::Acquire) {
+                while !inner.life.is_poisoned() {
                     if inner.done_cv.wait_until(&mut st, until).timed_out() {
                         break;
                     }

@@ -29,8 +29,8 @@
 
 /// Header bytes before the bit array.
 pub const HEADER_LEN: usize = 20;
-const VERSION: u8 = 1;
-const VERSION_LOCAL: u8 = 2;
+pub(crate) const VERSION: u8 = 1;
+pub(crate) const VERSION_LOCAL: u8 = 2;
 const MAX_PROBES: u32 = 30;
 /// Bits in a cache-local line.
 const LINE_BITS: u64 = 512;
@@ -330,6 +330,14 @@ impl BloomFilter {
 }
 
 
+/// `(ln 2)²`: the exponent of a Bloom filter's false-positive rate per bit per key.
+pub const LN2_SQ: f64 = std::f64::consts::LN_2 * std::f64::consts::LN_2;
+
+/// The same exponent for cache-local units (every probe in one 64-byte line): their expected
+/// rate (`filter::bloom::expected_fpr_local`) falls by `e^−0.465` per bit between 2 and 10 bits
+/// per key, and `e^(−0.465·b)` is within 7% of it there.
+pub const LOCAL_DECAY: f64 = 0.465;
+
 /// The layout of point-filter units in new tables (tables record it per unit, so both are
 /// read whatever the setting).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -346,8 +354,8 @@ impl UnitFormat {
     /// policies' model: `e^(−decay · bpk)`).
     pub(crate) fn decay(self) -> f64 {
         match self {
-            UnitFormat::Standard => crate::tuning::bpk::LN2_SQ,
-            UnitFormat::CacheLocal => crate::tuning::bpk::LOCAL_DECAY,
+            UnitFormat::Standard => LN2_SQ,
+            UnitFormat::CacheLocal => LOCAL_DECAY,
         }
     }
 }
@@ -422,7 +430,7 @@ mod tests {
         // The allocation policies' model of the layout: e^(−LOCAL_DECAY·b) within 7% of the
         // expected rate from 2 to 10 bits per key.
         for bpk in [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0] {
-            let (model, exact) = ((-crate::tuning::bpk::LOCAL_DECAY * bpk).exp(), expected_fpr_local(bpk, local_probes(bpk)));
+            let (model, exact) = ((-LOCAL_DECAY * bpk).exp(), expected_fpr_local(bpk, local_probes(bpk)));
             assert!((model / exact - 1.0).abs() < 0.07, "bpk {bpk}: {model} vs {exact}");
         }
         // Measured rates match the model (200K absent keys).

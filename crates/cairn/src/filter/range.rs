@@ -214,7 +214,7 @@ impl RangeFilterKind {
     /// Bloom filters, Grafite's bound halves per bit.
     pub(crate) fn decay(self) -> f64 {
         match self {
-            RangeFilterKind::Rosetta => crate::tuning::bpk::LN2_SQ,
+            RangeFilterKind::Rosetta => super::bloom::LN2_SQ,
             RangeFilterKind::Grafite => std::f64::consts::LN_2,
         }
     }

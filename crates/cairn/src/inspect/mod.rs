@@ -14,9 +14,8 @@ pub use log::{dump_manifest, dump_wal};
 pub use table::{dump_table, dump_table_with, verify_table, TableDump};
 pub use verify::verify;
 
-use crate::env::{read_all, FileSystem};
-use crate::error::{Error, Result};
-use crate::filename::{self, FileKind};
+use crate::env::FileSystem;
+use crate::error::Result;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -27,13 +26,7 @@ use std::path::{Path, PathBuf};
 /// # Errors
 /// `Corruption` for a damaged OPTIONS file; I/O errors.
 pub fn stored_options(fs: &dyn FileSystem, dir: &Path) -> Result<Option<(PathBuf, BTreeMap<String, String>)>> {
-    let names = fs.list(dir)?;
-    let Some(&n) = filename::numbers(&names, FileKind::Options).last() else {
-        return Ok(None);
-    };
-    let path = filename::options(dir, n);
-    let map = crate::options::parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
-    Ok(Some((path, map)))
+    crate::options::read_stored(fs, dir, &fs.list(dir)?)
 }
 
 /// How keys and values are printed.

@@ -373,16 +373,15 @@ mod tests {
             }
             "walk" => {
                 let bound = |key: &str, f: fn(Vec<u8>) -> Bound<Vec<u8>>| {
-                    c.args.get(key).map_or(Bound::Unbounded, |v| f(v.as_bytes().to_vec()))
+                    c.get(key).map_or(Bound::Unbounded, |v| f(v.as_bytes().to_vec()))
                 };
                 let bounds = KeyBounds {
                     lo: bound("lo", Bound::Included),
                     hi: bound("hi", Bound::Excluded),
                 };
                 let ruled_out: Vec<u64> = c
-                    .args
                     .get("skip")
-                    .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
+                    .map(|v| v.split(',').map(|n| n.parse().expect("skip: file numbers")).collect())
                     .unwrap_or_default();
                 let opened = Arc::new(parking_lot::Mutex::new(Vec::new()));
                 let seen = opened.clone();
@@ -412,7 +411,7 @@ mod tests {
                 out.push_str(&format!("tables opened: {numbers:?}\n"));
                 out
             }
-            other => panic!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 }

@@ -262,7 +262,7 @@ mod tests {
     fn ikey(w: &str) -> (Vec<u8>, u64, ValueKind) {
         let (key, kind) = w.split_once(':').map_or((w, ValueKind::Put), |(k, _)| (k, ValueKind::Delete));
         let (user, seq) = key.split_once('@').unwrap_or((key, "0"));
-        (user.as_bytes().to_vec(), seq.parse().unwrap_or(0), kind)
+        (user.as_bytes().to_vec(), crate::testutil::num(seq), kind)
     }
 
     /// `testdata/iter/merging.txt`: sources (one memtable per input line, entries `key@seq=value`
@@ -309,7 +309,7 @@ mod tests {
                 }
                 out
             }
-            other => panic!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 }

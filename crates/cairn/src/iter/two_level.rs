@@ -187,7 +187,7 @@ impl<I: TwoLevelIndex> InternalIterator for TwoLevelIter<I> {
 
     fn status(&self) -> Result<()> {
         if let Some(e) = &self.err {
-            return Err(crate::sst::clone_error(e));
+            return Err(e.clone());
         }
         self.index.status()?;
         self.child.as_ref().map_or(Ok(()), |c| c.status())

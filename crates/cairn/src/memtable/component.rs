@@ -193,14 +193,13 @@ impl MemComponent {
         }
     }
 
-    /// An empty component of the shape `opts` asks for, its memtable filtered for
-    /// `filtered_for` bytes (see [`filter_target`](super::filter_target)).
-    pub fn for_options(opts: &crate::options::Options, filtered_for: usize) -> Self {
+    /// An empty component of `shape` (a partitioned one's memory levels `ratio` apart), its
+    /// memtable filtered for `filtered_for` bytes (see [`filter_target`](super::filter_target)).
+    pub fn shaped(shape: MemoryComponent, ratio: usize, filtered_for: usize) -> Self {
         MemComponent {
             active: Arc::new(Memtable::with_filter(filtered_for)),
             immutable: VecDeque::new(),
-            part: (opts.memtable.component == MemoryComponent::Partitioned)
-                .then(|| Partition::new(opts.memtable.partitioned_size_ratio)),
+            part: (shape == MemoryComponent::Partitioned).then(|| Partition::new(ratio)),
         }
     }
 
@@ -875,7 +874,7 @@ mod tests {
                         c.flushed(&job);
                     }
                 }
-                other => panic!("unknown command {other}"),
+                _ => case.unknown(),
             }
             show(&c)
         });

@@ -3,18 +3,12 @@
 //! name the setting (the one the caller changed, where several are involved), show the values
 //! and say why.
 
+use super::invalid;
 use super::table::{find, settings};
 use super::{
     CacheSource, FilterPolicy, Memory, MemoryComponent, MergePolicyKind, Options, RangeFilterKind, MIN_BUDGET,
 };
 use crate::error::{Error, Result};
-
-pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
-    Error::InvalidOptions {
-        option,
-        reason: reason.into(),
-    }
-}
 
 /// The setting called `name` (a name of the table).
 fn row(name: &str) -> &'static super::table::Setting {
@@ -199,7 +193,7 @@ impl Options {
                     ));
                 }
                 if let Some(t) = b.tuner.as_ref().filter(|t| t.floor > 0) {
-                    let start = crate::memory::Regions::of(self);
+                    let start = super::Regions::of(self);
                     let (region, share, least) = if start.write_memory <= start.block_cache {
                         ("write memory", "memory.write_share", start.write_memory)
                     } else {

@@ -3,11 +3,13 @@
 //! reopen keeps.
 
 use super::table::{refused, settings, Refusal, Scope};
-use super::{check::invalid, Options, FORMAT_VERSION};
+use super::{invalid, Options, FORMAT_VERSION};
+use crate::env::{read_all, FileSystem};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::format::coding::masked_crc;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The entries OPTIONS holds that are not options, with this build's values: a database
 /// keeps them for life.
@@ -50,7 +52,7 @@ impl Options {
     /// `Corruption` for a damaged OPTIONS file or a stored value that does not parse; I/O
     /// errors.
     pub fn with_stored(mut self, dir: &Path) -> Result<Options> {
-        let Some((path, stored)) = crate::inspect::stored_options(&*self.fs, dir)? else {
+        let Some((path, stored)) = read_stored(&*self.fs, dir, &self.fs.list(dir)?)? else {
             return Ok(self);
         };
         apply(&mut self, &stored, |s, _| {
@@ -108,6 +110,20 @@ fn apply(
         }
     }
     Ok(taken)
+}
+
+/// The newest OPTIONS file among `names` in `dir`, parsed.
+pub(crate) fn read_stored(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+) -> Result<Option<(PathBuf, BTreeMap<String, String>)>> {
+    let Some(&n) = filename::numbers(names, FileKind::Options).last() else {
+        return Ok(None);
+    };
+    let path = filename::options(dir, n);
+    let stored = parse_options_file(&read_all(fs, &path)?).map_err(|e| Error::corruption(&path, 0, e))?;
+    Ok(Some((path, stored)))
 }
 
 /// Parses an OPTIONS file into its key/value pairs, verifying the checksum.

@@ -5,7 +5,7 @@
 //! Each setting is declared once, in its group (`groups.rs`: doc, type, default, and its one
 //! name `group.setting` with its text form, range and scope); `table.rs` lists the rows for
 //! `Options::set`/`get`, the OPTIONS file and the generated `docs/options.md`. The engine
-//! reads the fields, and the region sizes an open starts with from `memory::Regions`.
+//! reads the fields, and the region sizes an open starts with from [`Regions`].
 
 mod check;
 mod file;
@@ -13,7 +13,7 @@ mod groups;
 mod table;
 mod value;
 
-pub(crate) use file::{check_compatible, merge_stored, parse_options_file};
+pub(crate) use file::{check_compatible, merge_stored, parse_options_file, read_stored};
 /// `docs/options.md`, generated from the table of settings.
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
@@ -33,6 +33,7 @@ pub use crate::tuning::bpk::BpkPolicy;
 pub use crate::tuning::write_control::FlushPolicy;
 
 use crate::cache::BlockCache;
+use crate::error::Error;
 use std::sync::Arc;
 
 /// How memory is sized.
@@ -244,5 +245,100 @@ impl Options {
             }),
             ..Options::default()
         }
+    }
+}
+
+/// The regions' starting sizes, derived from `Options::memory` at open: what the engine sizes
+/// its memtables, block cache, filter memory and tuner from (the tuner moves them later).
+#[derive(Debug, Clone)]
+pub(crate) struct Regions {
+    /// The budget; 0 with fixed sizes.
+    pub budget: usize,
+    pub write_memory: usize,
+    pub memtable_size: usize,
+    pub filter_memory: usize,
+    /// The block cache's capacity (a shared cache's own).
+    pub block_cache: usize,
+    pub shared_cache: Option<Arc<crate::cache::BlockCache>>,
+    pub index_in_block_cache: bool,
+    /// Simulated bytes of the ghost cache (128 MiB for the tuner when not set).
+    pub ghost_cache: usize,
+    /// The tuner, with its floor resolved.
+    pub tuner: Option<Tuner>,
+}
+
+impl Regions {
+    /// The region sizes options `o` start with: under a budget, its split (write memory,
+    /// memtables at half of it, filter memory for the elastic policies, the rest block cache
+    /// holding the index blocks), the tuner's floor and its ghost cache; otherwise the sizes
+    /// given.
+    pub(crate) fn of(o: &Options) -> Regions {
+        let ghost = o.cache.ghost_cache;
+        match &o.memory {
+            Memory::Fixed(f) => Regions {
+                budget: 0,
+                write_memory: f.write_memory,
+                memtable_size: f.memtable_size,
+                filter_memory: f.filter_memory,
+                block_cache: match &f.block_cache {
+                    CacheSource::Own(n) => *n,
+                    CacheSource::Shared(c) => c.capacity(),
+                },
+                shared_cache: match &f.block_cache {
+                    CacheSource::Own(_) => None,
+                    CacheSource::Shared(c) => Some(c.clone()),
+                },
+                index_in_block_cache: f.index_in_block_cache,
+                ghost_cache: ghost,
+                tuner: None,
+            },
+            Memory::Budget(b) => {
+                let budget = b.bytes as f64;
+                let write = ((budget * b.write_share) as usize).max(2);
+                let filter = if o.filters.policy.kind().is_elastic() {
+                    (budget * b.filter_share) as usize
+                } else {
+                    0
+                };
+                let memtable_size = match o.memtable.component {
+                    MemoryComponent::Monolithic => write / 2,
+                    // A partitioned component keeps levels of runs this size (M1 holds 10).
+                    MemoryComponent::Partitioned => (write / 16).max(1),
+                };
+                let tuner = b.tuner.clone().map(|t| Tuner {
+                    floor: if t.floor == 0 { auto_floor(b.bytes) } else { t.floor },
+                    ..t
+                });
+                Regions {
+                    budget: b.bytes,
+                    write_memory: write,
+                    memtable_size,
+                    filter_memory: filter,
+                    block_cache: b.bytes.saturating_sub(write + filter),
+                    shared_cache: None,
+                    index_in_block_cache: true,
+                    ghost_cache: if tuner.is_some() && ghost == 0 {
+                        TUNER_GHOST_BYTES
+                    } else {
+                        ghost
+                    },
+                    tuner,
+                }
+            }
+        }
+    }
+}
+
+/// The tuner's floor when `memory.tuner_floor` is 0: the paper's 32 MiB, or a sixteenth of
+/// the budget when that is smaller.
+fn auto_floor(budget: usize) -> usize {
+    (32 << 20).min(budget / 16)
+}
+
+/// The error for the option `option`.
+pub(crate) fn invalid(option: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidOptions {
+        option,
+        reason: reason.into(),
     }
 }

@@ -379,8 +379,8 @@ fn position(name: &str) -> Result<usize> {
 /// The error for a value `set` refused.
 pub(crate) fn refused(s: &Setting, value: &str, why: Refusal) -> Error {
     match why {
-        Refusal::Parse(why) => super::check::invalid(s.name, format!("{} = {value:?}: {why}", s.name)),
-        Refusal::NoPlace(why) => super::check::invalid(s.name, format!("{} = {value} has no effect: {why}", s.name)),
+        Refusal::Parse(why) => super::invalid(s.name, format!("{} = {value:?}: {why}", s.name)),
+        Refusal::NoPlace(why) => super::invalid(s.name, format!("{} = {value} has no effect: {why}", s.name)),
     }
 }
 
@@ -435,7 +435,7 @@ impl Options {
                 } else {
                     named.show(&before)
                 };
-                return Err(super::check::invalid(
+                return Err(super::invalid(
                     named.name,
                     format!(
                         "{} = {shown} has no effect with {} = {other_value}",

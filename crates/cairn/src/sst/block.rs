@@ -677,7 +677,7 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
     fn status(&self) -> Result<()> {
         match &self.err {
             None => Ok(()),
-            Some(e) => Err(clone_error(e)),
+            Some(e) => Err(e.clone()),
         }
     }
 }
@@ -709,27 +709,6 @@ fn encode_handle(out: &mut [u8; 20], h: BlockHandle) -> usize {
         n += 1;
     }
     n
-}
-
-/// Iterator errors are reported from `&self`; corruption errors are cloneable by value.
-pub(crate) fn clone_error(e: &Error) -> Error {
-    match e {
-        Error::Corruption { file, offset, what } => Error::Corruption {
-            file: file.clone(),
-            offset: *offset,
-            what: what.clone(),
-        },
-        Error::Io { op, path, source } => Error::Io {
-            op,
-            path: path.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
-        Error::Poisoned(s) => Error::Poisoned(s.clone()),
-        Error::Busy(s) => Error::Busy(s.clone()),
-        Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
-        Error::Locked(p) => Error::Locked(p.clone()),
-        other => Error::InvalidArgument(other.to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use super::block::BlockIter;
 use super::footer::BlockHandle;
-use super::reader::{IterOptions, TableReader};
+use super::reader::TableReader;
 use super::trailer::Readahead;
 use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
@@ -43,6 +43,41 @@ pub struct BlockWindow {
     pub lo: Option<Vec<u8>>,
     /// Keys from this on (within the read's bounds) are absent; `None`: no upper tightening.
     pub hi_excl: Option<Vec<u8>>,
+}
+
+/// How an iterator reads data blocks.
+#[derive(Debug, Clone)]
+pub struct IterOptions {
+    /// Insert blocks read from storage into the block cache. Compactions read with `false`
+    /// (RocksDB's `fill_cache = false`) so that they do not evict the blocks readers use.
+    pub fill_cache: bool,
+    /// Where reads are counted (`None`: the reader's own counters).
+    pub stats: Option<Arc<IoStats>>,
+    /// Read data blocks in fixed chunks of this many bytes (compactions read their inputs
+    /// front to back with 2 MiB); 0: auto-readahead, which starts once reads turn sequential.
+    pub readahead: usize,
+}
+
+impl Default for IterOptions {
+    fn default() -> Self {
+        IterOptions {
+            fill_cache: true,
+            stats: None,
+            readahead: 0,
+        }
+    }
+}
+
+impl TableReader {
+    /// An iterator over every entry (fills the cache, counts in the reader's stats).
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(self.clone(), IterOptions::default())
+    }
+
+    /// An iterator reading as `opts` says.
+    pub fn iter_with(self: &Arc<Self>, opts: IterOptions) -> TableIter {
+        TableIter::new(self.clone(), opts)
+    }
 }
 
 /// The largest chunk a user iterator's auto-readahead reads (RocksDB's

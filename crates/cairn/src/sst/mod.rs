@@ -22,12 +22,11 @@ mod properties;
 mod reader;
 mod trailer;
 
-pub(crate) use block::clone_error;
 pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
-pub use iter::{BlockWindow, TableIter};
+pub use iter::{BlockWindow, IterOptions, TableIter};
 pub use properties::SegmentMeta;
-pub use reader::{GetOutcome, IterOptions, ReaderOptions, TableReader, UnitSelection};
+pub use reader::{GetOutcome, ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
 /// What tests, fuzz targets and benchmarks use besides.
 #[cfg(feature = "test-util")]
@@ -81,7 +80,7 @@ pub struct RangeFilterOptions {
     /// decides.
     pub bits_per_key: f64,
     /// Rosetta or Grafite.
-    pub kind: crate::options::RangeFilterKind,
+    pub kind: crate::filter::range::RangeFilterKind,
     /// Decides the bits per key once the table's keys are known.
     pub decider: Option<std::sync::Arc<dyn crate::filter::DecideFilters>>,
     /// User-key bytes skipped before the 8-byte projection.

@@ -30,7 +30,7 @@ use crate::filter::{FilterDecision, UnitSpec};
 use super::trailer::Compression;
 use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 
-const VERSION: u8 = 5;
+pub(crate) const VERSION: u8 = 5;
 
 /// A run of consecutive data blocks sharing one group of filter units.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -3,7 +3,6 @@
 use super::block::{Block, BlockIter, HashHint};
 use super::fences::{self, Fences, INDEX_STRIDE};
 use super::footer::{BlockHandle, Footer, FOOTER_LEN};
-use super::iter::TableIter;
 use super::properties::Properties;
 use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
 use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
@@ -53,29 +52,6 @@ pub struct ReaderOptions {
     /// Ids of blocks recently evicted from `cache`: a storage read of one is counted as a
     /// ghost hit in the read's statistics.
     pub ghost: Option<Arc<GhostCache>>,
-}
-
-/// How an iterator reads data blocks.
-#[derive(Debug, Clone)]
-pub struct IterOptions {
-    /// Insert blocks read from storage into the block cache. Compactions read with `false`
-    /// (RocksDB's `fill_cache = false`) so that they do not evict the blocks readers use.
-    pub fill_cache: bool,
-    /// Where reads are counted (`None`: the reader's own counters).
-    pub stats: Option<Arc<IoStats>>,
-    /// Read data blocks in fixed chunks of this many bytes (compactions read their inputs
-    /// front to back with 2 MiB); 0: auto-readahead, which starts once reads turn sequential.
-    pub readahead: usize,
-}
-
-impl Default for IterOptions {
-    fn default() -> Self {
-        IterOptions {
-            fill_cache: true,
-            stats: None,
-            readahead: 0,
-        }
-    }
 }
 
 /// Which filter units a point lookup consults.
@@ -1049,15 +1025,5 @@ impl TableReader {
         let r = it.status();
         *buf = it.into_key_buffer();
         r
-    }
-
-    /// An iterator over every entry (fills the cache, counts in the reader's stats).
-    pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(self.clone(), IterOptions::default())
-    }
-
-    /// An iterator reading as `opts` says.
-    pub fn iter_with(self: &Arc<Self>, opts: IterOptions) -> TableIter {
-        TableIter::new(self.clone(), opts)
     }
 }

@@ -31,8 +31,8 @@ pub struct OutputContext<'a> {
     pub replaced: &'a [FileNumber],
     /// What the output inherits from the inputs.
     pub seed: Seed,
-    /// How fast the units' false-positive rate falls per bit per key ([`LN2_SQ`] for the
-    /// standard layout, [`LOCAL_DECAY`] for cache-local units).
+    /// How fast the units' false-positive rate falls per bit per key ([`LN2_SQ`](crate::filter::bloom::LN2_SQ) for the
+    /// standard layout, [`LOCAL_DECAY`](crate::filter::bloom::LOCAL_DECAY) for cache-local units).
     pub decay: f64,
 }
 
@@ -253,13 +253,6 @@ pub struct Allocation {
     pub c: Option<f64>,
 }
 
-/// `(ln 2)²`: the exponent of a Bloom filter's false-positive rate per bit per key.
-pub const LN2_SQ: f64 = std::f64::consts::LN_2 * std::f64::consts::LN_2;
-
-/// The same exponent for cache-local units (every probe in one 64-byte line): their expected
-/// rate (`filter::bloom::expected_fpr_local`) falls by `e^−0.465` per bit between 2 and 10 bits
-/// per key, and `e^(−0.465·b)` is within 7% of it there.
-pub const LOCAL_DECAY: f64 = 0.465;
 
 /// Sort-and-search (Mnemosyne, Alg. 1): the bits per key of every file that minimize the
 /// expected unnecessary data-block reads `Σ z_i · ε_i` under the memory `M = avg_bpk · Σ n_i`
@@ -339,6 +332,7 @@ pub fn expected_cost(files: &[SolverFile], bpk: &[f64], decay: f64) -> f64 {
 #[cfg(test)]
 mod solver_tests {
     use super::*;
+    use crate::filter::bloom::{LN2_SQ, LOCAL_DECAY};
     use crate::testutil::{run_file, Case};
     use rand::{Rng, SeedableRng};
 
@@ -407,7 +401,7 @@ mod solver_tests {
                     .input
                     .iter()
                     .map(|l| {
-                        let mut it = l.split_whitespace().map(|x| x.parse::<f64>().unwrap_or(0.0));
+                        let mut it = l.split_whitespace().map(crate::testutil::num::<f64>);
                         SolverFile {
                             entries: it.next().unwrap_or(0.0),
                             empty: it.next().unwrap_or(0.0),
@@ -423,7 +417,7 @@ mod solver_tests {
                 });
                 out.join("\n")
             }
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 }
@@ -431,6 +425,7 @@ mod solver_tests {
 #[cfg(test)]
 mod allocator_tests {
     use super::*;
+    use crate::filter::bloom::LN2_SQ;
     use crate::stats::{Estimate, FileStatsSnapshot};
     use crate::testutil::{run_file, Case};
 
@@ -438,7 +433,7 @@ mod allocator_tests {
     /// line per live file: `number level entries bpk q x [exact_q exact_x]` (Merlin's estimate,
     /// then the exact counts; the exact ones default to the estimate).
     fn context(c: &Case) -> (StatsSnapshot, Vec<FileNumber>, Seed) {
-        let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+        let num = |s: &str| crate::testutil::num::<f64>(s);
         let files = c
             .input
             .iter()
@@ -465,19 +460,18 @@ mod allocator_tests {
             })
             .collect();
         let pair = |key: &str| {
-            c.args.get(key).map_or(Estimate::default(), |s| {
+            c.get(key).map_or(Estimate::default(), |s| {
                 let (q, x) = s.split_once('/').unwrap_or((s, "0"));
                 Estimate { q: num(q), x: num(x) }
             })
         };
         let replaced = c
-            .args
             .get("replace")
-            .map(|s| s.split(',').map(|n| FileNumber(n.parse().unwrap_or(0))).collect())
+            .map(|s| s.split(',').map(|n| FileNumber(n.parse().expect("replace: file numbers"))).collect())
             .unwrap_or_default();
         let seed = Seed {
             merlin: pair("seed"),
-            exact: c.args.get("exact_seed").map_or(pair("seed"), |_| pair("exact_seed")),
+            exact: c.get("exact_seed").map_or(pair("seed"), |_| pair("exact_seed")),
             range_empty: 0.0,
         };
         (StatsSnapshot { files, lookups: c.arg("lookups", 1000) }, replaced, seed)

@@ -502,7 +502,7 @@ mod tests {
                     .input
                     .iter()
                     .map(|l| {
-                        let v: Vec<f64> = l.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+                        let v: Vec<f64> = l.split_whitespace().map(crate::testutil::num::<f64>).collect();
                         Demand {
                             keys: v.first().copied().unwrap_or(0.0),
                             empty: v.get(1).copied().unwrap_or(0.0),
@@ -515,18 +515,18 @@ mod tests {
                     &segs,
                     c.arg("budget", 0.0) as u64,
                     c.arg("unit_bpk", 4.0),
-                    c.arg("decay", super::super::bpk::LN2_SQ),
+                    c.arg("decay", crate::filter::bloom::LN2_SQ),
                 );
                 let used: u64 = t.iter().zip(&segs).map(|(&k, s)| u64::from(k) * s.unit_bytes).sum();
                 format!("{t:?}, used {used}")
             }
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 
     fn segment(l: &str) -> Segment {
         let words: Vec<&str> = l.split_whitespace().collect();
-        let num = |i: usize| words.get(i).and_then(|w| w.parse::<f64>().ok()).unwrap_or(0.0);
+        let num = |i: usize| words.get(i).map_or(0.0, |w| crate::testutil::num::<f64>(w));
         Segment {
             freq: num(0),
             last_access: num(1) as u64,
@@ -538,7 +538,7 @@ mod tests {
             inherited: words.contains(&"inherited"),
             target: words
                 .iter()
-                .find_map(|w| w.strip_prefix("target=").and_then(|t| t.parse().ok())),
+                .find_map(|w| w.strip_prefix("target=").map(crate::testutil::num)),
         }
     }
 

@@ -117,7 +117,7 @@ mod tests {
                         let w = w.trim_end_matches(['*', '!']);
                         let (range, wal) = w.split_once('@').unwrap_or((w, "0"));
                         let (lo, hi) = range.split_once('-').unwrap_or((range, range));
-                        (lo.to_string(), hi.to_string(), wal.parse().unwrap_or(0), chosen, busy)
+                        (lo.to_string(), hi.to_string(), crate::testutil::num(wal), chosen, busy)
                     })
                     .collect()
             })
@@ -151,7 +151,7 @@ mod tests {
                 .collect();
             match c.command.as_str() {
                 "partial" => {
-                    let cursor = c.args.get("cursor").map(|s| s.as_bytes());
+                    let cursor = c.get("cursor").map(|s| s.as_bytes());
                     match partial(&tiers, cursor) {
                         Some(id) => format!("{}\n", show(&owned, &[id])),
                         None => "nothing\n".into(),
@@ -165,7 +165,7 @@ mod tests {
                         LogChoice::Runs(ids) => format!("{}\n", show(&owned, &ids)),
                     }
                 }
-                other => panic!("unknown command {other}"),
+                _ => c.unknown(),
             }
         });
     }

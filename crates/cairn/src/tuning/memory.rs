@@ -424,11 +424,11 @@ mod tests {
             Some('G') => (&v[..v.len() - 1], 1024.0 * 1024.0 * 1024.0),
             _ => (v, 1.0),
         };
-        n.parse::<f64>().unwrap_or(f64::NAN) * mult
+        n.parse::<f64>().unwrap_or_else(|_| panic!("{v:?} is not a number")) * mult
     }
 
     fn arg(c: &Case, k: &str, default: f64) -> f64 {
-        c.args.get(k).map_or(default, |v| num(v))
+        c.get(k).map_or(default, num)
     }
 
     fn mib(b: f64) -> String {
@@ -468,10 +468,10 @@ mod tests {
             sim_bytes: arg(c, "sim", 128.0 * 1024.0 * 1024.0),
             merge_reads: arg(c, "merge_reads", 0.0),
             cost: arg(c, "cost", 1.0),
-            filter_benefit: c.args.get("gain").map(|v| num(v)),
-            filter_loss: c.args.get("loss").map(|v| num(v)),
+            filter_benefit: c.get("gain").map(num),
+            filter_loss: c.get("loss").map(num),
             meta_bytes: arg(c, "meta", 0.0) as u64,
-            writes_idle: c.args.contains_key("idle"),
+            writes_idle: c.has("idle"),
         }
     }
 
@@ -523,7 +523,7 @@ mod tests {
                 assert_eq!(s.sizes.total(), now.total(), "a step keeps the budget");
                 out
             }
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 

@@ -180,12 +180,12 @@ mod tests {
 
     /// `sizes=R:count,...` (R in values).
     fn sizes(c: &Case) -> Option<[u64; SIZE_BUCKETS]> {
-        let spec = c.args.get("sizes")?;
+        let spec = c.get("sizes")?;
         let mut s = [0u64; SIZE_BUCKETS];
         for part in spec.split(',').filter(|p| !p.is_empty()) {
             let (r, n) = part.split_once(':').unwrap_or((part, "1"));
-            let r: u64 = r.parse().unwrap_or(1);
-            s[size_bucket(0, r.max(1) - 1)] += n.parse::<u64>().unwrap_or(0);
+            let r: u64 = crate::testutil::num(r);
+            s[size_bucket(0, r.max(1) - 1)] += crate::testutil::num::<u64>(n);
         }
         Some(s)
     }
@@ -222,7 +222,7 @@ mod tests {
                     .collect::<Vec<_>>()
                     .join("\n")
             }
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 

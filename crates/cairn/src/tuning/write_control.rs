@@ -398,9 +398,8 @@ mod tests {
             hard_pending_compaction_bytes: c.arg("hard", 4_000_000),
             delayed_write_rate: c.arg("rate", 1 << 20),
             flush_policy: c
-                .args
                 .get("policy")
-                .and_then(|p| FlushPolicy::parse(p))
+                .map(|p| FlushPolicy::parse(p).unwrap_or_else(|| panic!("policy={p}: not a flush policy")))
                 .unwrap_or_default(),
         }
     }
@@ -417,12 +416,12 @@ mod tests {
                     for kv in line.split_whitespace() {
                         let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
                         match k {
-                            "active" => t.active_bytes = v.parse().unwrap_or(0),
-                            "imm" => t.immutable_bytes = v.parse().unwrap_or(0),
-                            "retained" => t.retained_bytes = v.parse().unwrap_or(0),
-                            "wal" => t.active_oldest_wal = v.parse().ok(),
-                            "rate" => t.recent_write_bytes = v.parse().unwrap_or(0),
-                            _ => {}
+                            "active" => t.active_bytes = crate::testutil::num(v),
+                            "imm" => t.immutable_bytes = crate::testutil::num(v),
+                            "retained" => t.retained_bytes = crate::testutil::num(v),
+                            "wal" => t.active_oldest_wal = Some(crate::testutil::num(v)),
+                            "rate" => t.recent_write_bytes = crate::testutil::num(v),
+                            other => panic!("unknown tree field {other:?}"),
                         }
                     }
                     t
@@ -430,23 +429,23 @@ mod tests {
                 .collect(),
             l0_files: c.arg("l0", 0),
             pending_compaction_bytes: c.arg("pending", 0),
-            wals: c.args.get("wals").map_or(Vec::new(), |w| {
+            wals: c.get("wals").map_or(Vec::new(), |w| {
                 w.split(',')
-                    .filter_map(|nb| {
-                        let (n, b) = nb.split_once(':')?;
-                        Some((n.parse().ok()?, b.parse().ok()?))
+                    .map(|nb| {
+                        let (n, b) = nb.split_once(':').expect("wals=N:BYTES,...");
+                        (crate::testutil::num(n), crate::testutil::num(b))
                     })
                     .collect()
             }),
             current_wal: c.arg("wal", 1),
-            slowed: c.args.contains_key("slowed"),
-            delay: c.args.get("prev").and_then(|p| {
+            slowed: c.has("slowed"),
+            delay: c.get("prev").and_then(|p| {
                 // prev=RATE/L0/PENDING: the delay in force before this decision.
-                let mut it = p.split('/').map(|x| x.parse::<u64>().ok());
+                let mut it = p.split('/').map(crate::testutil::num::<u64>);
                 Some(DelayState {
-                    rate: it.next()??,
-                    l0_files: it.next()?? as usize,
-                    pending_compaction_bytes: it.next()??,
+                    rate: it.next()?,
+                    l0_files: it.next()? as usize,
+                    pending_compaction_bytes: it.next()?,
                 })
             }),
         }
@@ -501,7 +500,7 @@ mod tests {
                 Some(h) => format!("memory {}, log {}", h.memory, h.log),
                 None => "none".into(),
             },
-            other => format!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 

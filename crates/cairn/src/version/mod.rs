@@ -238,10 +238,10 @@ mod tests {
                 let mut e = VersionEdit::default();
                 for line in &c.input {
                     let w: Vec<&str> = line.split_whitespace().collect();
-                    let n = |i: usize| w.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                    let n = |i: usize| w.get(i).map_or(0, |x| crate::testutil::num::<u64>(x));
                     let opt = |key: &str| {
                         w.iter()
-                            .find_map(|x| x.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
+                            .find_map(|x| x.strip_prefix(key).map(crate::testutil::num::<u64>))
                     };
                     match w.first().copied() {
                         Some("new-tree") => e.new_trees.push((n(1) as u32, w.get(2).unwrap_or(&"").to_string())),
@@ -272,7 +272,7 @@ mod tests {
                     Err(why) => format!("error: {why}\n"),
                 }
             }
-            other => panic!("unknown command {other}"),
+            _ => c.unknown(),
         });
     }
 

@@ -16,7 +16,7 @@ fn parse_view(c: &Case) -> LsmView {
     let mut v = LsmView {
         levels: Vec::new(),
         deepest: c.arg("deepest", 1),
-        write_memory: c.args.contains_key("write_memory").then(|| c.arg("write_memory", 0u64)),
+        write_memory: c.has("write_memory").then(|| c.arg("write_memory", 0u64)),
     };
     for line in &c.input {
         let mut parts = line.split_whitespace();
@@ -53,21 +53,22 @@ fn policy(c: &Case) -> Box<dyn MergePolicy> {
     let l0 = c.arg("l0", 4usize);
     let base = c.arg("base", 1000u64);
     let levels = c.arg("levels", 7usize);
-    match c.args.contains_key("garnering") {
-        true => Box::new(Garnering {
+    match (c.has("garnering"), c.has("leveling")) {
+        (true, false) => Box::new(Garnering {
             t,
             c: c.arg("c", 0.8),
             l0_trigger: l0,
             base_bytes: base,
             max_levels: levels,
         }),
-        false => Box::new(Leveling {
+        (false, true) => Box::new(Leveling {
             t,
             l0_trigger: l0,
             base_bytes: base,
             max_levels: levels,
-            follow_write_memory: c.args.contains_key("follow"),
+            follow_write_memory: c.has("follow"),
         }),
+        _ => panic!("policy: name one of leveling, garnering"),
     }
 }
 
@@ -112,7 +113,7 @@ fn run(file: &str) {
                 }
             }
         }
-        other => panic!("unknown command {other}"),
+        _ => c.unknown(),
     });
 }
 

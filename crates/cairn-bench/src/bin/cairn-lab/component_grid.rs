@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "Partitioned memory component experiments")]
-struct Args {
+pub struct Args {
     /// Where results go.
     #[arg(long)]
     out: PathBuf,
@@ -136,8 +136,7 @@ fn row(workload: &str, engine: &str, mib: usize, round: usize, p: &Phase, put_by
     }
 }
 
-fn main() {
-    let mut a = Args::parse();
+pub fn main(mut a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     if a.replot {
         let json = std::fs::read(a.out.join("results.json")).unwrap_or_else(|e| fail(e));

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
     rename_all = "snake_case",
     about = "Range-filter memory as the block cache is resized"
 )]
-struct Args {
+pub struct Args {
     /// The database (loaded by db_bench with the same flags).
     #[arg(long)]
     db: PathBuf,
@@ -80,8 +80,7 @@ fn fail(e: impl std::fmt::Display) -> ! {
     std::process::exit(1);
 }
 
-fn main() {
-    let (mut a, given) = cairn_bench::parse_args::<Args>();
+pub fn main(mut a: Args, given: std::collections::BTreeSet<String>) {
     a.engine.given = given;
     if a.key_stride < a.range + 2 {
         fail("--key_stride must exceed --range by 2");

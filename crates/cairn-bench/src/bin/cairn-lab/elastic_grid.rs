@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "ElasticBF's figures at laptop scale")]
-struct Args {
+pub struct Args {
     /// Where results go.
     #[arg(long)]
     out: PathBuf,
@@ -176,8 +176,7 @@ fn workload(name: &str, a: &Args) -> Vec<String> {
     f
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));

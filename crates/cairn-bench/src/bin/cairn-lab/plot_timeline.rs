@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
 #[command(about = "Compaction debt over time, from db_bench/ycsb --json reports")]
-struct Args {
+pub struct Args {
     /// The PNG to write.
     #[arg(long)]
     out: PathBuf,
@@ -22,8 +22,7 @@ struct Args {
     runs: Vec<String>,
 }
 
-fn main() {
-    let args = Args::parse();
+pub fn main(args: Args) {
     let fail = |msg: String| -> ! {
         eprintln!("plot_timeline: {msg}");
         std::process::exit(2)

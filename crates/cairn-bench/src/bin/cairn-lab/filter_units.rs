@@ -17,7 +17,7 @@ use std::time::Instant;
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "Filter-unit layouts: FPR and probe time")]
-struct Args {
+pub struct Args {
     #[arg(long)]
     out: PathBuf,
     /// Bits per key to measure.
@@ -69,8 +69,7 @@ fn probe_ns(f: &BloomFilter, hs: &[u64]) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let present = hashes(0..a.keys);
     let absent = hashes(1 << 40..(1 << 40) + a.probes);

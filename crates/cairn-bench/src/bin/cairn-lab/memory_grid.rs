@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "Memory tuner and flush policy experiments")]
-struct Args {
+pub struct Args {
     /// Where results go.
     #[arg(long)]
     out: PathBuf,
@@ -492,8 +492,7 @@ fn sweep_png(path: &Path, rows: &[Row], budget: usize) -> Result<(), String> {
     root.present().map_err(|e| err(&e))
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
 #[command(rename_all = "snake_case", about = "Merlin's accuracy over time (Mnemosyne Fig. 10)")]
-struct Args {
+pub struct Args {
     /// Where results go.
     #[arg(long)]
     out: PathBuf,
@@ -66,8 +66,7 @@ fn fail(msg: impl std::fmt::Display) -> ! {
     std::process::exit(2)
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));

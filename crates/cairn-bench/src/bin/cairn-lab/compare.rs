@@ -20,7 +20,7 @@ use std::process::Command;
 
 #[derive(Parser, Debug)]
 #[command(about = "Compare engines/configurations on one workload")]
-struct Args {
+pub struct Args {
     /// db_bench | ycsb
     #[arg(long, default_value = "db_bench")]
     tool: String,
@@ -245,8 +245,7 @@ fn say(bar: &indicatif::ProgressBar, line: String) {
     }
 }
 
-fn main() {
-    let args = Args::parse();
+pub fn main(args: Args) {
     let configs: Vec<Config> = args.configs.iter().map(|s| parse_config(s)).collect();
     let tool_exe =
         cairn_bench::sibling_exe(&args.tool).unwrap_or_else(|| fail("cannot locate this binary's directory"));

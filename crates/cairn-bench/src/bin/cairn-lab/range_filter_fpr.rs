@@ -25,7 +25,7 @@ use std::sync::Arc;
     rename_all = "snake_case",
     about = "Range-filter FPR against memory (Rosetta Fig. 8)"
 )]
-struct Args {
+pub struct Args {
     #[arg(long)]
     out: PathBuf,
     /// Keys loaded.
@@ -150,8 +150,7 @@ fn levels(db: &Db) -> String {
     }
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     if a.range_sizes.iter().any(|&r| a.key_stride < r + 2) {
         fail("--key_stride must exceed every range size by 2");
     }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
     rename_all = "snake_case",
     about = "cairn's plain engine against RocksDB at equal memory"
 )]
-struct Args {
+pub struct Args {
     /// Where results go.
     #[arg(long)]
     out: PathBuf,
@@ -87,8 +87,7 @@ fn run(db_bench: &Path, args: &[String]) -> RunReport {
     cairn_bench::run_db_bench_temp(db_bench, args).unwrap_or_else(|e| fail(e))
 }
 
-fn main() {
-    let a = Args::parse();
+pub fn main(a: Args) {
     std::fs::create_dir_all(&a.out).unwrap_or_else(|e| fail(e));
     let db_bench =
         cairn_bench::sibling_exe("db_bench").unwrap_or_else(|| fail("cannot find db_bench next to this binary"));

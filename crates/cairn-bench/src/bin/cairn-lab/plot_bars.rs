@@ -15,7 +15,7 @@ use std::path::PathBuf;
     rename_all = "snake_case",
     about = "A grouped bar chart from `group series value` lines"
 )]
-struct Args {
+pub struct Args {
     /// The table (`group series value` per line).
     #[arg(long)]
     input: PathBuf,
@@ -28,8 +28,8 @@ struct Args {
     ylabel: String,
 }
 
-fn main() {
-    if let Err(e) = run(&Args::parse()) {
+pub fn main(a: Args) {
+    if let Err(e) = run(&a) {
         eprintln!("plot_bars: {e}");
         std::process::exit(2);
     }
