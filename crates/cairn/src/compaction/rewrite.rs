@@ -9,16 +9,7 @@ use crate::format::ikey::{self, InternalKey, ValueKind};
 use std::borrow::Cow;
 use std::sync::Arc;
 
-/// Counts of what was rewritten.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Rewritten {
-    /// Expired values turned into tombstones.
-    pub expired: u64,
-    /// Values the compaction filter removed.
-    pub removed: u64,
-    /// Values the compaction filter changed.
-    pub changed: u64,
-}
+pub use crate::stats::Rewritten;
 
 /// The user's filter and where it runs.
 #[derive(Debug, Clone)]

@@ -218,7 +218,7 @@ fn adjuster_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Range-filter memory's round (`range_memory.rs`): every `range_filter.round_ms` while range
+/// Range-filter memory's round (`control/range_filter_memory.rs`): every `range_filter.round_ms` while range
 /// reads arrive or tables change.
 fn range_memory_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();

@@ -1,9 +1,9 @@
 //! Compaction orchestration: a merge policy's decision (or a manual compaction's pick) becomes
 //! a [`Job`]; moves and level growth are installed at once, merges run outside the state lock
-//! (`job.rs`).
+//! (`compaction_run.rs`).
 
+use super::compaction_run::Job;
 use super::inner::{DbInner, State};
-use super::job::Job;
 use crate::compaction::{pick_range, Choice, Decision, FileView, LevelView, LsmView};
 use crate::error::{Error, Result};
 use crate::version::{TreeVersion, VersionEdit};
@@ -221,7 +221,7 @@ fn claim(st: &mut State, job: &Job) {
 /// Runs a claimed job, then releases its inputs, deletes what became obsolete and wakes
 /// waiters.
 pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
-    let r = super::job::run(inner, job);
+    let r = super::compaction_run::run(inner, job);
     {
         let mut st = inner.state.lock();
         st.running_compactions -= 1;

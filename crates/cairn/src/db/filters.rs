@@ -6,6 +6,7 @@
 
 use super::inner::DbInner;
 use crate::error::Result;
+use crate::filter::rosetta::SIZE_BUCKETS;
 use crate::filter::FilterDecision;
 use crate::filter::{DecideFilters, TableOutput};
 use crate::options::Options;
@@ -13,7 +14,6 @@ use crate::sst::{RangeFilterOptions, TableOptions, TableReader};
 use crate::stats::merlin::inherit;
 use crate::stats::{Estimate, FileNumber, FileStatsSnapshot, Seed, StatsSnapshot};
 use crate::tuning::bpk::{filter_decision, sort_and_search, BpkAllocator, OutputContext, SolverFile};
-use crate::tuning::rosetta::SIZE_BUCKETS;
 use crate::version::{FileMeta, TreeVersion};
 use parking_lot::Mutex;
 use std::sync::Arc;

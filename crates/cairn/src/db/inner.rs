@@ -163,12 +163,12 @@ pub(crate) struct DbInner {
     pub(super) memory: MemoryRegions,
     /// What the read path asks each file's filter, published by deciders. Atomic swap.
     pub(super) filter_plan: ArcSwap<FilterPlan>,
-    /// ElasticBF's adjuster (`db/elastic.rs`). Own lock.
-    pub(super) elastic: super::elastic::Elastic,
-    /// What range-filter memory keeps (`db/range_memory.rs`). Own lock.
-    pub(super) range_memory: super::range_memory::RangeMemory,
-    /// The memory tuner (`db/memory.rs`), with `memory.tuner`. Own lock.
-    pub(super) tuner: Option<super::memory::MemoryTuner>,
+    /// ElasticBF's adjuster (`db/control/elastic_adjuster.rs`). Own lock.
+    pub(super) elastic: super::control::elastic_adjuster::Elastic,
+    /// What range-filter memory keeps (`db/control/range_filter_memory.rs`). Own lock.
+    pub(super) range_memory: super::control::range_filter_memory::RangeMemory,
+    /// The memory tuner (`db/control/memory_tuner.rs`), with `memory.tuner`. Own lock.
+    pub(super) tuner: Option<super::control::memory_tuner::MemoryTuner>,
     /// Versions, memtables, running jobs, WAL numbers: the lock background threads take (last
     /// in the lock order).
     pub(super) state: Mutex<State>,
@@ -324,7 +324,7 @@ impl DbInner {
         StatsSnapshot { files, lookups: g }
     }
 
-    /// One round of ElasticBF's adjuster (`db/elastic.rs`).
+    /// One round of ElasticBF's adjuster (`db/control/elastic_adjuster.rs`).
     pub fn adjust_filters(&self) {
         self.elastic.adjust(self);
     }
@@ -517,6 +517,21 @@ impl DbInner {
         }
     }
 
+    /// Calls `f` with every table of the current read views: its tree, its metadata and its
+    /// run-time state.
+    pub fn for_each_live_file(&self, mut f: impl FnMut(usize, &Arc<FileMeta>, &Arc<FileState>)) {
+        for sv in self.super_versions().iter() {
+            let Some(tv) = sv.version.trees.get(sv.tree) else {
+                continue;
+            };
+            for (level, metas) in tv.levels.iter().enumerate() {
+                for (meta, state) in metas.iter().zip(sv.files.get(level).into_iter().flatten()) {
+                    f(sv.tree, meta, state);
+                }
+            }
+        }
+    }
+
     pub fn stop_background(&self) {
         self.life.shut_down();
         {
@@ -554,7 +569,7 @@ impl super::closed_wals::Durability for DbInner {
 }
 
 /// What ElasticBF's adjuster sees of the engine.
-impl super::elastic::Host for DbInner {
+impl super::control::elastic_adjuster::Host for DbInner {
     fn options(&self) -> &Options {
         &self.opts
     }
@@ -567,24 +582,17 @@ impl super::elastic::Host for DbInner {
         self.files.lookups()
     }
 
-    fn live_elastic(&self) -> Vec<super::elastic::Live> {
+    fn live_elastic(&self) -> Vec<super::control::elastic_adjuster::Live> {
         let mut out = Vec::new();
-        for sv in self.super_versions().iter() {
-            let Some(tv) = sv.version.trees.get(sv.tree) else {
-                continue;
-            };
-            for (level, fs) in tv.levels.iter().enumerate() {
-                for (f, state) in fs.iter().zip(sv.files.get(level).into_iter().flatten()) {
-                    if !state.elastic().is_empty() {
-                        out.push(super::elastic::Live {
-                            tree: sv.tree as u32,
-                            meta: f.clone(),
-                            state: state.clone(),
-                        });
-                    }
-                }
+        self.for_each_live_file(|tree, meta, state| {
+            if !state.elastic().is_empty() {
+                out.push(super::control::elastic_adjuster::Live {
+                    tree: tree as u32,
+                    meta: meta.clone(),
+                    state: state.clone(),
+                });
             }
-        }
+        });
         out
     }
 

@@ -4,15 +4,17 @@
 //! `lifecycle.rs` closing, poison and the background threads, `commit.rs` the group commit,
 //! `open.rs` recovery (`replay.rs` the WAL replay), `write.rs` the write path, `read.rs`
 //! the point path, `iter.rs` and `cursor.rs` iteration, `flush.rs`, `compact.rs` (picking) and
-//! `job.rs` (a compaction job, and running a merge) the jobs, `background.rs` their
+//! `compaction_run.rs` (a compaction job, and running a merge) the jobs, `background.rs` their
 //! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`).
 //!
-//! The jobs depend one way: `background` → `compact` → `job` → `flush` → `write` → `inner`. The two
-//! run-time tuners keep their state in `DbInner` and import nothing else of `db/`:
-//! `elastic.rs` (filter units) sees the engine through its narrow `Host` trait, which `inner.rs`
-//! implements; `memory.rs` (the memory tuner) takes counters and a shape as plain values, which
-//! `regions.rs` gathers before it applies the tuner's sizes (through `write` when write memory
-//! shrinks). `background` runs both on their own threads.
+//! The jobs depend one way: `background` → `compact` → `compaction_run` → `flush` → `write` →
+//! `inner`. The run-time controllers (`control/`: the memory tuner, ElasticBF's adjuster,
+//! range-filter memory) keep their state in `DbInner` and import nothing else of `db/`: the
+//! adjuster sees the engine through its narrow `Host` trait, which `inner.rs` implements; the
+//! memory tuner takes counters and a shape as plain values, which `regions.rs` gathers before it
+//! applies the tuner's sizes (through `write` when write memory shrinks), and runs the
+//! range-filter memory's rounds. `background` runs them on their own threads. `closed_wals.rs`
+//! (WALs synced off the write path) sees the engine through its `Durability` trait.
 
 mod background;
 mod backup;
@@ -20,18 +22,16 @@ mod checkpoint;
 mod closed_wals;
 mod commit;
 mod compact;
+mod compaction_run;
+mod control;
 mod cursor;
-mod elastic;
 mod filters;
 mod flush;
 mod inner;
 mod iter;
-mod job;
 mod lifecycle;
-mod memory;
 mod open;
 mod range_filter;
-mod range_memory;
 mod read;
 mod regions;
 mod replay;

@@ -418,7 +418,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
                 .huge_pages_from(opts.cache.huge_pages.then_some(BlockCache::HUGE_PAGES_FROM)),
         )
     });
-    let range_filters = super::range_memory::capacity(&opts, &regions, cache.capacity());
+    let range_filters = super::control::range_filter_memory::capacity(&opts, &regions, cache.capacity());
     let ghost = (regions.ghost_cache > 0).then(|| crate::cache::GhostCache::attach(&cache, regions.ghost_cache));
     let inner = Arc::new(DbInner {
         db_id: p.db_id,
@@ -438,10 +438,13 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
             FileRegistry::new(opts.filters.merlin_window)
         },
         memory: MemoryRegions::new(regions.write_memory, regions.memtable_size, range_filters),
-        range_memory: super::range_memory::RangeMemory::default(),
+        range_memory: super::control::range_filter_memory::RangeMemory::default(),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
-        elastic: super::elastic::Elastic::new(regions.filter_memory as u64),
-        tuner: regions.tuner.as_ref().map(super::memory::MemoryTuner::new),
+        elastic: super::control::elastic_adjuster::Elastic::new(regions.filter_memory as u64),
+        tuner: regions
+            .tuner
+            .as_ref()
+            .map(super::control::memory_tuner::MemoryTuner::new),
         state: Mutex::new(State {
             versions: p.versions,
             mems: p.mems,

@@ -168,7 +168,7 @@ fn verdict(
     sample: Option<&mut ProbeCounts>,
 ) -> Result<Verdict> {
     // A filter not pinned is read only if the file is admitted to range-filter memory
-    // (`db/range_memory.rs`) and the region has room; without it the table is read.
+    // (`db/control/range_filter_memory.rs`) and the region has room; without it the table is read.
     let admit = file.is_none_or(|f| f.range_admitted());
     Ok(table
         .with_range_filter(admit, |filter| {

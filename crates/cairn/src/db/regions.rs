@@ -1,12 +1,12 @@
 //! Memory at run time: resizing the regions (write memory, block cache, filter memory), and
-//! running the memory tuner's cycles (`memory.rs`) on the engine's counters and shape.
+//! running the memory tuner's cycles (`control/memory_tuner.rs`) on the engine's counters and shape.
 //!
 //! A cycle is due every `max_wal_size` bytes of log, or every `memory_tuner_period_ms` when
 //! less was written (read-mostly load); the tuner thread (`background.rs`) checks a few times a
 //! second.
 
+use super::control::memory_tuner::{Mark, Shape};
 use super::inner::{DbInner, State};
-use super::memory::{Mark, Shape};
 use crate::error::{Error, Result};
 use crate::memory::MemoryLimits;
 use crate::stats::{TreeStatsSnapshot, TunerRecord};
@@ -157,12 +157,12 @@ impl DbInner {
 }
 
 impl DbInner {
-    /// Range-filter memory's round (`range_memory.rs`): the region's capacity from the
+    /// Range-filter memory's round (`control/range_filter_memory.rs`): the region's capacity from the
     /// cache's, then which filters it keeps.
     ///
     /// One round: the region's capacity from the cache's, then which filters it keeps.
     pub(crate) fn keep_range_filters(&self) {
-        let cap = super::range_memory::capacity(&self.opts, &self.regions, self.cache.capacity());
+        let cap = super::control::range_filter_memory::capacity(&self.opts, &self.regions, self.cache.capacity());
         self.memory.range_filters.set_capacity(cap);
         if cap == usize::MAX {
             return;
@@ -171,35 +171,28 @@ impl DbInner {
         let mut next = HashMap::with_capacity(files.len());
         let mut candidates = Vec::new();
         let mut tables = Vec::new();
-        for sv in self.super_versions().iter() {
-            let Some(tv) = sv.version.trees.get(sv.tree) else {
-                continue;
+        self.for_each_live_file(|_, f, state| {
+            // A file without an open reader holds no filter; it is judged once one is open
+            // again.
+            let Some(reader) = state.reader_slot().load_full() else {
+                return;
             };
-            for (level, fs) in tv.levels.iter().enumerate() {
-                for (f, state) in fs.iter().zip(sv.files.get(level).into_iter().flatten()) {
-                    // A file without an open reader holds no filter; it is judged once one is
-                    // open again.
-                    let Some(reader) = state.reader_slot().load_full() else {
-                        continue;
-                    };
-                    let block = reader.range_filter_block_size();
-                    if block == 0 {
-                        continue;
-                    }
-                    let pinned = reader.range_filter_bytes() as u64;
-                    let empty = state.range_empty();
-                    let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
-                    let score = score * super::range_memory::DECAY + (empty - seen).max(0.0);
-                    next.insert(f.number, (empty, score));
-                    candidates.push(Candidate {
-                        bytes: if pinned > 0 { pinned } else { block },
-                        pinned: pinned > 0,
-                        score,
-                    });
-                    tables.push((state.clone(), reader));
-                }
+            let block = reader.range_filter_block_size();
+            if block == 0 {
+                return;
             }
-        }
+            let pinned = reader.range_filter_bytes() as u64;
+            let empty = state.range_empty();
+            let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
+            let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
+            next.insert(f.number, (empty, score));
+            candidates.push(Candidate {
+                bytes: if pinned > 0 { pinned } else { block },
+                pinned: pinned > 0,
+                score,
+            });
+            tables.push((state.clone(), reader));
+        });
         *files = next;
         for ((state, reader), admit) in tables.iter().zip(choose(&candidates, cap as u64)) {
             state.set_range_admitted(admit);

@@ -35,11 +35,7 @@ const MAX_PROBES: u32 = 30;
 /// Bits in a cache-local line.
 const LINE_BITS: u64 = 512;
 
-/// The per-key hash shared by all units. Filters are over *user* keys.
-#[inline]
-pub fn key_hash(user_key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(user_key)
-}
+pub use crate::format::ikey::key_hash;
 
 /// Murmur3's 64-bit finalizer: a bijective mixer.
 #[inline]

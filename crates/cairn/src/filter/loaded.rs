@@ -1,7 +1,7 @@
 //! ElasticBF's loaded filter units: per segment of a live table, the units in filter memory,
 //! swapped as a whole (`ArcSwapOption`) when one is loaded or unloaded. The read path loads a
 //! segment's set with one atomic load (no lock, no shared write) and probes every unit in it;
-//! the adjuster (`db/elastic.rs`) builds the next set off the read path. Each unit holds its
+//! the adjuster (`db/control/elastic_adjuster.rs`) builds the next set off the read path. Each unit holds its
 //! charge to the filter-memory region, released when the last reader of a replaced set drops
 //! it.
 

@@ -598,6 +598,18 @@ impl RosettaFilter {
     }
 }
 
+
+/// Size-histogram buckets: bucket `b` counts queries spanning `(2^(b−1), 2^b]` projection
+/// values (bucket 0: one value).
+pub const SIZE_BUCKETS: usize = HEIGHTS + 1;
+
+/// The bucket of a query over projections `[a, b]`.
+#[inline]
+pub fn size_bucket(a: u64, b: u64) -> usize {
+    let width = b.saturating_sub(a);
+    64 - width.leading_zeros() as usize
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

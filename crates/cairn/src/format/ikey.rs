@@ -128,7 +128,7 @@ impl LookupKey {
             inline: [0; Self::INLINE + TRAILER_LEN],
             heap: Vec::new(),
             len,
-            hash: crate::filter::key_hash(user_key),
+            hash: key_hash(user_key),
         };
         let trailer = pack_trailer(seqno, ValueKind::SEEK).to_le_bytes();
         match k.inline.get_mut(..len) {
@@ -155,7 +155,7 @@ impl LookupKey {
     pub fn seqno(&self) -> u64 {
         split(self.encoded()).map_or(0, |(_, s, _)| s)
     }
-    /// `filter::key_hash(user_key)`.
+    /// `key_hash(user_key)`.
     pub fn hash(&self) -> u64 {
         self.hash
     }
@@ -276,6 +276,14 @@ pub fn separator(last: &[u8], next: &[u8], out: &mut Vec<u8>) {
         }
         _ => out.extend_from_slice(last),
     }
+}
+
+
+/// The per-key hash the point filters and the memtables' filters share: filters are over
+/// *user* keys, and a lookup computes it once.
+#[inline]
+pub fn key_hash(user_key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(user_key)
 }
 
 #[cfg(test)]

@@ -86,7 +86,7 @@ pub struct RangeFilterOptions {
     /// User-key bytes skipped before the 8-byte projection.
     pub key_offset: usize,
     /// The sampled range-query sizes its layout is decided from (`None`: the default layout).
-    pub sizes: Option<std::sync::Arc<[u64; crate::tuning::rosetta::SIZE_BUCKETS]>>,
+    pub sizes: Option<std::sync::Arc<[u64; crate::filter::rosetta::SIZE_BUCKETS]>>,
     /// Where sampled range reads' bounds first differ (`filter::projection::range_end`), which
     /// a per-table projection's window is ended by (`None`: the keys decide).
     pub ends: Option<std::sync::Arc<[u64]>>,

@@ -8,7 +8,7 @@ use super::stripe::{Stripe, Striped};
 use crate::sst::GetOutcome;
 use crate::filter::projection::END_POSITIONS;
 use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
-use crate::tuning::rosetta::{size_bucket, SIZE_BUCKETS};
+use crate::filter::rosetta::{size_bucket, SIZE_BUCKETS};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -41,7 +41,7 @@ struct ReadCounters {
     /// Range reads (iterators) opened.
     ranges: AtomicU64,
     memtable_hits: AtomicU64,
-    /// Bounded range reads by size in projection values (`tuning::rosetta::size_bucket`):
+    /// Bounded range reads by size in projection values (`filter::rosetta::size_bucket`):
     /// what the range filters of new tables are laid out for.
     range_sizes: [AtomicU64; SIZE_BUCKETS],
 }
@@ -322,7 +322,7 @@ impl TreeCounters {
 
     /// What a flush or compaction rewrote: expired values, and the compaction filter's
     /// removals and changes.
-    pub fn record_rewritten(&self, r: crate::compaction::rewrite::Rewritten) {
+    pub fn record_rewritten(&self, r: Rewritten) {
         for (c, n) in self.rewritten.iter().zip([r.expired, r.removed, r.changed]) {
             c.fetch_add(n, Relaxed);
         }
@@ -588,4 +588,15 @@ pub struct TreeStatsSnapshot {
     pub memory_merge_micros: u64,
     /// Per level.
     pub levels: Vec<LevelStats>,
+}
+
+/// Counts of what was rewritten.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Rewritten {
+    /// Expired values turned into tombstones.
+    pub expired: u64,
+    /// Values the compaction filter removed.
+    pub removed: u64,
+    /// Values the compaction filter changed.
+    pub changed: u64,
 }

@@ -84,7 +84,7 @@ pub struct FileState {
     elastic: ElasticSegments,
     /// Whether a bounded read may pin the file's range filter (while range-filter memory has
     /// room); cleared by the round that keeps that memory for the filters worth it most
-    /// (`db/range_memory.rs`).
+    /// (`db/control/range_filter_memory.rs`).
     range_admitted: AtomicBool,
 }
 

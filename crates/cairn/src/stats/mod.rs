@@ -9,10 +9,11 @@ pub(crate) mod report;
 mod types;
 
 pub use crate::memory::MemoryUsage;
-pub use crate::tuning::memory::Rule as TunerRule;
-pub use counters::{FlushCount, Flushes, LevelStats, TreeStatsSnapshot};
+pub use counters::{FlushCount, Flushes, LevelStats, Rewritten, TreeStatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, KindSnapshot};
-pub use types::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
+pub use types::{
+    DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord, TunerRule,
+};
 
 /// The engine's own counters: `pub` for the crate's tests and benchmarks (`test-util`).
 #[cfg(feature = "test-util")]

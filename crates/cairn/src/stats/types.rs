@@ -3,7 +3,6 @@
 
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::IoSnapshot;
-use crate::tuning::memory::Rule as TunerRule;
 
 /// Access record of one live table (exact counts since it was created or the DB opened).
 #[derive(Clone, Default, PartialEq)]
@@ -234,4 +233,36 @@ pub struct TunerRecord {
     pub cache: u64,
     /// Filter memory after the step, in bytes (0 without a filter region).
     pub filter: u64,
+}
+
+/// Why a tuning step moved memory or did not (`TunerRecord::rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunerRule {
+    /// Newton–Raphson's root of the fitted line.
+    Newton,
+    /// The fixed step.
+    Fallback,
+    /// The step was below the minimum.
+    SmallStep,
+    /// The expected gain was below the minimum.
+    SmallGain,
+    /// Nothing to decide from (no derivative).
+    NoData,
+    /// ★ No write in the cycle: write memory above the floor went to the other side at once.
+    Idle,
+}
+
+impl TunerRule {
+    /// A short name for machine-readable output (`newton`, `fallback`, `small-step`,
+    /// `small-gain`, `no-data`, `idle`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TunerRule::Newton => "newton",
+            TunerRule::Fallback => "fallback",
+            TunerRule::SmallStep => "small-step",
+            TunerRule::SmallGain => "small-gain",
+            TunerRule::NoData => "no-data",
+            TunerRule::Idle => "idle",
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! ElasticBF's run-time adjustment (DESIGN §6.3; Li et al., ATC '19, §3.3–3.4): which filter
 //! units to load and which to unload, given every segment's hotness and the filter memory.
-//! Pure: the engine (`db/elastic.rs`) gathers the segments' states, then reads and frees units
+//! Pure: the engine (`db/control/elastic_adjuster.rs`) gathers the segments' states, then reads and frees units
 //! as told.
 //!
 //! - Expected extra I/O `E = Σ f_s · fpr(k_s)`, with `f_s` the segment's access count and

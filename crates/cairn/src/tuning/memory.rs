@@ -129,37 +129,7 @@ impl Default for Config {
     }
 }
 
-/// Why a tuning step moved memory or did not (`TunerRecord::rule`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// Newton–Raphson's root of the fitted line.
-    Newton,
-    /// The fixed step.
-    Fallback,
-    /// The step was below the minimum.
-    SmallStep,
-    /// The expected gain was below the minimum.
-    SmallGain,
-    /// Nothing to decide from (no derivative).
-    NoData,
-    /// ★ No write in the cycle: write memory above the floor went to the other side at once.
-    Idle,
-}
-
-impl Rule {
-    /// A short name for machine-readable output (`newton`, `fallback`, `small-step`,
-    /// `small-gain`, `no-data`, `idle`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Rule::Newton => "newton",
-            Rule::Fallback => "fallback",
-            Rule::SmallStep => "small-step",
-            Rule::SmallGain => "small-gain",
-            Rule::NoData => "no-data",
-            Rule::Idle => "idle",
-        }
-    }
-}
+pub use crate::stats::TunerRule as Rule;
 
 /// In words, for people.
 impl std::fmt::Display for Rule {

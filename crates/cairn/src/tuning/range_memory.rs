@@ -1,4 +1,4 @@
-//! Which tables' range filters range-filter memory keeps (`db/range_memory.rs` runs it): a
+//! Which tables' range filters range-filter memory keeps (`db/control/range_filter_memory.rs` runs it): a
 //! filter saves about one data-block read per empty range read that reaches its table, so
 //! the filters worth memory most are those with the most empty range reads per byte. Each
 //! round ranks the tables whose readers are open by that rate — a filter already in memory

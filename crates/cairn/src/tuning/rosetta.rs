@@ -23,16 +23,7 @@
 
 use crate::filter::rosetta::HEIGHTS;
 
-/// Size-histogram buckets: bucket `b` counts queries spanning `(2^(b−1), 2^b]` projection
-/// values (bucket 0: one value).
-pub const SIZE_BUCKETS: usize = HEIGHTS + 1;
-
-/// The bucket of a query over projections `[a, b]`.
-#[inline]
-pub fn size_bucket(a: u64, b: u64) -> usize {
-    let width = b.saturating_sub(a);
-    64 - width.leading_zeros() as usize
-}
+use crate::filter::rosetta::SIZE_BUCKETS;
 
 /// Share of sampled queries the single-level layout must be able to settle.
 const SINGLE_LEVEL_SHARE: f64 = 0.99;
@@ -158,6 +149,7 @@ fn solve(total: f64, n: &[u64; HEIGHTS], w: &[f64; HEIGHTS]) -> [f64; HEIGHTS] {
 
 #[cfg(test)]
 mod tests {
+    use crate::filter::rosetta::size_bucket;
     use super::*;
     use crate::testutil::{run_file, Case};
 

@@ -12,11 +12,11 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 
 /// Weight of the previous rounds' empty reads in a file's score (halved each round).
-pub(super) const DECAY: f64 = 0.5;
+pub(crate) const DECAY: f64 = 0.5;
 
 /// What range filters may hold with a block cache of `cache_capacity` bytes: a share of it
 /// when they are reserved in it, else no bound.
-pub(super) fn capacity(opts: &Options, regions: &Regions, cache_capacity: usize) -> usize {
+pub(crate) fn capacity(opts: &Options, regions: &Regions, cache_capacity: usize) -> usize {
     if opts.range_filter.bits_per_key > 0.0 && regions.index_in_block_cache {
         (cache_capacity as f64 * opts.range_filter.memory_share) as usize
     } else {
@@ -29,5 +29,5 @@ pub(super) fn capacity(opts: &Options, regions: &Regions, cache_capacity: usize)
 /// resize's round and the timer's do not interleave their admissions).
 #[derive(Debug, Default)]
 pub(crate) struct RangeMemory {
-    pub(super) files: Mutex<HashMap<u64, (f64, f64)>>,
+    pub(crate) files: Mutex<HashMap<u64, (f64, f64)>>,
 }
