@@ -10,12 +10,13 @@
 //! The jobs depend one way: `background` → `compact` → `compaction_run` → `flush` → `write` →
 //! `inner`. The run-time controllers (`control/`: the memory tuner, ElasticBF's adjuster,
 //! range-filter memory) keep their state in `DbInner` and import nothing else of `db/`: the
-//! adjuster sees the engine through its narrow `Host` trait, which `inner.rs` implements; the
+//! adjuster sees the engine through its narrow `Host` trait, which `adapters.rs` implements; the
 //! memory tuner takes counters and a shape as plain values, which `regions.rs` gathers before it
 //! applies the tuner's sizes (through `write` when write memory shrinks), and runs the
 //! range-filter memory's rounds. `background` runs them on their own threads. `closed_wals.rs`
 //! (WALs synced off the write path) sees the engine through its `Durability` trait.
 
+mod adapters;
 mod background;
 mod backup;
 mod checkpoint;
