@@ -4,7 +4,7 @@
 
 use super::inner::DbInner;
 use crate::compaction::iter::Retention;
-use crate::compaction::job::{write_outputs, Outputs};
+use crate::compaction::job::{write_outputs, JobOutput, Outputs};
 use crate::compaction::rewrite::Rewriter;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, KeyBounds, MergingIter};
@@ -33,16 +33,10 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         n
     };
     let grouped = job.kind != FlushKind::Whole;
-    // L0 is never the bottom: every tombstone goes down with the data.
-    let range_dels = memory_range_dels(&job.runs);
-    let mut filter = Retention::new(inner.oldest_snapshot(), |_| false).with_range_dels(range_dels.clone());
-    // Expired values go as tombstones; the user's compaction filter is for compactions.
-    let mut rw = Rewriter::new(inner.opts.clock.now_ms(), None);
-    let result = write_outputs(
-        &mut *runs_iter(&job.runs),
-        &mut filter,
-        &mut rw,
-        &range_dels,
+    let result = write_l0(
+        &job.runs,
+        inner.oldest_snapshot(),
+        inner.opts.clock.now_ms(),
         &mut Outputs {
             fs: &*inner.fs,
             dir: &inner.dir,
@@ -96,8 +90,25 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     r
 }
 
+/// Writes memtables (or a partitioned component's runs) to L0 tables: the one memtable → L0
+/// writer, of flushes and of recovery. Versions a snapshot at or above `oldest_snapshot` may
+/// read are kept (recovery, with no reader: each key's newest only); every range tombstone goes
+/// down with the data (L0 is never the bottom); expired values become tombstones (the user's
+/// compaction filter is for compactions).
+pub(super) fn write_l0(
+    runs: &[Arc<Memtable>],
+    oldest_snapshot: u64,
+    now_ms: u64,
+    outputs: &mut Outputs<'_>,
+) -> Result<JobOutput> {
+    let range_dels = memory_range_dels(runs);
+    let mut filter = Retention::new(oldest_snapshot, |_| false).with_range_dels(range_dels.clone());
+    let mut rw = Rewriter::new(now_ms, None);
+    write_outputs(&mut *runs_iter(runs), &mut filter, &mut rw, &range_dels, outputs)
+}
+
 /// The range tombstones of memtables, fragmented together.
-pub(super) fn memory_range_dels(mems: &[Arc<Memtable>]) -> Fragments {
+fn memory_range_dels(mems: &[Arc<Memtable>]) -> Fragments {
     Fragments::union(mems.iter().filter_map(|m| m.range_dels()).collect())
         .map_or_else(Fragments::default, |f| Fragments::clone(&f))
 }

@@ -9,10 +9,8 @@
 use super::inner::{DbInner, State, WalState};
 use super::replay::replay_wals;
 use crate::cache::{BlockCache, TableCache};
-use crate::compaction::iter::Retention;
-use crate::compaction::job::{write_outputs, Outputs};
+use crate::compaction::job::Outputs;
 use crate::compaction::policies::{Garnering, Leveling};
-use crate::compaction::rewrite::Rewriter;
 use crate::compaction::MergePolicy;
 use crate::env::{read_all, FileLock, FileSystem};
 use crate::error::{Error, Result};
@@ -189,14 +187,10 @@ pub(super) fn open(dir: &Path, given: Options) -> Result<Arc<DbInner>> {
             n
         };
         // No reader exists yet: only each key's newest version is kept.
-        let range_dels = super::flush::memory_range_dels(std::slice::from_ref(m));
-        let mut filter = Retention::new(crate::format::ikey::MAX_SEQNO, |_| false).with_range_dels(range_dels.clone());
-        let mut rw = Rewriter::new(opts.clock.now_ms(), None);
-        let out = write_outputs(
-            &mut m.iter(),
-            &mut filter,
-            &mut rw,
-            &range_dels,
+        let out = super::flush::write_l0(
+            std::slice::from_ref(m),
+            crate::format::ikey::MAX_SEQNO,
+            opts.clock.now_ms(),
             &mut Outputs {
                 fs: &*fs,
                 dir,
