@@ -8,7 +8,7 @@
     reason = "tests and benchmarks fail by panicking"
 )]
 
-use cairn::env::{FileSystem, MemFs};
+use cairn::env::MemFs;
 use cairn::{
     BpkPolicy, Budget, CacheSource, Db, Error, FilterPolicy, LevelTargets, Memory, MemoryComponent, MergePolicyKind,
     Options, Result,
@@ -395,19 +395,14 @@ fn golden_options_file_and_its_checksum() {
     o.background.compaction_threads = 2;
     o.background.max_subcompactions = 2;
     Db::open("/db", o).unwrap().close().unwrap();
-    let name = fs
-        .list(Path::new("/db"))
-        .unwrap()
-        .into_iter()
-        .find(|n| n.starts_with("OPTIONS-"))
-        .unwrap();
-    let path = Path::new("/db").join(name);
+    let (path, stored) = cairn::inspect::stored_options(&fs, Path::new("/db")).unwrap().unwrap();
     let bytes = cairn::env::read_all(&fs, &path).unwrap();
-    let text = String::from_utf8(bytes.clone()).unwrap();
-    let version = text.lines().find_map(|l| l.strip_prefix("format_version=")).unwrap();
-    let versions = format!("OPTIONS {version}");
-    cairn::testutil::check_format_golden("golden/OPTIONS-default", &versions, &text);
-    let (_, stored) = cairn::inspect::stored_options(&fs, Path::new("/db")).unwrap().unwrap();
+    let versions = format!("OPTIONS {}", stored["format_version"]);
+    cairn::testutil::check_format_golden(
+        "golden/OPTIONS-default",
+        &versions,
+        std::str::from_utf8(&bytes).unwrap(),
+    );
     assert_eq!(stored["table.block_size"], "4096");
     let mut bad = bytes;
     bad[40] ^= 1;
