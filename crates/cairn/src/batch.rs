@@ -215,15 +215,15 @@ impl WriteBatch {
         decode_ops(&self.rep[HEADER..], self.count).filter_map(|r| r.ok())
     }
 
-    /// Checks the limits of docs/design.md §3 before anything reaches the WAL (`merge`: the
-    /// database's merge operator, which merge operands need).
+    /// Checks the limits of docs/design.md §3 before anything reaches the WAL (`has_merge`: the
+    /// database has a merge operator, which merge operands need).
     pub(crate) fn validate(
         &self,
         max_key: usize,
         max_value: usize,
         max_batch: usize,
         trees: u32,
-        merge: Option<&str>,
+        has_merge: bool,
     ) -> Result<()> {
         if self.rep.len() > max_batch {
             return Err(Error::InvalidArgument(format!(
@@ -268,7 +268,7 @@ impl WriteBatch {
             if op.tree >= trees {
                 return Err(Error::InvalidArgument(format!("unknown tree id {}", op.tree)));
             }
-            if op.kind == ValueKind::Merge && merge.is_none() {
+            if op.kind == ValueKind::Merge && !has_merge {
                 return Err(Error::InvalidArgument(
                     "merge without a merge operator: set merge.operator (uint64add, stringappend, \
                      stringappend:DELIMITER) or Options.merge_operator when opening the database"
@@ -369,10 +369,10 @@ mod tests {
                 value: b""
             }
         );
-        assert!(b.validate(1, 1, 100, 4, None).is_ok());
-        assert!(b.validate(1, 1, 100, 3, None).is_err());
+        assert!(b.validate(1, 1, 100, 4, false).is_ok());
+        assert!(b.validate(1, 1, 100, 3, false).is_err());
         assert!(b
-            .validate(0, 1, 100, 4, None)
+            .validate(0, 1, 100, 4, false)
             .unwrap_err()
             .to_string()
             .contains("max_key_size"));
@@ -385,9 +385,9 @@ mod tests {
         b.set_seqno(1);
         let expect: Vec<u8> = [&[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..], &[3, 0, 1, b'k', 2, b'+', b'1']].concat();
         assert_eq!(b.encoded(), &expect[..]);
-        let e = b.validate(8, 8, 100, 1, None).unwrap_err().to_string();
+        let e = b.validate(8, 8, 100, 1, false).unwrap_err().to_string();
         assert!(e.contains("merge without a merge operator"), "{e}");
-        assert!(b.validate(8, 8, 100, 1, Some("uint64add")).is_ok());
+        assert!(b.validate(8, 8, 100, 1, true).is_ok());
         let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!((ops[0].kind, ops[0].value), (ValueKind::Merge, &b"+1"[..]));
     }
@@ -402,14 +402,14 @@ mod tests {
         assert_eq!(b.encoded(), &expect[..]);
         let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!((ops[0].kind, ops[0].key, ops[0].value), (ValueKind::RangeDelete, &b"a"[..], &b"c"[..]));
-        assert!(b.validate(1, 0, 100, 1, None).is_ok(), "the end is a key, not a value");
+        assert!(b.validate(1, 0, 100, 1, false).is_ok(), "the end is a key, not a value");
         let mut inv = WriteBatch::new();
         inv.delete_range(b"b", b"a");
-        let e = inv.validate(8, 8, 100, 1, None).unwrap_err().to_string();
+        let e = inv.validate(8, 8, 100, 1, false).unwrap_err().to_string();
         assert!(e.contains("after its end"), "{e}");
         let mut long = WriteBatch::new();
         long.delete_range(b"a", b"zzz");
-        assert!(long.validate(2, 8, 100, 1, None).unwrap_err().to_string().contains("max_key_size"));
+        assert!(long.validate(2, 8, 100, 1, false).unwrap_err().to_string().contains("max_key_size"));
     }
 
     #[test]
@@ -436,10 +436,10 @@ mod tests {
         let ops: Vec<_> = DecodedBatch::parse(s.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!(ops[0].kind, ValueKind::Expiring);
         // The value limit is on the value, not its deadline; a deadline is required.
-        assert!(s.validate(1, 1, 100, 3, None).is_ok());
+        assert!(s.validate(1, 1, 100, 3, false).is_ok());
         let mut short = WriteBatch::new();
         short.push(0, ValueKind::Expiring, b"k", b"1234567");
-        assert!(short.validate(8, 8, 100, 1, None).unwrap_err().to_string().contains("deadline"));
+        assert!(short.validate(8, 8, 100, 1, false).unwrap_err().to_string().contains("deadline"));
         // Nothing to stamp: the same bytes.
         let mut plain = WriteBatch::new();
         plain.put(b"a", b"b");

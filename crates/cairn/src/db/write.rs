@@ -27,14 +27,13 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
         };
         (supers.len() as u32, batch)
     };
-    let merge = inner.opts.merge_operator.as_ref().map(|op| op.name());
     let l = &inner.opts.limits;
     batch.validate(
         l.max_key_size,
         l.max_value_size,
         l.max_batch_size,
         trees,
-        merge.as_deref(),
+        inner.opts.merge_operator.is_some(),
     )?;
     inner.check_writable()?;
     if batch.is_empty() {
