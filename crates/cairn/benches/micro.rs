@@ -11,12 +11,12 @@
 )]
 #![allow(missing_docs, reason = "criterion's macros generate undocumented functions")]
 
-use cairn::cache::BlockCache;
 use cairn::env::{FileSystem, MemFs};
 use cairn::filter::bloom::{self, BloomFilter};
 use cairn::filter::key_hash;
 use cairn::format::ikey::{InternalKey, KeyOrder, ValueKind};
 use cairn::iter::InternalIterator;
+use cairn::sst::BlockCache;
 use cairn::sst::{Block, BlockBuilder, ReaderOptions, TableBuilder, TableOptions, TableReader, UnitSelection};
 use cairn::stats::IoStats;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -196,7 +196,8 @@ fn counters(c: &mut Criterion) {
 /// Cache hits on 1 and 2 threads: our CLOCK cache (lock-free hit) against `quick_cache`
 /// (sharded, a read lock per hit), both holding the same 64K entries, room for all.
 fn cache_hit(c: &mut Criterion) {
-    use cairn::cache::{BlockKey, CachedBlock, Priority};
+    use cairn::cache::{BlockKey, Priority};
+    use cairn::sst::CachedBlock;
     use cairn::stats::BlockKind;
     #[derive(Clone)]
     struct ByCharge;

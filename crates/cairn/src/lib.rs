@@ -60,7 +60,7 @@ macro_rules! internal_modules {
 
 internal_modules!(
     batch,
-    /// The block cache and the table cache.
+    /// The CLOCK cache (generic), the ghost cache and an LRU.
     cache,
     compaction,
     filter,
@@ -94,7 +94,7 @@ pub mod ttl;
 pub mod testutil;
 
 pub use batch::WriteBatch;
-pub use cache::{BlockCache, CacheCounters};
+pub use cache::CacheCounters;
 pub use compaction_filter::{CompactionFilter, FilterContext, FilterDecision};
 pub use db::{BackupInfo, CheckpointInfo, Db, Range, RestoreInfo, Snapshot, Tree};
 pub use error::{Error, Result};
@@ -109,6 +109,7 @@ pub use options::{
     MemtableOptions, MergePolicyKind, Options, RangeFilterKind, RangeFilterOptions, TableFormat, Tuner, UnitFormat,
     WalOptions, WriteOptions, WriteStallOptions, DEFAULT_BUDGET, MIN_BUDGET,
 };
+pub use sst::BlockCache;
 pub use sst::Compression;
 /// The statistics types where they were before `cairn::stats`, for programs that name them
 /// here.

@@ -23,8 +23,6 @@
 
 use super::arena::{BlockArena, BlockBytes};
 use super::lru::FxBuild;
-use crate::filter::BloomFilter;
-use crate::sst::Block;
 use crate::stats::stripe::{Stripe, Striped};
 use crate::stats::BlockKind;
 use parking_lot::{Mutex, RwLock};
@@ -42,15 +40,6 @@ pub struct BlockKey {
     pub offset: u64,
 }
 
-/// What the cache holds.
-#[derive(Debug, Clone)]
-pub enum CachedBlock {
-    /// A decoded data (or index) block.
-    Block(Arc<Block>),
-    /// A decoded filter unit.
-    Filter(Arc<BloomFilter>),
-}
-
 /// Called (outside any cache lock) for each entry evicted for lack of space, with its key,
 /// kind and charge. The memory tuner's ghost cache subscribes here.
 pub type EvictionListener = Arc<dyn Fn(BlockKey, BlockKind, usize) + Send + Sync>;
@@ -66,8 +55,8 @@ pub enum Priority {
 
 /// One cached block (held in the map itself: a hit follows no further pointer).
 #[derive(Debug)]
-struct Slot {
-    value: CachedBlock,
+struct Slot<V> {
+    value: V,
     kind: BlockKind,
     charge: usize,
     /// A meta block cached with high priority: a hit gives it `HIGH_CLOCK` sweeps.
@@ -137,7 +126,7 @@ type Evicted = (BlockKey, BlockKind, usize);
 
 impl Shard {
     /// Takes out the charge of `slot`, removed from the map (its queue entry is now stale).
-    fn unlink(&mut self, slot: &Slot) {
+    fn unlink<V>(&mut self, slot: &Slot<V>) {
         self.usage -= slot.charge;
         self.kind_usage[slot.kind as usize] -= slot.charge;
         if slot.protected.load(Relaxed) {
@@ -147,7 +136,7 @@ impl Shard {
     }
 
     /// Drops stale queue entries once they are over half the queues.
-    fn compact(&mut self, map: &Map<'_>) {
+    fn compact<V>(&mut self, map: &Map<'_, V>) {
         if self.stale > 64 && self.stale > (self.probation.len() + self.protected.len()) / 2 {
             let live = |(k, g): &(BlockKey, u64)| map.get(k).is_some_and(|s| s.generation == *g);
             self.probation.retain(live);
@@ -157,7 +146,7 @@ impl Shard {
     }
 
     /// The live slot at the front of `ring` (popped), dropping stale entries on the way.
-    fn pop<'m>(&mut self, map: &'m Map<'_>, protected: bool) -> Option<(BlockKey, u64, &'m Slot)> {
+    fn pop<'m, V>(&mut self, map: &'m Map<'_, V>, protected: bool) -> Option<(BlockKey, u64, &'m Slot<V>)> {
         loop {
             let ring = if protected { &mut self.protected } else { &mut self.probation };
             let (k, g) = ring.pop_front()?;
@@ -169,7 +158,7 @@ impl Shard {
     }
 
     /// Moves `slot` to the back of the protected ring (`true`) or the probation ring.
-    fn push(&mut self, key: BlockKey, generation: u64, slot: &Slot, protected: bool) {
+    fn push<V>(&mut self, key: BlockKey, generation: u64, slot: &Slot<V>, protected: bool) {
         if slot.protected.swap(protected, Relaxed) != protected {
             if protected {
                 self.protected_usage += slot.charge;
@@ -183,7 +172,7 @@ impl Shard {
 
     /// Sweeps the protected ring back within the high-priority share: entries with sweeps left
     /// lose one, entries at 0 go back to probation.
-    fn demote(&mut self, map: &Map<'_>) {
+    fn demote<V>(&mut self, map: &Map<'_, V>) {
         while self.protected_usage > self.high_capacity {
             let Some((k, g, s)) = self.pop(map, true) else { break };
             let c = s.clock.load(Relaxed);
@@ -197,7 +186,7 @@ impl Shard {
     /// Evicts the next entry whose counter is 0 at the probation hand (the protected ring's,
     /// when probation is empty), promoting the probation entries hit since they entered;
     /// `None` when the shard holds no entry.
-    fn evict(&mut self, map: &Map<'_>) -> Option<Evicted> {
+    fn evict<V>(&mut self, map: &Map<'_, V>) -> Option<Evicted> {
         loop {
             let (k, g, s) = match self.pop(map, false) {
                 Some(front) => front,
@@ -220,11 +209,12 @@ impl Shard {
     }
 }
 
-type Map<'a> = papaya::HashMapRef<'a, BlockKey, Slot, FxBuild, papaya::LocalGuard<'a>>;
+type Map<'a, V> = papaya::HashMapRef<'a, BlockKey, Slot<V>, FxBuild, papaya::LocalGuard<'a>>;
 
-/// A sharded CLOCK block cache charged in bytes, with lock-free hits.
-pub struct BlockCache {
-    map: papaya::HashMap<BlockKey, Slot, FxBuild>,
+/// A sharded CLOCK cache of `V`s (the engine's [`BlockCache`](crate::BlockCache) holds decoded
+/// blocks and filter units), charged in bytes, with lock-free hits.
+pub struct ClockCache<V> {
+    map: papaya::HashMap<BlockKey, Slot<V>, FxBuild>,
     shards: Box<[Mutex<Shard>]>,
     capacity: AtomicUsize,
     /// Part of the capacity reserved for memory held outside the cache.
@@ -240,9 +230,9 @@ pub struct BlockCache {
     arena: Option<(Arc<BlockArena>, usize)>,
 }
 
-impl std::fmt::Debug for BlockCache {
+impl<V: Clone + Send + Sync + 'static> std::fmt::Debug for ClockCache<V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BlockCache")
+        f.debug_struct("ClockCache")
             .field("capacity", &self.capacity())
             .field("usage", &self.usage())
             .field("shards", &self.shards.len())
@@ -264,7 +254,7 @@ macro_rules! internal_fn {
     };
 }
 
-impl BlockCache {
+impl<V: Clone + Send + Sync + 'static> ClockCache<V> {
     /// The capacity from which a cache puts its blocks in huge pages by default: at 256 MiB,
     /// the arena's slack (about half a 2 MiB chunk per size class in use, a handful of classes)
     /// is a few percent of the cache.
@@ -287,7 +277,7 @@ impl BlockCache {
             } else {
                 n.next_power_of_two() / 2
             };
-            let cache = BlockCache {
+            let cache = ClockCache {
                 map: papaya::HashMap::builder().hasher(FxBuild::default()).build(),
                 shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
                 capacity: AtomicUsize::new(capacity),
@@ -353,8 +343,8 @@ impl BlockCache {
     internal_fn! {
         /// Looks a block up, counting a hit or a miss for `kind`. Takes no lock.
         #[inline]
-        fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<CachedBlock> {
-            self.with(key, kind, CachedBlock::clone)
+        fn get(&self, key: &BlockKey, kind: BlockKind) -> Option<V> {
+            self.with(key, kind, V::clone)
         }
     }
 
@@ -365,7 +355,7 @@ impl BlockCache {
         /// count (two locked instructions per lookup). `f` should be short: it delays the reclamation
         /// of whatever is evicted meanwhile.
         #[inline]
-        fn with<R>(&self, key: &BlockKey, kind: BlockKind, f: impl FnOnce(&CachedBlock) -> R) -> Option<R> {
+        fn with<R>(&self, key: &BlockKey, kind: BlockKind, f: impl FnOnce(&V) -> R) -> Option<R> {
             let found = {
                 let map = self.map.pin();
                 map.get(key).map(|s| {
@@ -387,7 +377,7 @@ impl BlockCache {
     internal_fn! {
         /// Inserts a block charged `charge` bytes (replacing any block under `key`). A block
         /// larger than its shard's whole capacity is not cached.
-        fn insert(&self, key: BlockKey, value: CachedBlock, kind: BlockKind, charge: usize, prio: Priority) {
+        fn insert(&self, key: BlockKey, value: V, kind: BlockKind, charge: usize, prio: Priority) {
             let s = Stripe::current();
             s.add(&self.counters.at(s)[kind as usize].inserts, 1);
             let mut evicted = Vec::new();
@@ -435,7 +425,7 @@ impl BlockCache {
     }
 
     /// Evicts from `sh` down to its capacity.
-    fn enforce(sh: &mut Shard, map: &Map<'_>, out: &mut Vec<Evicted>) {
+    fn enforce(sh: &mut Shard, map: &Map<'_, V>, out: &mut Vec<Evicted>) {
         while sh.usage > sh.capacity {
             match sh.evict(map) {
                 Some(e) => out.push(e),
@@ -631,9 +621,11 @@ impl BlockCache {
 mod tests {
     use super::*;
 
-    fn filter() -> CachedBlock {
-        let bytes = crate::filter::bloom::build(&[1, 2, 3], 10.0, 0);
-        CachedBlock::Filter(Arc::new(BloomFilter::decode(bytes).unwrap()))
+    /// The cache's policy does not look at what it holds.
+    type BlockCache = ClockCache<Arc<u64>>;
+
+    fn filter() -> Arc<u64> {
+        Arc::new(7)
     }
 
     /// A block read again outlives blocks read once after it (LRU's order for a block hit

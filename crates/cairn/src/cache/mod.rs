@@ -1,13 +1,13 @@
-//! The block cache (CLOCK, lock-free hits, charged in bytes, with a high-priority share for
-//! meta blocks) and the table cache (open table readers, LRU by count).
+//! The CLOCK cache (lock-free hits, charged in bytes, with a high-priority share for meta
+//! blocks; the engine's block cache, `sst::BlockCache`, is one of decoded blocks), the ghost
+//! cache, and the LRU the engine's table cache uses.
 
 mod arena;
 mod block_cache;
 mod ghost;
 mod lru;
-mod table_cache;
 
 pub use arena::BlockBytes;
-pub use block_cache::{BlockCache, BlockKey, CacheCounters, CachedBlock, Priority};
+pub use block_cache::{BlockKey, CacheCounters, ClockCache, Priority};
 pub use ghost::GhostCache;
-pub use table_cache::{ReaderSlot, TableCache};
+pub(crate) use lru::LruShard;

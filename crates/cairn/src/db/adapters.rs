@@ -3,10 +3,10 @@
 //! that neither imports `inner.rs`.
 
 use super::inner::DbInner;
+use super::live_files::LiveFile;
 use crate::error::{Error, Result};
 use crate::options::Options;
 use crate::sst::TableReader;
-use crate::stats::FileState;
 use crate::version::FileMeta;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ impl super::control::elastic_adjuster::Host for DbInner {
     }
 
     fn lookups(&self) -> u64 {
-        self.files.lookups()
+        self.files.stats().lookups()
     }
 
     fn live_elastic(&self) -> Vec<super::control::elastic_adjuster::Live> {
@@ -66,7 +66,7 @@ impl super::control::elastic_adjuster::Host for DbInner {
         })
     }
 
-    fn open_table(&self, meta: &FileMeta, state: &Arc<FileState>) -> Result<Arc<TableReader>> {
+    fn open_table(&self, meta: &FileMeta, state: &Arc<LiveFile>) -> Result<Arc<TableReader>> {
         self.open_table_for(meta, Some(state))
     }
 

@@ -10,8 +10,9 @@ use crate::compaction::iter::Retention;
 use crate::compaction::job::{split_points, write_outputs, JobOutput, Outputs, RangeIter};
 use crate::compaction::rewrite::{Rewriter, UserFilter};
 use crate::error::{Error, Result};
-use crate::iter::{BoxedIter, LevelIter, MergingIter};
+use crate::iter::{BoxedIter, MergingIter};
 use crate::range_del::Fragments;
+use crate::sst::LevelIter;
 use crate::version::{FileMeta, VersionEdit};
 use std::sync::Arc;
 
@@ -293,7 +294,7 @@ fn input_range_dels(inner: &DbInner, job: &Job, lo: Option<&[u8]>, hi: Option<&[
     Ok(Fragments::union(lists).map_or_else(Fragments::default, |f| f.clipped(lo, hi)))
 }
 
-fn opener(inner: &Arc<DbInner>) -> crate::iter::TableOpener {
+fn opener(inner: &Arc<DbInner>) -> crate::sst::TableOpener {
     let i = inner.clone();
     Arc::new(move |f: &FileMeta| i.open_table(f))
 }

@@ -7,10 +7,11 @@ use super::inner::{DbInner, SuperVersion};
 use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
-use crate::iter::{BoxedIter, InternalIterator, KeyBounds, LevelIter, MergingIter};
+use crate::iter::{BoxedIter, InternalIterator, KeyBounds, MergingIter};
 use crate::merge::MergeOperator;
 use crate::range_del::Fragments;
 use crate::sst::IterOptions;
+use crate::sst::LevelIter;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -58,7 +59,7 @@ pub(super) fn cursor(
     let newest = |files: &[Arc<crate::version::FileMeta>]| files.iter().map(|f| f.largest_seqno).max().unwrap_or(0);
     if let Some(tv) = sv.version.trees.get(tree as usize) {
         let i = inner.clone();
-        let open: crate::iter::TableOpener = Arc::new(move |f| i.open_table(f));
+        let open: crate::sst::TableOpener = Arc::new(move |f| i.open_table(f));
         let limits = range_filter::probe_limits(inner);
         // Every table is read through a bounded level iterator: tables whose key range misses
         // the bounds are never opened, and the range filter is asked before any other. Each L0

@@ -104,7 +104,7 @@ impl OutputDecider {
             range_empty: range(&self.upper, &up).max(range(&self.deeper, &deep)),
         };
         if let Some(inner) = &self.inner {
-            inner.files.seed(FileNumber(t.number), seed);
+            inner.files.stats().seed(FileNumber(t.number), seed);
         }
         *self.last_seed.lock() = Some((t.number, seed));
         seed
@@ -257,7 +257,7 @@ impl DbInner {
                 sizes,
             ));
         };
-        let stats = self.stats_snapshot(&version, Some(tree));
+        let stats = self.files.snapshot(&version, Some(tree));
         let input = |f: &Arc<FileMeta>| -> Result<Option<Input>> {
             let Some(s) = stats.files.iter().find(|s| s.number.0 == f.number) else {
                 return Ok(None);

@@ -6,7 +6,8 @@
 //! memtables), `state`. Background threads take only `state`. Readers take none of them:
 //! they clone the tree's [`SuperVersion`] under a read lock.
 
-use crate::cache::{BlockCache, TableCache};
+use super::live_files::{LiveFile, LiveFiles};
+use super::table_cache::TableCache;
 use crate::compaction::MergePolicy;
 use crate::env::FileSystem;
 use crate::error::{Error, Result};
@@ -14,8 +15,9 @@ use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{MemComponent, Memtable};
 use crate::options::{Options, Regions};
+use crate::sst::BlockCache;
 use crate::sst::TableReader;
-use crate::stats::{EngineCounters, FileNumber, FileRegistry, FileState, IoStats, StatsSnapshot, TreeCounters};
+use crate::stats::{EngineCounters, FileNumber, IoStats, TreeCounters};
 use crate::tuning::bpk::BpkAllocator;
 use crate::tuning::FilterPlan;
 use crate::version::set::VersionSet;
@@ -39,7 +41,7 @@ pub(crate) struct SuperVersion {
     pub mems: Vec<Arc<Memtable>>,
     pub version: Arc<Version>,
     /// Runtime state of this tree's files, parallel to `version.trees[tree].levels`.
-    pub files: Vec<Vec<Arc<FileState>>>,
+    pub files: Vec<Vec<Arc<LiveFile>>>,
     pub counters: Arc<TreeCounters>,
     /// This tree's tables that hold range tombstones (iterators gather theirs).
     pub range_del_files: Vec<Arc<FileMeta>>,
@@ -157,8 +159,8 @@ pub(crate) struct DbInner {
     pub(super) compaction_io: Arc<IoStats>,
     /// Atomic.
     pub(super) counters: EngineCounters,
-    /// Per-file runtime state. Own lock (entries atomic).
-    pub(super) files: FileRegistry,
+    /// Live files' run-time handles (`db/live_files.rs`). Own lock (handles atomic).
+    pub(super) files: LiveFiles,
     /// The regions' current sizes. Atomic.
     pub(super) memory: MemoryRegions,
     /// What the read path asks each file's filter, published by deciders. Atomic swap.
@@ -306,24 +308,6 @@ impl DbInner {
         self.state_epoch.fetch_add(1, Ordering::Release);
     }
 
-    /// The counters of every live file in `version`, or of one tree's (what the deciders
-    /// read).
-    pub fn stats_snapshot(&self, version: &Version, tree: Option<usize>) -> StatsSnapshot {
-        let g = self.files.lookups();
-        let mut files = Vec::new();
-        for (t, tv) in version.trees.iter().enumerate() {
-            if tree.is_some_and(|only| only != t) {
-                continue;
-            }
-            for (level, fs) in tv.levels.iter().enumerate() {
-                for f in fs {
-                    files.push(self.files.register(t as u32, f).snapshot(level, g));
-                }
-            }
-        }
-        StatsSnapshot { files, lookups: g }
-    }
-
     /// One round of ElasticBF's adjuster (`db/control/elastic_adjuster.rs`).
     pub fn adjust_filters(&self) {
         self.elastic.adjust(self);
@@ -343,7 +327,7 @@ impl DbInner {
     pub fn with_table<R>(
         &self,
         f: &FileMeta,
-        state: Option<&Arc<FileState>>,
+        state: Option<&Arc<LiveFile>>,
         op: impl FnOnce(&TableReader) -> Result<R>,
     ) -> Result<R> {
         let slot = state.map(|st| st.reader_slot().load());
@@ -354,8 +338,8 @@ impl DbInner {
     }
 
     /// [`open_table`](Self::open_table), also publishing the reader in the slot of the file's
-    /// runtime state `state` (where point reads find it without the table cache's lock).
-    pub fn open_table_for(&self, f: &FileMeta, state: Option<&Arc<FileState>>) -> Result<Arc<TableReader>> {
+    /// handle `state` (where point reads find it without the table cache's lock).
+    pub fn open_table_for(&self, f: &FileMeta, state: Option<&Arc<LiveFile>>) -> Result<Arc<TableReader>> {
         self.tables.get_or_open(f.number, state, || {
             let path = filename::table(&self.dir, f.number);
             let t = TableReader::open(
@@ -519,7 +503,7 @@ impl DbInner {
 
     /// Calls `f` with every table of the current read views: its tree, its metadata and its
     /// run-time state.
-    pub fn for_each_live_file(&self, mut f: impl FnMut(usize, &Arc<FileMeta>, &Arc<FileState>)) {
+    pub fn for_each_live_file(&self, mut f: impl FnMut(usize, &Arc<FileMeta>, &Arc<LiveFile>)) {
         for sv in self.super_versions().iter() {
             let Some(tv) = sv.version.trees.get(sv.tree) else {
                 continue;

@@ -5,15 +5,17 @@
 //! `open.rs` recovery (`replay.rs` the WAL replay), `write.rs` the write path, `read.rs`
 //! the point path, `iter.rs` and `cursor.rs` iteration, `flush.rs`, `compact.rs` (picking) and
 //! `compaction_run.rs` (a compaction job, and running a merge) the jobs, `background.rs` their
-//! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`).
+//! threads, `stats.rs` gathers the reports (their types and text are in `crate::stats`),
+//! `live_files.rs` holds each table's run-time handle (reader slot, loaded filter units,
+//! range-filter admission, statistics).
 //!
 //! The jobs depend one way: `background` → `compact` → `compaction_run` → `flush` → `write` →
 //! `inner`. The run-time controllers (`control/`: the memory tuner, ElasticBF's adjuster,
-//! range-filter memory) keep their state in `DbInner` and import nothing else of `db/`: the
-//! adjuster sees the engine through its narrow `Host` trait, which `adapters.rs` implements; the
-//! memory tuner takes counters and a shape as plain values, which `regions.rs` gathers before it
-//! applies the tuner's sizes (through `write` when write memory shrinks), and runs the
-//! range-filter memory's rounds. `background` runs them on their own threads. `closed_wals.rs`
+//! range-filter memory) keep their state in `DbInner` and import nothing of `db/` but the live
+//! files: the adjuster sees the engine through its narrow `Host` trait, which `adapters.rs`
+//! implements; the memory tuner takes counters and a shape as plain values, which `regions.rs`
+//! gathers before it applies the tuner's sizes (through `write` when write memory shrinks), and
+//! runs the range-filter memory's rounds. `background` runs them on their own threads. `closed_wals.rs`
 //! (WALs synced off the write path) sees the engine through its `Durability` trait.
 
 mod adapters;
@@ -31,12 +33,14 @@ mod flush;
 mod inner;
 mod iter;
 mod lifecycle;
+mod live_files;
 mod open;
 mod range_filter;
 mod read;
 mod regions;
 mod replay;
 mod stats;
+mod table_cache;
 mod tree;
 mod write;
 

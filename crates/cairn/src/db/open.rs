@@ -8,7 +8,7 @@
 
 use super::inner::{DbInner, State, WalState};
 use super::replay::replay_wals;
-use crate::cache::{BlockCache, TableCache};
+use super::table_cache::TableCache;
 use crate::compaction::job::Outputs;
 use crate::compaction::policies::{Garnering, Leveling};
 use crate::compaction::MergePolicy;
@@ -18,6 +18,7 @@ use crate::filename::{self, FileKind};
 use crate::memory::MemoryRegions;
 use crate::memtable::{filter_target, MemComponent, Memtable};
 use crate::options::{check_compatible, merge_stored, BpkPolicy, LevelTargets, MergePolicyKind, Options, Regions};
+use crate::sst::BlockCache;
 use crate::stats::{EngineCounters, FileRegistry, IoStats};
 use crate::tuning::bpk::{BpkAllocator, Elastic, Mnemosyne, Monkey, Optimal, Uniform};
 use crate::tuning::FilterPlan;
@@ -426,11 +427,10 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         io: p.io,
         compaction_io: Arc::new(IoStats::new()),
         counters: EngineCounters::new(ntrees, opts.compaction.max_levels),
-        files: if opts.filters.policy.kind().is_elastic() {
-            FileRegistry::new(opts.filters.merlin_window).with_elastic()
-        } else {
-            FileRegistry::new(opts.filters.merlin_window)
-        },
+        files: super::live_files::LiveFiles::new(
+            FileRegistry::new(opts.filters.merlin_window),
+            opts.filters.policy.kind().is_elastic(),
+        ),
         memory: MemoryRegions::new(regions.write_memory, regions.memtable_size, range_filters),
         range_memory: super::control::range_filter_memory::RangeMemory::default(),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),

@@ -22,15 +22,17 @@
 //! Otherwise nothing of what it asked is recorded and the iterators' hooks ask again.
 
 use super::inner::{DbInner, SuperVersion};
+use super::live_files::LiveFile;
 use crate::error::Result;
 use crate::filter::projection::Projection;
 use crate::filter::range::{Kind, RangeFilter};
 use crate::filter::rosetta::{ProbeCounts, ProbeLimits, RosettaFilter};
 use crate::format::ikey;
-use crate::iter::{KeyBounds, TableAccess, TableSkip};
+use crate::iter::KeyBounds;
 use crate::sst::{BlockWindow, TableReader};
+use crate::sst::{TableAccess, TableSkip};
 use crate::stats::stripe::Stripe;
-use crate::stats::{FileState, TreeCounters};
+use crate::stats::TreeCounters;
 use crate::version::FileMeta;
 use parking_lot::Mutex;
 use std::cmp::Ordering;
@@ -47,7 +49,7 @@ pub(super) struct MaybeLog {
     /// The read's size was recorded (in the projection of the first table that mapped it:
     /// what new tables' range filters are laid out for).
     sized: AtomicBool,
-    files: Mutex<Vec<Arc<FileState>>>,
+    files: Mutex<Vec<Arc<LiveFile>>>,
     /// One read in [`SAMPLE_EVERY`] also counts its filter probes per height.
     sampled: bool,
 }
@@ -89,7 +91,7 @@ impl MaybeLog {
             }
         }
         for f in self.files.lock().drain(..) {
-            f.record_range_empty(s);
+            f.stats().record_range_empty(s);
         }
     }
 }
@@ -162,7 +164,7 @@ fn verdict(
     forward: bool,
     meta: &FileMeta,
     table: &TableReader,
-    file: Option<&Arc<FileState>>,
+    file: Option<&Arc<LiveFile>>,
     bounds: &KeyBounds,
     limits: ProbeLimits,
     sample: Option<&mut ProbeCounts>,
@@ -243,10 +245,10 @@ fn verdict_of(
 }
 
 /// Records a filter's answer that ruled a table out: in the level's counters and the file's.
-fn record_ruled_out(level: usize, file: Option<&Arc<FileState>>, counters: &TreeCounters, s: Stripe) {
+fn record_ruled_out(level: usize, file: Option<&Arc<LiveFile>>, counters: &TreeCounters, s: Stripe) {
     counters.record_range_probe(s, level, true);
     if let Some(f) = file {
-        f.record_range_probe(s, true);
+        f.stats().record_range_probe(s, true);
     }
 }
 
@@ -260,7 +262,7 @@ fn access(
     forward: bool,
     meta: &FileMeta,
     table: &TableReader,
-    file: Option<&Arc<FileState>>,
+    file: Option<&Arc<LiveFile>>,
     bounds: &KeyBounds,
     level: usize,
     limits: ProbeLimits,
@@ -290,7 +292,7 @@ fn access(
             }
             // Not ruled out: whether the file held a key is known once the read ends.
             if let Some(f) = file {
-                f.record_range_probe(s, false);
+                f.stats().record_range_probe(s, false);
                 log.files.lock().push(f.clone());
             }
         }
@@ -324,7 +326,7 @@ pub(super) fn settles_empty(
     let limits = probe_limits(inner);
     let s = Stripe::current();
     let mut sample = sampled.then(ProbeCounts::default);
-    let mut ruled: [(usize, Option<&Arc<FileState>>); RULED_OUT_MAX] = [(0, None); RULED_OUT_MAX];
+    let mut ruled: [(usize, Option<&Arc<LiveFile>>); RULED_OUT_MAX] = [(0, None); RULED_OUT_MAX];
     let mut count = 0;
     for level in 0..tv.levels.len() {
         let files = tv.level(level);
@@ -348,7 +350,7 @@ pub(super) fn settles_empty(
                 .files
                 .get(level)
                 .and_then(|l| l.get(i))
-                .filter(|st| st.number().0 == f.number);
+                .filter(|st| st.stats().number().0 == f.number);
             let v = inner.with_table(f, state, |table| {
                 verdict(forward, f, table, state, bounds, limits, sample.as_mut())
             })?;
@@ -392,7 +394,7 @@ pub(super) fn table_skip(
 
 /// The side-table entry of `meta` in `level` (the super-version's files are parallel to its
 /// version's levels; a sorted level is ordered by key, L0 is short).
-fn file_state<'a>(sv: &'a SuperVersion, tree: usize, level: usize, meta: &FileMeta) -> Option<&'a Arc<FileState>> {
+fn file_state<'a>(sv: &'a SuperVersion, tree: usize, level: usize, meta: &FileMeta) -> Option<&'a Arc<LiveFile>> {
     let metas = sv.version.trees.get(tree)?.levels.get(level)?;
     let states = sv.files.get(level)?;
     let i = if level == 0 {
@@ -400,5 +402,5 @@ fn file_state<'a>(sv: &'a SuperVersion, tree: usize, level: usize, meta: &FileMe
     } else {
         metas.partition_point(|m| ikey::compare(&m.smallest, &meta.smallest) == Ordering::Less)
     };
-    states.get(i).filter(|s| s.number().0 == meta.number)
+    states.get(i).filter(|s| s.stats().number().0 == meta.number)
 }

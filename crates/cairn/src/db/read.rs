@@ -3,13 +3,13 @@
 //! (through handles the super-version carries: no lock, no map lookup).
 
 use super::inner::{unknown_tree, DbInner, SuperVersion};
+use super::live_files::LiveFile;
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind};
 use crate::format::LookupKey;
 use crate::iter::InternalIterator;
 use crate::sst::UnitSelection;
 use crate::stats::stripe::Stripe;
-use crate::stats::FileState;
 use crate::tuning::{FilterPlan, UnitChoice};
 use crate::version::FileMeta;
 use std::sync::atomic::Ordering;
@@ -242,13 +242,13 @@ impl<'a> Read<'a> {
             plan,
             lookup,
             // Merlin's lookup number, when this thread is the one recording windows.
-            g: inner.files.recorder(),
+            g: inner.files.stats().recorder(),
             s,
         }
     }
 
     /// File `i` of `level`, with its run-time state.
-    fn file(&self, level: usize, i: usize) -> Option<(&'a FileMeta, Option<&'a Arc<FileState>>)> {
+    fn file(&self, level: usize, i: usize) -> Option<(&'a FileMeta, Option<&'a Arc<LiveFile>>)> {
         let f = self.sv.version.trees.get(self.sv.tree)?.level(level).get(i)?;
         Some((f, self.sv.files.get(level).and_then(|l| l.get(i))))
     }
@@ -288,11 +288,12 @@ impl<'a> Read<'a> {
             };
             Ok((covering, table.lookup_into(self.lookup, units, value)?))
         })?;
-        self.sv.counters.record_probe(self.s, level, &out);
+        let probe = out.probe();
+        self.sv.counters.record_probe(self.s, level, &probe);
         if let Some(state) = state {
-            state.record_probe(self.s, &out);
+            state.stats().record_probe(self.s, &probe);
             if let Some(g) = self.g {
-                state.record_merlin(g, &out);
+                state.stats().record_merlin(g, &probe);
             }
         }
         Ok(match out.found {

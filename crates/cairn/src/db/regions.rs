@@ -182,7 +182,7 @@ impl DbInner {
                 return;
             }
             let pinned = reader.range_filter_bytes() as u64;
-            let empty = state.range_empty();
+            let empty = state.stats().range_empty();
             let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
             let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
             next.insert(f.number, (empty, score));

@@ -26,7 +26,8 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         .map(|(i, t)| t.snapshot(names.get(i).map_or("", |n| n.as_str())))
         .collect();
     let files = inner
-        .stats_snapshot(&version, None)
+        .files
+        .snapshot(&version, None)
         .files
         .into_iter()
         .map(|s| {
@@ -237,7 +238,7 @@ pub(super) fn filters_text(inner: &Arc<DbInner>) -> String {
     };
     report::filters_text(
         &header,
-        inner.files.lookups(),
+        inner.files.stats().lookups(),
         s.merlin_accuracy(),
         &rows,
         &range_header,

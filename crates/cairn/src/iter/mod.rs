@@ -2,13 +2,11 @@
 
 use crate::error::Result;
 
-pub mod level;
+pub mod bounds;
 pub mod merging;
 pub mod two_level;
 
-pub use level::{KeyBounds, LevelIter, TableAccess, TableOpener, TableSkip};
-#[cfg(feature = "test-util")]
-pub use level::LevelFiles;
+pub use bounds::KeyBounds;
 pub use merging::{BoxedIter, MergingIter};
 pub use two_level::{TwoLevelIndex, TwoLevelIter};
 

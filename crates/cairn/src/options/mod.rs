@@ -32,8 +32,8 @@ pub use crate::memtable::MemoryComponent;
 pub use crate::tuning::bpk::BpkPolicy;
 pub use crate::tuning::write_control::FlushPolicy;
 
-use crate::cache::BlockCache;
 use crate::error::Error;
+use crate::sst::BlockCache;
 use std::sync::Arc;
 
 /// How memory is sized.
@@ -259,7 +259,7 @@ pub(crate) struct Regions {
     pub filter_memory: usize,
     /// The block cache's capacity (a shared cache's own).
     pub block_cache: usize,
-    pub shared_cache: Option<Arc<crate::cache::BlockCache>>,
+    pub shared_cache: Option<Arc<crate::sst::BlockCache>>,
     pub index_in_block_cache: bool,
     /// Simulated bytes of the ghost cache (128 MiB for the tuner when not set).
     pub ghost_cache: usize,

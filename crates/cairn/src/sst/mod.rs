@@ -18,6 +18,7 @@ mod builder;
 mod fences;
 mod footer;
 mod iter;
+mod level;
 mod properties;
 mod reader;
 mod trailer;
@@ -25,17 +26,32 @@ mod trailer;
 pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
 pub use iter::{BlockWindow, IterOptions, TableIter};
+pub use level::{LevelIter, TableAccess, TableOpener, TableSkip};
 pub use properties::SegmentMeta;
-pub use reader::{GetOutcome, ReaderOptions, TableReader, UnitSelection};
+pub use reader::{ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
+
+/// What the block cache holds: decoded blocks and filter units.
+#[derive(Debug, Clone)]
+pub enum CachedBlock {
+    /// A decoded data (or index) block.
+    Block(std::sync::Arc<Block>),
+    /// A decoded filter unit.
+    Filter(std::sync::Arc<crate::filter::BloomFilter>),
+}
+
+/// A block cache: decoded data, index and filter blocks, by table and offset, charged in bytes.
+/// One cache may be shared by several databases (`CacheSource::Shared`).
+pub type BlockCache = crate::cache::ClockCache<CachedBlock>;
 /// What tests, fuzz targets and benchmarks use besides.
 #[cfg(feature = "test-util")]
 pub use {
     block::{BlockBuilder, BlockIter},
     footer::{BlockHandle, Footer, FOOTER_LEN, FORMAT_VERSION, MAGIC},
     iter::TableIndex,
+    level::LevelFiles,
     properties::Properties,
-    reader::Found,
+    reader::{Found, GetOutcome},
     trailer::TRAILER_LEN,
 };
 

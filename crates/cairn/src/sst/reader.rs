@@ -7,7 +7,8 @@ use super::properties::Properties;
 use super::trailer::{decode_block, read_block, Readahead, TRAILER_LEN};
 use super::{METAINDEX_PROPERTIES, METAINDEX_RANGE_DEL, METAINDEX_RANGE_FILTER};
 use crate::range_del::{self, Fragments};
-use crate::cache::{BlockBytes, BlockCache, BlockKey, CachedBlock, GhostCache, Priority};
+use super::{BlockCache, CachedBlock};
+use crate::cache::{BlockBytes, BlockKey, GhostCache, Priority};
 use crate::env::{FileSystem, RandomAccessFile, ReadOptions};
 use crate::error::{Error, Result};
 use crate::filter::range::RangeFilter;
@@ -17,7 +18,7 @@ use crate::format::ikey::{self, KeyOrder, LookupKey, ValueKind};
 use crate::iter::InternalIterator;
 use crate::memory::{Charge, Region};
 use arc_swap::ArcSwapOption;
-use crate::stats::{BlockKind, IoStats};
+use crate::stats::{BlockKind, IoStats, Probe};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -110,6 +111,21 @@ pub struct GetOutcome {
     /// The segment whose filter units (and data) the lookup consulted; `None` when the key is
     /// past the table's last key.
     pub segment: Option<usize>,
+}
+
+impl GetOutcome {
+    /// What the lookup did, as the access counters record it.
+    #[inline]
+    pub fn probe(&self) -> Probe {
+        Probe {
+            found: self.found.is_some(),
+            filter_negative: self.filter_negative,
+            units_probed: self.units_probed,
+            data_block_read: self.data_block_read,
+            data_block_cached: self.data_block_cached,
+            segment: self.segment,
+        }
+    }
 }
 
 static NEXT_CACHE_ID: AtomicU64 = AtomicU64::new(1);

@@ -1,6 +1,6 @@
 use super::*;
 use crate::filter::FilterDecision;
-use crate::cache::BlockCache;
+use super::BlockCache;
 use crate::env::{read_all, write_all_synced, FileSystem, MemFs};
 use crate::format::ikey::{InternalKey, ValueKind};
 use crate::iter::InternalIterator;
@@ -716,48 +716,6 @@ fn tables_read_through_o_direct_on_real_files() {
     }
 }
 
-#[test]
-fn table_cache_keeps_at_most_max_open_readers() {
-    let fs = fs();
-    let mut model = Model::new();
-    model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
-    for n in 1..=5u64 {
-        build_numbered(&fs, Path::new(&format!("/t/{n}.sst")), n, &model, TableOptions::default());
-    }
-    let tc = crate::cache::TableCache::new(3);
-    let opens = std::cell::Cell::new(0);
-    let get = |n: u64| {
-        tc.get_or_open(n, None, || {
-            opens.set(opens.get() + 1);
-            TableReader::open(
-                &fs,
-                &PathBuf::from(format!("/t/{n}.sst")),
-                Some(n),
-                ReaderOptions::default(),
-            )
-        })
-        .unwrap()
-    };
-    for n in [1, 2, 3, 1, 2, 3] {
-        assert_eq!(get(n).properties().file_number, n);
-    }
-    assert_eq!(opens.get(), 3);
-    get(4); // evicts the least recently used: 1
-    assert_eq!(tc.len(), 3);
-    get(1);
-    assert_eq!(opens.get(), 5);
-    tc.evict(1);
-    assert_eq!(tc.len(), 2);
-    assert!(tc
-        .get_or_open(9, None, || TableReader::open(
-            &fs,
-            Path::new("/t/9.sst"),
-            Some(9),
-            ReaderOptions::default()
-        ))
-        .is_err());
-}
-
 /// Reads the golden table `file` (the tiny table of `golden_table_bytes`, as an older writer
 /// wrote it): every entry by scan and by point lookup. Returns its footer's format version.
 fn old_golden_bytes(file: &str) -> Vec<u8> {
@@ -929,63 +887,6 @@ fn index_keys_are_shortened_separators() {
             assert!(!it.valid());
         }
     }
-}
-
-/// A point read finds a file's reader in the file's slot exactly while the table cache holds
-/// it: published on open (or on the first point read of a reader an iterator opened), cleared
-/// when the cache evicts it for room or because the file is deleted.
-#[test]
-fn reader_slots_follow_the_table_cache() {
-    let fs = fs();
-    let mut model = Model::new();
-    model.insert(InternalKey::new(b"k", 1, ValueKind::Put), b"v".to_vec());
-    for n in 1..=3u64 {
-        build_numbered(&fs, Path::new(&format!("/t/{n}.sst")), n, &model, TableOptions::default());
-    }
-    let registry = crate::stats::FileRegistry::new(16);
-    let state = |n: u64| {
-        registry.register(
-            0,
-            &crate::version::FileMeta {
-                number: n,
-                size: 0,
-                smallest: Vec::new(),
-                largest: Vec::new(),
-                smallest_seqno: 0,
-                largest_seqno: 0,
-                entries: 1,
-                tombstones: 0,
-                filter_policy: String::new(),
-                filter_bpk: 0.0,
-                segments: 1,
-                l0_group: 0,
-                range_deletions: 0,
-                min_deadline: 0,
-            },
-        )
-    };
-    let (s1, s2, s3) = (state(1), state(2), state(3));
-    let tc = crate::cache::TableCache::new(2);
-    let open = |n: u64| TableReader::open(&fs, Path::new(&format!("/t/{n}.sst")), Some(n), ReaderOptions::default());
-    let shown = |s: &Arc<crate::stats::FileState>| s.reader_slot().load().as_ref().map(|r| r.properties().file_number);
-    // Opened by an iterator (no state): not published; the first point read publishes it.
-    let r1 = tc.get_or_open(1, None, || open(1)).unwrap();
-    assert_eq!(shown(&s1), None);
-    let again = tc.get_or_open(1, Some(&s1), || panic!("cached")).unwrap();
-    assert!(Arc::ptr_eq(&r1, &again));
-    assert_eq!(shown(&s1), Some(1));
-    tc.get_or_open(2, Some(&s2), || open(2)).unwrap();
-    assert_eq!(shown(&s2), Some(2));
-    // A third reader evicts the least recently used (1): its slot empties with it.
-    tc.get_or_open(3, Some(&s3), || open(3)).unwrap();
-    assert_eq!((shown(&s1), shown(&s2), shown(&s3)), (None, Some(2), Some(3)));
-    // A racing open without state replaces the entry but keeps the slot in step.
-    tc.get_or_open(3, None, || open(3)).unwrap();
-    let fresh = open(3).map(Arc::new).unwrap();
-    assert!(!Arc::ptr_eq(&fresh, &tc.get_or_open(3, None, || panic!("cached")).unwrap()));
-    assert_eq!(shown(&s3), Some(3));
-    tc.evict(3);
-    assert_eq!((shown(&s2), shown(&s3)), (Some(2), None));
 }
 
 /// Filter units pinned in the reader answer exactly as units read through the block cache,

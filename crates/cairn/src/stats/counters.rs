@@ -5,13 +5,29 @@
 //! read path records without any lock.
 
 use super::stripe::{Stripe, Striped};
-use crate::sst::GetOutcome;
 use crate::filter::projection::END_POSITIONS;
 use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
 use crate::filter::rosetta::{size_bucket, SIZE_BUCKETS};
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+
+/// What one point-lookup probe of a table did, as the counters record it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// The table held a version of the key visible to the lookup (a put or a tombstone).
+    pub found: bool,
+    /// A filter unit ruled the key out.
+    pub filter_negative: bool,
+    /// Filter units probed.
+    pub units_probed: u32,
+    /// A data block was read (from cache or storage).
+    pub data_block_read: bool,
+    /// ... and it came from the block cache.
+    pub data_block_cached: bool,
+    /// The segment whose filter units (and data) the lookup consulted.
+    pub segment: Option<usize>,
+}
 
 #[derive(Debug, Default)]
 #[repr(align(64))]
@@ -230,8 +246,8 @@ impl TreeCounters {
 
     /// One point-lookup probe of one table in `level`.
     #[inline]
-    pub fn record_probe(&self, s: Stripe, level: usize, out: &GetOutcome) {
-        let found = out.found.is_some();
+    pub fn record_probe(&self, s: Stripe, level: usize, out: &Probe) {
+        let found = out.found;
         self.level(s, level, |l| {
             s.add(&l.probes, 1);
             if out.units_probed > 0 {

@@ -1,27 +1,21 @@
-//! Per-file and per-segment runtime state, in one side table keyed by [`FileNumber`] (never in
-//! the immutable [`FileMeta`]): an entry is created when a version first adds the file and
-//! dropped when the file is deleted as obsolete. It holds exact access counters (per file and
-//! per segment) and Merlin's estimator (`stats/merlin.rs`); a compaction output starts from the
-//! statistics it inherits from its inputs (a [`Seed`] left by the job before the file is
-//! installed).
+//! Per-file and per-segment access statistics ([`FileStats`]): exact counters (per file and per
+//! segment) and Merlin's estimator (`stats/merlin.rs`). Each live file's handle (`db/
+//! live_files.rs`) holds one; a compaction output starts from the statistics it inherits from
+//! its inputs (a [`Seed`] left in the [`FileRegistry`] by the job before the file is installed).
 //!
-//! The read path never touches the registry's map: a super-version carries the entries of its
-//! files ([`FileState`] handles), and recording a probe is a few relaxed atomic adds on the
-//! file's own cache line for the reader's CPU (the counters are striped, `stats/stripe.rs`). Merlin's windows are written by one thread at a time, the
-//! *recorder* ([`FileRegistry::recorder`]), which numbers the lookups it records with the
-//! global counter G.
+//! Recording a probe is a few relaxed atomic adds on the file's own cache line for the reader's
+//! CPU (the counters are striped, `stats/stripe.rs`). Merlin's windows are written by one thread
+//! at a time, the *recorder* ([`FileRegistry::recorder`]), which numbers the lookups it records
+//! with the global counter G.
 
 use super::merlin::{Estimate, Merlin};
 use super::stripe::{Stripe, Striped, StripedArray};
-use crate::cache::ReaderSlot;
-use crate::filter::loaded::ElasticSegments;
-use crate::sst::GetOutcome;
+use super::counters::Probe;
 use crate::version::FileMeta;
 use parking_lot::Mutex;
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// A table's number (`NNNNNN.sst`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,9 +56,9 @@ struct RangeCounters {
 /// Segments per file whose probes are counted (a 64 MiB table of 4 MiB segments has 16).
 const MAX_COUNTED_SEGMENTS: u64 = 1 << 16;
 
-/// The runtime state of one live table.
+/// The access statistics of one live table.
 #[derive(Debug)]
-pub struct FileState {
+pub struct FileStats {
     number: FileNumber,
     tree: u32,
     entries: u64,
@@ -77,43 +71,22 @@ pub struct FileState {
     inherited_range_empty: f64,
     /// The file's filter bits per key (from its metadata).
     bpk: f64,
-    /// The open reader, while the table cache holds it (`cache::ReaderSlot`).
-    reader: ReaderSlot,
-    /// ElasticBF's loaded filter units per segment (none tracked unless the table's units are
-    /// elastic).
-    elastic: ElasticSegments,
-    /// Whether a bounded read may pin the file's range filter (while range-filter memory has
-    /// room); cleared by the round that keeps that memory for the filters worth it most
-    /// (`db/control/range_filter_memory.rs`).
-    range_admitted: AtomicBool,
 }
 
-impl FileState {
-    fn new(tree: u32, f: &FileMeta, window: usize, seed: Seed, elastic: bool) -> Self {
-        let segments = f.segments.clamp(1, MAX_COUNTED_SEGMENTS) as usize;
-        FileState {
+impl FileStats {
+    fn new(tree: u32, f: &FileMeta, window: usize, seed: Seed) -> Self {
+        FileStats {
             number: FileNumber(f.number),
             tree,
             entries: f.entries,
             access: Striped::default(),
-            // The manifest's count, bounded: it sizes an allocation (segments past the bound
-            // are not counted).
-            segment_probes: StripedArray::new(segments),
+            segment_probes: StripedArray::new(counted_segments(f)),
             merlin: Merlin::new(window, seed.merlin),
             inherited_exact: seed.exact,
             range: Striped::default(),
             inherited_range_empty: seed.range_empty,
             bpk: f.filter_bpk,
-            reader: ReaderSlot::empty(),
-            elastic: ElasticSegments::new(if elastic { segments } else { 0 }),
-            range_admitted: AtomicBool::new(true),
         }
-    }
-
-    /// The units of this table loaded in filter memory (ElasticBF).
-    #[inline]
-    pub fn elastic(&self) -> &ElasticSegments {
-        &self.elastic
     }
 
     /// Merlin's estimate of this file's lookups and hits when `g` lookups were recorded.
@@ -128,19 +101,19 @@ impl FileState {
 
     /// Records one probe in Merlin's window (by the recorder thread, with its lookup number).
     #[inline]
-    pub fn record_merlin(&self, g: u64, out: &GetOutcome) {
-        self.merlin.record(g, out.found.is_some());
+    pub fn record_merlin(&self, g: u64, out: &Probe) {
+        self.merlin.record(g, out.found);
     }
 
     /// Records one point-lookup probe of this file.
     #[inline]
-    pub fn record_probe(&self, s: Stripe, out: &GetOutcome) {
+    pub fn record_probe(&self, s: Stripe, out: &Probe) {
         let a = self.access.at(s);
         s.add(&a.probes, 1);
         if out.filter_negative {
             s.add(&a.filter_negatives, 1);
         }
-        if out.found.is_some() {
+        if out.found {
             s.add(&a.found, 1);
         }
         if out.data_block_read {
@@ -172,31 +145,14 @@ impl FileState {
         self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64
     }
 
-    /// Whether a bounded read may pin the file's range filter.
-    #[inline]
-    pub fn range_admitted(&self) -> bool {
-        self.range_admitted.load(Relaxed)
-    }
-
-    /// Admits the file's range filter to range-filter memory, or not.
-    pub fn set_range_admitted(&self, admitted: bool) {
-        self.range_admitted.store(admitted, Relaxed);
-    }
-
-    /// Where the table cache publishes the file's open reader for point reads.
-    #[inline]
-    pub fn reader_slot(&self) -> &ReaderSlot {
-        &self.reader
-    }
-
     /// The file's number.
     pub fn number(&self) -> FileNumber {
         self.number
     }
 
     /// A copy of the counters, at `level`, with Merlin's estimates when `g` recorded lookups
-    /// have reached the tables.
-    pub fn snapshot(&self, level: usize, g: u64) -> FileStatsSnapshot {
+    /// have reached the tables and the file's `loaded_units` (ElasticBF's, kept by its handle).
+    pub fn snapshot(&self, level: usize, g: u64, loaded_units: u64) -> FileStatsSnapshot {
         let a = &self.access;
         let (probes, found) = (a.sum(|c| c.probes.load(Relaxed)), a.sum(|c| c.found.load(Relaxed)));
         FileStatsSnapshot {
@@ -217,7 +173,7 @@ impl FileState {
             },
             range_probes: self.range.sum(|r| r.probes.load(Relaxed)),
             range_empty: self.range_empty(),
-            loaded_units: self.elastic.total_loaded(),
+            loaded_units,
         }
     }
 }
@@ -270,16 +226,19 @@ pub struct StatsSnapshot {
     pub lookups: u64,
 }
 
-/// The side table of live files' runtime state.
+/// Segments of `f` whose probes are counted: the manifest's count, bounded, since it sizes an
+/// allocation (segments past the bound are not counted).
+pub fn counted_segments(f: &FileMeta) -> usize {
+    f.segments.clamp(1, MAX_COUNTED_SEGMENTS) as usize
+}
+
+/// Where new files' statistics start: the seeds jobs leave for their outputs, Merlin's window
+/// size, and the lookup counter G with its recorder.
 #[derive(Debug)]
 pub struct FileRegistry {
-    files: Mutex<HashMap<FileNumber, Arc<FileState>>>,
     /// Statistics waiting for files a running job is writing.
     seeds: Mutex<HashMap<FileNumber, Seed>>,
     window: usize,
-    /// An elastic policy is in force: tables written with elastic units get slots for their
-    /// loaded units.
-    elastic: bool,
     /// Merlin's G: lookups that reached the tables, counted by the recorder thread only (so
     /// no two readers write it at once).
     lookups: Padded,
@@ -307,10 +266,8 @@ impl FileRegistry {
     /// An empty registry whose files keep Merlin windows of `window` probes.
     pub fn new(window: usize) -> Self {
         FileRegistry {
-            files: Mutex::new(HashMap::new()),
             seeds: Mutex::new(HashMap::new()),
             window,
-            elastic: false,
             lookups: Padded::default(),
             recorder: Padded::default(),
         }
@@ -353,57 +310,21 @@ impl FileRegistry {
         self.lookups.0.load(Relaxed)
     }
 
-    /// The registry tracks loaded units for tables whose filter units are elastic.
-    pub fn with_elastic(mut self) -> Self {
-        self.elastic = true;
-        self
-    }
-
     /// Leaves the statistics file `n` starts from when it is registered.
     pub fn seed(&self, n: FileNumber, seed: Seed) {
         self.seeds.lock().insert(n, seed);
     }
 
-    /// The entry of `f` (of `tree`), created on first sight from its seed; a file moved to
-    /// another level keeps its entry.
-    pub fn register(&self, tree: u32, f: &FileMeta) -> Arc<FileState> {
-        let n = FileNumber(f.number);
-        if let Some(s) = self.files.lock().get(&n) {
-            return s.clone();
-        }
-        let seed = self.seeds.lock().remove(&n).unwrap_or_default();
-        self.files
-            .lock()
-            .entry(n)
-            .or_insert_with(|| {
-                let elastic = self.elastic && crate::options::BpkPolicy::parse(&f.filter_policy).is_some_and(|p| p.is_elastic());
-                Arc::new(FileState::new(tree, f, self.window, seed, elastic))
-            })
-            .clone()
+    /// The statistics of `f` (of `tree`), a file seen for the first time: they start from its
+    /// seed, if its job left one.
+    pub fn start(&self, tree: u32, f: &FileMeta) -> FileStats {
+        let seed = self.seeds.lock().remove(&FileNumber(f.number)).unwrap_or_default();
+        FileStats::new(tree, f, self.window, seed)
     }
 
-    /// The entry of file `n`, if registered.
-    #[cfg(any(test, feature = "test-util"))]
-    pub fn get(&self, n: FileNumber) -> Option<Arc<FileState>> {
-        self.files.lock().get(&n).cloned()
-    }
-
-    /// Drops the entry (and any seed) of a deleted file.
-    pub fn remove(&self, n: FileNumber) {
-        self.files.lock().remove(&n);
+    /// Drops the seed of a deleted file (a job's output that never became live).
+    pub fn forget(&self, n: FileNumber) {
         self.seeds.lock().remove(&n);
-    }
-
-    /// Files registered.
-    #[cfg(any(test, feature = "test-util"))]
-    pub fn len(&self) -> usize {
-        self.files.lock().len()
-    }
-
-    /// True when no file is registered.
-    #[cfg(any(test, feature = "test-util"))]
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -432,33 +353,24 @@ mod tests {
 
     #[test]
     fn probes_are_counted_per_file_and_segment() {
-        let r = FileRegistry::new(64);
-        let f = r.register(0, &meta(7, 3));
-        assert!(Arc::ptr_eq(&f, &r.register(0, &meta(7, 3))), "one entry per file");
-        f.record_probe(Stripe::current(), &GetOutcome {
+        let f = FileRegistry::new(64).start(0, &meta(7, 3));
+        f.record_probe(Stripe::current(), &Probe {
             filter_negative: true,
             units_probed: 1,
             segment: Some(2),
             ..Default::default()
         });
-        f.record_probe(Stripe::current(), &GetOutcome {
-            found: Some(crate::sst::Found {
-                kind: crate::format::ikey::ValueKind::Put,
-                seqno: 1,
-                value: Vec::new(),
-            }),
+        f.record_probe(Stripe::current(), &Probe {
+            found: true,
             data_block_read: true,
             segment: Some(0),
             ..Default::default()
         });
-        let s = f.snapshot(3, 0);
+        let s = f.snapshot(3, 0, 5);
         assert_eq!((s.probes, s.filter_negatives, s.found, s.data_reads), (2, 1, 1, 1));
         assert_eq!(s.segment_probes, vec![1, 0, 1]);
-        assert_eq!(s.level, 3);
+        assert_eq!((s.level, s.loaded_units), (3, 5));
         assert_eq!(s.exact, Estimate { q: 2.0, x: 1.0 });
-        r.remove(FileNumber(7));
-        assert!(r.get(FileNumber(7)).is_none());
-        assert!(r.is_empty());
     }
 
     #[test]
@@ -470,14 +382,18 @@ mod tests {
             range_empty: 7.0,
         };
         r.seed(FileNumber(9), seed);
-        let f = r.register(0, &meta(9, 1));
+        r.seed(FileNumber(10), seed);
+        r.forget(FileNumber(10));
+        assert_eq!(r.start(0, &meta(10, 1)).snapshot(0, 0, 0).exact, Estimate::default(), "forgotten");
+        let f = r.start(0, &meta(9, 1));
         f.record_range_probe(Stripe::FIRST, true);
         f.record_range_probe(Stripe::current(), false);
         f.record_range_empty(Stripe::current());
-        let s = f.snapshot(1, 0);
+        let s = f.snapshot(1, 0, 0);
         assert_eq!(s.estimate, seed.merlin);
         assert_eq!((s.range_probes, s.range_empty), (2, 9.0), "inherited plus its own");
         assert_eq!(s.exact, seed.exact);
+        assert_eq!(r.start(0, &meta(9, 1)).snapshot(1, 0, 0).exact, Estimate::default(), "a seed is used once");
         // This thread becomes the recorder at once (nobody was) and numbers its lookups.
         assert_eq!(r.recorder(), Some(1));
         assert_eq!(r.recorder(), Some(2));

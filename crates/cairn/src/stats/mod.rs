@@ -19,15 +19,15 @@ pub use types::{
 #[cfg(feature = "test-util")]
 #[doc(hidden)]
 pub use {
-    counters::{EngineCounters, TreeCounters},
-    files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot},
+    counters::{EngineCounters, Probe, TreeCounters},
+    files::{counted_segments, FileNumber, FileRegistry, FileStats, FileStatsSnapshot, Seed, StatsSnapshot},
     io::IoStats,
     merlin::Estimate,
 };
 #[cfg(not(feature = "test-util"))]
 pub(crate) use {
-    counters::{EngineCounters, TreeCounters},
-    files::{FileNumber, FileRegistry, FileState, FileStatsSnapshot, Seed, StatsSnapshot},
+    counters::{EngineCounters, Probe, TreeCounters},
+    files::{counted_segments, FileNumber, FileRegistry, FileStats, FileStatsSnapshot, Seed, StatsSnapshot},
     io::IoStats,
     merlin::Estimate,
 };

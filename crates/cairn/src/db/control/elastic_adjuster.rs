@@ -18,12 +18,12 @@
 //! The adjuster sees the engine only through [`Host`] (the live tables, two clocks, reading a
 //! table, the filter region), which `DbInner` implements; nothing here imports the rest of `db/`.
 
+use crate::db::live_files::LiveFile;
 use crate::error::Result;
 use crate::filter::loaded::LoadedUnit;
 use crate::memory::Region;
 use crate::options::{FilterPolicy, Options};
 use crate::sst::TableReader;
-use crate::stats::FileState;
 use crate::tuning::elastic::{adjust, marginals, targets, Action, Demand, Params, Segment};
 use crate::version::FileMeta;
 use parking_lot::Mutex;
@@ -42,7 +42,7 @@ pub(crate) trait Host {
     fn live_elastic(&self) -> Vec<Live>;
     /// Whether a table is still in a current version.
     fn is_live(&self, number: u64) -> bool;
-    fn open_table(&self, meta: &FileMeta, state: &Arc<FileState>) -> Result<Arc<TableReader>>;
+    fn open_table(&self, meta: &FileMeta, state: &Arc<LiveFile>) -> Result<Arc<TableReader>>;
     /// The region loaded units are charged to.
     fn filter_region(&self) -> &Arc<Region>;
 }
@@ -72,7 +72,7 @@ struct TrackedFile {
     tree: u32,
     /// Its runtime state: departed files' units are unloaded at once (a reader of an older
     /// super-version still probing it then reads the data).
-    state: Arc<FileState>,
+    state: Arc<LiveFile>,
     segments: Vec<Tracked>,
 }
 
@@ -125,7 +125,7 @@ impl Elastic {
 pub(crate) struct Live {
     pub tree: u32,
     pub meta: Arc<FileMeta>,
-    pub state: Arc<FileState>,
+    pub state: Arc<LiveFile>,
 }
 
 impl Elastic {
@@ -168,7 +168,7 @@ impl Elastic {
                 continue;
             };
             for (si, s) in t.segments.iter_mut().enumerate() {
-                let probes = l.state.segment_probe_count(si);
+                let probes = l.state.stats().segment_probe_count(si);
                 let accesses = probes.saturating_sub(s.seen);
                 if accesses > 0 {
                     s.last_access = now;
@@ -360,9 +360,9 @@ impl Elastic {
         let mut at = Vec::new();
         for l in live {
             let Some(t) = tracked.get(&l.meta.number) else { continue };
-            let z = l.state.estimate(g).z();
+            let z = l.state.stats().estimate(g).z();
             let probes: Vec<f64> = (0..t.segments.len())
-                .map(|i| l.state.segment_probe_count(i) as f64 + 1.0)
+                .map(|i| l.state.stats().segment_probe_count(i) as f64 + 1.0)
                 .collect();
             let total: f64 = probes.iter().sum();
             for (i, s) in t.segments.iter().enumerate() {

@@ -3,59 +3,16 @@
 //! them are never opened, and a [`TableSkip`] hook (the range filter) may rule out a table
 //! inside them before its index or data is read.
 
-use super::{TwoLevelIndex, TwoLevelIter};
+use super::{BlockWindow, IterOptions, TableIter, TableReader};
 use crate::error::Result;
 use crate::format::ikey;
-use crate::sst::{BlockWindow, IterOptions, TableIter, TableReader};
+use crate::iter::{KeyBounds, TwoLevelIndex, TwoLevelIter};
 use crate::version::FileMeta;
 use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::Arc;
 
 /// Opens a table by its metadata (through the table cache).
 pub type TableOpener = Arc<dyn Fn(&FileMeta) -> Result<Arc<TableReader>> + Send + Sync>;
-
-/// User-key bounds of a range read, handed down to the per-table cursors.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyBounds {
-    /// Lower bound.
-    pub lo: Bound<Vec<u8>>,
-    /// Upper bound.
-    pub hi: Bound<Vec<u8>>,
-}
-
-impl KeyBounds {
-    /// No bounds.
-    pub fn all() -> Self {
-        KeyBounds {
-            lo: Bound::Unbounded,
-            hi: Bound::Unbounded,
-        }
-    }
-
-    /// Whether a file holding user keys `[smallest, largest]` may hold a key in the bounds.
-    pub fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        self.above_lo(largest) && self.below_hi(smallest)
-    }
-
-    /// Whether `k` is at or above the lower bound.
-    pub fn above_lo(&self, k: &[u8]) -> bool {
-        match &self.lo {
-            Bound::Included(l) => k >= l.as_slice(),
-            Bound::Excluded(l) => k > l.as_slice(),
-            Bound::Unbounded => true,
-        }
-    }
-
-    /// Whether `k` is at or below the upper bound.
-    pub fn below_hi(&self, k: &[u8]) -> bool {
-        match &self.hi {
-            Bound::Included(h) => k <= h.as_slice(),
-            Bound::Excluded(h) => k < h.as_slice(),
-            Bound::Unbounded => true,
-        }
-    }
-}
 
 /// What a range read does with a table, as its range filter says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +151,7 @@ mod tests {
     use crate::stats::IoStats;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
+    use std::ops::Bound;
     use std::path::Path;
 
     type Model = BTreeMap<InternalKey, Vec<u8>>;
