@@ -86,6 +86,12 @@ pub struct EngineArgs {
     /// Simulated bytes of the ghost cache (cairn only; default 0, or 128 MiB with the tuner).
     #[arg(long)]
     pub ghost_cache_size: Option<usize>,
+    /// Bytes of the row cache (RocksDB's flag, its `row_cache`; cairn: the key-value cache,
+    /// under --memory_budget its starting share). Under --memory_budget both engines take it
+    /// from the block cache's part. Default: each engine's own (cairn a tenth of a budget,
+    /// none without one; RocksDB none).
+    #[arg(long)]
+    pub row_cache_size: Option<usize>,
     /// WAL bytes after which the oldest data is flushed (RocksDB's `max_total_wal_size`; the
     /// tuner's log cycle; default each engine's own).
     #[arg(long)]
@@ -648,13 +654,19 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         memory_tuner_floor => "memory.tuner_floor",
         memory_tuner_write_weight => "memory.tuner_write_weight",
         memory_filter_share => "memory.filter_share",
-        ghost_cache_size => "memory.ghost_cache",
+        ghost_cache_size => "cache.ghost_cache",
         max_total_wal_size => "wal.max_size",
         malloc_mmap_threshold => "malloc_mmap_threshold",
         block_restart_interval => "table.restart_interval",
         index_block_restart_interval => "table.index_restart_interval",
         cache_huge_pages => "cache.huge_pages",
     );
+    if let Some(n) = a.row_cache_size {
+        match budget {
+            Some(b) if b > 0 => set.push(("row_cache_size", "memory.kv_cache_share", (n as f64 / b as f64).to_string())),
+            _ => set.push(("row_cache_size", "memory.kv_cache", n.to_string())),
+        }
+    }
     if let Some(t) = a.data_block_index_type {
         set.push(("data_block_index_type", "table.hash_index", (t == 1).to_string()));
     }

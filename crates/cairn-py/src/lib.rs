@@ -589,6 +589,22 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
     );
     d.set_item("io", io_dict(py, &s.io)?)?;
     d.set_item("compaction_io", io_dict(py, &s.compaction_io)?)?;
+    let kv = &s.kv_cache;
+    d.set_item(
+        "kv_cache",
+        fields!(
+            py,
+            kv,
+            capacity,
+            usage,
+            entries,
+            hits,
+            negative_hits,
+            misses,
+            fills,
+            refused
+        ),
+    )?;
     let trees = PyDict::new(py);
     for t in &s.trees {
         let td = fields!(

@@ -219,7 +219,7 @@ fn configs() -> Vec<Config> {
     let bpks = [0.0, 1.0, 10.0];
     let mut out = Vec::new();
     let mut rng = StdRng::seed_from_u64(42);
-    for i in 0..34 {
+    for i in 0..31 {
         // The first entries walk every value of every dimension; the rest mix at random.
         let pick = |n: usize, rng: &mut StdRng| if i < 5 { i % n } else { rng.gen_range(0..n) };
         let (b, c, m) = (pick(5, &mut rng), pick(3, &mut rng), pick(3, &mut rng));
@@ -298,6 +298,17 @@ fn configs() -> Vec<Config> {
         }
         out.push(Config {
             name: format!("{} with {} units", out[i].name, policy.name()),
+            opts: o,
+            direct: false,
+        });
+    }
+    // A tiny key-value cache (a few entries: evicted and filled all the time) under every
+    // operation, also with merges, range deletions and expiry: answers must not change.
+    for (i, bytes) in [(0usize, 2usize << 10), (3, 4 << 10), (6, 64 << 10)] {
+        let mut o = out[i].opts.clone();
+        o.memory.fixed_mut().kv_cache = bytes;
+        out.push(Config {
+            name: format!("{} with a {bytes} B key-value cache", out[i].name),
             opts: o,
             direct: false,
         });

@@ -30,10 +30,11 @@ impl RocksEngine {
         // --memory_budget: RocksDB's static split, 2 write buffers and the rest block cache with
         // index and filter blocks charged to it (so both engines spend the same total memory).
         let write_memory = a.memory();
+        let row_cache = a.row_cache_size.unwrap_or(0);
         let cache_size = match a.memory_budget {
             Some(b) => b
-                .checked_sub(write_memory)
-                .ok_or("--memory_budget: smaller than RocksDB's write buffers")?,
+                .checked_sub(write_memory + row_cache)
+                .ok_or("--memory_budget: smaller than RocksDB's write buffers and row cache")?,
             None => a.cache_size,
         };
         let cache = Cache::new_lru_cache(cache_size)?;
@@ -57,6 +58,9 @@ impl RocksEngine {
         }
         let mut o = Options::default();
         o.create_if_missing(true);
+        if row_cache > 0 {
+            o.set_row_cache(&Cache::new_lru_cache(row_cache)?);
+        }
         o.set_block_based_table_factory(&table);
         o.set_write_buffer_size(a.write_buffer_size);
         // db_bench keeps max_write_buffer_number = 2; a larger --memory_budget buys more buffers.

@@ -260,6 +260,13 @@ impl<V: Clone + Send + Sync + 'static> ClockCache<V> {
     /// is a few percent of the cache.
     pub const HUGE_PAGES_FROM: usize = 256 << 20;
 
+    /// Bytes the cache spends per entry besides what the entry's value owns: its slot in the
+    /// map with the key, the map's allocation header and bucket, and its place in a ring.
+    pub const SLOT_BYTES: usize = std::mem::size_of::<Slot<V>>()
+        + std::mem::size_of::<BlockKey>()
+        + 3 * std::mem::size_of::<usize>()
+        + std::mem::size_of::<(BlockKey, u64)>();
+
     /// A cache of `capacity` bytes, reserving up to `high_pri_ratio` of it for high-priority
     /// (meta) blocks. The shard count is fixed at creation from the initial capacity.
     pub fn new(capacity: usize, high_pri_ratio: f64) -> Self {

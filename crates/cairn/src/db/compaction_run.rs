@@ -194,6 +194,15 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
             Err(e) => failed = failed.or(Some(e)),
         }
     }
+    // The user's compaction filter may have changed what the tables answer: the key-value
+    // cache retires the tree's entries, and takes none until the outputs are installed.
+    let kv = inner
+        .kv
+        .as_ref()
+        .filter(|_| failed.is_none() && inner.opts.compaction_filter.is_some());
+    if let Some(kv) = kv {
+        kv.begin_change(job.tree as u32);
+    }
     let mut st = inner.state.lock();
     let r = match failed {
         Some(e) => Err(e),
@@ -207,6 +216,10 @@ pub(super) fn run(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     };
     for n in allocated {
         st.pending_outputs.remove(&n);
+    }
+    // Before the state lock goes: whoever waits for this job sees the cache take fills again.
+    if let Some(kv) = kv {
+        kv.end_change(job.tree as u32);
     }
     r
 }

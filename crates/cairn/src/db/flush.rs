@@ -63,6 +63,17 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
         }
         Ok(out)
     });
+    // The tables' answers change for every key flushed: the key-value cache forgets them
+    // before the tables are installed (the memtables answer for them until then).
+    let whole = result.is_ok() && job.runs.iter().any(|m| m.has_range_dels());
+    if let (Some(kv), Ok(_)) = (&inner.kv, &result) {
+        if whole {
+            kv.begin_change(tree as u32);
+        }
+        for m in &job.runs {
+            forget_keys(kv, tree as u32, m);
+        }
+    }
     let mut st = inner.state.lock();
     let r = result.and_then(|out| {
         let mut edit = VersionEdit::default();
@@ -85,9 +96,34 @@ pub(super) fn flush_one(inner: &Arc<DbInner>, tree: usize, job: &FlushJob) -> Re
     for n in outputs {
         st.pending_outputs.remove(&n);
     }
+    // Before the state lock goes: whoever waits for this flush sees the cache take fills again.
+    if let Some(kv) = inner.kv.as_ref().filter(|_| whole) {
+        kv.end_change(tree as u32);
+    }
     drop(st);
     inner.delete_obsolete_files();
     r
+}
+
+/// Forgets in the key-value cache every user key memtable `m` holds.
+fn forget_keys(kv: &crate::cache::KvCache, tree: u32, m: &Arc<Memtable>) {
+    let mut it = m.iter();
+    it.seek_to_first();
+    let mut last: Option<Vec<u8>> = None;
+    while it.valid() {
+        let key = crate::format::ikey::user_key(it.key());
+        if last.as_deref() != Some(key) {
+            kv.invalidate(tree, key);
+            match &mut last {
+                Some(l) => {
+                    l.clear();
+                    l.extend_from_slice(key);
+                }
+                None => last = Some(key.to_vec()),
+            }
+        }
+        it.next();
+    }
 }
 
 /// Writes memtables (or a partitioned component's runs) to L0 tables: the one memtable → L0

@@ -151,6 +151,8 @@ pub(crate) struct DbInner {
     /// The ghost cache subscribed to `cache` (`cache.ghost_cache` > 0), with its listener id.
     /// Own lock.
     pub(super) ghost: Option<(Arc<crate::cache::GhostCache>, u64)>,
+    /// The key-value cache (`cache/kv.rs`), when it has memory. Own locks (lanes).
+    pub(super) kv: Option<crate::cache::KvCache>,
     /// Open table readers. Own lock.
     pub(super) tables: TableCache,
     /// Reads and writes of user operations and flushes. Atomic.

@@ -4,6 +4,7 @@
 
 use super::inner::{unknown_tree, DbInner, SuperVersion};
 use super::live_files::LiveFile;
+use crate::cache::{KvCache, Ticket};
 use crate::error::Result;
 use crate::format::ikey::{self, InternalKey, ValueKind};
 use crate::format::LookupKey;
@@ -30,6 +31,8 @@ pub(super) fn get_into(
     value: &mut Vec<u8>,
 ) -> Result<bool> {
     inner.life.check_open()?;
+    // The key-value cache's ticket comes before the read view (`cache/kv.rs`).
+    let ticket = inner.kv.as_ref().map(|kv| (kv, kv.ticket(tree, key)));
     // Borrowed for this call: no lock and no reference-count write on the read path.
     let supers = inner.super_versions();
     let sv = supers.get(tree as usize).ok_or_else(|| unknown_tree(tree))?;
@@ -75,8 +78,23 @@ pub(super) fn get_into(
     if covering > 0 {
         return Ok(false);
     }
+    // What is left is the tables' answer: the key-value cache may hold it.
+    if let Some((kv, t)) = &ticket {
+        if let Some(c) = kv.get(t, tree, key, seq, value) {
+            return Ok(settled(inner, c.kind, value));
+        }
+    }
     let Some(tv) = sv.version.trees.get(tree as usize) else {
         return Ok(false);
+    };
+    // Only a read at the newest sequence number sees the tables' newest versions.
+    let fill = |seqno| {
+        ticket.filter(|_| snapshot.is_none()).map(|(kv, ticket)| Fill {
+            kv,
+            ticket,
+            tree,
+            seqno,
+        })
     };
     let plan = inner.filter_plan.load();
     let read = Read::new(inner, sv, &plan, &lookup, s);
@@ -86,16 +104,41 @@ pub(super) fn get_into(
             return match kind {
                 ValueKind::Merge => {
                     let mut chain = Chain::new(inner, value, 0);
+                    chain.fill = fill(found);
                     if chain.rest_of_table(&read, level, i, found)? {
                         return chain.finish(key, value);
                     }
                     chain.tables(&read, candidates, value)
                 }
-                kind => Ok(settled(inner, kind, value)),
+                kind => {
+                    if let Some(f) = fill(found) {
+                        f.answer(key, kind, value);
+                    }
+                    Ok(settled(inner, kind, value))
+                }
             };
         }
     }
+    if let Some(f) = fill(0) {
+        f.answer(key, ValueKind::Delete, &[]);
+    }
     Ok(false)
+}
+
+/// Where a read at the newest sequence number caches the tables' answer: the version at
+/// `seqno` (0: none).
+#[derive(Clone, Copy)]
+struct Fill<'a> {
+    kv: &'a KvCache,
+    ticket: Ticket,
+    tree: u32,
+    seqno: u64,
+}
+
+impl Fill<'_> {
+    fn answer(self, key: &[u8], kind: ValueKind, value: &[u8]) {
+        self.kv.fill(&self.ticket, self.tree, key, kind, self.seqno, value);
+    }
 }
 
 /// The tables a lookup of `key` probes, in order: the L0 files whose range holds it (newest
@@ -121,6 +164,12 @@ struct Chain<'a> {
     covering: u64,
     /// What lies below the operands, once known (`Some(None)`: nothing).
     base: Option<Option<Vec<u8>>>,
+    /// Where the merged value is cached, when the chain is the tables' answer of a read at the
+    /// newest sequence number.
+    fill: Option<Fill<'a>>,
+    /// A version with a deadline took part: the merged value changes with time, and is not
+    /// cached.
+    timed: bool,
 }
 
 impl<'a> Chain<'a> {
@@ -132,6 +181,8 @@ impl<'a> Chain<'a> {
             operands,
             covering,
             base: None,
+            fill: None,
+            timed: false,
         }
     }
 
@@ -144,7 +195,10 @@ impl<'a> Chain<'a> {
                 return false;
             }
             ValueKind::Put => Some(v.to_vec()),
-            ValueKind::Expiring => crate::ttl::live(v, self.inner.opts.clock.now_ms()).map(<[u8]>::to_vec),
+            ValueKind::Expiring => {
+                self.timed = true;
+                crate::ttl::live(v, self.inner.opts.clock.now_ms()).map(<[u8]>::to_vec)
+            }
             _ => None,
         };
         self.base = Some(base);
@@ -209,6 +263,9 @@ impl<'a> Chain<'a> {
             return Err(crate::merge::missing_operator(key));
         };
         *value = self.operands.resolve(op, key, self.base.flatten().as_deref())?;
+        if let Some(f) = self.fill.filter(|_| !self.timed) {
+            f.answer(key, ValueKind::Put, value);
+        }
         Ok(true)
     }
 }

@@ -30,6 +30,12 @@ impl DbInner {
                 "write_buffer_size {buffer} must be between 1 and write_memory_budget {budget}"
             )));
         }
+        if let (Some(c), None) = (limits.kv_cache.filter(|&c| c > 0), &self.kv) {
+            return Err(Error::InvalidArgument(format!(
+                "kv_cache {c}: this database was opened without a key-value cache (memory.kv_cache = 0, or \
+                 memory.kv_cache_share = 0 under a budget)"
+            )));
+        }
         m.write.set_capacity(budget);
         m.write_buffer_size.store(buffer, Ordering::Relaxed);
         // Without writes to come (the tuner's idle rule hands write memory to the cache), a
@@ -50,6 +56,10 @@ impl DbInner {
             }
         }
         let mut shrank = false;
+        if let (Some(c), Some(kv)) = (limits.kv_cache, &self.kv) {
+            shrank |= c < kv.capacity();
+            kv.set_capacity(c);
+        }
         if let Some(c) = limits.block_cache {
             shrank |= c < self.cache.capacity();
             self.cache.set_capacity(c);

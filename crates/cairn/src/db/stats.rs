@@ -4,7 +4,7 @@
 use super::inner::DbInner;
 use crate::memory::MemoryUsage;
 use crate::stats::{
-    report, BlockKind, DbStats, ElasticStats, FileAccessStats, LevelInfo, TreeLevels, TreeStatsSnapshot,
+    report, BlockKind, DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, TreeLevels, TreeStatsSnapshot,
 };
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -91,6 +91,19 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
         cache_usage: inner.cache.usage() as u64,
         cache_capacity: inner.cache.capacity() as u64,
         elastic: elastic(inner),
+        kv_cache: inner.kv.as_ref().map_or_else(Default::default, |kv| {
+            let c = kv.counters();
+            KvCacheStats {
+                capacity: kv.capacity() as u64,
+                usage: kv.usage() as u64,
+                entries: kv.len() as u64,
+                hits: c.hits,
+                negative_hits: c.negative_hits,
+                misses: c.misses,
+                fills: c.fills,
+                refused: c.refused,
+            }
+        }),
     }
 }
 
@@ -156,6 +169,8 @@ pub(super) fn memory(inner: &DbInner) -> MemoryUsage {
         range_filter_usage: inner.memory.range_filters.usage(),
         ghost_capacity: inner.ghost.as_ref().map_or(0, |(g, _)| g.capacity()),
         ghost_ids: inner.ghost.as_ref().map_or(0, |(g, _)| g.usage().0),
+        kv_cache_capacity: inner.kv.as_ref().map_or(0, |kv| kv.capacity()),
+        kv_cache_usage: inner.kv.as_ref().map_or(0, |kv| kv.usage()),
     }
 }
 

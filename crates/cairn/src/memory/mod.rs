@@ -188,6 +188,9 @@ pub struct MemoryLimits {
     pub block_cache: Option<usize>,
     /// Filter memory of the elastic policies (shrinking unloads units at once).
     pub filter_memory: Option<usize>,
+    /// The key-value cache's capacity (shrinking evicts at once; a database opened without
+    /// one refuses to start one).
+    pub kv_cache: Option<usize>,
 }
 
 /// Capacity and usage of every region.
@@ -239,6 +242,10 @@ pub struct MemoryUsage {
     pub ghost_capacity: usize,
     /// Block ids the ghost cache holds (each about 40 bytes of real memory).
     pub ghost_ids: usize,
+    /// The key-value cache's capacity (0: none).
+    pub kv_cache_capacity: usize,
+    /// Bytes the key-value cache holds (entries and their overhead).
+    pub kv_cache_usage: usize,
 }
 
 impl MemoryUsage {
@@ -255,6 +262,7 @@ impl MemoryUsage {
             + self.pinned_meta_usage
             + self.pinned_filter_usage
             + self.range_filter_usage
+            + self.kv_cache_usage
     }
 }
 

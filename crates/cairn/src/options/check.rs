@@ -192,6 +192,14 @@ impl Options {
                         "together at most 0.95, so the block cache keeps at least 5% of the budget",
                     ));
                 }
+                if b.write_share + filter + b.kv_cache_share > 0.95 {
+                    return Err(pair(
+                        "memory.kv_cache_share",
+                        "memory.write_share",
+                        "together (and with memory.filter_share under an elastic policy) at most 0.95, so the \
+                         block cache keeps at least 5% of the budget",
+                    ));
+                }
                 if let Some(t) = b.tuner.as_ref().filter(|t| t.floor > 0) {
                     let start = super::Regions::of(self);
                     let (region, share, least) = if start.write_memory <= start.block_cache {

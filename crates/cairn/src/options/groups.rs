@@ -169,6 +169,9 @@ group! {
         write_share: f64 = 0.25 => "memory.write_share", Float, above(0.0, 0.95), Stored;
         /// Filter memory's starting share of the budget under an elastic filter policy.
         filter_share: f64 = 0.1 => "memory.filter_share", Float, within(0.0, 0.95), Stored;
+        /// The key-value cache's starting share of the budget, taken from the block cache's
+        /// (0: no key-value cache).
+        kv_cache_share: f64 = 0.1 => "memory.kv_cache_share", Float, within(0.0, 0.95), Stored;
         /// The memory tuner (`memory.tuner`); `None`: the starting split stays.
         tuner: Option<Tuner> = Some(Tuner::default());
     }
@@ -217,6 +220,9 @@ group! {
         /// readers still pin is reserved in it (RocksDB's cache_index_and_filter_blocks).
         /// Without it, they are pinned in their table readers.
         index_in_block_cache: bool = false => "cache.index_in_block_cache", Bool, ANY, Stored;
+        /// Bytes of the key-value cache: the tables' answers for hot keys, asked after the
+        /// memtables (RocksDB's row_cache; 0: off).
+        kv_cache: usize = 0 => "memory.kv_cache", Bytes, ANY, Stored;
     }
 }
 
@@ -237,6 +243,9 @@ group! {
         /// many cached blocks misses the TLB less. The chunks' free slots are counted in
         /// `MemoryUsage::cache_huge_page_slack`.
         huge_pages: bool = true => "cache.huge_pages", Bool, ANY, Stored;
+        /// Values longer than this are not kept in the key-value cache (a whole block holds
+        /// them about as well).
+        kv_max_value: usize = 1024 => "cache.kv_max_value", Bytes, ANY, Stored;
     }
 }
 

@@ -261,6 +261,8 @@ pub(crate) struct Regions {
     pub block_cache: usize,
     pub shared_cache: Option<Arc<crate::sst::BlockCache>>,
     pub index_in_block_cache: bool,
+    /// The key-value cache's capacity (0: none).
+    pub kv_cache: usize,
     /// Simulated bytes of the ghost cache (128 MiB for the tuner when not set).
     pub ghost_cache: usize,
     /// The tuner, with its floor resolved.
@@ -289,6 +291,7 @@ impl Regions {
                     CacheSource::Shared(c) => Some(c.clone()),
                 },
                 index_in_block_cache: f.index_in_block_cache,
+                kv_cache: f.kv_cache,
                 ghost_cache: ghost,
                 tuner: None,
             },
@@ -305,6 +308,7 @@ impl Regions {
                     // A partitioned component keeps levels of runs this size (M1 holds 10).
                     MemoryComponent::Partitioned => (write / 16).max(1),
                 };
+                let kv_cache = (budget * b.kv_cache_share) as usize;
                 let tuner = b.tuner.clone().map(|t| Tuner {
                     floor: if t.floor == 0 { auto_floor(b.bytes) } else { t.floor },
                     ..t
@@ -314,9 +318,10 @@ impl Regions {
                     write_memory: write,
                     memtable_size,
                     filter_memory: filter,
-                    block_cache: b.bytes.saturating_sub(write + filter),
+                    block_cache: b.bytes.saturating_sub(write + filter + kv_cache),
                     shared_cache: None,
                     index_in_block_cache: true,
+                    kv_cache,
                     ghost_cache: if tuner.is_some() && ghost == 0 {
                         TUNER_GHOST_BYTES
                     } else {

@@ -180,8 +180,9 @@ impl Place for InFixed {
     fn of_mut(o: &mut Options) -> std::result::Result<&mut FixedMemory, String> {
         match &o.memory {
             Memory::Budget(b) if *b != Budget::default() => Err(format!(
-                "memory.budget = {} sizes write memory, the block cache and filter memory itself (change their \
-                 split with memory.write_share and memory.filter_share, or set memory.budget = 0)",
+                "memory.budget = {} sizes write memory, the block cache, the key-value cache and filter memory \
+                 itself (change their split with memory.write_share, memory.kv_cache_share and \
+                 memory.filter_share, or set memory.budget = 0)",
                 super::show_bytes(b.bytes as u64)
             )),
             _ => Ok(o.memory.fixed_mut()),
@@ -227,11 +228,13 @@ fn custom(name: &'static str) -> Setting {
         "memory.budget" => row(
             "memory: Memory::Budget(Budget { bytes })",
             Kind::Bytes,
-            "One memory budget for write memory, the block cache and filter memory (Luo & Carey §3). It is split \
+            "One memory budget for write memory, the block cache, the key-value cache and filter memory (Luo & Carey \
+             §3). It is split \
              into write memory (memory.write_share; memtables switch at half of it), filter memory for the elastic \
-             policies (memory.filter_share) and the block cache (the rest, which also holds the index blocks and \
-             the filters), and the memory tuner moves memory between them. 0: fixed sizes (memory.write_memory, \
-             memtable.size, memory.block_cache, memory.filter_memory); sizing one of those while the budget is at \
+             policies (memory.filter_share), the key-value cache (memory.kv_cache_share) and the block cache (the \
+             rest, which also holds the index blocks and the filters), and the memory tuner moves memory between \
+             them. 0: fixed sizes (memory.write_memory, memtable.size, memory.block_cache, memory.filter_memory, \
+             memory.kv_cache); sizing one of those while the budget is at \
              its default selects fixed sizes too. 0, or at least 256 KiB.",
             |o| Some(o.memory.budget().map_or(0, |b| b.bytes).to_string()),
             |o, v| {

@@ -6,7 +6,9 @@
 use super::counters::{FlushCount, Flushes};
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::{BlockKind, IoSnapshot, KindSnapshot};
-use super::types::{DbStats, ElasticStats, FileAccessStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord};
+use super::types::{
+    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord,
+};
 use crate::memory::MemoryUsage;
 use std::fmt::{self, Display, Write as _};
 
@@ -66,12 +68,13 @@ debug_nonzero! {
         exact_empty, range_probes, range_empty, loaded_units,
     }
     ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
+    KvCacheStats { ; capacity, usage, entries, hits, negative_hits, misses, fills, refused }
     DbStats {
         ;
         io, compaction_io, trees, files, user_write_ops, user_bytes_written, wal_bytes_written,
         flush_bytes_written, compaction_bytes_written, stall_slowdowns, stall_stops, stall_micros,
         delay_micros, delayed_write_rate, pending_compaction_bytes, l0_files, l0_groups,
-        memtable_bytes, cache_usage, cache_capacity, elastic,
+        memtable_bytes, cache_usage, cache_capacity, elastic, kv_cache,
     }
 }
 
@@ -303,6 +306,14 @@ impl Display for MemoryUsage {
                 String::new()
             },
         ]);
+        if self.kv_cache_capacity > 0 {
+            t.row(vec![
+                "key-value cache".into(),
+                size(self.kv_cache_capacity as u64),
+                size(self.kv_cache_usage as u64),
+                "the tables' answers for hot keys".into(),
+            ]);
+        }
         t.row(vec![
             "filter units".into(),
             if self.filter_capacity > 0 {
@@ -559,6 +570,22 @@ fn stats_body(o: &mut String, s: &DbStats, shapes: &[TreeLevels]) {
             count(e.load_errors),
             count(e.rounds),
             count(e.solves)
+        );
+    }
+    if s.kv_cache.capacity > 0 {
+        let k = &s.kv_cache;
+        let _ = writeln!(
+            o,
+            "key-value cache: {} of {} in {} entries; {} hits, {} negative hits, {} misses ({} answered); {} fills, {} refused",
+            size(k.usage),
+            size(k.capacity),
+            count(k.entries),
+            count(k.hits),
+            count(k.negative_hits),
+            count(k.misses),
+            pct(k.hits + k.negative_hits, k.hits + k.negative_hits + k.misses),
+            count(k.fills),
+            count(k.refused)
         );
     }
     for t in &s.trees {

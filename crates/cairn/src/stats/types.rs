@@ -125,6 +125,29 @@ pub struct DbStats {
     pub cache_capacity: u64,
     /// Elastic filter units (zero unless `bpk_policy` is elastic).
     pub elastic: ElasticStats,
+    /// The key-value cache (zero when there is none).
+    pub kv_cache: KvCacheStats,
+}
+
+/// What the key-value cache holds and answered.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct KvCacheStats {
+    /// Capacity in bytes.
+    pub capacity: u64,
+    /// Bytes charged now (entries and their overhead).
+    pub usage: u64,
+    /// Entries held now.
+    pub entries: u64,
+    /// Lookups it answered with a value.
+    pub hits: u64,
+    /// Lookups it answered "not found" (a deletion, or no version in the tables).
+    pub negative_hits: u64,
+    /// Lookups past the memtables it could not answer.
+    pub misses: u64,
+    /// Answers it took from the tables.
+    pub fills: u64,
+    /// Answers refused because a flush or compaction changed the key meanwhile.
+    pub refused: u64,
 }
 
 /// What the elastic filter adjuster did and holds (ElasticBF).

@@ -132,6 +132,8 @@ impl MemoryTuner {
             ),
             block_cache: Some(next.cache as usize),
             filter_memory: (sizes.filter > 0 || next.filter > 0).then_some(next.filter as usize),
+            // The key-value cache keeps its starting size (the tuner does not price it yet).
+            kv_cache: None,
         });
         let record = TunerRecord {
             at_ms: self.opened.elapsed().as_millis() as u64,
