@@ -663,7 +663,11 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
     );
     if let Some(n) = a.row_cache_size {
         match budget {
-            Some(b) if b > 0 => set.push(("row_cache_size", "memory.kv_cache_share", (n as f64 / b as f64).to_string())),
+            Some(b) if b > 0 => set.push((
+                "row_cache_size",
+                "memory.kv_cache_share",
+                (n as f64 / b as f64).to_string(),
+            )),
             _ => set.push(("row_cache_size", "memory.kv_cache", n.to_string())),
         }
     }

@@ -503,6 +503,12 @@ pub struct TunerPoint {
     pub cache: u64,
     /// ...
     pub filter: u64,
+    /// Four-way: the key-value cache's size after the step, and the step.
+    #[serde(default)]
+    pub kv: u64,
+    /// ...
+    #[serde(default)]
+    pub kv_step: i64,
 }
 
 impl From<&cairn::TunerRecord> for TunerPoint {
@@ -521,6 +527,8 @@ impl From<&cairn::TunerRecord> for TunerPoint {
             write: r.write,
             cache: r.cache,
             filter: r.filter,
+            kv: r.kv,
+            kv_step: r.kv_step,
         }
     }
 }

@@ -145,7 +145,9 @@ fn one_budget_is_split_and_every_region_is_reported() {
     let db = Db::open("/b", budget_options(&fs, 64 << 20)).unwrap();
     let m = db.memory();
     assert_eq!((m.write_capacity, m.write_buffer_size), (16 << 20, 8 << 20));
-    assert_eq!(m.cache_capacity, 48 << 20);
+    // The key-value cache's tenth comes out of the block cache's part.
+    assert_eq!(m.kv_cache_capacity, (64 << 20) / 10);
+    assert_eq!(m.cache_capacity + m.kv_cache_capacity, 48 << 20);
     assert_eq!(
         m.ghost_capacity,
         128 << 20,
@@ -162,7 +164,8 @@ fn one_budget_is_split_and_every_region_is_reported() {
     };
     let db = Db::open("/b", o).unwrap();
     assert_eq!(db.stats().elastic.budget, 10 << 20);
-    assert_eq!(db.memory().write_capacity + db.memory().cache_capacity, 90 << 20);
+    let m = db.memory();
+    assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, 90 << 20);
     db.close().unwrap();
 
     // Bad combinations name the option.
@@ -229,7 +232,10 @@ fn the_tuner_moves_memory_where_the_io_is() {
     assert!(r.cost_derivative < 0.0 && r.write_step > 0, "{r:?}");
     let after = db.memory();
     assert_eq!(after.write_capacity as i64, before.write_capacity as i64 + r.write_step);
-    assert_eq!(after.write_capacity + after.cache_capacity, budget);
+    assert_eq!(
+        after.write_capacity + after.cache_capacity + after.kv_cache_capacity,
+        budget
+    );
 
     assert_eq!(db.tuner_history().len(), 1);
     let text = db.property("cairn.tuner").unwrap();
@@ -254,7 +260,7 @@ fn the_tuner_moves_memory_where_the_io_is() {
     assert!(r.read_derivative > 0.0 && r.write_derivative == 0.0, "{r:?}");
     assert!(r.write_step < 0, "{r:?}");
     let m = db.memory();
-    assert_eq!(m.write_capacity + m.cache_capacity, budget);
+    assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, budget);
 }
 
 /// Checks a tree's shape against level targets that follow write memory `budget` (T = 10) once
@@ -509,7 +515,10 @@ fn many_trees_share_write_memory_without_flushing() {
 #[test]
 fn index_blocks_live_in_the_budgets_cache_and_come_back_after_eviction() {
     let fs = MemFs::new();
-    let db = Db::open("/b", budget_options(&fs, 16 << 20)).unwrap();
+    let mut o = budget_options(&fs, 16 << 20);
+    // Every lookup reaches the tables (none answered by a key-value cache).
+    o.memory.budget_mut().kv_cache_share = 0.0;
+    let db = Db::open("/b", o).unwrap();
     load(&db);
     cycle(&db, 1); // opens the tables' readers
     let m = db.memory();
@@ -533,4 +542,48 @@ fn index_blocks_live_in_the_budgets_cache_and_come_back_after_eviction() {
     assert_eq!(reads(&db), before + tables, "each table's index read once more");
     assert_eq!(db.memory().cache_index_usage, m.table_index_bytes);
     db.close().unwrap();
+}
+
+/// The tuner prices the key-value cache against the block cache: lookups of a hot set larger
+/// than the key-value cache (its ghost would have answered the rest) grow it; lookups spread
+/// uniformly over many more keys than memory holds shrink it. (That it goes all the way to
+/// nothing is the decider's, `testdata/tuning/memory.txt`.)
+#[test]
+fn the_tuner_grows_the_key_value_cache_for_hot_keys_and_shrinks_it_for_uniform_ones() {
+    let fs = MemFs::new();
+    let budget = 4 << 20;
+    let db = Db::open("/kv", budget_options(&fs, budget)).unwrap();
+    let keys = 200_000u32;
+    let key = |i: u32| format!("k{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000_007);
+    for i in 0..keys {
+        db.put(key(i), vec![b'x'; 100]).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.compact_range::<Vec<u8>, _>(..).unwrap();
+    db.wait_for_background().unwrap();
+    let kv = |db: &Db| db.memory().kv_cache_capacity;
+    // A cycle ends here (the background thread may have started the first): the next starts.
+    db.tune_memory();
+    let start = kv(&db);
+    // About 2,400 entries of ~170 B cached: a hot set of 4,000 keys overflows into the ghost.
+    for _ in 0..20 {
+        for i in 0..4_000u32 {
+            db.get(key(i)).unwrap();
+        }
+    }
+    let r = db.tune_memory().expect("a cycle with operations");
+    assert!(r.kv_step > 0 && r.kv_derivative < 0.0, "{r:?}");
+    assert_eq!(kv(&db) as i64, start as i64 + r.kv_step);
+    let m = db.memory();
+    assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, budget);
+    // Uniform lookups over 23 MB of data: a block cached holds ~30 keys a lookup may want, an
+    // entry one; the key-value cache gives memory back.
+    for i in 0..40_000u32 {
+        db.get(key(i.wrapping_mul(7_919) % keys)).unwrap();
+    }
+    let r = db.tune_memory().expect("a cycle with operations");
+    assert!(r.kv_step < 0 && r.kv_derivative > 0.0, "{r:?}");
+    let m = db.memory();
+    assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, budget);
+    assert!(db.property("cairn.tuner").unwrap().contains("key-value cache"));
 }

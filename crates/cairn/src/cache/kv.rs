@@ -22,7 +22,7 @@
 //! (whole-tree changes stay "in progress" until installed, and no fill is taken then).
 
 use super::block_cache::ClockCache;
-use super::{BlockKey, Priority};
+use super::{BlockKey, GhostCache, Priority};
 use crate::format::ikey::{key_hash, ValueKind};
 use crate::stats::stripe::{Stripe, Striped};
 use crate::stats::BlockKind;
@@ -37,17 +37,45 @@ const LANES: usize = 256;
 /// Tree generations kept (trees beyond share one by id modulo this).
 const TREES: usize = 64;
 
-/// A cached answer of the tables for one key.
-#[derive(Debug)]
-pub struct KvEntry {
-    key: Box<[u8]>,
-    /// The tree's generation when the entry was filled: any later change of the whole tree
-    /// retires it.
-    generation: u64,
-    kind: ValueKind,
-    /// The sequence number of the version the entry holds (0: the tables hold no version).
-    seqno: u64,
-    value: Box<[u8]>,
+/// A cached answer of the tables for one key, in one allocation (a fill allocates once, and
+/// an entry costs its bytes, the reference counts and the cache's slot):
+///
+/// ```text
+/// [generation: u64 LE] [seqno: u64 LE] [kind: u8] [key length: u32 LE] [key] [value]
+/// ```
+///
+/// `generation` is the tree's when the entry was filled (any later change of the whole tree
+/// retires it); `seqno` the version's (0: the tables hold no version).
+type KvEntry = Arc<[u8]>;
+
+/// Bytes before the key.
+const HEADER: usize = 21;
+
+fn entry(generation: u64, kind: ValueKind, seqno: u64, key: &[u8], value: &[u8]) -> KvEntry {
+    let key_len = u32::try_from(key.len()).unwrap_or(u32::MAX);
+    // Exact-size pieces: the Arc is allocated once, at its final size.
+    generation
+        .to_le_bytes()
+        .iter()
+        .chain(&seqno.to_le_bytes())
+        .chain(&[kind as u8])
+        .chain(&key_len.to_le_bytes())
+        .chain(key)
+        .chain(value)
+        .copied()
+        .collect()
+}
+
+/// An entry's parts: generation, kind, seqno, key, value (`None` for bytes this module did not
+/// write, which cannot happen).
+fn parts(e: &[u8]) -> Option<(u64, ValueKind, u64, &[u8], &[u8])> {
+    let generation = u64::from_le_bytes(e.get(0..8)?.try_into().ok()?);
+    let seqno = u64::from_le_bytes(e.get(8..16)?.try_into().ok()?);
+    let kind = ValueKind::from_u8(*e.get(16)?)?;
+    let key_len = u32::from_le_bytes(e.get(17..HEADER)?.try_into().ok()?) as usize;
+    let rest = e.get(HEADER..)?;
+    let (key, value) = (rest.get(..key_len)?, rest.get(key_len..)?);
+    Some((generation, kind, seqno, key, value))
 }
 
 /// What a reader takes before it loads its read view, and hands back to fill.
@@ -82,6 +110,7 @@ struct Counters {
     misses: AtomicU64,
     fills: AtomicU64,
     refused: AtomicU64,
+    ghost_hits: AtomicU64,
 }
 
 /// The key-value cache's counters at one moment.
@@ -97,17 +126,21 @@ pub struct KvCounters {
     pub fills: u64,
     /// Fills refused because an invalidation raced them.
     pub refused: u64,
+    /// Misses the ghost of recently evicted keys would have answered (a larger cache's hits).
+    pub ghost_hits: u64,
 }
 
 /// The key-value cache (see the module comment).
 pub struct KvCache {
-    entries: ClockCache<Arc<KvEntry>>,
+    entries: ClockCache<KvEntry>,
     lanes: Box<[Lane]>,
     /// Per tree (by id modulo [`TREES`]): even when stable, odd while a change of the whole
     /// tree is being installed.
     generations: Box<[AtomicU64]>,
     /// Values longer than this are not cached.
     max_value: usize,
+    /// The keys evicted most recently, while the memory tuner prices the cache.
+    ghost: Option<Arc<GhostCache>>,
     counters: Striped<Counters>,
 }
 
@@ -122,10 +155,13 @@ impl std::fmt::Debug for KvCache {
 
 impl KvCache {
     /// A cache of `capacity` bytes (its shard count fixed from it) caching values of at most
-    /// `max_value` bytes.
-    pub fn new(capacity: usize, max_value: usize) -> Self {
+    /// `max_value` bytes, with a ghost simulating `ghost` bytes more (0: none).
+    pub fn new(capacity: usize, max_value: usize, ghost: usize) -> Self {
+        let entries = ClockCache::new(capacity, 0.0);
+        let ghost = (ghost > 0).then(|| GhostCache::attach(&entries, ghost).0);
         KvCache {
-            entries: ClockCache::new(capacity, 0.0),
+            entries,
+            ghost,
             lanes: (0..LANES).map(|_| Lane::default()).collect(),
             generations: (0..TREES).map(|_| AtomicU64::new(0)).collect(),
             max_value,
@@ -133,10 +169,10 @@ impl KvCache {
         }
     }
 
-    /// Bytes one entry of a `key`-byte key and a `value`-byte value is charged: the key and
-    /// value, the entry, its reference counts and the cache's own slot.
+    /// Bytes one entry of a `key`-byte key and a `value`-byte value is charged: the entry's
+    /// allocation (its bytes and reference counts) and the cache's own slot.
     pub fn charge(key: usize, value: usize) -> usize {
-        key + value + std::mem::size_of::<KvEntry>() + 2 * std::mem::size_of::<usize>() + ClockCache::<Arc<KvEntry>>::SLOT_BYTES
+        HEADER + key + value + 2 * std::mem::size_of::<usize>() + ClockCache::<KvEntry>::SLOT_BYTES
     }
 
     fn block_key(tree: u32, hash: u64) -> BlockKey {
@@ -174,13 +210,11 @@ impl KvCache {
         } else {
             self.entries
                 .with(&Self::block_key(tree, t.hash), BlockKind::Data, |e| {
-                    (e.generation == t.generation && e.seqno <= seqno && *e.key == *key).then(|| {
+                    let (generation, kind, version, k, v) = parts(e)?;
+                    (generation == t.generation && version <= seqno && k == key).then(|| {
                         value.clear();
-                        value.extend_from_slice(&e.value);
-                        Cached {
-                            kind: e.kind,
-                            seqno: e.seqno,
-                        }
+                        value.extend_from_slice(v);
+                        Cached { kind, seqno: version }
                     })
                 })
                 .flatten()
@@ -198,6 +232,11 @@ impl KvCache {
             },
             1,
         );
+        if let (None, Some(g)) = (found, &self.ghost) {
+            if g.probe(&Self::block_key(tree, t.hash), true) {
+                s.add(&c.ghost_hits, 1);
+            }
+        }
         found
     }
 
@@ -212,13 +251,7 @@ impl KvCache {
         if charge > self.entries.capacity() {
             return;
         }
-        let entry = Arc::new(KvEntry {
-            key: key.into(),
-            generation: t.generation,
-            kind,
-            seqno,
-            value: value.into(),
-        });
+        let entry = entry(t.generation, kind, seqno, key, value);
         let s = Stripe::current();
         let lane = self.lane(t.hash);
         let _guard = lane.lock.lock();
@@ -259,6 +292,11 @@ impl KvCache {
         self.generation(tree).fetch_add(1, Ordering::AcqRel);
     }
 
+    /// The ghost's simulated bytes (0: none).
+    pub fn ghost_capacity(&self) -> usize {
+        self.ghost.as_ref().map_or(0, |g| g.capacity())
+    }
+
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
         self.entries.capacity()
@@ -294,6 +332,7 @@ impl KvCache {
             misses: sum(|c| &c.misses),
             fills: sum(|c| &c.fills),
             refused: sum(|c| &c.refused),
+            ghost_hits: sum(|c| &c.ghost_hits),
         }
     }
 }
@@ -313,7 +352,7 @@ mod tests {
 
     #[test]
     fn answers_what_was_filled_to_reads_that_see_it() {
-        let kv = KvCache::new(1 << 20, 64);
+        let kv = KvCache::new(1 << 20, 64, 0);
         assert_eq!(get(&kv, 0, b"a", 100), None);
         fill(&kv, 0, b"a", ValueKind::Put, 7, b"va");
         fill(&kv, 0, b"gone", ValueKind::Delete, 9, b"");
@@ -341,7 +380,7 @@ mod tests {
 
     #[test]
     fn long_values_are_not_cached_and_capacity_bounds_usage() {
-        let kv = KvCache::new(20 * KvCache::charge(8, 32), 32);
+        let kv = KvCache::new(20 * KvCache::charge(8, 32), 32, 0);
         fill(&kv, 0, b"long", ValueKind::Put, 1, &[0; 33]);
         assert!(kv.is_empty());
         for i in 0..100u64 {
@@ -354,7 +393,7 @@ mod tests {
 
     #[test]
     fn an_invalidation_refuses_the_fills_of_reads_that_started_before_it() {
-        let kv = KvCache::new(1 << 20, 64);
+        let kv = KvCache::new(1 << 20, 64, 0);
         fill(&kv, 0, b"k", ValueKind::Put, 1, b"old");
         // A read takes its ticket, then a flush of a new version of k invalidates it.
         let t = kv.ticket(0, b"k");
@@ -370,7 +409,7 @@ mod tests {
 
     #[test]
     fn a_change_of_the_whole_tree_retires_its_entries_and_takes_no_fill_meanwhile() {
-        let kv = KvCache::new(1 << 20, 64);
+        let kv = KvCache::new(1 << 20, 64, 0);
         fill(&kv, 0, b"a", ValueKind::Put, 1, b"1");
         fill(&kv, 1, b"a", ValueKind::Put, 1, b"1");
         let before = kv.ticket(0, b"b");

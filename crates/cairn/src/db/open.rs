@@ -423,7 +423,8 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         bpk: p.bpk,
         cache,
         ghost,
-        kv: (regions.kv_cache > 0).then(|| crate::cache::KvCache::new(regions.kv_cache, opts.cache.kv_max_value)),
+        kv: (regions.kv_cache > 0)
+            .then(|| crate::cache::KvCache::new(regions.kv_cache, opts.cache.kv_max_value, regions.kv_ghost)),
         tables: TableCache::new(opts.files.max_open_files),
         io: p.io,
         compaction_io: Arc::new(IoStats::new()),

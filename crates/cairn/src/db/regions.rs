@@ -99,6 +99,7 @@ impl DbInner {
             } else {
                 0
             },
+            kv: self.kv.as_ref().map_or(0, |kv| kv.capacity() as u64),
         };
         self.tuner.as_ref()?.cycle(
             &self.opts,
@@ -115,6 +116,7 @@ impl DbInner {
 
     fn mark(&self) -> Mark {
         let trees: Vec<_> = self.counters.trees().iter().map(|t| t.snapshot("")).collect();
+        let kv = self.kv.as_ref().map(|kv| kv.counters()).unwrap_or_default();
         let w = self.counters.writes();
         let written = |t: &TreeStatsSnapshot| t.levels.iter().map(|l| l.compaction_bytes_written).sum::<u64>();
         Mark {
@@ -127,6 +129,9 @@ impl DbInner {
             flush_bytes: trees.iter().map(|t| t.flush_bytes).sum(),
             compaction_written: trees.iter().map(written).sum(),
             probes: trees.iter().flat_map(|t| t.levels.iter().map(|l| l.probes)).sum(),
+            point_reads: trees.iter().flat_map(|t| t.levels.iter().map(|l| l.data_reads)).sum(),
+            kv_misses: kv.misses,
+            kv_ghost_hits: kv.ghost_hits,
             trees: trees
                 .iter()
                 .map(|t| (written(t), t.switched_for_memory, t.switched_for_log))
@@ -162,6 +167,7 @@ impl DbInner {
             },
             sim_bytes: self.ghost.as_ref().map_or(0.0, |(g, _)| g.capacity() as f64),
             elastic_marginals: *self.elastic.marginals.lock(),
+            kv_sim_bytes: self.kv.as_ref().map_or(0.0, |kv| kv.ghost_capacity() as f64),
         }
     }
 }

@@ -263,6 +263,9 @@ pub(crate) struct Regions {
     pub index_in_block_cache: bool,
     /// The key-value cache's capacity (0: none).
     pub kv_cache: usize,
+    /// Simulated bytes of the key-value cache's ghost: an eighth of the budget (at least 1
+    /// MiB) while the tuner prices the cache, else 0.
+    pub kv_ghost: usize,
     /// Simulated bytes of the ghost cache (128 MiB for the tuner when not set).
     pub ghost_cache: usize,
     /// The tuner, with its floor resolved.
@@ -292,6 +295,7 @@ impl Regions {
                 },
                 index_in_block_cache: f.index_in_block_cache,
                 kv_cache: f.kv_cache,
+                kv_ghost: 0,
                 ghost_cache: ghost,
                 tuner: None,
             },
@@ -322,6 +326,11 @@ impl Regions {
                     shared_cache: None,
                     index_in_block_cache: true,
                     kv_cache,
+                    kv_ghost: if tuner.is_some() && kv_cache > 0 {
+                        (b.bytes / 8).max(1 << 20)
+                    } else {
+                        0
+                    },
                     ghost_cache: if tuner.is_some() && ghost == 0 {
                         TUNER_GHOST_BYTES
                     } else {

@@ -629,6 +629,9 @@ impl Display for TunerRecord {
                 signed_size(self.filter_step)
             )?;
         }
+        if self.kv > 0 || self.kv_step != 0 {
+            write!(f, ", key-value cache {} ({})", size(self.kv), signed_size(self.kv_step))?;
+        }
         write!(f, "; {}", self.rule)
     }
 }
@@ -659,9 +662,10 @@ pub(crate) fn tuner_text(budget: u64, history: &[TunerRecord]) -> String {
         "write memory",
         "block cache",
         "filters",
+        "key-value cache",
         "why",
     ])
-    .words(&[9]);
+    .words(&[10]);
     const MIB: f64 = (1 << 20) as f64;
     for r in history {
         t.row(vec![
@@ -674,6 +678,11 @@ pub(crate) fn tuner_text(budget: u64, history: &[TunerRecord]) -> String {
             size(r.write),
             size(r.cache),
             if r.filter > 0 { size(r.filter) } else { "–".into() },
+            if r.kv > 0 || r.kv_step != 0 {
+                format!("{} ({})", size(r.kv), signed_size(r.kv_step))
+            } else {
+                "–".into()
+            },
             r.rule.to_string(),
         ]);
     }
@@ -920,6 +929,9 @@ mod tests {
             write: 8 << 20,
             cache: 56 << 20,
             filter: 0,
+            kv_derivative: 0.0,
+            kv_step: 0,
+            kv: 0,
         };
         let line = r.to_string();
         assert_eq!(

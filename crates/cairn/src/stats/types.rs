@@ -256,6 +256,13 @@ pub struct TunerRecord {
     pub cache: u64,
     /// Filter memory after the step, in bytes (0 without a filter region).
     pub filter: u64,
+    /// Four-way tuning: the key-value cache's derivative (I/O per operation per byte moved
+    /// from it to the block cache; 0 without a key-value cache).
+    pub kv_derivative: f64,
+    /// Bytes moved into the key-value cache (negative: out of it).
+    pub kv_step: i64,
+    /// The key-value cache's capacity after the step, in bytes (0 without one).
+    pub kv: u64,
 }
 
 /// Why a tuning step moved memory or did not (`TunerRecord::rule`).

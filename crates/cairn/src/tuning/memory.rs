@@ -29,6 +29,15 @@
 //! filters loses the first and gains the second; shrinking filters uses `filter_loss`), fitted
 //! over its own history. The write step is decided first against cache + filters as one side;
 //! the cache then pays or receives what the filter step moves.
+//!
+//! **Four-way (★).** With `kv_benefit` (I/O per operation one more byte of key-value cache
+//! saves: its ghost's hits per simulated byte, each worth the storage reads of a lookup that
+//! misses it), the cache/key-value split z gets a step of its own, with the same rules:
+//! `h'(z) = γ·(saved_q + saved_m)/sim − γ·kv_benefit`, by the fixed step only (a line fitted
+//! over cycles of two phases, skewed then uniform lookups, points nowhere), capped and floored
+//! like the others, and held while the two marginals are within a quarter of each other (they
+//! have met). A cache the workload does not use (uniform lookups, scans) shrinks by the capped
+//! steps until it is below two minimum steps, then goes to nothing in one.
 
 use std::collections::VecDeque;
 
@@ -74,6 +83,8 @@ pub struct Cycle {
     pub meta_bytes: u64,
     /// No user write in the cycle: write memory buffered nothing.
     pub writes_idle: bool,
+    /// Four-way only: I/O per operation one more byte of key-value cache saves.
+    pub kv_benefit: Option<f64>,
 }
 
 /// Region sizes in bytes.
@@ -85,11 +96,13 @@ pub struct Sizes {
     pub cache: u64,
     /// Filter memory (0 and untouched in two-way tuning).
     pub filter: u64,
+    /// The key-value cache (0 and untouched without one).
+    pub kv: u64,
 }
 
 impl Sizes {
     fn total(&self) -> u64 {
-        self.write + self.cache + self.filter
+        self.write + self.cache + self.filter + self.kv
     }
 }
 
@@ -167,6 +180,8 @@ pub struct Step {
     pub write: Move,
     /// Filters against cache (three-way only).
     pub filter: Option<Move>,
+    /// The key-value cache against the block cache (four-way only).
+    pub kv: Option<Move>,
     /// The sizes after the step.
     pub sizes: Sizes,
 }
@@ -264,13 +279,13 @@ impl Tuner {
             sizes.cache += short;
             sizes.filter -= short.min(sizes.filter);
         }
+        let cache_marginal = if cycle.sim_bytes > 0.0 {
+            c.read_weight * (cycle.saved_query + cycle.saved_merge) / cycle.sim_bytes
+        } else {
+            0.0
+        };
         let filter = match (cycle.filter_benefit, cycle.filter_loss) {
             (Some(gain), loss) if now.filter > 0 || gain > 0.0 => {
-                let cache_marginal = if cycle.sim_bytes > 0.0 {
-                    c.read_weight * (cycle.saved_query + cycle.saved_merge) / cycle.sim_bytes
-                } else {
-                    0.0
-                };
                 // Growing filters gains `gain` per byte; shrinking them loses `loss`.
                 let g = if cache_marginal - gain < 0.0 {
                     cache_marginal - gain
@@ -292,11 +307,47 @@ impl Tuner {
             }
             _ => None,
         };
+        let kv = cycle.kv_benefit.map(|gain| {
+            let gain = c.read_weight * gain;
+            let g = cache_marginal - gain;
+            let hold = |rule| Move {
+                derivative: g,
+                step: 0,
+                rule,
+            };
+            let mut m = if !g.is_finite() {
+                hold(Rule::NoData)
+            } else if g.abs() <= 0.25 * cache_marginal.max(gain) {
+                // The marginals have met.
+                hold(Rule::SmallGain)
+            } else {
+                let room_up = (sizes.cache as f64 * c.max_shrink).min((sizes.cache as f64 - cache_floor as f64).max(0.0));
+                let room_down = sizes.kv as f64 * c.max_shrink;
+                let s = (-g.signum() * c.fallback_step * total).clamp(-room_down, room_up);
+                if s.abs() < c.min_step * total {
+                    hold(Rule::SmallStep)
+                } else {
+                    Move {
+                        derivative: g,
+                        step: s as i64,
+                        rule: Rule::Fallback,
+                    }
+                }
+            };
+            // What the capped steps leave of a cache the workload does not use goes at once.
+            if g > 0.0 && m.step == 0 && m.rule == Rule::SmallStep && (sizes.kv as f64) < 2.0 * c.min_step * total {
+                m.step = -(sizes.kv as i64);
+                m.rule = Rule::Fallback;
+            }
+            apply(&mut sizes.kv, &mut sizes.cache, m.step);
+            m
+        });
         Step {
             write_derivative: w,
             read_derivative: r,
             write,
             filter,
+            kv,
             sizes,
         }
     }
@@ -405,8 +456,8 @@ mod tests {
         format!("{:.1}M", b / (1024.0 * 1024.0))
     }
 
-    /// `step write= cache= [filter=] sim= saved_q= saved_m= merge_reads= cost= [gain= loss=]
-    /// [meta=] [floor=] [omega= gamma=]`, one input line per tree: `merge= last= share= mem= log=`.
+    /// `step write= cache= [filter=] [kv=] sim= saved_q= saved_m= merge_reads= cost= [gain=
+    /// loss=] [kv_gain=] [meta=] [floor=] [omega= gamma=]`, one input line per tree: `merge= last= share= mem= log=`.
     /// `reset` forgets the history (each file section starts with one).
     fn cycle(c: &Case) -> Cycle {
         Cycle {
@@ -442,6 +493,7 @@ mod tests {
             filter_loss: c.get("loss").map(num),
             meta_bytes: arg(c, "meta", 0.0) as u64,
             writes_idle: c.has("idle"),
+            kv_benefit: c.get("kv_gain").map(num),
         }
     }
 
@@ -473,6 +525,7 @@ mod tests {
                     write: arg(c, "write", 0.0) as u64,
                     cache: arg(c, "cache", 0.0) as u64,
                     filter: arg(c, "filter", 0.0) as u64,
+                    kv: arg(c, "kv", 0.0) as u64,
                 };
                 let s = tuner.step(now, &cycle(c));
                 let mut out = format!(
@@ -484,12 +537,18 @@ mod tests {
                 if let Some(f) = &s.filter {
                     out.push_str(&format!("\nfilter {}", show(f)));
                 }
+                if let Some(k) = &s.kv {
+                    out.push_str(&format!("\nkv {}", show(k)));
+                }
                 out.push_str(&format!(
                     "\nsizes write {} cache {} filter {}",
                     mib(s.sizes.write as f64),
                     mib(s.sizes.cache as f64),
                     mib(s.sizes.filter as f64)
                 ));
+                if s.kv.is_some() {
+                    out.push_str(&format!(" kv {}", mib(s.sizes.kv as f64)));
+                }
                 assert_eq!(s.sizes.total(), now.total(), "a step keeps the budget");
                 out
             }
@@ -510,6 +569,7 @@ mod tests {
                 write: (budget * start) as u64,
                 cache: (budget * (1.0 - start)) as u64,
                 filter: 0,
+                kv: 0,
             };
             for _ in 0..60 {
                 let x = now.write as f64;

@@ -26,6 +26,11 @@ pub(crate) struct Mark {
     pub flush_bytes: u64,
     pub compaction_written: u64,
     pub probes: u64,
+    /// Data blocks point lookups read from storage.
+    pub point_reads: u64,
+    /// The key-value cache's misses and its ghost's hits (0 without one).
+    pub kv_misses: u64,
+    pub kv_ghost_hits: u64,
     /// Per tree: compaction bytes written, switched for memory, switched for log.
     pub trees: Vec<(u64, u64, u64)>,
 }
@@ -49,6 +54,8 @@ pub(crate) struct Shape {
     pub sim_bytes: f64,
     /// ElasticBF's marginals after its last round: (gain of one more byte, loss of the last).
     pub elastic_marginals: (f64, f64),
+    /// The key-value cache's ghost's capacity (0: no key-value cache priced).
+    pub kv_sim_bytes: f64,
 }
 
 /// The tuner's state (present only with `memory.tuner`).
@@ -132,8 +139,7 @@ impl MemoryTuner {
             ),
             block_cache: Some(next.cache as usize),
             filter_memory: (sizes.filter > 0 || next.filter > 0).then_some(next.filter as usize),
-            // The key-value cache keeps its starting size (the tuner does not price it yet).
-            kv_cache: None,
+            kv_cache: step.kv.map(|_| next.kv as usize),
         });
         let record = TunerRecord {
             at_ms: self.opened.elapsed().as_millis() as u64,
@@ -145,6 +151,9 @@ impl MemoryTuner {
             write_step: step.write.step,
             filter_derivative: step.filter.map_or(0.0, |f| f.derivative),
             filter_step: step.filter.map_or(0, |f| f.step),
+            kv_derivative: step.kv.map_or(0.0, |k| k.derivative),
+            kv_step: step.kv.map_or(0, |k| k.step),
+            kv: next.kv,
             rule: step.write.rule,
             write: next.write,
             cache: next.cache,
@@ -211,6 +220,16 @@ fn cycle(opts: &Options, params: &crate::options::Tuner, a: &Mark, b: &Mark, sha
             + (cached_filters + shape.cached_index) / high_share(opts.cache.high_pri_pool_ratio))
             as u64,
         writes_idle: b.user_writes == a.user_writes,
+        kv_benefit: (shape.kv_sim_bytes > 0.0).then(|| {
+            // A hit of a larger key-value cache saves what a lookup past it reads from storage.
+            let misses = b.kv_misses.saturating_sub(a.kv_misses);
+            let per_miss = if misses > 0 {
+                b.point_reads.saturating_sub(a.point_reads) as f64 / misses as f64
+            } else {
+                0.0
+            };
+            b.kv_ghost_hits.saturating_sub(a.kv_ghost_hits) as f64 / ops * per_miss / shape.kv_sim_bytes
+        }),
     }
 }
 
