@@ -223,6 +223,19 @@ def test_options_by_name_and_reports(path):
         assert s["io"]["data"]["reads"] + s["io"]["data"]["cache_hits"] >= 1
         assert all(isinstance(level["probes"], int) for level in s["trees"]["default"]["levels"])
         assert s["cache_capacity"] == 4 << 20
+        assert s["kv_cache"]["capacity"] == 0
+
+
+def test_the_key_value_cache_reports_its_hits(path):
+    with cairn.open(path, memory={"kv_cache": "1MiB"}) as db:
+        db[b"k"] = b"v"
+        db.flush()
+        for _ in range(3):
+            assert db[b"k"] == b"v"
+        kv = db.stats()["kv_cache"]
+        assert kv["capacity"] == 1 << 20
+        assert (kv["fills"], kv["hits"]) == (1, 2)
+        assert kv["entries"] == 1 and kv["usage"] > 0
 
 
 def test_merge_ttl_read_only_and_checkpoint(tmp_path):

@@ -365,3 +365,35 @@ fn resizing_evicts_at_once_and_a_database_without_one_refuses_to_start_one() {
         .unwrap_err();
     assert!(e.to_string().contains("without a key-value cache"), "{e}");
 }
+
+#[test]
+fn settings_without_effect_or_past_the_budget_are_refused_by_name() {
+    let fs = MemFs::new();
+    // A longest value for a cache that is off.
+    let mut o = common::small(Arc::new(fs.clone()), 16 << 10);
+    o.cache.kv_max_value = 4096;
+    let e = Db::open(Path::new("/a"), o).unwrap_err().to_string();
+    assert!(
+        e.contains("cache.kv_max_value") && e.contains("no key-value cache"),
+        "{e}"
+    );
+    // Shares that leave the block cache less than 5% of the budget.
+    let mut o = Options::with_memory(64 << 20);
+    o.fs = Arc::new(fs.clone());
+    o.memory.budget_mut().kv_cache_share = 0.8;
+    let e = Db::open(Path::new("/b"), o).unwrap_err().to_string();
+    assert!(e.contains("memory.kv_cache_share") && e.contains("0.95"), "{e}");
+    // Both by name, as text.
+    let mut o = Options::default();
+    o.set("memory.kv_cache_share", "0.2").unwrap();
+    assert_eq!(o.get("memory.kv_cache_share").as_deref(), Some("0.2"));
+    // Sized by hand while the budget is at its default: fixed sizes; not beside a budget set.
+    assert!(o.set("memory.kv_cache", "8MiB").is_err());
+    let mut o = Options::default();
+    o.set("memory.kv_cache", "8MiB").unwrap();
+    assert_eq!(
+        o.memory.fixed_mut().kv_cache,
+        8 << 20,
+        "sizing it by name selects fixed sizes"
+    );
+}

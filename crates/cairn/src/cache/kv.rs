@@ -66,16 +66,26 @@ fn entry(generation: u64, kind: ValueKind, seqno: u64, key: &[u8], value: &[u8])
         .collect()
 }
 
-/// An entry's parts: generation, kind, seqno, key, value (`None` for bytes this module did not
-/// write, which cannot happen).
-fn parts(e: &[u8]) -> Option<(u64, ValueKind, u64, &[u8], &[u8])> {
-    let generation = u64::from_le_bytes(e.get(0..8)?.try_into().ok()?);
-    let seqno = u64::from_le_bytes(e.get(8..16)?.try_into().ok()?);
-    let kind = ValueKind::from_u8(*e.get(16)?)?;
+/// An entry read back.
+struct Parts<'a> {
+    generation: u64,
+    kind: ValueKind,
+    seqno: u64,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+/// An entry's parts (`None` for bytes this module did not write, which cannot happen).
+fn parts(e: &[u8]) -> Option<Parts<'_>> {
     let key_len = u32::from_le_bytes(e.get(17..HEADER)?.try_into().ok()?) as usize;
     let rest = e.get(HEADER..)?;
-    let (key, value) = (rest.get(..key_len)?, rest.get(key_len..)?);
-    Some((generation, kind, seqno, key, value))
+    Some(Parts {
+        generation: u64::from_le_bytes(e.get(0..8)?.try_into().ok()?),
+        seqno: u64::from_le_bytes(e.get(8..16)?.try_into().ok()?),
+        kind: ValueKind::from_u8(*e.get(16)?)?,
+        key: rest.get(..key_len)?,
+        value: rest.get(key_len..)?,
+    })
 }
 
 /// What a reader takes before it loads its read view, and hands back to fill.
@@ -210,11 +220,14 @@ impl KvCache {
         } else {
             self.entries
                 .with(&Self::block_key(tree, t.hash), BlockKind::Data, |e| {
-                    let (generation, kind, version, k, v) = parts(e)?;
-                    (generation == t.generation && version <= seqno && k == key).then(|| {
+                    let p = parts(e)?;
+                    (p.generation == t.generation && p.seqno <= seqno && p.key == key).then(|| {
                         value.clear();
-                        value.extend_from_slice(v);
-                        Cached { kind, seqno: version }
+                        value.extend_from_slice(p.value);
+                        Cached {
+                            kind: p.kind,
+                            seqno: p.seqno,
+                        }
                     })
                 })
                 .flatten()

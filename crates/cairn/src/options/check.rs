@@ -105,6 +105,18 @@ impl Options {
                 }
             }
         }
+        let no_kv = match &self.memory {
+            Memory::Budget(b) => b.kv_cache_share == 0.0,
+            Memory::Fixed(f) => f.kv_cache == 0,
+        };
+        if no_kv {
+            unused(
+                "cache.kv_max_value",
+                "there is no key-value cache (memory.kv_cache_share = 0 under a budget, memory.kv_cache = 0 \
+                 with fixed sizes)"
+                    .into(),
+            )?;
+        }
         if self.memtable.component == MemoryComponent::Monolithic {
             let why = "it applies only with memtable.component = partitioned (memtable.component = monolithic)";
             unused("memtable.partitioned_size_ratio", why.into())?;

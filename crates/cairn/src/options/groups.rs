@@ -194,6 +194,9 @@ group! {
         /// Tune filter memory too, as a third region (only the elastic policies have one);
         /// false keeps its starting share.
         filters: bool = true => "memory.tuner_filters", Bool, ANY, Stored;
+        /// Tune the key-value cache too, against the block cache (with a ghost of its evicted
+        /// keys); false keeps its starting share.
+        kv_cache: bool = true => "memory.tuner_kv_cache", Bool, ANY, Stored;
     }
 }
 

@@ -326,7 +326,7 @@ impl Regions {
                     shared_cache: None,
                     index_in_block_cache: true,
                     kv_cache,
-                    kv_ghost: if tuner.is_some() && kv_cache > 0 {
+                    kv_ghost: if tuner.as_ref().is_some_and(|t| t.kv_cache) && kv_cache > 0 {
                         (b.bytes / 8).max(1 << 20)
                     } else {
                         0

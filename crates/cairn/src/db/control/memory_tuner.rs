@@ -220,7 +220,7 @@ fn cycle(opts: &Options, params: &crate::options::Tuner, a: &Mark, b: &Mark, sha
             + (cached_filters + shape.cached_index) / high_share(opts.cache.high_pri_pool_ratio))
             as u64,
         writes_idle: b.user_writes == a.user_writes,
-        kv_benefit: (shape.kv_sim_bytes > 0.0).then(|| {
+        kv_benefit: (params.kv_cache && shape.kv_sim_bytes > 0.0).then(|| {
             // A hit of a larger key-value cache saves what a lookup past it reads from storage.
             let misses = b.kv_misses.saturating_sub(a.kv_misses);
             let per_miss = if misses > 0 {
