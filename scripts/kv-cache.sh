@@ -11,6 +11,8 @@
 #   cairn-nokv      cairn's defaults at M without the key-value cache
 #   cairn           cairn's defaults at M (key-value cache share 0.1)
 # Each cell writes results.md, results.json and chart.png under $OUT/zipfθ-P.
+# PHASES replaces the read phase (`readrandom@warm,readrandom`: the second phase after the
+# memory tuner has had a first to settle); NOKV=0 leaves cairn-nokv out.
 #   scripts/kv-cache.sh            (ROUNDS=3, one cell: about 15 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +24,8 @@ zipfs=${ZIPFS:-0.9}
 budgets=${BUDGETS:-10}
 absent=${ABSENT:-0.3}
 rows=${ROWS:-25 50}
+phases=${PHASES:-readrandom}
+nokv=${NOKV:-1}
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
@@ -34,10 +38,12 @@ for z in $zipfs; do
     for r in $rows; do
       cfg+=(--config "rocksdb-row$r=$rocks --row_cache_size=$((m * 3 / 4 * r / 100))")
     done
-    cfg+=(--config "cairn-nokv=--engine=cairn --defaults=engine --memory_budget=$m --row_cache_size=0"
-      --config "cairn=--engine=cairn --defaults=engine --memory_budget=$m")
+    if [ "$nokv" = 1 ]; then
+      cfg+=(--config "cairn-nokv=--engine=cairn --defaults=engine --memory_budget=$m --row_cache_size=0")
+    fi
+    cfg+=(--config "cairn=--engine=cairn --defaults=engine --memory_budget=$m")
     $bin/cairn-lab compare --rounds "$rounds" --out "$out/zipf$z-$pct" "${cfg[@]}" -- \
-      --benchmarks=fillrandom,waitforcompaction,readrandom --num="$num" --reads="$reads" \
+      --benchmarks=fillrandom,waitforcompaction,"$phases" --num="$num" --reads="$reads" \
       --key_size=16 --value_size=100 --compression_type=none --key_stride=16 --fill_key_dist=uniform \
       --key_dist=zipf:"$z" --empty_ratio="$absent" --use_direct_reads=1 --seed=7
   done

@@ -257,7 +257,7 @@ impl KvCache {
     /// `seqno` with `value` (`Delete` and 0: the tables hold no version). Refused when an
     /// invalidation raced the read, or when the value is too long to be worth it.
     pub fn fill(&self, t: &Ticket, tree: u32, key: &[u8], kind: ValueKind, seqno: u64, value: &[u8]) {
-        if value.len() > self.max_value || t.generation % 2 == 1 {
+        if value.len() > self.max_value || key.len() > u32::MAX as usize || t.generation % 2 == 1 {
             return;
         }
         let charge = Self::charge(key.len(), value.len());

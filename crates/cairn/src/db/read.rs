@@ -119,9 +119,8 @@ pub(super) fn get_into(
             };
         }
     }
-    if let Some(f) = fill(0) {
-        f.answer(key, ValueKind::Delete, &[]);
-    }
+    // No version in any table: not cached. The filters answer such a key without reading a
+    // block (all but their false positives), so its entry would save little I/O for its bytes.
     Ok(false)
 }
 
