@@ -1,6 +1,6 @@
 //! The key-value cache: the answer the tables give for a hot key — its newest version's kind,
-//! sequence number and value, or "no version" — so a point lookup that misses the memtables
-//! skips the tables. Entries live in a [`ClockCache`] keyed by (tree, 64-bit hash of the user
+//! sequence number and value (a deletion too; the engine does not cache keys no table holds,
+//! which the filters answer) — so a point lookup that misses the memtables skips the tables. Entries live in a [`ClockCache`] keyed by (tree, 64-bit hash of the user
 //! key); an entry holds its key, and a lookup whose key differs misses.
 //!
 //! **What an entry is worth.** It caches the *tables'* answer, not the database's: lookups ask
@@ -128,7 +128,7 @@ struct Counters {
 pub struct KvCounters {
     /// Lookups answered with a value.
     pub hits: u64,
-    /// Lookups answered "no live version" (a deletion, or no version in the tables).
+    /// Lookups answered "no live version" (a deletion).
     pub negative_hits: u64,
     /// Lookups the cache could not answer.
     pub misses: u64,

@@ -125,7 +125,7 @@ pub(super) fn get_into(
 }
 
 /// Where a read at the newest sequence number caches the tables' answer: the version at
-/// `seqno` (0: none).
+/// `seqno`.
 #[derive(Clone, Copy)]
 struct Fill<'a> {
     kv: &'a KvCache,

@@ -140,7 +140,7 @@ pub struct KvCacheStats {
     pub entries: u64,
     /// Lookups it answered with a value.
     pub hits: u64,
-    /// Lookups it answered "not found" (a deletion, or no version in the tables).
+    /// Lookups it answered "not found" (the tables hold a deletion of the key).
     pub negative_hits: u64,
     /// Lookups past the memtables it could not answer.
     pub misses: u64,
