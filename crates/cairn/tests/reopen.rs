@@ -77,7 +77,8 @@ fn a_reopen_with_defaults_keeps_the_configuration() {
     // The engine runs with it, and the OPTIONS file the reopen wrote still holds it.
     let stats = db.property("cairn.stats").unwrap();
     assert!(stats.contains("filter allocation monkey"), "{stats}");
-    assert_eq!(db.memory().write_capacity + db.memory().cache_capacity, 64 << 20);
+    let m = db.memory();
+    assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, 64 << 20);
     let file = stored(&fs);
     assert_eq!(file["filters.policy"], "monkey");
     assert_eq!(file["memtable.component"], "partitioned");
