@@ -151,19 +151,11 @@ mod tests {
     fn meta(number: u64, policy: &str) -> FileMeta {
         FileMeta {
             number,
-            size: 100,
-            smallest: Vec::new(),
-            largest: Vec::new(),
-            smallest_seqno: 0,
-            largest_seqno: 0,
             entries: 10,
-            tombstones: 0,
             filter_policy: policy.into(),
             filter_bpk: 10.0,
             segments: 4,
-            l0_group: 0,
-            range_deletions: 0,
-            min_deadline: 0,
+            ..FileMeta::default()
         }
     }
 

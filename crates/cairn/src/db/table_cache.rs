@@ -122,19 +122,9 @@ mod tests {
     fn meta(number: u64) -> FileMeta {
         FileMeta {
             number,
-            size: 0,
-            smallest: Vec::new(),
-            largest: Vec::new(),
-            smallest_seqno: 0,
-            largest_seqno: 0,
             entries: 1,
-            tombstones: 0,
-            filter_policy: String::new(),
-            filter_bpk: 0.0,
             segments: 1,
-            l0_group: 0,
-            range_deletions: 0,
-            min_deadline: 0,
+            ..FileMeta::default()
         }
     }
 

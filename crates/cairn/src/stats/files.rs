@@ -336,18 +336,11 @@ mod tests {
         FileMeta {
             number,
             size: 100,
-            smallest: Vec::new(),
-            largest: Vec::new(),
-            smallest_seqno: 0,
-            largest_seqno: 0,
             entries: 10,
-            tombstones: 0,
             filter_policy: "uniform".into(),
             filter_bpk: 10.0,
             segments,
-            l0_group: 0,
-            range_deletions: 0,
-            min_deadline: 0,
+            ..FileMeta::default()
         }
     }
 

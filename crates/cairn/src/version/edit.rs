@@ -28,7 +28,7 @@ use crate::format::coding::{put_len_prefixed, put_varint64, Decoder};
 use crate::format::ikey;
 
 /// What the engine knows about one table without opening it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FileMeta {
     /// File number (`NNNNNN.sst`).
     pub number: u64,
