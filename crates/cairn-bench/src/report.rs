@@ -509,6 +509,9 @@ pub struct TunerPoint {
     /// ...
     #[serde(default)]
     pub kv_step: i64,
+    /// ...
+    #[serde(default)]
+    pub kv_derivative: f64,
 }
 
 impl From<&cairn::TunerRecord> for TunerPoint {
@@ -529,6 +532,7 @@ impl From<&cairn::TunerRecord> for TunerPoint {
             filter: r.filter,
             kv: r.kv,
             kv_step: r.kv_step,
+            kv_derivative: r.kv_derivative,
         }
     }
 }

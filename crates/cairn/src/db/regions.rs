@@ -130,7 +130,7 @@ impl DbInner {
             compaction_written: trees.iter().map(written).sum(),
             probes: trees.iter().flat_map(|t| t.levels.iter().map(|l| l.probes)).sum(),
             point_reads: trees.iter().flat_map(|t| t.levels.iter().map(|l| l.data_reads)).sum(),
-            kv_misses: kv.misses,
+            kv_found: kv.fills + kv.refused,
             kv_ghost_hits: kv.ghost_hits,
             trees: trees
                 .iter()

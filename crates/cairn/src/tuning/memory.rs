@@ -34,8 +34,9 @@
 //! saves: its ghost's hits per simulated byte, each worth the storage reads of a lookup that
 //! misses it), the cache/key-value split z gets a step of its own, with the same rules:
 //! `h'(z) = γ·(saved_q + saved_m)/sim − γ·kv_benefit`, by the fixed step only (a line fitted
-//! over cycles of two phases, skewed then uniform lookups, points nowhere), capped and floored
-//! like the others, and held while the two marginals are within a quarter of each other (they
+//! over cycles of two phases, skewed then uniform lookups, points nowhere) — doubled while the
+//! steps keep one direction, up to four times, within a quarter of the region it shrinks — and
+//! floored like the others, and held while the two marginals are within a quarter of each other (they
 //! have met). A cache the workload does not use (uniform lookups, scans) shrinks by the capped
 //! steps until it is below two minimum steps, then goes to nothing in one.
 
@@ -192,7 +193,17 @@ pub struct Tuner {
     config: Config,
     write_history: VecDeque<(f64, f64)>,
     filter_history: VecDeque<(f64, f64)>,
+    /// Fixed steps the key-value split took in a row in one direction (negative: shrinking).
+    kv_streak: i32,
 }
+
+/// The key-value split's steps double while they keep one direction, up to this many times
+/// the fixed step: moving bytes between two caches risks only a step back, and a read phase
+/// should not wait tens of cycles for the split it needs.
+const KV_MAX_DOUBLING: u32 = 2;
+
+/// The most one key-value step takes from the region it shrinks, as a share of that region.
+const KV_MAX_SHRINK: f64 = 0.25;
 
 /// `write'(x)` of Eq. 5.
 pub fn write_derivative(x: f64, cycle: &Cycle) -> f64 {
@@ -321,9 +332,12 @@ impl Tuner {
                 // The marginals have met.
                 hold(Rule::SmallGain)
             } else {
-                let room_up = (sizes.cache as f64 * c.max_shrink).min((sizes.cache as f64 - cache_floor as f64).max(0.0));
-                let room_down = sizes.kv as f64 * c.max_shrink;
-                let s = (-g.signum() * c.fallback_step * total).clamp(-room_down, room_up);
+                let room_up = (sizes.cache as f64 * KV_MAX_SHRINK).min((sizes.cache as f64 - cache_floor as f64).max(0.0));
+                let room_down = sizes.kv as f64 * KV_MAX_SHRINK;
+                let dir = -g.signum();
+                let streak = if dir * self.kv_streak as f64 > 0.0 { self.kv_streak.unsigned_abs() } else { 0 };
+                let times = f64::from(1u32 << streak.min(KV_MAX_DOUBLING));
+                let s = (dir * times * c.fallback_step * total).clamp(-room_down, room_up);
                 if s.abs() < c.min_step * total {
                     hold(Rule::SmallStep)
                 } else {
@@ -339,6 +353,11 @@ impl Tuner {
                 m.step = -(sizes.kv as i64);
                 m.rule = Rule::Fallback;
             }
+            self.kv_streak = match m.step.signum() as i32 {
+                0 => 0,
+                d if d * self.kv_streak > 0 => self.kv_streak + d,
+                d => d,
+            };
             apply(&mut sizes.kv, &mut sizes.cache, m.step);
             m
         });

@@ -26,7 +26,9 @@ pub struct Args {
     tool: String,
     /// `NAME=FLAGS` for our runner, `NAME=runner:PATH FLAGS` for another build of it (an older
     /// commit's), or `NAME=exe:PATH FLAGS` for another binary taking the same flags (Debian's
-    /// db_bench). The first configuration is the ratios' baseline.
+    /// db_bench). A leading `from:DIR` (before any of these) starts each run on a copy of the
+    /// database in DIR (with `--use_existing_db=1` among the flags: one load, many read runs).
+    /// The first configuration is the ratios' baseline.
     #[arg(long = "config", required = true)]
     configs: Vec<String>,
     /// YCSB workload files (tool ycsb), each compared in turn.
@@ -50,6 +52,8 @@ struct Config {
     exe: Option<PathBuf>,
     /// `exe` is another build of our runner (`runner:PATH`): it writes JSON like this one.
     ours: bool,
+    /// A loaded database each run starts from a copy of.
+    from: Option<PathBuf>,
     flags: Vec<String>,
 }
 
@@ -63,6 +67,14 @@ fn parse_config(s: &str) -> Config {
         .split_once('=')
         .unwrap_or_else(|| fail(format!("--config {s}: expected NAME=FLAGS")));
     let mut words: Vec<String> = spec.split_whitespace().map(str::to_string).collect();
+    let from = match words.first().and_then(|w| w.strip_prefix("from:")) {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            words.remove(0);
+            Some(dir)
+        }
+        None => None,
+    };
     let (exe, ours) = match words
         .first()
         .map(|w| (w.strip_prefix("exe:"), w.strip_prefix("runner:")))
@@ -79,6 +91,7 @@ fn parse_config(s: &str) -> Config {
         name: name.to_string(),
         exe,
         ours,
+        from,
         flags: words,
     }
 }
@@ -123,6 +136,19 @@ fn run_once(
 ) -> (Vec<Phase>, Option<u64>) {
     let db = args.work.join(format!("db-{}", cfg.name));
     let _ = std::fs::remove_dir_all(&db);
+    if let Some(from) = &cfg.from {
+        // A copy, written back before the run starts (its writeback would add to the run's I/O).
+        let _ = std::fs::create_dir_all(&args.work);
+        let copied = Command::new("cp").arg("-a").arg(from).arg(&db).status();
+        if !copied.is_ok_and(|s| s.success()) || !Command::new("sync").status().is_ok_and(|s| s.success()) {
+            fail(format!(
+                "{}: cannot copy {} to {}",
+                cfg.name,
+                from.display(),
+                db.display()
+            ));
+        }
+    }
     let json = args.work.join(format!("{}-{tag}.json", cfg.name));
     let _ = std::fs::remove_file(&json);
     let exe = cfg.exe.clone().unwrap_or_else(|| tool_exe.to_path_buf());

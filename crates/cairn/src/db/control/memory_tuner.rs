@@ -28,8 +28,9 @@ pub(crate) struct Mark {
     pub probes: u64,
     /// Data blocks point lookups read from storage.
     pub point_reads: u64,
-    /// The key-value cache's misses and its ghost's hits (0 without one).
-    pub kv_misses: u64,
+    /// The key-value cache's misses that found a version in the tables (its fills, taken or
+    /// refused) and its ghost's hits (0 without one).
+    pub kv_found: u64,
     pub kv_ghost_hits: u64,
     /// Per tree: compaction bytes written, switched for memory, switched for log.
     pub trees: Vec<(u64, u64, u64)>,
@@ -221,10 +222,12 @@ fn cycle(opts: &Options, params: &crate::options::Tuner, a: &Mark, b: &Mark, sha
             as u64,
         writes_idle: b.user_writes == a.user_writes,
         kv_benefit: (params.kv_cache && shape.kv_sim_bytes > 0.0).then(|| {
-            // A hit of a larger key-value cache saves what a lookup past it reads from storage.
-            let misses = b.kv_misses.saturating_sub(a.kv_misses);
-            let per_miss = if misses > 0 {
-                b.point_reads.saturating_sub(a.point_reads) as f64 / misses as f64
+            // A hit of a larger key-value cache saves what a lookup past it reads from storage:
+            // the reads of misses that found a version (a ghost hit is a key once filled; keys
+            // no table holds cost the filters' false positives only, and are not cached).
+            let found = b.kv_found.saturating_sub(a.kv_found);
+            let per_miss = if found > 0 {
+                b.point_reads.saturating_sub(a.point_reads) as f64 / found as f64
             } else {
                 0.0
             };
