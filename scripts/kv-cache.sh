@@ -43,7 +43,7 @@ for pct in $budgets; do
   for e in rocksdb cairn; do
     flags=$rocks
     [ "$e" = cairn ] && flags=$cairn
-    $bin/db_bench $flags --db="$work/$e-$pct" --benchmarks=fillrandom,waitforcompaction "${shape[@]}" \
+    $bin/db_bench $flags --db="$work/$e-$pct" --benchmarks=fillrandom,flush,waitforcompaction "${shape[@]}" \
       --json="$out/load-$pct/$e.json" > "$out/load-$pct/$e.txt"
   done
   sync

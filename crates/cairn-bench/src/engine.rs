@@ -74,6 +74,10 @@ pub struct EngineArgs {
     /// The least bytes any region keeps under the tuner (cairn only; default 32 MiB).
     #[arg(long)]
     pub memory_tuner_floor: Option<usize>,
+    /// Whether the tuner sizes the key-value cache (cairn only; default its own, true; false:
+    /// it keeps the size --row_cache_size starts it at).
+    #[arg(long, value_parser = crate::flag_bool)]
+    pub memory_tuner_kv_cache: Option<bool>,
     /// The tuner's write weight ω (cairn only; default 1).
     #[arg(long)]
     pub memory_tuner_write_weight: Option<f64>,
@@ -652,6 +656,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         memory_write_share => "memory.write_share",
         memory_tuner_period_ms => "memory.tuner_period_ms",
         memory_tuner_floor => "memory.tuner_floor",
+        memory_tuner_kv_cache => "memory.tuner_kv_cache",
         memory_tuner_write_weight => "memory.tuner_write_weight",
         memory_filter_share => "memory.filter_share",
         ghost_cache_size => "cache.ghost_cache",

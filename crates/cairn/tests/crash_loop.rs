@@ -92,12 +92,19 @@ impl MergeOperator for Newest {
     }
 }
 
-/// The defaults (one budget with the memory tuner, Mnemosyne filters, range filters) at 1 MiB,
-/// with the tuner on a 10 ms timer so that regions resize while the child writes.
-fn options() -> Options {
+/// The defaults (one budget with the memory tuner, Mnemosyne filters, range filters, a
+/// key-value cache) at 1 MiB, with the tuner on a 10 ms timer so that regions resize while the
+/// child writes. Even cycles fix the key-value cache at 20 KiB (about a hundred entries), so
+/// entries are evicted, invalidated by flushes and refilled all the time.
+fn options(cycle: u64) -> Options {
     let mut o = Options::default();
-    o.memory.budget_mut().bytes = 1 << 20;
-    o.memory.budget_mut().tuner_mut().period_ms = 10;
+    let budget = o.memory.budget_mut();
+    budget.bytes = 1 << 20;
+    budget.tuner_mut().period_ms = 10;
+    if cycle % 2 == 0 {
+        budget.kv_cache_share = 0.02;
+        budget.tuner_mut().kv_cache = false;
+    }
     o.compaction.max_bytes_for_level_base = 256 << 10;
     o.compaction.target_file_size = 64 << 10;
     o.compaction.l0_trigger = 2;
@@ -105,15 +112,15 @@ fn options() -> Options {
     o
 }
 
-fn open_trees(dir: &Path) -> (Db, cairn::Tree) {
-    let db = Db::open(dir, options()).unwrap();
+fn open_trees(dir: &Path, cycle: u64) -> (Db, cairn::Tree) {
+    let db = Db::open(dir, options(cycle)).unwrap();
     let t = db.tree("second").unwrap();
     (db, t)
 }
 
 /// The child: writes forever (until killed).
 fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
-    let (db, second) = open_trees(dir);
+    let (db, second) = open_trees(dir, seed);
     let mut state = OpenOptions::new().read(true).write(true).open(expected).unwrap();
     let mut committed = vec![0u8; PENDING_AT as usize];
     state.read_exact(&mut committed).unwrap();
@@ -185,13 +192,22 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
             state.write_all_at(&v.to_le_bytes(), slot_offset(s)).unwrap();
         }
         state.write_all_at(&0u32.to_le_bytes(), PENDING_AT).unwrap();
-        // Occasional reads of keys not in flight must see the committed value.
+        // Reads of keys not in flight must see the committed value: now and then any key, and
+        // after every batch a hot one (the key-value cache's hits, fills and invalidations).
+        let hot = rng.gen_range(0..32);
+        let mut reads = vec![(rng.gen_range(0..TREES), hot)];
         if rng.gen_bool(0.2) {
-            let k = rng.gen_range(0..KEYS);
-            let got = db.get(key(k)).unwrap().map_or(ABSENT, |v| decode(&v));
+            reads.push((rng.gen_range(0..TREES), rng.gen_range(0..KEYS)));
+        }
+        for (t, k) in reads {
+            let got = match t {
+                0 => db.get(key(k)),
+                _ => second.get(key(k)),
+            };
+            let got = got.unwrap().map_or(ABSENT, |v| decode(&v));
             let mut b = [0u8; 4];
-            state.read_exact_at(&mut b, slot_offset(k)).unwrap();
-            assert_eq!(got, u32::from_le_bytes(b), "child read of key {k}");
+            state.read_exact_at(&mut b, slot_offset(t * KEYS + k)).unwrap();
+            assert_eq!(got, u32::from_le_bytes(b), "child read of key {k} of tree {t}");
         }
     }
 }
@@ -264,7 +280,7 @@ fn crash_loop() {
         child.wait().unwrap();
 
         let (committed, pending) = read_expected(&expected);
-        let (db, second) = open_trees(&dir);
+        let (db, second) = open_trees(&dir, cycle + 1);
         let mut actual = vec![ABSENT; TREES * KEYS];
         for (t, tree) in [&*db, &second].into_iter().enumerate() {
             for kv in tree.iter() {
@@ -293,7 +309,18 @@ fn crash_loop() {
             pending
         );
         present = actual.iter().filter(|&&v| v != ABSENT).count();
-        // Point reads agree with the scan.
+        // Point reads agree with the scan; the hot keys twice (the second from the key-value
+        // cache the first filled).
+        for (t, tree) in [&*db, &second].into_iter().enumerate() {
+            for k in (0..32).chain(0..32) {
+                let got = tree.get(key(k)).unwrap().map_or(ABSENT, |v| decode(&v));
+                assert_eq!(
+                    got,
+                    actual[t * KEYS + k],
+                    "cycle {cycle} get of hot key {k} of tree {t}"
+                );
+            }
+        }
         for _ in 0..50 {
             let k = rng.gen_range(0..KEYS);
             assert_eq!(

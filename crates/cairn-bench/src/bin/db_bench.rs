@@ -38,7 +38,9 @@ struct Args {
     /// newest backup into `<db>.restored`), counters (mergerandom with
     /// --merge_operator, updaterandom without: one phase name for both), compact, flush,
     /// waitforcompaction, stats. `NAME@LABEL` runs NAME as
-    /// a phase called `NAME@LABEL` (the same benchmark twice in one run).
+    /// a phase called `NAME@LABEL` (the same benchmark twice in one run); `NAME/DIST` (ours)
+    /// draws the phase's keys from DIST instead of `--key_dist` (a workload that changes phase:
+    /// `readrandom@a/zipf:0.9,readrandom@b/uniform`).
     #[arg(long, default_value = "fillrandom,readrandom")]
     benchmarks: String,
     #[arg(long, default_value_t = 1_000_000)]
@@ -186,7 +188,10 @@ type WindowSample = (u64, f64, Option<u64>, Option<cairn_bench::engine::BlockRea
 struct Bench<'a> {
     args: &'a Args,
     db: &'a dyn Engine,
-    dist: KeyDist,
+    /// `--key_dist`, then each `NAME/DIST` phase's distribution in the order of the phases.
+    dists: Vec<KeyDist>,
+    /// The running phase's entry of `dists`.
+    dist_now: std::sync::atomic::AtomicUsize,
     fill_dist: KeyDist,
     phase_no: std::sync::atomic::AtomicU64,
     /// Every lookup key so far (`--merlin_truth`).
@@ -218,6 +223,11 @@ fn progress(name: &str, total: u64) -> ProgressBar {
 }
 
 impl Bench<'_> {
+    /// The running phase's key distribution.
+    fn dist(&self) -> &KeyDist {
+        &self.dists[self.dist_now.load(std::sync::atomic::Ordering::Relaxed)]
+    }
+
     /// The tree an operation goes to (`--num_trees`, `--tree_skew`).
     fn pick_tree(&self, rng: &mut StdRng) -> usize {
         self.trees.pick(rng)
@@ -468,7 +478,7 @@ impl Bench<'_> {
 
     fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
         let a = self.args;
-        let mut k = self.dist.next(a.num, rng);
+        let mut k = self.dist().next(a.num, rng);
         if a.hot_shift_every > 0 || a.window > 0 {
             let n = self.phase_lookups.fetch_add(1, Ordering::Relaxed);
             if let Some(shifts) = n.checked_div(a.hot_shift_every) {
@@ -550,7 +560,7 @@ impl Bench<'_> {
                     if rng.gen_bool(pct) {
                         self.lookup(rng, ks, t, &mut key);
                     } else {
-                        db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, &mut key);
+                        db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, &mut key);
                         let value = values.next(a.value_size);
                         let tree = self.pick_tree(rng);
                         t.lat
@@ -576,7 +586,7 @@ impl Bench<'_> {
         let writer = |rng: &mut StdRng, done: &AtomicBool| {
             let (mut key, mut values) = (Vec::new(), Values::new(rng));
             while !done.load(Ordering::Relaxed) {
-                db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, &mut key);
+                db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, &mut key);
                 db.put(&key, values.next(a.value_size), a.sync)
                     .unwrap_or_else(|e| fail(e));
             }
@@ -617,7 +627,7 @@ impl Bench<'_> {
         let a = self.args;
         self.scan_phase(
             name,
-            |rng, key, _| db_bench_key(self.stride(self.dist.next(a.num, rng)), a.key_size, key),
+            |rng, key, _| db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, key),
             |key, _| self.db.scan(Some(key), 1 + a.seek_nexts as u64, false),
         )
     }
@@ -676,7 +686,7 @@ impl Bench<'_> {
         self.scan_phase(
             name,
             |rng, lo, hi| {
-                let k = self.stride(self.dist.next(a.num, rng));
+                let k = self.stride(self.dist().next(a.num, rng));
                 let start = if empty > 0.0 && rng.gen_bool(empty.min(1.0)) {
                     // Inside (k, k + stride): both ends strictly between two keys.
                     k + 1 + rng.gen_range(0..a.key_stride.saturating_sub(r + 1).max(1))
@@ -696,7 +706,7 @@ impl Bench<'_> {
     fn count_random(&self, name: &str, read_modify_write: bool) -> Phase {
         let a = self.args;
         let db = self.db;
-        let dist = &self.dist;
+        let dist = self.dist();
         self.phase(
             name,
             a.num,
@@ -737,7 +747,7 @@ impl Bench<'_> {
                 let (mut key, mut values) = (Vec::new(), Values::new(&mut rng));
                 let mut lat = Latencies::default();
                 while !done.load(Ordering::Relaxed) {
-                    db_bench_key(self.stride(self.dist.next(a.num, &mut rng)), a.key_size, &mut key);
+                    db_bench_key(self.stride(self.dist().next(a.num, &mut rng)), a.key_size, &mut key);
                     let v = values.next(a.value_size);
                     lat.time(|| db.put(&key, v, false)).unwrap_or_else(|e| fail(e));
                 }
@@ -798,7 +808,7 @@ impl Bench<'_> {
     fn delete_random(&self) -> Phase {
         let a = self.args;
         let db = self.db;
-        let dist = &self.dist;
+        let dist = self.dist();
         self.phase(
             "deleterandom",
             a.num,
@@ -828,8 +838,10 @@ impl Bench<'_> {
 /// prints.
 fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
     let db = b.db;
+    // `NAME/DIST`: the phase's key distribution (set by the caller); the rest names the work.
+    let spec = name.split_once('/').map_or(name, |(n, _)| n);
     // `readrandomwriterandom:P`: this phase's share of lookups (a workload that changes phase).
-    if let Some(pct) = name.strip_prefix("readrandomwriterandom:") {
+    if let Some(pct) = spec.strip_prefix("readrandomwriterandom:") {
         let pct = pct
             .parse()
             .unwrap_or_else(|_| fail(format!("{name}: expected readrandomwriterandom:PERCENT")));
@@ -837,13 +849,13 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
     }
     // `deleterange:P`: one range delete of the first P% of the keys; `deleteranges:N:W`: N
     // range deletes of W keys each, at random.
-    if let Some(pct) = name.strip_prefix("deleterange:") {
+    if let Some(pct) = spec.strip_prefix("deleterange:") {
         let pct: u64 = pct
             .parse()
             .unwrap_or_else(|_| fail(format!("{name}: expected deleterange:PERCENT")));
         return vec![b.delete_ranges(name, 1, b.args.num * pct / 100)];
     }
-    if let Some(spec) = name.strip_prefix("deleteranges:") {
+    if let Some(spec) = spec.strip_prefix("deleteranges:") {
         let parsed = spec
             .split_once(':')
             .and_then(|(n, w)| Some((n.parse().ok()?, w.parse().ok()?)));
@@ -851,7 +863,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         return vec![b.delete_ranges(name, n, w)];
     }
     // `NAME@LABEL` runs NAME under its own phase name (the same benchmark twice in one run).
-    let base = name.split_once('@').map_or(name, |(b, _)| b);
+    let base = spec.split_once('@').map_or(spec, |(b, _)| b);
     vec![match base {
         "rangerandom" => return b.range_random(name, b.args.empty_ratio),
         "rangenonempty" => return b.range_random(name, 0.0),
@@ -944,7 +956,24 @@ fn main() {
             widest.saturating_add(2)
         ));
     }
-    let dist = KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e));
+    let specs: Vec<&str> = args
+        .benchmarks
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut dists = vec![KeyDist::parse(&args.key_dist, args.num).unwrap_or_else(|e| fail(e))];
+    // Each phase's entry of `dists`: 0 (`--key_dist`) unless it names its own.
+    let phase_dists: Vec<usize> = specs
+        .iter()
+        .map(|p| match p.split_once('/') {
+            Some((_, d)) => {
+                dists.push(KeyDist::parse(d, args.num).unwrap_or_else(|e| fail(format!("{p}: {e}"))));
+                dists.len() - 1
+            }
+            None => 0,
+        })
+        .collect();
     let fill_dist =
         KeyDist::parse(args.fill_key_dist.as_deref().unwrap_or(&args.key_dist), args.num).unwrap_or_else(|e| fail(e));
     let trees =
@@ -965,7 +994,8 @@ fn main() {
     let b = Bench {
         args: &args,
         db: db.as_ref(),
-        dist,
+        dists,
+        dist_now: std::sync::atomic::AtomicUsize::new(0),
         fill_dist,
         phase_no: std::sync::atomic::AtomicU64::new(0),
         history: std::sync::Mutex::new(Vec::new()),
@@ -985,7 +1015,8 @@ fn main() {
     let every = std::time::Duration::from_secs_f64(args.timeline_every.max(0.01));
     let (phases, timeline) = timeline::sampled(db.as_ref(), every, &current, || {
         let mut phases = Vec::new();
-        for name in args.benchmarks.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        for (&name, &d) in specs.iter().zip(&phase_dists) {
+            b.dist_now.store(d, std::sync::atomic::Ordering::Relaxed);
             if let Ok(mut c) = current.lock() {
                 name.clone_into(&mut c);
             }

@@ -75,7 +75,12 @@ fn run(a: &Args) -> Result<(), String> {
     ch.configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        // Decimals as the axis needs them: ratios of 0–2 tick at tenths.
+        .y_label_formatter(&|y| match top {
+            t if t < 10.0 => format!("{y:.2}"),
+            t if t < 100.0 => format!("{y:.1}"),
+            _ => format!("{y:.0}"),
+        })
         .y_desc(&a.ylabel)
         .draw()
         .map_err(|e| err(&e))?;
