@@ -36,9 +36,9 @@
 //! `h'(z) = γ·(saved_q + saved_m)/sim − γ·kv_benefit`, by the fixed step only (a line fitted
 //! over cycles of two phases, skewed then uniform lookups, points nowhere) — doubled while the
 //! steps keep one direction, up to four times, within a quarter of the region it shrinks — and
-//! floored like the others, and held while the two marginals are within a quarter of each other (they
-//! have met). A cache the workload does not use (uniform lookups, scans) shrinks by the capped
-//! steps until it is below two minimum steps, then goes to nothing in one.
+//! floored like the others, and held while the two marginals are within a quarter of each
+//! other (they have met). A cache the workload does not use (uniform lookups, scans) shrinks by
+//! the capped steps until it is below two minimum steps, then goes to nothing in one.
 
 use std::collections::VecDeque;
 
@@ -355,7 +355,7 @@ impl Tuner {
             }
             self.kv_streak = match m.step.signum() as i32 {
                 0 => 0,
-                d if d * self.kv_streak > 0 => self.kv_streak + d,
+                d if d * self.kv_streak > 0 => self.kv_streak.saturating_add(d),
                 d => d,
             };
             apply(&mut sizes.kv, &mut sizes.cache, m.step);
