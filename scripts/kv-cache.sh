@@ -17,6 +17,7 @@
 #   scripts/kv-cache.sh     (the defaults: 18 cells, 3 rounds, about 80 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/budget.sh
 out=${OUT:-docs/results/kv-cache}
 num=${NUM:-3000000}
 reads=${READS:-500000}
@@ -35,8 +36,7 @@ shape=(--num="$num" --key_size=16 --value_size=100 --compression_type=none --key
   --fill_key_dist=uniform --use_direct_reads=1 --seed=7)
 for pct in $budgets; do
   m=$((num * 116 * pct / 100))
-  rocks="--engine=rocksdb --memory_budget=$m --write_buffer_size=$((m / 8)) --target_file_size_base=8388608 --bloom_bits=10"
-  cairn="--engine=cairn --defaults=engine --memory_budget=$m"
+  budget_flags "$m"
   # One load per engine and budget (a row cache changes nothing of a load).
   rm -rf "$work/rocksdb-$pct" "$work/cairn-$pct"
   mkdir -p "$out/load-$pct"

@@ -9,6 +9,7 @@
 #   BEFORE=/tmp/before/target/release scripts/kv-noregress.sh    (ROUNDS=5: about 20 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/budget.sh
 : "${BEFORE:?BEFORE=<target/release directory of the older build>}"
 out=${OUT:-docs/results/kv-noregress}
 num=${NUM:-2000000}
@@ -19,15 +20,13 @@ pct=${PCT:-10}
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
-m=$((num * 116 * pct / 100))
+budget_flags $((num * 116 * pct / 100))
 $bin/cairn-lab compare --rounds "$rounds" --out "$out/fill" \
-  --config "before=runner:$BEFORE/db_bench --engine=cairn --defaults=engine --memory_budget=$m" \
-  --config "cairn=--engine=cairn --defaults=engine --memory_budget=$m" -- \
+  --config "before=runner:$BEFORE/db_bench $cairn" --config "cairn=$cairn" -- \
   --benchmarks=fillrandom,waitforcompaction,readrandom --num="$num" --reads="$reads" --key_size=16 \
   --value_size=100 --compression_type=none --use_direct_reads=1 --seed=7
-my=$((records * 1000 * pct / 100))
+budget_flags $((records * 1000 * pct / 100))
 $bin/cairn-lab compare --tool ycsb --workload crates/cairn-bench/workloads/workloade --rounds "$rounds" \
   --out "$out/ycsb-e" \
-  --config "before=runner:$BEFORE/ycsb --engine=cairn --defaults=engine --memory_budget=$my" \
-  --config "cairn=--engine=cairn --defaults=engine --memory_budget=$my" -- \
+  --config "before=runner:$BEFORE/ycsb $cairn" --config "cairn=$cairn" -- \
   -p recordcount="$records" -p operationcount="$records" --use_direct_reads=1 --compression_type=none --seed=7

@@ -12,6 +12,7 @@
 #   scripts/kv-ycsb.sh     (ROUNDS=3: about 30 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/budget.sh
 out=${OUT:-docs/results/kv-ycsb}
 records=${RECORDS:-500000}
 ops=${OPS:-500000}
@@ -24,8 +25,7 @@ cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
 w=crates/cairn-bench/workloads
 m=$((records * 1000 * pct / 100))
-rocks="--engine=rocksdb --memory_budget=$m --write_buffer_size=$((m / 8)) --target_file_size_base=8388608 --bloom_bits=10"
-cairn="--engine=cairn --defaults=engine --memory_budget=$m"
+budget_flags "$m"
 common=(-p recordcount="$records" -p operationcount="$ops" --use_direct_reads=1 --compression_type=none --seed=7)
 rm -rf "$work"
 mkdir -p "$work" "$out"
