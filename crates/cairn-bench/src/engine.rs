@@ -200,6 +200,10 @@ pub struct EngineArgs {
     /// own, true; false: every table gets `--range_filter_bits_per_key`).
     #[arg(long, value_parser = crate::flag_bool)]
     pub range_filter_by_workload: Option<bool>,
+    /// Bytes per second that building range filters for tables already written may read
+    /// (cairn only; 0: none built; default its own).
+    #[arg(long)]
+    pub range_filter_build_rate: Option<u64>,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -648,6 +652,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         filter_unit_format => "filters.unit_format",
         range_filter_kind => "range_filter.kind",
         range_filter_by_workload => "range_filter.by_workload",
+        range_filter_build_rate => "range_filter.build_rate",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",
         elastic_unit_bpk => "filters.elastic_unit_bits_per_key",

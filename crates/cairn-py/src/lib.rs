@@ -605,6 +605,8 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
             refused
         ),
     )?;
+    let rb = &s.range_builds;
+    d.set_item("range_builds", fields!(py, rb, built, filter_bytes, failed, read_bytes))?;
     let trees = PyDict::new(py);
     for t in &s.trees {
         let td = fields!(

@@ -659,3 +659,135 @@ fn range_filter_memory_follows_the_cache_and_keeps_the_filters_worth_most() {
     assert_eq!(not_in_memory(&db), 0);
     assert_eq!(db.memory().range_filter_usage, all);
 }
+
+/// A database loaded before any range read has tables without range-filter bits (range
+/// filters by workload give bits only to what empty reads reached). Once empty range reads
+/// reach them, a round builds their filters from their keys, pins them in range-filter
+/// memory, and the same reads stop reading data blocks; bounded reads still return exactly
+/// the keys, both ways. Built filters live in memory only: after a reopen the tables are read
+/// again until a round rebuilds them. Rounds run only when asked (`round_ms = 0`).
+#[test]
+fn range_filters_are_built_for_tables_written_before_the_reads() {
+    for kind in KINDS {
+        let fs = MemFs::new();
+        let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+        o.range_filter.kind = kind;
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(4 << 20);
+        o.memory.fixed_mut().index_in_block_cache = true;
+        o.range_filter.round_ms = 0;
+        let mut db = Db::open("/b", o.clone()).unwrap();
+        const N: u64 = 40_000;
+        for i in 0..N {
+            db.put(k16(i * 1024, 0), "v").unwrap();
+            if i % 3 == 0 {
+                db.put(k16(i * 1024, 0), "newer").unwrap(); // versions of one key count once
+            }
+        }
+        db.compact_range::<&[u8], _>(..).unwrap();
+        let tables = db.levels()[0].levels.iter().map(|l| l.files).sum::<usize>();
+        assert!(tables >= 10, "{tables}");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        let empty_reads = |db: &Db, rng: &mut rand::rngs::StdRng, n: usize| {
+            let data = db.stats().io.kind(BlockKind::Data).reads;
+            for _ in 0..n {
+                let x = rng.gen_range(0..N) * 1024 + 1 + rng.gen_range(0..900);
+                assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+            }
+            db.stats().io.kind(BlockKind::Data).reads - data
+        };
+
+        let before = empty_reads(&db, &mut rng, 1000);
+        // (Some of the blocks are in the cache.)
+        assert!(
+            before >= 500,
+            "{kind:?}: {before} data blocks for 1000 empty reads without filters"
+        );
+        db.keep_range_filters();
+        let built = db.stats().range_builds;
+        assert_eq!(
+            built.built as usize, tables,
+            "{kind:?}: every table read gets its filter"
+        );
+        assert_eq!(built.failed, 0);
+        assert!(built.read_bytes > 0 && built.filter_bytes > 0);
+        let m = db.memory();
+        assert!(
+            m.range_filter_usage > 0 && m.range_filter_usage <= m.range_filter_capacity,
+            "{m:?}"
+        );
+        let after = empty_reads(&db, &mut rng, 1000);
+        assert!(
+            after <= 100,
+            "{kind:?}: {after} data blocks for 1000 empty reads with built filters"
+        );
+        // The filters have their share: the next round builds nothing.
+        db.keep_range_filters();
+        assert_eq!(db.stats().range_builds.built, built.built);
+
+        // Ranges holding keys return them all, forward and backward.
+        for _ in 0..300 {
+            let lo = rng.gen_range(0..N * 1024);
+            let len = rng.gen_range(1..4096);
+            let want: Vec<Vec<u8>> = (lo.div_ceil(1024)..(lo + len).div_ceil(1024).min(N))
+                .map(|i| k16(i * 1024, 0))
+                .collect();
+            let got: Vec<Vec<u8>> = db
+                .range(k16(lo, 0)..k16(lo + len, 0))
+                .map(|r| r.unwrap().0.to_vec())
+                .collect();
+            assert_eq!(got, want, "{kind:?} [{lo}, {})", lo + len);
+            let mut back: Vec<Vec<u8>> = db
+                .range(k16(lo, 0)..k16(lo + len, 0))
+                .rev()
+                .map(|r| r.unwrap().0.to_vec())
+                .collect();
+            back.reverse();
+            assert_eq!(back, want, "{kind:?} backward [{lo}, {})", lo + len);
+        }
+
+        // In memory only: after a reopen the tables are read until a round builds them again.
+        drop(db);
+        db = Db::open("/b", o.clone()).unwrap();
+        assert!(
+            empty_reads(&db, &mut rng, 1000) >= 500,
+            "{kind:?}: nothing built survives a reopen"
+        );
+        db.keep_range_filters();
+        // (A table the 1000 reads missed gets none yet.)
+        let again = db.stats().range_builds.built as usize;
+        assert!(again >= tables * 9 / 10 && again <= tables, "{again} of {tables}");
+        assert!(empty_reads(&db, &mut rng, 1000) <= 100);
+    }
+}
+
+/// With `range_filter.build_rate = 0` nothing is built; the option is refused where builds
+/// cannot happen.
+#[test]
+fn range_filter_builds_can_be_turned_off_and_are_refused_without_their_conditions() {
+    let fs = MemFs::new();
+    let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+    o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(4 << 20);
+    o.memory.fixed_mut().index_in_block_cache = true;
+    o.range_filter.round_ms = 0;
+    o.range_filter.build_rate = 0;
+    let db = Db::open("/off", o.clone()).unwrap();
+    for i in 0..20_000u64 {
+        db.put(k16(i * 1024, 0), "v").unwrap();
+    }
+    db.compact_range::<&[u8], _>(..).unwrap();
+    for x in 0..500u64 {
+        let x = x * 40 * 1024 + 7;
+        assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+    }
+    db.keep_range_filters();
+    assert_eq!(db.stats().range_builds.built, 0);
+    drop(db);
+
+    o.range_filter.build_rate = 1 << 20;
+    o.range_filter.by_workload = false;
+    let e = Db::open("/off2", o).unwrap_err().to_string();
+    assert!(
+        e.contains("range_filter.build_rate") && e.contains("range_filter.by_workload = false"),
+        "{e}"
+    );
+}

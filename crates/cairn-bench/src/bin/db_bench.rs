@@ -110,8 +110,8 @@ struct Args {
     /// (each key number shifts by a further 0.382 × num; our flag; 0: never).
     #[arg(long, default_value_t = 0)]
     hot_shift_every: u64,
-    /// Record what each window of N lookups cost (unnecessary data reads, blocks read) in the
-    /// JSON report (our flag; 0: no windows).
+    /// Record what each window of N lookups or range reads cost (seconds, unnecessary data
+    /// reads, blocks read) in the JSON report (our flag; 0: no windows).
     #[arg(long, default_value_t = 0)]
     window: u64,
     /// Write every phase's figures as JSON to this file (our flag).
@@ -358,9 +358,11 @@ impl Bench<'_> {
                 println!("  {}", c.line());
             }
         }
-        if self.args.window > 0 && lookups > 0 {
+        // Operations the windows counted: the lookups, or the range reads.
+        let counted = self.phase_lookups.load(Ordering::Relaxed);
+        if self.args.window > 0 && counted > 0 {
             let mut w = self.windows.lock().map(|w| w.clone()).unwrap_or_default();
-            w.push((lookups, secs, self.unnecessary(), self.db.block_reads()));
+            w.push((counted, secs, self.unnecessary(), self.db.block_reads()));
             p.windows = w
                 .windows(2)
                 .map(|pair| {
@@ -476,25 +478,33 @@ impl Bench<'_> {
         }
     }
 
+    /// Counts one operation of the phase (its number is returned) and samples a window at
+    /// every `--window` operations.
+    fn count_for_window(&self) -> u64 {
+        let a = self.args;
+        let n = self.phase_lookups.fetch_add(1, Ordering::Relaxed);
+        if a.window > 0 && n > 0 && n % a.window == 0 {
+            let secs = self
+                .phase_start
+                .lock()
+                .map(|t| t.elapsed().as_secs_f64())
+                .unwrap_or(0.0);
+            let sample = (n, secs, self.unnecessary(), self.db.block_reads());
+            if let Ok(mut w) = self.windows.lock() {
+                w.push(sample);
+            }
+        }
+        n
+    }
+
     fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
         let a = self.args;
         let mut k = self.dist().next(a.num, rng);
         if a.hot_shift_every > 0 || a.window > 0 {
-            let n = self.phase_lookups.fetch_add(1, Ordering::Relaxed);
+            let n = self.count_for_window();
             if let Some(shifts) = n.checked_div(a.hot_shift_every) {
                 let step = (a.num as f64 * 0.381_966) as u64;
                 k = (k + shifts % a.num.max(1) * step) % a.num.max(1);
-            }
-            if a.window > 0 && n > 0 && n % a.window == 0 {
-                let secs = self
-                    .phase_start
-                    .lock()
-                    .map(|t| t.elapsed().as_secs_f64())
-                    .unwrap_or(0.0);
-                let sample = (n, secs, self.unnecessary(), self.db.block_reads());
-                if let Ok(mut w) = self.windows.lock() {
-                    w.push(sample);
-                }
             }
         }
         let k = self.stride(k);
@@ -686,6 +696,9 @@ impl Bench<'_> {
         self.scan_phase(
             name,
             |rng, lo, hi| {
+                if a.window > 0 {
+                    self.count_for_window();
+                }
                 let k = self.stride(self.dist().next(a.num, rng));
                 let start = if empty > 0.0 && rng.gen_bool(empty.min(1.0)) {
                     // Inside (k, k + stride): both ends strictly between two keys.

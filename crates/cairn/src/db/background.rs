@@ -218,8 +218,8 @@ fn adjuster_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Range-filter memory's round (`control/range_filter_memory.rs`): every `range_filter.round_ms` while range
-/// reads arrive or tables change.
+/// Range-filter memory's round (`range_filter_round.rs`), and the builds it admits: every
+/// `range_filter.round_ms` while range reads arrive or tables change.
 fn range_memory_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
     let mut last = (u64::MAX, 0usize);
@@ -236,7 +236,8 @@ fn range_memory_loop(inner: Arc<DbInner>) {
         let now = (ranges, Arc::as_ptr(&inner.super_versions()) as usize);
         if now != last {
             last = now;
-            inner.keep_range_filters();
+            let builds = inner.keep_range_filters();
+            inner.build_range_filters(builds);
         }
     }
 }

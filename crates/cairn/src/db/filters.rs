@@ -289,7 +289,7 @@ impl DbInner {
             stats,
             flush: job.flush,
             inner: Some(self.clone()),
-            range_bpk: (!range_fixed).then_some(self.opts.range_filter.bits_per_key),
+            range_bpk: (!range_fixed).then(|| self.range_bits_that_fit(&version)),
             last_seed: Mutex::new(None),
             decay: self.opts.filters.unit_format.decay(),
             range_decay: self.opts.range_filter.kind.decay(),
@@ -300,6 +300,27 @@ impl DbInner {
         };
         let range: Option<Arc<dyn DecideFilters>> = if range_fixed { None } else { Some(decider) };
         Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
+    }
+}
+
+impl DbInner {
+    /// The average range-filter bits per key, fitted to range-filter memory: when the region
+    /// cannot hold the configured bits for every key of `version`, fewer bits per key for
+    /// every table rather than filters that cannot all be in memory (the round's rule,
+    /// `tuning/range_memory.rs`).
+    fn range_bits_that_fit(&self, version: &crate::version::Version) -> f64 {
+        let configured = self.opts.range_filter.bits_per_key;
+        let cap = self.memory.range_filters.capacity();
+        let entries: u64 = version
+            .trees
+            .iter()
+            .flat_map(|t| t.levels.iter().flatten())
+            .map(|f| f.entries)
+            .sum();
+        if cap == usize::MAX || entries == 0 {
+            return configured;
+        }
+        configured.min(cap as f64 * 8.0 / entries as f64)
     }
 }
 

@@ -137,6 +137,11 @@ impl LiveFiles {
         StatsSnapshot { files, lookups: g }
     }
 
+    /// Whether file `n` has a handle (it was not deleted).
+    pub fn is_live(&self, n: FileNumber) -> bool {
+        self.files.lock().contains_key(&n)
+    }
+
     /// Drops the handle (and any statistics seed) of a deleted file.
     pub fn remove(&self, n: FileNumber) {
         self.files.lock().remove(&n);

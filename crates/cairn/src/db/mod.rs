@@ -36,6 +36,7 @@ mod lifecycle;
 mod live_files;
 mod open;
 mod range_filter;
+mod range_filter_round;
 mod read;
 mod regions;
 mod replay;
@@ -298,13 +299,14 @@ impl Db {
     }
 
     /// A test hook (`test-util` feature): runs one round of range-filter memory now (which
-    /// filters it keeps, by empty range reads per byte); the background round runs every
-    /// second while range reads arrive. Does nothing unless range filters are charged to the
-    /// block cache.
+    /// filters it keeps, by empty range reads per byte) and the builds it admits; the
+    /// background round runs every second while range reads arrive. Does nothing unless range
+    /// filters are charged to the block cache.
     #[cfg(any(test, feature = "test-util"))]
     #[doc(hidden)]
     pub fn keep_range_filters(&self) {
-        self.inner().keep_range_filters();
+        let builds = self.inner().keep_range_filters();
+        self.inner().build_range_filters(builds);
     }
 
     /// I/O and engine counters (docs/design.md §5).

@@ -11,8 +11,6 @@ use crate::error::{Error, Result};
 use crate::memory::MemoryLimits;
 use crate::stats::{TreeStatsSnapshot, TunerRecord};
 use crate::tuning::memory::Sizes;
-use crate::tuning::range_memory::{choose, Candidate};
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -63,7 +61,8 @@ impl DbInner {
         if let Some(c) = limits.block_cache {
             shrank |= c < self.cache.capacity();
             self.cache.set_capacity(c);
-            // Range filters follow the cache: a smaller share unloads the least worth at once.
+            // Range filters follow the cache: a smaller share unloads the least worth at once
+            // (what it admits to build, the next timed round builds).
             self.keep_range_filters();
         }
         if let Some(f) = limits.filter_memory {
@@ -168,53 +167,6 @@ impl DbInner {
             sim_bytes: self.ghost.as_ref().map_or(0.0, |(g, _)| g.capacity() as f64),
             elastic_marginals: *self.elastic.marginals.lock(),
             kv_sim_bytes: self.kv.as_ref().map_or(0.0, |kv| kv.ghost_capacity() as f64),
-        }
-    }
-}
-
-impl DbInner {
-    /// Range-filter memory's round (`control/range_filter_memory.rs`): the region's capacity from the
-    /// cache's, then which filters it keeps.
-    ///
-    /// One round: the region's capacity from the cache's, then which filters it keeps.
-    pub(crate) fn keep_range_filters(&self) {
-        let cap = super::control::range_filter_memory::capacity(&self.opts, &self.regions, self.cache.capacity());
-        self.memory.range_filters.set_capacity(cap);
-        if cap == usize::MAX {
-            return;
-        }
-        let mut files = self.range_memory.files.lock();
-        let mut next = HashMap::with_capacity(files.len());
-        let mut candidates = Vec::new();
-        let mut tables = Vec::new();
-        self.for_each_live_file(|_, f, state| {
-            // A file without an open reader holds no filter; it is judged once one is open
-            // again.
-            let Some(reader) = state.reader_slot().load_full() else {
-                return;
-            };
-            let block = reader.range_filter_block_size();
-            if block == 0 {
-                return;
-            }
-            let pinned = reader.range_filter_bytes() as u64;
-            let empty = state.stats().range_empty();
-            let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
-            let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
-            next.insert(f.number, (empty, score));
-            candidates.push(Candidate {
-                bytes: if pinned > 0 { pinned } else { block },
-                pinned: pinned > 0,
-                score,
-            });
-            tables.push((state.clone(), reader));
-        });
-        *files = next;
-        for ((state, reader), admit) in tables.iter().zip(choose(&candidates, cap as u64)) {
-            state.set_range_admitted(admit);
-            if !admit {
-                reader.unload_range_filter();
-            }
         }
     }
 }

@@ -104,6 +104,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
                 refused: c.refused,
             }
         }),
+        range_builds: inner.range_memory.builds(),
     }
 }
 

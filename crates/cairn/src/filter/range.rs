@@ -17,6 +17,10 @@ pub const GRAFITE: u8 = 2;
 /// Version of a Rosetta block with a projection.
 pub const ROSETTA_PROJECTED: u8 = 3;
 
+/// Grafite gives no filter under this many bits per key (its bound exceeds 1/2 for single
+/// values).
+const GRAFITE_MIN_BPK: f64 = 2.5;
+
 /// The filter of one kind.
 #[derive(Debug, Clone)]
 #[expect(
@@ -94,6 +98,15 @@ impl RangeFilter {
                 Kind::Rosetta(f) => f.memory_usage(),
                 Kind::Grafite(f) => f.memory(),
             }
+    }
+
+    /// Bits of the filter proper (Rosetta's bit arrays, Grafite's serialized size): what its
+    /// false-positive rate follows, without the decoded structure's fixed fields.
+    pub fn bits(&self) -> u64 {
+        match &self.kind {
+            Kind::Rosetta(f) => f.levels().iter().map(|l| l.num_bits).sum(),
+            Kind::Grafite(f) => (f.bits_per_key() * f.keys() as f64) as u64,
+        }
     }
 
     /// Whether the table may hold `user_key` (what answers point lookups for a table without
@@ -177,7 +190,7 @@ impl RangeBuilder {
                 ROSETTA_PROJECTED,
                 RosettaBuilder::with_projections(projection.offset(), xs).finish(seed, plan),
             ),
-            RangeFilterKind::Grafite if bits_per_key < 2.5 => return None,
+            RangeFilterKind::Grafite if bits_per_key < GRAFITE_MIN_BPK => return None,
             RangeFilterKind::Grafite => (GRAFITE, GrafiteBuilder::with_projections(xs).finish(seed, bits_per_key)),
         };
         let mut block = vec![version];
@@ -216,6 +229,14 @@ impl RangeFilterKind {
         match self {
             RangeFilterKind::Rosetta => super::bloom::LN2_SQ,
             RangeFilterKind::Grafite => std::f64::consts::LN_2,
+        }
+    }
+
+    /// The fewest bits per key it gives a table a filter at (`RangeBuilder::finish`).
+    pub(crate) fn min_bits_per_key(self) -> f64 {
+        match self {
+            RangeFilterKind::Rosetta => 1.0,
+            RangeFilterKind::Grafite => GRAFITE_MIN_BPK,
         }
     }
 }

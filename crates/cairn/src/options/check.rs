@@ -130,6 +130,7 @@ impl Options {
             "range_filter.probe_budget",
             "range_filter.memory_share",
             "range_filter.round_ms",
+            "range_filter.build_rate",
         ];
         if rf.bits_per_key == 0.0 {
             for name in rf_names {
@@ -138,6 +139,14 @@ impl Options {
                     "it applies only with the range filter on (range_filter.bits_per_key = 0)".into(),
                 )?;
             }
+        }
+        if !rf.by_workload {
+            unused(
+                "range_filter.build_rate",
+                "filters are built for tables already written only when their bits follow the reads \
+                 (range_filter.by_workload = false)"
+                    .into(),
+            )?;
         }
         if rf.kind != RangeFilterKind::Rosetta {
             let why = format!(
@@ -153,6 +162,7 @@ impl Options {
                            (memory.budget = 0, cache.index_in_block_cache = false)";
                 unused("range_filter.memory_share", why.into())?;
                 unused("range_filter.round_ms", why.into())?;
+                unused("range_filter.build_rate", why.into())?;
             }
         }
         let c = &self.compaction;

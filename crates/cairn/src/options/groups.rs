@@ -381,6 +381,12 @@ group! {
         /// Milliseconds between rounds of range-filter memory while range reads arrive (0:
         /// rounds only when the block cache is resized).
         round_ms: u64 = 1000 => "range_filter.round_ms", Count, ANY, Stored;
+        /// Bytes per second that building range filters for tables already written may read
+        /// (0: never built; a table's filter is then only what its flush or compaction wrote).
+        /// With range_filter.by_workload, a round builds the filter of a table whose share of
+        /// the bits has grown past what it has — a table written before empty range reads
+        /// reached it — from the table's keys, and keeps it in range-filter memory.
+        build_rate: u64 = 64 << 20 => "range_filter.build_rate", Bytes, ANY, Stored;
     }
 }
 

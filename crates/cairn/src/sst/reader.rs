@@ -561,9 +561,45 @@ impl TableReader {
         self.range_pinned.swap(None).map_or(0, |p| p.filter.memory_usage())
     }
 
+    /// Pins `filter`, built from the table's keys at run time, in place of the one pinned
+    /// (charged and reserved as a filter read from the table). It lives only in memory: once
+    /// unloaded, the next read pins the table's own filter, if it has one. `false` (nothing
+    /// pinned) when the range region has no room for it beside what it replaces.
+    pub fn install_range_filter(&self, filter: RangeFilter) -> bool {
+        let size = filter.memory_usage();
+        if let Some(r) = &self.range_region {
+            let freed = self.range_filter_bytes();
+            if r.usage().saturating_sub(freed).saturating_add(size) > r.capacity() {
+                return false;
+            }
+        }
+        let reserved = match (&self.cache, self.reserve_in_cache) {
+            (Some(cache), true) => {
+                cache.reserve(size);
+                Some((cache.clone(), size))
+            }
+            _ => None,
+        };
+        self.range_pinned.store(Some(Arc::new(PinnedRange {
+            filter,
+            _charge: self.range_region.as_ref().map(|r| r.charge(size)),
+            reserved,
+        })));
+        true
+    }
+
     /// Bytes of the pinned range filter (0 when it is not pinned).
     pub fn range_filter_bytes(&self) -> usize {
         self.range_pinned.load().as_ref().map_or(0, |p| p.filter.memory_usage())
+    }
+
+    /// Bits of the range filter in use: the pinned one's, else its block's size (0 without
+    /// one).
+    pub fn range_filter_bits(&self) -> u64 {
+        match &*self.range_pinned.load() {
+            Some(p) => p.filter.bits(),
+            None => self.range_filter_block_size() * 8,
+        }
     }
 
     /// The size of the table's range filter block (0 without one): about what pinning it

@@ -7,7 +7,8 @@ use super::counters::{FlushCount, Flushes};
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::{BlockKind, IoSnapshot, KindSnapshot};
 use super::types::{
-    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, TreeLevels, TunerRecord,
+    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TreeLevels,
+    TunerRecord,
 };
 use crate::memory::MemoryUsage;
 use std::fmt::{self, Display, Write as _};
@@ -69,12 +70,13 @@ debug_nonzero! {
     }
     ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
     KvCacheStats { ; capacity, usage, entries, hits, negative_hits, misses, fills, refused }
+    RangeBuildStats { ; built, filter_bytes, failed, read_bytes }
     DbStats {
         ;
         io, compaction_io, trees, files, user_write_ops, user_bytes_written, wal_bytes_written,
         flush_bytes_written, compaction_bytes_written, stall_slowdowns, stall_stops, stall_micros,
         delay_micros, delayed_write_rate, pending_compaction_bytes, l0_files, l0_groups,
-        memtable_bytes, cache_usage, cache_capacity, elastic, kv_cache,
+        memtable_bytes, cache_usage, cache_capacity, elastic, kv_cache, range_builds,
     }
 }
 
@@ -586,6 +588,17 @@ fn stats_body(o: &mut String, s: &DbStats, shapes: &[TreeLevels]) {
             pct(k.hits + k.negative_hits, k.hits + k.negative_hits + k.misses),
             count(k.fills),
             count(k.refused)
+        );
+    }
+    let b = &s.range_builds;
+    if b.built + b.failed > 0 {
+        let _ = writeln!(
+            o,
+            "range filters built for tables already written: {} ({}), {} failed; {} read",
+            count(b.built),
+            size(b.filter_bytes),
+            count(b.failed),
+            size(b.read_bytes)
         );
     }
     for t in &s.trees {

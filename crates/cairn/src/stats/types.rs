@@ -127,6 +127,21 @@ pub struct DbStats {
     pub elastic: ElasticStats,
     /// The key-value cache (zero when there is none).
     pub kv_cache: KvCacheStats,
+    /// Range filters built for tables already written (`range_filter.build_rate`).
+    pub range_builds: RangeBuildStats,
+}
+
+/// Range filters built at run time for tables already written.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct RangeBuildStats {
+    /// Filters built and pinned.
+    pub built: u64,
+    /// Their bytes when built (some may have been unloaded since).
+    pub filter_bytes: u64,
+    /// Builds that failed (a table that could not be read).
+    pub failed: u64,
+    /// Bytes the builds read from storage (outside the block cache).
+    pub read_bytes: u64,
 }
 
 /// What the key-value cache holds and answered.

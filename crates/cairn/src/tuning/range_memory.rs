@@ -1,15 +1,34 @@
-//! Which tables' range filters range-filter memory keeps (`db/control/range_filter_memory.rs` runs it): a
-//! filter saves about one data-block read per empty range read that reaches its table, so
-//! the filters worth memory most are those with the most empty range reads per byte. Each
-//! round ranks the tables whose readers are open by that rate — a filter already in memory
-//! counts [`KEEP`] times its rate, so that two filters of about the same worth do not take
-//! turns being read from storage — and admits them in that order while they fit; a filter
-//! that does not fit is passed over for smaller ones after it. The others are unloaded and not
-//! read again until a round admits them.
+//! Which tables' range filters range-filter memory keeps, and which it builds
+//! (`db/range_filter_round.rs` runs it): a filter saves about one data-block read per empty
+//! range read that reaches its table, so the filters worth memory most are those with the most
+//! empty range reads per byte. Each round ranks the tables whose readers are open by that rate
+//! — a filter already in memory counts [`KEEP`] times its rate, so that two filters of about
+//! the same worth do not take turns being read from storage — and admits them in that order
+//! while they fit; a filter that does not fit is passed over for smaller ones after it. The
+//! others are unloaded and not read again until a round admits them.
+//!
+//! A table written before empty range reads reached its data has no filter, or fewer bits than
+//! the reads now call for (range filters by workload give bits only to what reads reached
+//! when the table was written). [`plan`] solves each table's bits per key with Mnemosyne's
+//! sort-and-search over all of them, weighted by their empty range reads — the average fitted
+//! to the memory the region has, so that when the memory cannot hold the configured bits for
+//! every table, every table reached gets fewer bits instead of some getting none — and a table
+//! whose filter has at least [`REBUILD_BITS`] fewer bits than its share competes for the
+//! region with the filter it would get; admitted, it is built from the table's keys. A filter
+//! with at least as many bits more than its share that does not fit is built again at its
+//! share in the room the others left.
+
+use super::bpk::{sort_and_search, SolverFile};
 
 /// Weight of a filter already in memory (what reading it again costs is not counted
 /// otherwise: one read of the whole block).
 pub const KEEP: f64 = 2.0;
+
+/// A candidate's empty reads per byte, a filter in memory weighted by [`KEEP`].
+fn rate(c: &Candidate) -> f64 {
+    let weight = if c.pinned { KEEP } else { 1.0 };
+    weight * c.score / c.bytes.max(1) as f64
+}
 
 /// A table's range filter as a round sees it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,10 +43,6 @@ pub struct Candidate {
 
 /// Whether each candidate is admitted within `capacity` bytes (parallel to `candidates`).
 pub fn choose(candidates: &[Candidate], capacity: u64) -> Vec<bool> {
-    let rate = |c: &Candidate| {
-        let weight = if c.pinned { KEEP } else { 1.0 };
-        weight * c.score / c.bytes.max(1) as f64
-    };
     let mut order: Vec<usize> = (0..candidates.len()).collect();
     // Highest rate first; among equals, what is pinned, then the smaller (more fit), then the
     // given order.
@@ -51,52 +66,252 @@ pub fn choose(candidates: &[Candidate], capacity: u64) -> Vec<bool> {
     admitted
 }
 
+/// Bits per key a table's filter must fall short of its share by before it is built again
+/// (each bit of a Rosetta level cuts its false positives by about a third; fewer is not worth
+/// a read of the whole table).
+pub const REBUILD_BITS: f64 = 2.0;
+
+/// A table as a round sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Table {
+    /// Entries (what a filter built from it holds).
+    pub entries: f64,
+    /// Its empty range reads since it was written (inherited ones included): what its share
+    /// of the bits is solved by.
+    pub empty: f64,
+    /// Its recent empty range reads (decayed per round): what it is ranked by.
+    pub score: f64,
+    /// Bytes of the filter it has (in memory, or its block's), 0: none.
+    pub bytes: u64,
+    /// Bits of that filter proper (what its false-positive rate follows).
+    pub bits: u64,
+    /// That filter is in memory.
+    pub pinned: bool,
+}
+
+impl Table {
+    /// Bits per key of the filter it has.
+    fn bpk(&self) -> f64 {
+        if self.entries > 0.0 {
+            self.bits as f64 / self.entries
+        } else {
+            0.0
+        }
+    }
+}
+
+/// What a round does with one table.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Action {
+    /// Its filter stays in memory.
+    Keep,
+    /// Its filter may be read at its next range read.
+    Admit,
+    /// Its filter leaves memory.
+    Unload,
+    /// It has no filter in memory and gets none.
+    Out,
+    /// A filter of `bpk` bits per key is built from its keys (and replaces the one it has);
+    /// `rate` orders the builds (most empty reads per byte first).
+    Build { bpk: f64, rate: f64 },
+}
+
+/// The kind of filter a round builds: its false-positive rate falls by `decay` per bit per
+/// key, and it gives no filter under `min_bpk` bits per key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kind {
+    pub decay: f64,
+    pub min_bpk: f64,
+}
+
+/// What a round within `capacity` bytes does with each of `tables` (parallel), for range
+/// filters of `kind` and `avg_bpk` bits per key on average; `build`: filters may be built
+/// (otherwise only the filters the tables have compete).
+pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bool) -> Vec<Action> {
+    let wanted: Vec<f64> = if build {
+        wanted_bpk(tables, capacity, avg_bpk, kind.decay)
+            .into_iter()
+            .map(|w| if w < kind.min_bpk { 0.0 } else { w })
+            .collect()
+    } else {
+        vec![0.0; tables.len()]
+    };
+    let mut builds: Vec<bool> =
+        tables.iter().zip(&wanted).map(|(t, &w)| w > 0.0 && w >= t.bpk() + REBUILD_BITS).collect();
+    let mut candidates: Vec<Candidate> = tables
+        .iter()
+        .zip(&wanted)
+        .zip(&builds)
+        .map(|((t, &w), &b)| match b {
+            true => Candidate {
+                bytes: (w * t.entries / 8.0).round() as u64,
+                pinned: false,
+                score: t.score,
+            },
+            false => Candidate {
+                bytes: t.bytes,
+                pinned: t.pinned,
+                score: t.score,
+            },
+        })
+        .collect();
+    let mut admitted = choose(&candidates, capacity);
+    // A filter larger than its share that did not fit is built again at its share in the
+    // room left (fewer bits per key rather than none).
+    let used: u64 = candidates.iter().zip(&admitted).filter(|(_, &a)| a).map(|(c, _)| c.bytes).sum();
+    let shrink: Vec<usize> = (0..tables.len())
+        .filter(|&i| !admitted[i] && wanted[i] > 0.0 && tables[i].bpk() >= wanted[i] + REBUILD_BITS)
+        .collect();
+    let smaller: Vec<Candidate> = shrink
+        .iter()
+        .map(|&i| Candidate {
+            bytes: (wanted[i] * tables[i].entries / 8.0).round() as u64,
+            pinned: false,
+            score: tables[i].score,
+        })
+        .collect();
+    for (k, fits) in choose(&smaller, capacity.saturating_sub(used)).into_iter().enumerate() {
+        let i = shrink[k];
+        (admitted[i], builds[i], candidates[i]) = (fits, fits, smaller[k]);
+    }
+    admitted
+        .into_iter()
+        .enumerate()
+        .map(|(i, admitted)| match (admitted, builds[i], tables[i].pinned) {
+            (true, true, _) => Action::Build {
+                bpk: wanted[i],
+                rate: rate(&candidates[i]),
+            },
+            (true, false, true) => Action::Keep,
+            (true, false, false) if tables[i].bytes > 0 => Action::Admit,
+            (false, _, true) => Action::Unload,
+            _ => Action::Out,
+        })
+        .collect()
+}
+
+/// Each table's share of the bits (Mnemosyne's sort-and-search weighted by empty range reads),
+/// the average fitted to `capacity`.
+fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<f64> {
+    let entries: f64 = tables.iter().map(|t| t.entries.max(0.0)).sum();
+    if entries <= 0.0 {
+        return vec![0.0; tables.len()];
+    }
+    let avg = avg_bpk.min(capacity as f64 * 8.0 / entries);
+    let files: Vec<SolverFile> = tables
+        .iter()
+        .map(|t| SolverFile {
+            entries: t.entries,
+            empty: t.empty,
+        })
+        .collect();
+    sort_and_search(&files, avg, 1.0, decay).bpk
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testutil::run_file;
+    use crate::testutil::{run_file, Case};
 
     #[test]
     fn range_memory_cases() {
-        run_file("tuning/range_memory.txt", |c| {
-            let capacity = c.arg("capacity", 0u64);
-            let parsed: Vec<(String, Candidate)> = c
-                .input
-                .iter()
-                .map(|l| {
-                    let mut parts = l.split_whitespace();
-                    let name = parts.next().unwrap_or_default().to_string();
-                    let mut cand = Candidate {
-                        bytes: 0,
-                        pinned: false,
-                        score: 0.0,
-                    };
-                    for p in parts {
-                        match p.split_once('=') {
-                            Some(("bytes", v)) => cand.bytes = v.parse().unwrap(),
-                            Some(("score", v)) => cand.score = v.parse().unwrap(),
-                            None if p == "pinned" => cand.pinned = true,
-                            _ => panic!("unknown field {p}"),
-                        }
-                    }
-                    (name, cand)
-                })
-                .collect();
-            let cands: Vec<Candidate> = parsed.iter().map(|(_, c)| *c).collect();
-            let admitted = choose(&cands, capacity);
-            parsed
-                .iter()
-                .zip(admitted)
-                .map(|((name, c), a)| {
-                    let what = match (a, c.pinned) {
-                        (true, true) => "keep",
-                        (true, false) => "admit",
-                        (false, true) => "unload",
-                        (false, false) => "out",
-                    };
-                    format!("{name} {what}\n")
-                })
-                .collect()
+        run_file("tuning/range_memory.txt", |c| match c.command.as_str() {
+            "choose" => choose_case(c),
+            "plan" => plan_case(c),
+            other => panic!("unknown command {other}"),
         });
+    }
+
+    /// The case's input lines: a name, then `key=value` fields (and bare flags) for `set`.
+    fn rows<T>(c: &Case, blank: T, mut set: impl FnMut(&mut T, &str, &str)) -> Vec<(String, T)>
+    where
+        T: Copy,
+    {
+        c.input
+            .iter()
+            .map(|l| {
+                let mut parts = l.split_whitespace();
+                let name = parts.next().unwrap_or_default().to_string();
+                let mut row = blank;
+                for p in parts {
+                    let (k, v) = p.split_once('=').unwrap_or((p, ""));
+                    set(&mut row, k, v);
+                }
+                (name, row)
+            })
+            .collect()
+    }
+
+    fn choose_case(c: &Case) -> String {
+        let capacity = c.arg("capacity", 0u64);
+        let blank = Candidate {
+            bytes: 0,
+            pinned: false,
+            score: 0.0,
+        };
+        let parsed = rows(c, blank, |cand, k, v| match k {
+            "bytes" => cand.bytes = v.parse().unwrap(),
+            "score" => cand.score = v.parse().unwrap(),
+            "pinned" => cand.pinned = true,
+            _ => panic!("unknown field {k}"),
+        });
+        let cands: Vec<Candidate> = parsed.iter().map(|(_, c)| *c).collect();
+        let admitted = choose(&cands, capacity);
+        parsed
+            .iter()
+            .zip(admitted)
+            .map(|((name, c), a)| {
+                let what = match (a, c.pinned) {
+                    (true, true) => "keep",
+                    (true, false) => "admit",
+                    (false, true) => "unload",
+                    (false, false) => "out",
+                };
+                format!("{name} {what}\n")
+            })
+            .collect()
+    }
+
+    fn plan_case(c: &Case) -> String {
+        let capacity = c.arg("capacity", 0u64);
+        let avg = c.arg("avg", 10.0f64);
+        let kind = Kind {
+            decay: c.arg("decay", crate::filter::bloom::LN2_SQ),
+            min_bpk: c.arg("min_bpk", 1.0f64),
+        };
+        let build = c.has("build");
+        let blank = Table {
+            entries: 0.0,
+            empty: 0.0,
+            score: 0.0,
+            bytes: 0,
+            bits: 0,
+            pinned: false,
+        };
+        let parsed = rows(c, blank, |t, k, v| match k {
+            "entries" => t.entries = v.parse().unwrap(),
+            "empty" => t.empty = v.parse().unwrap(),
+            "score" => t.score = v.parse().unwrap(),
+            "bytes" => t.bytes = v.parse().unwrap(),
+            "bits" => t.bits = v.parse().unwrap(),
+            "pinned" => t.pinned = true,
+            _ => panic!("unknown field {k}"),
+        });
+        // Bits default to the bytes' (a filter whose fixed fields are not counted).
+        let tables: Vec<Table> = parsed
+            .iter()
+            .map(|(_, t)| Table {
+                bits: if t.bits == 0 { t.bytes * 8 } else { t.bits },
+                ..*t
+            })
+            .collect();
+        parsed
+            .iter()
+            .zip(plan(&tables, capacity, avg, kind, build))
+            .map(|((name, _), a)| match a {
+                Action::Build { bpk, .. } => format!("{name} build {bpk:.1}\n"),
+                other => format!("{name} {}\n", format!("{other:?}").to_lowercase()),
+            })
+            .collect()
     }
 }

@@ -15,6 +15,7 @@ mod memory_grid;
 mod merlin_accuracy;
 mod plot_bars;
 mod plot_timeline;
+mod plot_windows;
 mod range_filter_fpr;
 mod range_memory;
 
@@ -52,6 +53,8 @@ enum Experiment {
     PlotBars(plot_bars::Args),
     /// Compaction-debt timelines of db_bench/ycsb `--json` reports.
     PlotTimeline(plot_timeline::Args),
+    /// Operations per second per window of a phase (db_bench `--window` reports), per round.
+    PlotWindows(plot_windows::Args),
     /// Rosetta's Fig. 8: the range filter's false-positive rate against its bits per key.
     RangeFilterFpr(range_filter_fpr::Args),
     /// Range-filter memory at run time while the block cache is resized.
@@ -81,6 +84,7 @@ fn main() {
         Experiment::MerlinAccuracy(a) => merlin_accuracy::main(a),
         Experiment::PlotBars(a) => plot_bars::main(a),
         Experiment::PlotTimeline(a) => plot_timeline::main(a),
+        Experiment::PlotWindows(a) => plot_windows::main(a),
         Experiment::RangeFilterFpr(a) => range_filter_fpr::main(a),
         Experiment::RangeMemory(a) => range_memory::main(a, given),
     }

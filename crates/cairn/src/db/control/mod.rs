@@ -8,7 +8,7 @@
 //! - `elastic_adjuster.rs`: ElasticBF's filter-unit adjuster, through its narrow `Host` trait
 //!   (decider `tuning/elastic.rs`).
 //! - `range_filter_memory.rs`: what range-filter memory may hold and its rounds' scores
-//!   (decider `tuning/range_memory.rs`; the round runs in `db/regions.rs`).
+//!   (decider `tuning/range_memory.rs`; the round runs in `db/range_filter_round.rs`).
 
 pub(super) mod elastic_adjuster;
 pub(super) mod memory_tuner;

@@ -5,11 +5,16 @@
 //! once when the cache is resized — keeps the region for the filters with the most recent empty range reads
 //! per byte (`tuning/range_memory.rs`), unloads the others and clears their admission. A
 //! table whose filter is out is read as if it had none; its empty reads are still counted in
-//! its side-table entry, so a round can bring it back.
+//! its side-table entry, so a round can bring it back. Rounds also build filters for tables
+//! whose filter falls short of their share (`db/range_filter_round.rs`); their reads and
+//! results are counted here.
 
 use crate::options::{Options, Regions};
+use crate::stats::{IoStats, RangeBuildStats};
 use parking_lot::Mutex;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Weight of the previous rounds' empty reads in a file's score (halved each round).
 pub(crate) const DECAY: f64 = 0.5;
@@ -30,4 +35,32 @@ pub(crate) fn capacity(opts: &Options, regions: &Regions, cache_capacity: usize)
 #[derive(Debug, Default)]
 pub(crate) struct RangeMemory {
     pub(crate) files: Mutex<HashMap<u64, (f64, f64)>>,
+    /// What builds read (outside the block cache).
+    pub(crate) io: Arc<IoStats>,
+    built: AtomicU64,
+    built_bytes: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl RangeMemory {
+    /// A filter of `bytes` was built and pinned.
+    pub(crate) fn record_build(&self, bytes: u64) {
+        self.built.fetch_add(1, Relaxed);
+        self.built_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// A build failed (its table could not be read).
+    pub(crate) fn record_failure(&self) {
+        self.failed.fetch_add(1, Relaxed);
+    }
+
+    /// The builds so far.
+    pub(crate) fn builds(&self) -> RangeBuildStats {
+        RangeBuildStats {
+            built: self.built.load(Relaxed),
+            filter_bytes: self.built_bytes.load(Relaxed),
+            failed: self.failed.load(Relaxed),
+            read_bytes: self.io.snapshot().data.bytes,
+        }
+    }
 }

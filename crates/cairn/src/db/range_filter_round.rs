@@ -1,0 +1,201 @@
+//! Range-filter memory's round (docs/design.md §5, decider `tuning/range_memory.rs`, state
+//! `control/range_filter_memory.rs`): every `range_filter.round_ms` while range reads arrive or
+//! tables change, and at once when the cache is resized. It scores each table with an open
+//! reader by its recent empty range reads, solves each one's share of the bits, admits filters
+//! in order of empty reads per byte while they fit the region, unloads the others, and returns
+//! the builds it admitted: tables whose filter falls short of their share (written before the
+//! reads reached them). [`DbInner::build_range_filters`] builds those from the tables' keys,
+//! one table at a time, reading at most `range_filter.build_rate` bytes per second outside the
+//! block cache, and pins each filter in its reader.
+//!
+//! Why built filters live in memory only (rebuilt after a restart, when reads reach the table
+//! again) rather than in a side file or a rewritten table: docs/design.md §5, range-filter
+//! memory.
+
+use super::inner::DbInner;
+use super::live_files::LiveFile;
+use crate::filter::range::{RangeBuilder, RangeFilter};
+use crate::format::ikey;
+use crate::iter::InternalIterator;
+use crate::sst::{IterOptions, TableReader};
+use crate::tuning::range_memory::{plan, Action, Kind, Table};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A filter a round decided to build.
+pub(crate) struct Build {
+    tree: usize,
+    file: Arc<LiveFile>,
+    reader: Arc<TableReader>,
+    bpk: f64,
+    rate: f64,
+}
+
+/// Readahead of a build's sequential read of its table (a compaction's).
+const BUILD_READAHEAD: usize = 2 << 20;
+
+impl DbInner {
+    /// One round: the region's capacity from the cache's, what it keeps, and the builds it
+    /// admitted (most empty reads per byte first).
+    pub(crate) fn keep_range_filters(&self) -> Vec<Build> {
+        let cap = super::control::range_filter_memory::capacity(&self.opts, &self.regions, self.cache.capacity());
+        self.memory.range_filters.set_capacity(cap);
+        if cap == usize::MAX {
+            return Vec::new();
+        }
+        let rf = &self.opts.range_filter;
+        let may_build = rf.by_workload && rf.build_rate > 0 && !self.life.is_read_only();
+        let mut files = self.range_memory.files.lock();
+        let mut next = HashMap::with_capacity(files.len());
+        let mut tables = Vec::new();
+        let mut live = Vec::new();
+        self.for_each_live_file(|tree, f, state| {
+            // A file without an open reader holds no filter; it is judged once one is open
+            // again.
+            let Some(reader) = state.reader_slot().load_full() else {
+                return;
+            };
+            let block = reader.range_filter_block_size();
+            if block == 0 && !may_build {
+                return;
+            }
+            let pinned = reader.range_filter_bytes() as u64;
+            let empty = state.stats().range_empty();
+            let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
+            let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
+            next.insert(f.number, (empty, score));
+            tables.push(Table {
+                entries: f.entries as f64,
+                empty,
+                score,
+                bytes: if pinned > 0 { pinned } else { block },
+                bits: reader.range_filter_bits(),
+                pinned: pinned > 0,
+            });
+            live.push((tree, state.clone(), reader));
+        });
+        *files = next;
+        let kind = Kind {
+            decay: rf.kind.decay(),
+            min_bpk: rf.kind.min_bits_per_key(),
+        };
+        let actions = plan(&tables, cap as u64, rf.bits_per_key, kind, may_build);
+        let mut builds = Vec::new();
+        for ((tree, state, reader), action) in live.into_iter().zip(actions) {
+            state.set_range_admitted(matches!(action, Action::Keep | Action::Admit | Action::Build { .. }));
+            match action {
+                Action::Unload | Action::Out => {
+                    reader.unload_range_filter();
+                }
+                Action::Build { bpk, rate } => builds.push(Build {
+                    tree,
+                    file: state,
+                    reader,
+                    bpk,
+                    rate,
+                }),
+                Action::Keep | Action::Admit => {}
+            }
+        }
+        builds.sort_by(|a, b| b.rate.total_cmp(&a.rate));
+        builds
+    }
+
+    /// Builds the filters a round admitted, one table at a time, keeping the bytes read to
+    /// `range_filter.build_rate` per second; stops at shutdown. A table deleted meanwhile is
+    /// skipped; a table that cannot be read is left as it was (its reads meet the error
+    /// themselves).
+    pub(crate) fn build_range_filters(&self, builds: Vec<Build>) {
+        let rate = self.opts.range_filter.build_rate.max(1) as f64;
+        let started = Instant::now();
+        let mut read = 0u64;
+        for b in builds {
+            if self.life.is_shut_down() || self.life.is_poisoned() {
+                return;
+            }
+            if !self.files.is_live(b.file.stats().number()) || !b.file.range_admitted() {
+                continue;
+            }
+            let before = self.range_memory.io.snapshot().data.bytes;
+            match self.build_range_filter(&b) {
+                Ok(Some(filter)) => {
+                    let bytes = filter.memory_usage() as u64;
+                    if b.reader.install_range_filter(filter) {
+                        self.range_memory.record_build(bytes);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.range_memory.record_failure();
+                    tracing::warn!(file = %b.reader.path().display(), error = %e, "range filter not built");
+                }
+            }
+            read += self.range_memory.io.snapshot().data.bytes - before;
+            // Ahead of the rate: wait until the bytes read so far are within it.
+            let due = Duration::from_secs_f64(read as f64 / rate);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                self.pause(wait);
+            }
+        }
+    }
+
+    /// Waits `d`, or less if the database shuts down.
+    fn pause(&self, d: Duration) {
+        let until = Instant::now() + d;
+        let mut st = self.state.lock();
+        while !self.life.is_shut_down() {
+            let Some(left) = until.checked_duration_since(Instant::now()).filter(|l| !l.is_zero()) else {
+                return;
+            };
+            self.bg_cv.wait_for(&mut st, left);
+        }
+    }
+
+    /// The filter of `b.bpk` bits per key built from its table's distinct user keys, laid out
+    /// for its tree's sampled range reads as a flush would lay it out (`None`: the kind gives
+    /// the table none at those bits).
+    fn build_range_filter(&self, b: &Build) -> crate::error::Result<Option<RangeFilter>> {
+        let rf = &self.opts.range_filter;
+        let fixed = (rf.key_offset > 0).then_some(rf.key_offset);
+        let mut builder = RangeBuilder::new(rf.kind, fixed);
+        let mut it = b.reader.iter_with(IterOptions {
+            fill_cache: false,
+            stats: Some(self.range_memory.io.clone()),
+            readahead: BUILD_READAHEAD,
+        });
+        let mut last: Option<Vec<u8>> = None;
+        let mut distinct = 0u64;
+        it.seek_to_first();
+        while it.valid() {
+            let uk = ikey::user_key(it.key());
+            if last.as_deref() != Some(uk) {
+                builder.add_key(uk);
+                distinct += 1;
+                match &mut last {
+                    Some(l) => {
+                        l.clear();
+                        l.extend_from_slice(uk);
+                    }
+                    None => last = Some(uk.to_vec()),
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        let counters = self.counters.tree(b.tree);
+        let (sizes, ends) = (counters.range_sizes(), counters.range_ends());
+        let budget = b.bpk * distinct as f64;
+        let probes = rf.probe_budget;
+        let plan = |prefixes: &[u64; crate::filter::rosetta::HEIGHTS]| {
+            crate::tuning::rosetta::plan(budget, prefixes, Some(&sizes), probes).levels
+        };
+        let number = b.file.stats().number().0;
+        let Some((version, block)) = builder.finish(number, b.bpk, Some(&ends), plan) else {
+            return Ok(None);
+        };
+        RangeFilter::decode(version, block)
+            .map(Some)
+            .map_err(|e| crate::error::Error::corruption(b.reader.path(), 0, format!("range filter built: {e}")))
+    }
+}
