@@ -7,7 +7,8 @@
 #   ycsb-e    YCSB E (short scans, 5% inserts), RECORDS records of 1 KB
 #   settled   uniform readrandom on a database each build loaded once and let settle
 #             (fillrandom, flush, waitforcompaction), every run on a copy of it: the read path
-#             alone, without the L0 files a load happens to leave (`fill` reads right after it)
+#             alone (`fill` reads right after the load); also this build without its key-value
+#             cache (cairn-nokv)
 # Writes results.md, results.json and chart.png under $OUT/{fill,ycsb-e,settled}.
 #   BEFORE=/tmp/before/target/release scripts/kv-noregress.sh    (ROUNDS=5: about 30 minutes)
 #   PARTS="settled" runs only the parts named.
@@ -44,7 +45,8 @@ if want settled; then
   done
   sync
   $bin/cairn-lab compare --rounds "$rounds" --work "$work/runs" --out "$out/settled" \
-    --config "before=from:$work/before runner:$BEFORE/db_bench $cairn" --config "cairn=from:$work/cairn $cairn" -- \
+    --config "before=from:$work/before runner:$BEFORE/db_bench $cairn" --config "cairn=from:$work/cairn $cairn" \
+    --config "cairn-nokv=from:$work/cairn $cairn --row_cache_size=0" -- \
     --benchmarks=readrandom --use_existing_db=1 --reads="$reads" "${shape[@]}"
   rm -rf "$work"
 fi

@@ -204,6 +204,10 @@ pub struct EngineArgs {
     /// (cairn only; 0: none built; default its own).
     #[arg(long)]
     pub range_filter_build_rate: Option<u64>,
+    /// Milliseconds without a write after which L0 files below the trigger are merged into L1
+    /// (cairn only; 0: never; default its own).
+    #[arg(long)]
+    pub l0_drain_ms: Option<u64>,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -653,6 +657,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         range_filter_kind => "range_filter.kind",
         range_filter_by_workload => "range_filter.by_workload",
         range_filter_build_rate => "range_filter.build_rate",
+        l0_drain_ms => "compaction.l0_drain_ms",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",
         elastic_unit_bpk => "filters.elastic_unit_bits_per_key",

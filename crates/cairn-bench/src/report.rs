@@ -188,6 +188,12 @@ pub struct CairnMetrics {
     /// ... that answered "maybe" for a range read that returned nothing.
     #[serde(default)]
     pub range_filter_false_positives: u64,
+    /// Range filters built during the phase for tables written before the reads.
+    #[serde(default)]
+    pub range_filters_built: u64,
+    /// ... bytes those builds read from storage.
+    #[serde(default)]
+    pub range_filter_build_bytes: u64,
 }
 
 /// One file's filter and the lookups it saw (for the allocation chart).
@@ -235,6 +241,8 @@ impl CairnMetrics {
             range_filter_probes: delta(|l| l.range_probes),
             range_filter_negatives: delta(|l| l.range_negatives),
             range_filter_false_positives: delta(|l| l.range_false_positives),
+            range_filters_built: after.range_builds.built - before.range_builds.built,
+            range_filter_build_bytes: after.range_builds.read_bytes - before.range_builds.read_bytes,
             replayed_distance: None,
             replayed_cosine: None,
             merlin_distance: acc.distance,
@@ -312,6 +320,13 @@ impl CairnMetrics {
             println!(
                 "  cairn: range filter probes {}, negatives {}, false positives on empty ranges {}",
                 self.range_filter_probes, self.range_filter_negatives, self.range_filter_false_positives
+            );
+        }
+        if self.range_filters_built > 0 {
+            println!(
+                "  cairn: range filters built for tables already written {}, {} MB read for them",
+                self.range_filters_built,
+                self.range_filter_build_bytes >> 20
             );
         }
     }

@@ -890,6 +890,7 @@ fn lookups_through_many_l0_files() {
     let fs = MemFs::new();
     let mut o = small(Arc::new(fs));
     o.compaction.l0_trigger = 64;
+    o.compaction.l0_drain_ms = 0; // the L0 files stay however long the test takes
     o.write_stalls.l0_slowdown_trigger = 128;
     o.write_stalls.l0_stop_trigger = 256;
     let db = Db::open("/p", o).unwrap();
@@ -916,4 +917,63 @@ fn lookups_through_many_l0_files() {
     assert_eq!(db.get(b"shared").unwrap().as_deref(), Some(&b"r13"[..]));
     assert_eq!(db.get(b"deep").unwrap().as_deref(), Some(&b"deep"[..]));
     assert_eq!(db.get(k(99)).unwrap(), None);
+}
+
+/// Once writes stop, two or more L0 files (fewer than the trigger) are merged into L1
+/// (`compaction.l0_drain_ms`): `wait_for_background` asks for that drain at once, a write
+/// withdraws the ask, one L0 file stays, and with the drain off the files stay. Every key
+/// reads the same before and after.
+#[test]
+fn l0_files_below_the_trigger_are_drained_once_writes_stop() {
+    // (drain ms, flushes, L0 files after the wait). A minute: no timed drain within the test.
+    for (drain_ms, flushes, left) in [(60_000u64, 3usize, 0usize), (60_000, 1, 1), (0, 3, 3)] {
+        let fs = MemFs::new();
+        let mut o = small(Arc::new(fs));
+        o.compaction.l0_trigger = 4;
+        o.compaction.l0_drain_ms = drain_ms;
+        let db = Db::open("/d", o).unwrap();
+        db.put(b"deep", b"1").unwrap();
+        db.flush_all().unwrap();
+        db.compact_range::<&[u8], _>(..).unwrap();
+        for round in 0..flushes as u32 {
+            db.put(k(round), format!("v{round}")).unwrap();
+            db.put(b"deep", format!("r{round}")).unwrap();
+            db.flush_all().unwrap();
+        }
+        assert_eq!(db.levels()[0].levels[0].files, flushes, "before the wait");
+        db.wait_for_background().unwrap();
+        let levels = &db.levels()[0].levels;
+        assert_eq!(
+            levels[0].files, left,
+            "drain {drain_ms} ms, {flushes} flushes: {levels:?}"
+        );
+        for round in 0..flushes as u32 {
+            assert_eq!(db.get(k(round)).unwrap(), Some(format!("v{round}").into_bytes()));
+        }
+        let last = format!("r{}", flushes - 1).into_bytes();
+        assert_eq!(db.get(b"deep").unwrap(), Some(last));
+    }
+}
+
+/// Without a wait, the drain comes by itself once no write has come for
+/// `compaction.l0_drain_ms` (here 1 ms; the test polls for up to a minute).
+#[test]
+fn l0_is_drained_by_itself_after_writes_stop() {
+    let fs = MemFs::new();
+    let mut o = small(Arc::new(fs));
+    o.compaction.l0_trigger = 4;
+    o.compaction.l0_drain_ms = 1;
+    let db = Db::open("/t", o).unwrap();
+    for round in 0..3u32 {
+        db.put(k(round), format!("v{round}")).unwrap();
+        db.flush_all().unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while db.levels()[0].levels[0].files > 1 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", db.levels());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for round in 0..3u32 {
+        assert_eq!(db.get(k(round)).unwrap(), Some(format!("v{round}").into_bytes()));
+    }
 }

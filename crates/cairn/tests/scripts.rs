@@ -61,6 +61,9 @@ impl Script {
                     o.write_stalls.l0_slowdown_trigger = l0.max(20);
                     o.write_stalls.l0_stop_trigger = l0.max(36);
                     o.compaction.max_bytes_for_level_base = if c.has("l0") { 16 << 10 } else { 1 << 40 };
+                    // L0 files stay until asked (`drain=MS`: merged into L1 once writes stop
+                    // that long, or at a wait — `levels` waits).
+                    o.compaction.l0_drain_ms = c.arg("drain", 0u64);
                     o
                 };
                 self.db = Some(Db::open("/s", opts.clone()).unwrap());

@@ -171,7 +171,13 @@ fn compaction_loop(inner: Arc<DbInner>) {
         |st| {
             // Wake up when a file's values expire (checked at least once a minute: the clock may
             // jump).
-            compact::until_next_expiry(&inner, st).map(|d| d.clamp(Duration::from_millis(10), Duration::from_secs(60)))
+            let expiry = compact::until_next_expiry(&inner, st);
+            // Or when writes will have been quiet long enough for an L0 drain.
+            [expiry, compact::until_drain(&inner, st)]
+                .into_iter()
+                .flatten()
+                .min()
+                .map(|d| d.clamp(Duration::from_millis(10), Duration::from_secs(60)))
         },
     ) {
         let r = compact::run_and_release(&inner, &job);
@@ -183,12 +189,14 @@ fn compaction_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Waits until no flush or compaction is pending or running.
+/// Waits until no flush or compaction is pending or running — an L0 drain included, asked for
+/// now, unless writes arrive meanwhile (`compact.rs`).
 pub(super) fn wait_idle(inner: &Arc<DbInner>) -> Result<()> {
     if inner.life.is_read_only() {
         return Ok(());
     }
     let mut st = inner.state.lock();
+    compact::ask_drain(inner, &mut st);
     loop {
         inner.check_writable()?;
         let flush_due = st.flushing || st.mems.iter().any(|m| m.has_flush() || m.merge_waiting());

@@ -75,6 +75,17 @@ pub(crate) struct State {
     /// Per tree, bytes written over the last one to two `max_wal_size` windows, as the write
     /// leader last saw them (level targets that follow write memory split it by these).
     pub recent_writes: Vec<u64>,
+    /// Whether writes have stopped, for the L0 drain (`compact.rs`).
+    pub quiet: Quiet,
+}
+
+/// Whether writes have stopped: the L0 drain's clock (`compact.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Quiet {
+    /// The user writes counted when the count was last seen to change, and when.
+    pub sample: Option<(u64, std::time::Instant)>,
+    /// A wait for background work asked for the drain now (until the next write).
+    pub asked: bool,
 }
 
 impl State {

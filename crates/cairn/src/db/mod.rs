@@ -335,7 +335,8 @@ impl Db {
 
     /// Waits until no flush or compaction is pending (and the next WAL is made): after a bulk
     /// load, so that reads and measurements start on a settled tree (RocksDB's
-    /// `WaitForCompact`).
+    /// `WaitForCompact`). Two or more L0 files are merged into L1 first, as when writes stop
+    /// (`compaction.l0_drain_ms`), unless a write comes meanwhile.
     pub fn wait_for_background(&self) -> Result<()> {
         background::wait_idle(self.inner())
     }

@@ -452,6 +452,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
             running_compactions: 0,
             flushing: false,
             recent_writes: Vec::new(),
+            quiet: Default::default(),
             spare_wal: None,
             spare_wanted: !read_only,
         }),

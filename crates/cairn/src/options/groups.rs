@@ -401,6 +401,10 @@ group! {
         size_ratio: f64 = 10.0 => "compaction.size_ratio", Float, within(2.0, INF), Stored;
         /// L0 files that trigger a compaction.
         l0_trigger: usize = 4 => "compaction.l0_trigger", Count, within(1.0, INF), Stored;
+        /// Milliseconds without a write after which a tree's L0 files, when there are two or
+        /// more, are merged into L1 although fewer than compaction.l0_trigger (0: never): the
+        /// reads after a load then probe no L0 file, whatever the load left.
+        l0_drain_ms: u64 = 1000 => "compaction.l0_drain_ms", Count, ANY, Stored;
         /// Capacity of L1 with fixed level targets (RocksDB max_bytes_for_level_base).
         max_bytes_for_level_base: u64 = 256 << 20
             => "compaction.max_bytes_for_level_base", Bytes, within(1.0, INF), Stored;
