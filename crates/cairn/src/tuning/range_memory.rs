@@ -120,7 +120,9 @@ pub enum Action {
 /// key, and it gives no filter under `min_bpk` bits per key.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Kind {
+    /// The false-positive rate's decay per bit per key (`RangeFilterKind::decay`).
     pub decay: f64,
+    /// The fewest bits per key it builds a filter of.
     pub min_bpk: f64,
 }
 
