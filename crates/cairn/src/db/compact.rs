@@ -223,8 +223,8 @@ pub(super) fn work_pending(inner: &DbInner, st: &State) -> bool {
     })
 }
 
-/// Fewest L0 files a drain merges (one file costs a read one probe; below the trigger the
-/// batching it buys is worth more).
+/// Fewest L0 files a drain merges (one file costs each read one probe, worth less than the
+/// L0 → L1 batching the trigger buys).
 const DRAIN_MIN_FILES: usize = 2;
 
 /// Whether `tv`'s L0 would be drained once writes stop (`compaction.l0_drain_ms`).
@@ -262,8 +262,7 @@ pub(super) fn ask_drain(inner: &DbInner, st: &mut State) {
 /// Once writes have stopped for `compaction.l0_drain_ms`, `tree`'s L0 files (at least
 /// [`DRAIN_MIN_FILES`]) merged into L1 — what `compact_range`'s first step does — although
 /// they are fewer than the trigger: a load leaves between none and trigger − 1 of them, and the
-/// reads that follow probe each one (measured: a load that stopped with 3 left its empty-range
-/// reads at a third of the throughput of one that stopped with none).
+/// reads that follow probe each one (docs/design.md §3, L0 drain).
 fn drain_job(inner: &DbInner, st: &mut State, tree: usize) -> Option<Job> {
     if !drains(inner, st.version().trees.get(tree)?) {
         return None;

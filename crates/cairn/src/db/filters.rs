@@ -301,9 +301,7 @@ impl DbInner {
         let range: Option<Arc<dyn DecideFilters>> = if range_fixed { None } else { Some(decider) };
         Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
     }
-}
 
-impl DbInner {
     /// The average range-filter bits per key, fitted to range-filter memory: when the region
     /// cannot hold the configured bits for every key of `version`, fewer bits per key for
     /// every table rather than filters that cannot all be in memory (the round's rule,
