@@ -57,6 +57,16 @@ pub fn process_cpu_secs() -> Option<f64> {
     Some(ticks as f64 / 100.0)
 }
 
+/// The median of `v` (sorts it; NaN when empty): what every experiment reports over rounds.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// gflags-style boolean flag values, as db_bench takes them: `1`/`0`, `true`/`false`, `yes`/`no`.
 pub fn flag_bool(s: &str) -> Result<bool, String> {
     match s.to_ascii_lowercase().as_str() {

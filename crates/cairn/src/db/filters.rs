@@ -302,23 +302,21 @@ impl DbInner {
         Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
     }
 
-    /// The average range-filter bits per key, fitted to range-filter memory: when the region
-    /// cannot hold the configured bits for every key of `version`, fewer bits per key for
-    /// every table rather than filters that cannot all be in memory (the round's rule,
-    /// `tuning/range_memory.rs`).
+    /// The average range-filter bits per key, fitted to range-filter memory over the keys of
+    /// `version` (`tuning::range_memory::fitted_bpk`, the round's rule).
     fn range_bits_that_fit(&self, version: &crate::version::Version) -> f64 {
         let configured = self.opts.range_filter.bits_per_key;
         let cap = self.memory.range_filters.capacity();
+        if cap == usize::MAX {
+            return configured;
+        }
         let entries: u64 = version
             .trees
             .iter()
             .flat_map(|t| t.levels.iter().flatten())
             .map(|f| f.entries)
             .sum();
-        if cap == usize::MAX || entries == 0 {
-            return configured;
-        }
-        configured.min(cap as f64 * 8.0 / entries as f64)
+        crate::tuning::range_memory::fitted_bpk(configured, cap as u64, entries as f64)
     }
 }
 

@@ -108,8 +108,8 @@ impl DbInner {
     /// themselves).
     pub(crate) fn build_range_filters(&self, builds: Vec<Build>) {
         let rate = self.opts.range_filter.build_rate.max(1) as f64;
-        let started = Instant::now();
-        let mut read = 0u64;
+        let read_bytes = || self.range_memory.io.snapshot().data.bytes;
+        let (started, read_before) = (Instant::now(), read_bytes());
         for b in builds {
             if self.life.is_shut_down() || self.life.is_poisoned() {
                 return;
@@ -117,7 +117,6 @@ impl DbInner {
             if !self.files.is_live(b.file.stats().number()) || !b.file.range_admitted() {
                 continue;
             }
-            let before = self.range_memory.io.snapshot().data.bytes;
             match self.build_range_filter(&b) {
                 Ok(Some(filter)) => {
                     let bytes = filter.memory_usage() as u64;
@@ -131,9 +130,8 @@ impl DbInner {
                     tracing::warn!(file = %b.reader.path().display(), error = %e, "range filter not built");
                 }
             }
-            read += self.range_memory.io.snapshot().data.bytes - before;
             // Ahead of the rate: wait until the bytes read so far are within it.
-            let due = Duration::from_secs_f64(read as f64 / rate);
+            let due = Duration::from_secs_f64((read_bytes() - read_before) as f64 / rate);
             if let Some(wait) = due.checked_sub(started.elapsed()) {
                 self.pause(wait);
             }
@@ -185,11 +183,7 @@ impl DbInner {
         it.status()?;
         let counters = self.counters.tree(b.tree);
         let (sizes, ends) = (counters.range_sizes(), counters.range_ends());
-        let budget = b.bpk * distinct as f64;
-        let probes = rf.probe_budget;
-        let plan = |prefixes: &[u64; crate::filter::rosetta::HEIGHTS]| {
-            crate::tuning::rosetta::plan(budget, prefixes, Some(&sizes), probes).levels
-        };
+        let plan = crate::tuning::rosetta::planner(b.bpk * distinct as f64, Some(&sizes), rf.probe_budget);
         let number = b.file.stats().number().0;
         let Some((version, block)) = builder.finish(number, b.bpk, Some(&ends), plan) else {
             return Ok(None);

@@ -309,10 +309,7 @@ impl TableBuilder {
                     .as_ref()
                     .map_or(ro.bits_per_key, |d| d.range_bits_per_key(&self.output()));
                 let budget = bpk * self.distinct_keys as f64;
-                let (sizes, probes) = (ro.sizes.clone(), ro.probe_budget);
-                let plan = |prefixes: &[u64; crate::filter::rosetta::HEIGHTS]| {
-                    crate::tuning::rosetta::plan(budget, prefixes, sizes.as_deref(), probes).levels
-                };
+                let plan = crate::tuning::rosetta::planner(budget, ro.sizes.as_deref(), ro.probe_budget);
                 match r.finish(self.props.file_number, bpk, ro.ends.as_deref(), plan) {
                     Some((version, block)) => Some((version, self.write_block(&block, Compression::None)?)),
                     None => None,

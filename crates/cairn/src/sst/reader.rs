@@ -516,20 +516,7 @@ impl TableReader {
         if !admit || !self.range_region.as_deref().is_none_or(room) {
             return Ok(None);
         }
-        let filter = self.decode_range_filter(version, handle)?;
-        let size = filter.memory_usage();
-        let reserved = match (&self.cache, self.reserve_in_cache) {
-            (Some(cache), true) => {
-                cache.reserve(size);
-                Some((cache.clone(), size))
-            }
-            _ => None,
-        };
-        let pinned = Arc::new(PinnedRange {
-            filter,
-            _charge: self.range_region.as_ref().map(|r| r.charge(size)),
-            reserved,
-        });
+        let pinned = self.charged(self.decode_range_filter(version, handle)?);
         // Two first readers may race: the loser's copy (with its charge) is dropped.
         let prev = self.range_pinned.compare_and_swap(&None::<Arc<PinnedRange>>, Some(pinned.clone()));
         Ok(Some(match &*prev {
@@ -573,6 +560,14 @@ impl TableReader {
                 return false;
             }
         }
+        self.range_pinned.store(Some(self.charged(filter)));
+        true
+    }
+
+    /// `filter` as this reader pins it: charged to the range region and reserved in the block
+    /// cache like the index (both given back when the last holder drops it).
+    fn charged(&self, filter: RangeFilter) -> Arc<PinnedRange> {
+        let size = filter.memory_usage();
         let reserved = match (&self.cache, self.reserve_in_cache) {
             (Some(cache), true) => {
                 cache.reserve(size);
@@ -580,12 +575,11 @@ impl TableReader {
             }
             _ => None,
         };
-        self.range_pinned.store(Some(Arc::new(PinnedRange {
+        Arc::new(PinnedRange {
             filter,
             _charge: self.range_region.as_ref().map(|r| r.charge(size)),
             reserved,
-        })));
-        true
+        })
     }
 
     /// Bytes of the pinned range filter (0 when it is not pinned).

@@ -192,6 +192,16 @@ pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bo
         .collect()
 }
 
+/// The average bits per key over `entries` keys that range-filter memory of `capacity` bytes
+/// holds: `avg_bpk`, or fewer when the region cannot hold that much for every key (every table
+/// gets fewer bits rather than some none). Compaction outputs' bits follow it too.
+pub fn fitted_bpk(avg_bpk: f64, capacity: u64, entries: f64) -> f64 {
+    if entries <= 0.0 {
+        return avg_bpk;
+    }
+    avg_bpk.min(capacity as f64 * 8.0 / entries)
+}
+
 /// Each table's share of the bits (Mnemosyne's sort-and-search weighted by empty range reads),
 /// the average fitted to `capacity`.
 fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<f64> {
@@ -199,7 +209,7 @@ fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<
     if entries <= 0.0 {
         return vec![0.0; tables.len()];
     }
-    let avg = avg_bpk.min(capacity as f64 * 8.0 / entries);
+    let avg = fitted_bpk(avg_bpk, capacity, entries);
     let files: Vec<SolverFile> = tables
         .iter()
         .map(|t| SolverFile {

@@ -48,6 +48,17 @@ pub struct RangePlan {
     pub levels: Vec<(usize, f64)>,
 }
 
+/// What `RangeBuilder::finish` lays a table's levels out by once it knows its prefixes:
+/// [`plan`] of `total_bits` for the tree's sampled `sizes` and the probe budget (a flush's,
+/// a compaction's and a run-time build's alike).
+pub fn planner(
+    total_bits: f64,
+    sizes: Option<&[u64; SIZE_BUCKETS]>,
+    probe_budget: u32,
+) -> impl FnOnce(&[u64; HEIGHTS]) -> Vec<(usize, f64)> + '_ {
+    move |prefixes| plan(total_bits, prefixes, sizes, probe_budget).levels
+}
+
 /// Spreads `total_bits` over the heights, given `prefixes[h]` (distinct prefixes at height `h`),
 /// the sampled size histogram (`None` or all zero: the default) and the probe budget of a
 /// query (what one level can settle: one probe per value).

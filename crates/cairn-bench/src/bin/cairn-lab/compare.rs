@@ -181,15 +181,6 @@ fn run_once(
     (report.phases, Some(report.peak_rss_bytes).filter(|&b| b > 0))
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Results per (phase, configuration): every run's phase record.
 type Results = BTreeMap<(usize, String), Vec<Phase>>;
 
@@ -330,7 +321,7 @@ pub fn main(args: Args) {
             .iter()
             .map(|p| p.ops_per_sec)
             .collect();
-        Some(median(&mut v))
+        Some(cairn_bench::median(&mut v))
     };
     let mut md = String::new();
     md.push_str(&format!(
@@ -422,7 +413,7 @@ pub fn main(args: Args) {
                     .iter()
                     .filter_map(|p| summary(p, kind).map(f))
                     .collect();
-                (!v.is_empty()).then(|| median(&mut v))
+                (!v.is_empty()).then(|| cairn_bench::median(&mut v))
             };
             let base = pct(&configs[0], |l| l.p999_us);
             for c in &configs {
@@ -472,7 +463,7 @@ pub fn main(args: Args) {
             md.push_str(&if v.is_empty() {
                 " – |".to_string()
             } else {
-                format!(" {:.2} |", median(&mut v))
+                format!(" {:.2} |", cairn_bench::median(&mut v))
             });
         }
         md.push('\n');
@@ -483,7 +474,7 @@ pub fn main(args: Args) {
         for c in &configs {
             if let Some(v) = rss.get_mut(&c.name) {
                 let max = v.iter().copied().fold(0.0, f64::max);
-                md.push_str(&format!("| {} | {:.0} | {max:.0} |\n", c.name, median(v)));
+                md.push_str(&format!("| {} | {:.0} | {max:.0} |\n", c.name, cairn_bench::median(v)));
             }
         }
     }
@@ -597,7 +588,7 @@ fn write_costs(order: &[String], configs: &[Config], results: &Results, entry: f
         if x.is_empty() {
             " – |".to_string()
         } else {
-            format!(" {:.2} |", median(&mut x))
+            format!(" {:.2} |", cairn_bench::median(&mut x))
         }
     };
     for (name, per_cfg) in &rows {

@@ -230,12 +230,7 @@ pub fn main(mut a: Args) {
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    cairn_bench::median(&mut v)
 }
 
 /// Writes results.md and results.json; returns the markdown.

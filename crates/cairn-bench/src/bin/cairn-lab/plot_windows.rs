@@ -51,15 +51,6 @@ fn rates(p: &Phase) -> Windows {
         .collect()
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    match xs.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => xs[n / 2],
-        n => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
-    }
-}
-
 pub fn main(args: Args) {
     let fail = |msg: String| -> ! {
         eprintln!("plot_windows: {msg}");
@@ -90,7 +81,7 @@ pub fn main(args: Args) {
         .iter()
         .map(|(name, rounds)| {
             let m = (0..windows)
-                .map(|i| median(rounds.iter().map(|r| r[i].1).collect()))
+                .map(|i| cairn_bench::median(&mut rounds.iter().map(|r| r[i].1).collect::<Vec<_>>()))
                 .collect();
             (name.clone(), m)
         })
