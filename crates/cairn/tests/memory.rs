@@ -586,4 +586,24 @@ fn the_tuner_grows_the_key_value_cache_for_hot_keys_and_shrinks_it_for_uniform_o
     let m = db.memory();
     assert_eq!(m.write_capacity + m.cache_capacity + m.kv_cache_capacity, budget);
     assert!(db.property("cairn.tuner").unwrap().contains("key-value cache"));
+    // Uniform lookups go on: it shrinks to nothing (a quarter a cycle, then what is left)…
+    for round in 0..30u32 {
+        if kv(&db) == 0 {
+            break;
+        }
+        for i in 0..40_000u32 {
+            db.get(key((i + round * 40_000).wrapping_mul(7_919) % keys)).unwrap();
+        }
+        db.tune_memory().expect("a cycle with operations");
+    }
+    assert_eq!(kv(&db), 0, "{}", db.property("cairn.tuner").unwrap());
+    // … and grows back when hot keys return: with no room, a fill goes to the ghost at once.
+    for _ in 0..20 {
+        for i in 0..4_000u32 {
+            db.get(key(i)).unwrap();
+        }
+    }
+    let r = db.tune_memory().expect("a cycle with operations");
+    assert!(r.kv_step > 0 && r.kv_derivative < 0.0, "{r:?}");
+    assert!(kv(&db) > 0);
 }

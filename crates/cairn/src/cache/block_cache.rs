@@ -457,12 +457,14 @@ impl<V: Clone + Send + Sync + 'static> ClockCache<V> {
         if evicted.is_empty() {
             return;
         }
-        let listeners: Vec<EvictionListener> = self.listeners.read().iter().map(|(_, l)| l.clone()).collect();
+        // Listeners (ghosts) neither add nor remove listeners: they run under the read lock,
+        // which spares a miss a copy of the list.
+        let listeners = self.listeners.read();
         let s = Stripe::current();
         let c = self.counters.at(s);
         for (key, kind, charge) in evicted {
             s.add(&c[kind as usize].evictions, 1);
-            for l in &listeners {
+            for (_, l) in listeners.iter() {
                 l(key, kind, charge);
             }
         }

@@ -37,6 +37,17 @@ const LANES: usize = 256;
 /// Tree generations kept (trees beyond share one by id modulo this).
 const TREES: usize = 64;
 
+/// The ghost follows one key in this many (by hash), each standing for this many (Waldspurger
+/// et al.'s spatial sampling, SHARDS): hits per simulated byte keep their expectation, and a
+/// miss pays for the ghost's lock and map one time in this many. A uniform workload, which the
+/// cache does not pay for, misses on nearly every lookup.
+const GHOST_SAMPLE: u64 = 8;
+
+/// Whether the ghost follows the key of `hash` (bits the lanes and the map do not use alone).
+fn sampled(hash: u64) -> bool {
+    (hash >> 20) % GHOST_SAMPLE == 0
+}
+
 /// A cached answer of the tables for one key, in one allocation (a fill allocates once, and
 /// an entry costs its bytes, the reference counts and the cache's slot):
 ///
@@ -132,11 +143,12 @@ pub struct KvCounters {
     pub negative_hits: u64,
     /// Lookups the cache could not answer.
     pub misses: u64,
-    /// Answers cached.
+    /// Answers cached (also those the cache had no room for, which were evicted at once).
     pub fills: u64,
     /// Fills refused because an invalidation raced them.
     pub refused: u64,
-    /// Misses the ghost of recently evicted keys would have answered (a larger cache's hits).
+    /// Misses the ghost of recently evicted keys would have answered (a larger cache's hits),
+    /// estimated from the one key in eight it follows.
     pub ghost_hits: u64,
 }
 
@@ -168,7 +180,16 @@ impl KvCache {
     /// `max_value` bytes, with a ghost simulating `ghost` bytes more (0: none).
     pub fn new(capacity: usize, max_value: usize, ghost: usize) -> Self {
         let entries = ClockCache::new(capacity, 0.0);
-        let ghost = (ghost > 0).then(|| GhostCache::attach(&entries, ghost).0);
+        let ghost = (ghost > 0).then(|| {
+            let g = Arc::new(GhostCache::new(ghost));
+            let to = g.clone();
+            entries.add_eviction_listener(Arc::new(move |key: BlockKey, _: BlockKind, charge| {
+                if sampled(key.offset) {
+                    to.evicted(key, charge * GHOST_SAMPLE as usize);
+                }
+            }));
+            g
+        });
         KvCache {
             entries,
             ghost,
@@ -215,7 +236,7 @@ impl KvCache {
     /// copied into `value` (replacing its contents). `None`: look in the tables.
     #[inline]
     pub fn get(&self, t: &Ticket, tree: u32, key: &[u8], seqno: u64, value: &mut Vec<u8>) -> Option<Cached> {
-        let found = if t.generation % 2 == 1 {
+        let found = if t.generation % 2 == 1 || self.entries.capacity() == 0 {
             None
         } else {
             self.entries
@@ -245,9 +266,9 @@ impl KvCache {
             },
             1,
         );
-        if let (None, Some(g)) = (found, &self.ghost) {
+        if let (None, Some(g), true) = (found, &self.ghost, sampled(t.hash)) {
             if g.probe(&Self::block_key(tree, t.hash), true) {
-                s.add(&c.ghost_hits, 1);
+                s.add(&c.ghost_hits, GHOST_SAMPLE);
             }
         }
         found
@@ -261,11 +282,17 @@ impl KvCache {
             return;
         }
         let charge = Self::charge(key.len(), value.len());
+        let s = Stripe::current();
         if charge > self.entries.capacity() {
+            // Cached and evicted at once: the ghost still learns what a cache would have held,
+            // so the tuner can grow one back from nothing.
+            if let (Some(g), true) = (&self.ghost, sampled(t.hash)) {
+                g.evicted(Self::block_key(tree, t.hash), charge * GHOST_SAMPLE as usize);
+            }
+            s.add(&self.counters.at(s).fills, 1);
             return;
         }
         let entry = entry(t.generation, kind, seqno, key, value);
-        let s = Stripe::current();
         let lane = self.lane(t.hash);
         let _guard = lane.lock.lock();
         if lane.epoch.load(Ordering::Acquire) != t.epoch || self.generation(tree).load(Ordering::Acquire) != t.generation {
@@ -402,6 +429,36 @@ mod tests {
         assert!(kv.usage() <= kv.capacity() && kv.len() <= 20 && kv.len() >= 10, "{}", kv.len());
         kv.set_capacity(0);
         assert_eq!((kv.usage(), kv.len()), (0, 0));
+    }
+
+    #[test]
+    fn the_ghost_follows_one_key_in_eight_and_learns_even_with_no_capacity() {
+        let keys: Vec<[u8; 8]> = (0..4000u64).map(|i| i.to_be_bytes()).collect();
+        let followed = keys.iter().filter(|k| sampled(key_hash(*k))).count();
+        assert!((400..600).contains(&followed), "{followed} of 4000 followed");
+        for capacity in [0, 64 * KvCache::charge(8, 32)] {
+            let kv = KvCache::new(capacity, 32, 1 << 20);
+            for k in &keys {
+                assert!(get(&kv, 0, k, 9).is_none());
+                fill(&kv, 0, k, ValueKind::Put, 1, &[1; 32]);
+            }
+            // Every followed key that misses was evicted (or never held) within the ghost's
+            // capacity: it counts for eight; the others count nothing.
+            let before = kv.counters();
+            let mut expected = 0;
+            for k in &keys {
+                if get(&kv, 0, k, 9).is_none() && sampled(key_hash(k)) {
+                    expected += GHOST_SAMPLE;
+                }
+            }
+            let c = kv.counters();
+            assert_eq!(c.ghost_hits - before.ghost_hits, expected, "capacity {capacity}");
+            if capacity == 0 {
+                assert_eq!((c.hits, kv.len(), expected), (0, 0, GHOST_SAMPLE * followed as u64));
+            } else {
+                assert!(c.hits > 0 && expected > 0, "capacity {capacity}: {c:?}");
+            }
+        }
     }
 
     #[test]

@@ -348,8 +348,9 @@ impl Tuner {
                     }
                 }
             };
-            // What the capped steps leave of a cache the workload does not use goes at once.
-            if g > 0.0 && m.step == 0 && m.rule == Rule::SmallStep && (sizes.kv as f64) < 2.0 * c.min_step * total {
+            // What the capped steps leave of a cache the workload does not use goes at once
+            // (a quarter of it is below the smallest step: it would otherwise stay for good).
+            if g > 0.0 && m.step == 0 && m.rule == Rule::SmallStep {
                 m.step = -(sizes.kv as i64);
                 m.rule = Rule::Fallback;
             }
