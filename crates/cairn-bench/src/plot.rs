@@ -51,17 +51,31 @@ pub fn marked_line<'a, CT: CoordTranslate<From = (f64, f64)>>(
     Ok(())
 }
 
-/// Draws L0 files (top) and pending compaction bytes (bottom) over time, one line per named
-/// series, with the phase changes of the first series marked.
+/// A panel of the timeline chart.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Panel {
+    L0,
+    Pending,
+    WriteMemory,
+}
+
+/// Draws L0 files (top), pending compaction bytes and, when reported, write memory (below)
+/// over time, one line per named series, with the phase changes of the first series marked.
 ///
 /// # Errors
 /// Drawing errors, as text.
 pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> Result<(), String> {
     register_font()?;
     let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = BitMapBackend::new(path, (1100, 700)).into_drawing_area();
+    // A third panel for write memory when an engine reports it (cairn's tuner moves it).
+    let write_memory = series
+        .iter()
+        .any(|(_, s)| s.iter().any(|x| x.write_memory_bytes.is_some()));
+    let height = if write_memory { 950 } else { 700 };
+    let root = BitMapBackend::new(path, (1100, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let (top, bottom) = root.split_vertically(360);
+    let (top, rest) = root.split_vertically(360);
+    let (bottom, third) = rest.split_vertically(340);
     let t_max = series
         .iter()
         .flat_map(|(_, s)| s.iter().map(|x| x.t_secs))
@@ -77,10 +91,19 @@ pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> R
         .flat_map(|(_, s)| s.iter().map(|x| gb(x.debt.pending_compaction_bytes)))
         .fold(0.01f64, f64::max)
         * 1.1;
-    for (area, y_max, y_desc, is_l0) in [
-        (&top, l0_max, "L0 files", true),
-        (&bottom, pend_max, "pending compaction GiB", false),
-    ] {
+    let mib = |b: u64| b as f64 / f64::from(1u32 << 20);
+    let write_max = series
+        .iter()
+        .flat_map(|(_, s)| s.iter().filter_map(|x| x.write_memory_bytes.map(mib)))
+        .fold(1.0f64, f64::max)
+        * 1.1;
+    let panels = [
+        (&top, l0_max, "L0 files", Panel::L0),
+        (&bottom, pend_max, "pending compaction GiB", Panel::Pending),
+        (&third, write_max, "write memory MiB", Panel::WriteMemory),
+    ];
+    for (area, y_max, y_desc, panel) in panels.into_iter().take(if write_memory { 3 } else { 2 }) {
+        let is_l0 = panel == Panel::L0;
         let mut ch = ChartBuilder::on(area)
             .caption(
                 if is_l0 { title.to_string() } else { String::new() },
@@ -100,13 +123,13 @@ pub fn timeline(path: &Path, title: &str, series: &[(String, Vec<Sample>)]) -> R
             let color = Palette99::pick(i).to_rgba();
             let points: Vec<(f64, f64)> = samples
                 .iter()
-                .map(|s| {
-                    let y = if is_l0 {
-                        s.debt.l0_files as f64
-                    } else {
-                        gb(s.debt.pending_compaction_bytes)
+                .filter_map(|s| {
+                    let y = match panel {
+                        Panel::L0 => s.debt.l0_files as f64,
+                        Panel::Pending => gb(s.debt.pending_compaction_bytes),
+                        Panel::WriteMemory => mib(s.write_memory_bytes?),
                     };
-                    (s.t_secs, y)
+                    Some((s.t_secs, y))
                 })
                 .collect();
             ch.draw_series(LineSeries::new(points, color.stroke_width(2)))

@@ -1,6 +1,6 @@
 //! Compaction debt over time: a sampler thread reads an engine's L0 file count and pending
-//! compaction bytes (and cairn's stall and delay time, the process's resident memory and what
-//! cairn accounts for) while a benchmark runs, for the
+//! compaction bytes (and cairn's stall and delay time and write memory, the process's resident
+//! memory and what cairn accounts for) while a benchmark runs, for the
 //! `timeline` of `--json` and the charts of `plot_timeline`.
 
 use crate::engine::Engine;
@@ -26,6 +26,9 @@ pub struct Sample {
     /// What the engine accounts for then (cairn: `MemoryUsage::total_usage`).
     #[serde(default)]
     pub accounted_bytes: Option<u64>,
+    /// Its write memory then (cairn: the memory tuner's write region).
+    #[serde(default)]
+    pub write_memory_bytes: Option<u64>,
 }
 
 /// Runs `f` while a thread samples `engine`'s debt every `every`, labelling each sample with
@@ -49,6 +52,7 @@ pub fn sampled<T>(
                     debt,
                     rss_bytes: crate::rss_bytes("VmRSS").unwrap_or(0),
                     accounted_bytes: engine.as_cairn().map(|db| db.memory().total_usage() as u64),
+                    write_memory_bytes: engine.as_cairn().map(|db| db.memory().write_capacity as u64),
                 });
                 // Sleep in short steps so the end of the run is not delayed by a full period.
                 let next = Instant::now() + every;

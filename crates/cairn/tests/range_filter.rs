@@ -793,3 +793,71 @@ fn range_filter_builds_can_be_turned_off_and_are_refused_without_their_condition
         "{e}"
     );
 }
+
+/// A build only reads: what a round does to the file system is reads and nothing else, so a
+/// crash at any point of one — here half-way through its reads — leaves the files as they
+/// were, the reopened database answers as before, and a round builds the filters again.
+#[test]
+fn a_build_only_reads_and_a_crash_in_the_middle_of_one_loses_nothing() {
+    use cairn::env::{CrashMode, FaultFs, OpClass};
+    const N: u64 = 20_000;
+    let mut dry_reads = 0;
+    for crash in [false, true] {
+        let fs = FaultFs::new(Arc::new(MemFs::new()), 1);
+        let mut o = common::small(Arc::new(fs.clone()), 32 << 10);
+        o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(4 << 20);
+        o.memory.fixed_mut().index_in_block_cache = true;
+        o.range_filter.round_ms = 0;
+        let db = Db::open("/c", o.clone()).unwrap();
+        for i in 0..N {
+            db.put(k16(i * 1024, 0), "v").unwrap();
+        }
+        db.flush_all().unwrap();
+        db.compact_range::<&[u8], _>(..).unwrap();
+        db.wait_for_background().unwrap();
+        let tables = db.levels()[0].levels.iter().map(|l| l.files).sum::<usize>() as u64;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for _ in 0..500 {
+            let x = rng.gen_range(0..N) * 1024 + 1 + rng.gen_range(0..900);
+            assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+        }
+        fs.record_ops();
+        if crash {
+            fs.crash_at(fs.op_count() + dry_reads / 2);
+        }
+        db.keep_range_filters();
+        let ops = fs.op_log();
+        let built = db.stats().range_builds;
+        if crash {
+            assert!(built.built < tables && built.failed > 0, "{built:?} of {tables} tables");
+        } else {
+            assert_eq!(built.built, tables);
+            let other: Vec<_> = ops.iter().filter(|r| r.class != OpClass::Read).collect();
+            assert!(other.is_empty(), "a build did more than read: {other:?}");
+            dry_reads = ops.len() as u64;
+            assert!(dry_reads >= tables, "{dry_reads} reads for {tables} tables");
+        }
+        drop(db);
+        fs.crash(CrashMode::DropUnsynced).unwrap();
+        fs.restart();
+        fs.clear_faults();
+        let db = Db::open("/c", o).unwrap();
+        let keys: Vec<Vec<u8>> = db.iter().map(|r| r.unwrap().0.to_vec()).collect();
+        assert_eq!(
+            keys,
+            (0..N).map(|i| k16(i * 1024, 0)).collect::<Vec<_>>(),
+            "crash {crash}"
+        );
+        for _ in 0..500 {
+            let x = rng.gen_range(0..N) * 1024 + 1 + rng.gen_range(0..900);
+            assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+        }
+        db.keep_range_filters();
+        assert!(
+            db.stats().range_builds.built * 10 >= tables * 9,
+            "crash {crash}: {:?}",
+            db.stats().range_builds
+        );
+        db.close().unwrap();
+    }
+}
