@@ -204,6 +204,10 @@ pub struct EngineArgs {
     /// (cairn only; 0: none built; default its own).
     #[arg(long)]
     pub range_filter_build_rate: Option<u64>,
+    /// The most bits per key, on average, range filters grow to where empty range reads pay
+    /// more than cache (cairn only; default its own; `--range_filter_bits_per_key`: none).
+    #[arg(long)]
+    pub range_filter_max_bits_per_key: Option<f64>,
     /// Milliseconds without a write after which L0 files below the trigger are merged into L1
     /// (cairn only; 0: never; default its own).
     #[arg(long)]
@@ -657,6 +661,7 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
         range_filter_kind => "range_filter.kind",
         range_filter_by_workload => "range_filter.by_workload",
         range_filter_build_rate => "range_filter.build_rate",
+        range_filter_max_bits_per_key => "range_filter.max_bits_per_key",
         l0_drain_ms => "compaction.l0_drain_ms",
         filter_memory => "memory.filter_memory",
         elastic_units => "filters.elastic_units",

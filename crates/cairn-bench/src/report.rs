@@ -194,6 +194,9 @@ pub struct CairnMetrics {
     /// ... bytes those builds read from storage.
     #[serde(default)]
     pub range_filter_build_bytes: u64,
+    /// The range filters' average bits per key at the phase's end (grown by empty reads).
+    #[serde(default)]
+    pub range_filter_bits_per_key: f64,
 }
 
 /// One file's filter and the lookups it saw (for the allocation chart).
@@ -243,6 +246,7 @@ impl CairnMetrics {
             range_filter_false_positives: delta(|l| l.range_false_positives),
             range_filters_built: after.range_builds.built - before.range_builds.built,
             range_filter_build_bytes: after.range_builds.read_bytes - before.range_builds.read_bytes,
+            range_filter_bits_per_key: after.range_builds.bits_per_key,
             replayed_distance: None,
             replayed_cosine: None,
             merlin_distance: acc.distance,
@@ -324,9 +328,10 @@ impl CairnMetrics {
         }
         if self.range_filters_built > 0 {
             println!(
-                "  cairn: range filters built for tables already written {}, {} MB read for them",
+                "  cairn: range filters built for tables already written {}, {} MB read for them; {:.1} bits per key on average",
                 self.range_filters_built,
-                self.range_filter_build_bytes >> 20
+                self.range_filter_build_bytes >> 20,
+                self.range_filter_bits_per_key
             );
         }
     }

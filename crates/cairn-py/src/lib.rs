@@ -606,7 +606,10 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
         ),
     )?;
     let rb = &s.range_builds;
-    d.set_item("range_builds", fields!(py, rb, built, filter_bytes, failed, read_bytes))?;
+    d.set_item(
+        "range_builds",
+        fields!(py, rb, bits_per_key, built, filter_bytes, failed, read_bytes),
+    )?;
     let trees = PyDict::new(py);
     for t in &s.trees {
         let td = fields!(

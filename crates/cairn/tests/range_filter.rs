@@ -861,3 +861,80 @@ fn a_build_only_reads_and_a_crash_in_the_middle_of_one_loses_nothing() {
         db.close().unwrap();
     }
 }
+
+/// Where empty range reads are the work and the block cache saves little, rounds grow the
+/// range filters' average bits per key past range_filter.bits_per_key, up to
+/// range_filter.max_bits_per_key, and the tables' filters are built again with those bits:
+/// fewer false positives. Without the memory tuner the average stays; the option is refused
+/// below the least or without the tuner.
+#[test]
+fn empty_ranges_grow_the_range_filters_bits_where_they_pay_more_than_cache() {
+    const N: u64 = 60_000;
+    let open = |fs: &MemFs, tuner: bool| {
+        let mut o = Options {
+            fs: Arc::new(fs.clone()),
+            ..Options::default()
+        };
+        o.memory.budget_mut().bytes = 8 << 20;
+        if tuner {
+            // Cycles only when the test asks.
+            o.memory.budget_mut().tuner_mut().period_ms = 3_600_000;
+        } else {
+            o.memory.budget_mut().tuner = None;
+        }
+        o.wal.max_size = 1 << 40;
+        o.compaction.target_file_size = 256 << 10;
+        o.range_filter.kind = RangeFilterKind::Grafite;
+        o.range_filter.round_ms = 0;
+        (Db::open("/g", o.clone()).unwrap(), o)
+    };
+    let mut last_fp = Vec::new();
+    for tuner in [true, false] {
+        let fs = MemFs::new();
+        let (db, _) = open(&fs, tuner);
+        for i in 0..N {
+            db.put(k16(i * 1024, 0), "v").unwrap();
+        }
+        db.flush_all().unwrap();
+        db.compact_range::<&[u8], _>(..).unwrap();
+        db.wait_for_background().unwrap();
+        db.tune_memory();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let mut rounds = Vec::new();
+        for _ in 0..4 {
+            let fp = |db: &Db| -> u64 { db.stats().trees[0].levels.iter().map(|l| l.range_false_positives).sum() };
+            let before = fp(&db);
+            for _ in 0..4000 {
+                let x = rng.gen_range(0..N) * 1024 + 1 + rng.gen_range(0..900);
+                assert_eq!(db.range(k16(x, 0)..k16(x + 16, 0)).count(), 0);
+            }
+            db.tune_memory();
+            db.keep_range_filters();
+            rounds.push((fp(&db) - before, db.stats().range_builds.bits_per_key));
+        }
+        if tuner {
+            // All the data fits the cache (its marginal is 0): the filters get the most.
+            assert!(rounds.iter().all(|r| r.1 == 22.0), "{rounds:?}");
+        } else {
+            assert!(rounds.iter().all(|r| r.1 == 10.0), "{rounds:?}");
+        }
+        last_fp.push(rounds[rounds.len() - 1].0);
+    }
+    // 16-value ranges at 10 bits: ~4000·16/2^8 false positives a round; at 22 bits ~none.
+    assert!(last_fp[1] >= 100 && last_fp[0] * 20 <= last_fp[1], "{last_fp:?}");
+    let fs = MemFs::new();
+    let (_, mut o) = open(&fs, true);
+    o.range_filter.max_bits_per_key = 8.0;
+    let e = Db::open("/g2", o.clone()).unwrap_err().to_string();
+    assert!(
+        e.contains("range_filter.max_bits_per_key = 8") && e.contains("range_filter.bits_per_key = 10"),
+        "{e}"
+    );
+    o.range_filter.max_bits_per_key = 16.0;
+    o.memory.budget_mut().tuner = None;
+    let e = Db::open("/g3", o).unwrap_err().to_string();
+    assert!(
+        e.contains("range_filter.max_bits_per_key") && e.contains("memory tuner"),
+        "{e}"
+    );
+}

@@ -302,10 +302,10 @@ impl DbInner {
         Ok(with_filter(&self.opts, self.db_id, filter, point, range, sizes))
     }
 
-    /// The average range-filter bits per key, fitted to range-filter memory over the keys of
-    /// `version` (`tuning::range_memory::fitted_bpk`, the round's rule).
+    /// The average range-filter bits per key (as the rounds grew it), fitted to range-filter
+    /// memory over the keys of `version` (`tuning::range_memory::fitted_bpk`, the round's rule).
     fn range_bits_that_fit(&self, version: &crate::version::Version) -> f64 {
-        let configured = self.opts.range_filter.bits_per_key;
+        let configured = self.range_memory.average(self.opts.range_filter.bits_per_key);
         let cap = self.memory.range_filters.capacity();
         if cap == usize::MAX {
             return configured;

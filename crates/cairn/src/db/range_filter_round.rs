@@ -18,7 +18,7 @@ use crate::filter::range::{RangeBuilder, RangeFilter};
 use crate::format::ikey;
 use crate::iter::InternalIterator;
 use crate::sst::{IterOptions, TableReader};
-use crate::tuning::range_memory::{plan, Action, Kind, Table};
+use crate::tuning::range_memory::{grow, plan, Action, Growth, Kind, Table, Window};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -50,6 +50,7 @@ impl DbInner {
         let mut next = HashMap::with_capacity(files.len());
         let mut tables = Vec::new();
         let mut live = Vec::new();
+        let mut empty_since = 0.0;
         self.for_each_live_file(|tree, f, state| {
             // A file without an open reader holds no filter; it is judged once one is open
             // again.
@@ -63,6 +64,7 @@ impl DbInner {
             let pinned = reader.range_filter_bytes() as u64;
             let empty = state.stats().range_empty();
             let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
+            empty_since += (empty - seen).max(0.0);
             let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
             next.insert(f.number, (empty, score));
             tables.push(Table {
@@ -80,7 +82,8 @@ impl DbInner {
             decay: rf.kind.decay(),
             min_bpk: rf.kind.min_bits_per_key(),
         };
-        let actions = plan(&tables, cap as u64, rf.bits_per_key, kind, may_build);
+        let average = self.grow_range_bits(&tables, empty_since);
+        let actions = plan(&tables, cap as u64, average, kind, may_build);
         let mut builds = Vec::new();
         for ((tree, state, reader), action) in live.into_iter().zip(actions) {
             state.set_range_admitted(matches!(action, Action::Keep | Action::Admit | Action::Build { .. }));
@@ -100,6 +103,55 @@ impl DbInner {
         }
         builds.sort_by(|a, b| b.rate.total_cmp(&a.rate));
         builds
+    }
+
+    /// The range filters' average bits per key after this round's window (`empty`: the empty
+    /// range reads that reached `tables` since the last round): grown or lowered by
+    /// `tuning::range_memory::grow` between `range_filter.bits_per_key` and
+    /// `range_filter.max_bits_per_key` against the memory tuner's last marginal.
+    fn grow_range_bits(&self, tables: &[Table], empty: f64) -> f64 {
+        let rf = &self.opts.range_filter;
+        let most = rf.max_bits_per_key.max(rf.bits_per_key);
+        if !rf.by_workload || most <= rf.bits_per_key {
+            return rf.bits_per_key;
+        }
+        let trees: Vec<_> = self.counters.trees().iter().map(|t| t.snapshot("")).collect();
+        let levels = || trees.iter().flat_map(|t| t.levels.iter());
+        let now = [
+            self.counters.writes().user_ops + trees.iter().map(|t| t.gets + t.ranges).sum::<u64>(),
+            levels().map(|l| l.range_false_positives).sum(),
+            levels().map(|l| l.range_negatives).sum(),
+        ];
+        let (pinned_bits, pinned_keys) = tables
+            .iter()
+            .filter(|t| t.pinned)
+            .fold((0.0, 0.0), |(b, k), t| (b + t.bits as f64, k + t.entries));
+        let mut st = self.range_memory.growth.lock();
+        let (g, last) = st.unwrap_or((
+            Growth {
+                average: rf.bits_per_key,
+                scale: 1.0,
+            },
+            [0; 3],
+        ));
+        let since = |i: usize| now[i].saturating_sub(last[i]) as f64;
+        let w = Window {
+            ops: since(0),
+            empty,
+            false_positives: since(1),
+            negatives: since(2),
+            filter_bpk: if pinned_keys > 0.0 {
+                pinned_bits / pinned_keys
+            } else {
+                0.0
+            },
+            entries: tables.iter().map(|t| t.entries).sum(),
+            cache_marginal: self.tuner.as_ref().and_then(|t| t.cache_marginal()),
+        };
+        let g = grow(g, &w, rf.kind.decay(), rf.bits_per_key, most);
+        *st = Some((g, now));
+        self.range_memory.set_average(g.average);
+        g.average
     }
 
     /// Builds the filters a round admitted, one table at a time, keeping the bytes read to

@@ -104,7 +104,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
                 refused: c.refused,
             }
         }),
-        range_builds: inner.range_memory.builds(),
+        range_builds: inner.range_memory.builds(inner.opts.range_filter.bits_per_key),
     }
 }
 

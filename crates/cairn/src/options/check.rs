@@ -131,6 +131,7 @@ impl Options {
             "range_filter.memory_share",
             "range_filter.round_ms",
             "range_filter.build_rate",
+            "range_filter.max_bits_per_key",
         ];
         if rf.bits_per_key == 0.0 {
             for name in rf_names {
@@ -145,6 +146,18 @@ impl Options {
                 "range_filter.build_rate",
                 "filters are built for tables already written only when their bits follow the reads \
                  (range_filter.by_workload = false)"
+                    .into(),
+            )?;
+            unused(
+                "range_filter.max_bits_per_key",
+                "the bits grow only where they follow the reads (range_filter.by_workload = false)".into(),
+            )?;
+        }
+        let tuner = matches!(&self.memory, Memory::Budget(b) if b.tuner.is_some());
+        if !tuner {
+            unused(
+                "range_filter.max_bits_per_key",
+                "the bits grow against the block cache's worth, which the memory tuner measures (no memory.tuner)"
                     .into(),
             )?;
         }
@@ -203,6 +216,17 @@ impl Options {
             };
             invalid(named, format!("{} with {}: {why}", shown(self, a), shown(self, b)))
         };
+        let rf = &self.range_filter;
+        if rf.bits_per_key > 0.0
+            && row("range_filter.max_bits_per_key").is_set(self)
+            && rf.max_bits_per_key < rf.bits_per_key
+        {
+            return Err(pair(
+                "range_filter.max_bits_per_key",
+                "range_filter.bits_per_key",
+                "the most bits per key range filters grow to cannot be below the least (equal: they do not grow)",
+            ));
+        }
         let elastic = self.filters.policy.kind().is_elastic();
         match &self.memory {
             Memory::Budget(b) => {

@@ -387,6 +387,14 @@ group! {
         /// the bits has grown past what it has — a table written before empty range reads
         /// reached it — from the table's keys, and keeps it in range-filter memory.
         build_rate: u64 = 64 << 20 => "range_filter.build_rate", Bytes, ANY, Stored;
+        /// The most bits per key, on average, range filters grow to (range_filter.bits_per_key
+        /// is the least). With the memory tuner, a round raises the average while one more
+        /// byte of range filters saves more storage reads per operation than one more byte of
+        /// block cache (the empty range reads that reach tables against the tuner's marginal),
+        /// within range_filter.memory_share, and lowers it when it saves less; tables written
+        /// before get their filters built again. At range_filter.bits_per_key the average
+        /// stays there (as it does when the default is below a larger range_filter.bits_per_key).
+        max_bits_per_key: f64 = 22.0 => "range_filter.max_bits_per_key", Float, within(0.0, 64.0), Stored;
     }
 }
 

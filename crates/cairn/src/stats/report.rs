@@ -70,7 +70,7 @@ debug_nonzero! {
     }
     ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
     KvCacheStats { ; capacity, usage, entries, hits, negative_hits, misses, fills, refused }
-    RangeBuildStats { ; built, filter_bytes, failed, read_bytes }
+    RangeBuildStats { ; bits_per_key, built, filter_bytes, failed, read_bytes }
     DbStats {
         ;
         io, compaction_io, trees, files, user_write_ops, user_bytes_written, wal_bytes_written,
@@ -594,11 +594,12 @@ fn stats_body(o: &mut String, s: &DbStats, shapes: &[TreeLevels]) {
     if b.built + b.failed > 0 {
         let _ = writeln!(
             o,
-            "range filters built for tables already written: {} ({}), {} failed; {} read",
+            "range filters built for tables already written: {} ({}), {} failed; {} read; {:.1} bits per key on average",
             count(b.built),
             size(b.filter_bytes),
             count(b.failed),
-            size(b.read_bytes)
+            size(b.read_bytes),
+            b.bits_per_key
         );
     }
     for t in &s.trees {

@@ -132,8 +132,11 @@ pub struct DbStats {
 }
 
 /// Range filters built at run time for tables already written.
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Default, PartialEq)]
 pub struct RangeBuildStats {
+    /// The range filters' average bits per key now: `range_filter.bits_per_key`, or more where
+    /// empty range reads grew it (`range_filter.max_bits_per_key`).
+    pub bits_per_key: f64,
     /// Filters built and pinned.
     pub built: u64,
     /// Their bytes when built (some may have been unloaded since).

@@ -202,6 +202,76 @@ pub fn fitted_bpk(avg_bpk: f64, capacity: u64, entries: f64) -> f64 {
     avg_bpk.min(capacity as f64 * 8.0 / entries)
 }
 
+/// What a round saw since the one before, for [`grow`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Window {
+    /// Operations (writes, lookups and range reads: the memory tuner's count).
+    pub ops: f64,
+    /// Empty range reads that reached a table (one per table reached).
+    pub empty: f64,
+    /// Of them, those a range filter ruled out.
+    pub negatives: f64,
+    /// Of them, those a range filter let through (its false positives).
+    pub false_positives: f64,
+    /// Average bits per key of the filters in memory (what answered).
+    pub filter_bpk: f64,
+    /// Keys of every table (what filters for all of them hold).
+    pub entries: f64,
+    /// Storage reads one more byte of block cache saves per operation (the memory tuner's
+    /// read'); `None`: no tuner, nothing to weigh the bits against.
+    pub cache_marginal: Option<f64>,
+}
+
+/// The range filters' average bits per key, and how their false-positive rate scales.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Growth {
+    /// The average bits per key range filters get (`range_filter.bits_per_key` at first).
+    pub average: f64,
+    /// `s` in the false-positive rate `s · e^(−decay · b)` at `b` bits per key: 1 until
+    /// filters have answered, then fitted to their false positives (it grows with the ranges'
+    /// length: Grafite's bound is `4ℓ · 2^(−b)`).
+    pub scale: f64,
+}
+
+/// False positives a window needs before it fits [`Growth::scale`].
+pub const FIT_FALSE_POSITIVES: f64 = 50.0;
+
+/// Empty range reads reaching tables a window needs before it moves the average.
+pub const MOVE_EMPTY: f64 = 1000.0;
+
+/// The next [`Growth`] after window `w`, for a kind whose false-positive rate falls by
+/// `decay` per bit per key, the average kept within `[least, most]`.
+///
+/// One more byte of filters (8/N bits per key over N keys) removes `E·s·decay·e^(−decay·b)·8/N`
+/// false positives per operation (E: empty reads reaching tables per operation), each a data
+/// block read; one more byte of block cache saves `m` reads (the tuner's marginal). The two
+/// meet at `b* = ln(E·s·decay·8 / (N·m)) / decay`. The average moves to `b*` (clamped) only
+/// when it is [`REBUILD_BITS`] away, as a table's filter is built again only then.
+pub fn grow(g: Growth, w: &Window, decay: f64, least: f64, most: f64) -> Growth {
+    let mut g = g;
+    if w.false_positives >= FIT_FALSE_POSITIVES && w.filter_bpk > 0.0 {
+        let fpr = w.false_positives / (w.false_positives + w.negatives);
+        g.scale = fpr * (decay * w.filter_bpk).exp();
+    }
+    let Some(m) = w.cache_marginal else {
+        return g;
+    };
+    if w.empty < MOVE_EMPTY || w.ops <= 0.0 || w.entries <= 0.0 || most <= least {
+        return g;
+    }
+    let e = w.empty / w.ops;
+    let target = if m > 0.0 {
+        ((e * g.scale * decay * 8.0 / (w.entries * m)).ln() / decay).clamp(least, most)
+    } else {
+        most
+    };
+    let at_bound = (target == least || target == most) && target != g.average;
+    if (target - g.average).abs() >= REBUILD_BITS || at_bound {
+        g.average = target;
+    }
+    g
+}
+
 /// Each table's share of the bits (Mnemosyne's sort-and-search weighted by empty range reads),
 /// the average fitted to `capacity`.
 fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<f64> {
@@ -230,6 +300,7 @@ mod tests {
         run_file("tuning/range_memory.txt", |c| match c.command.as_str() {
             "choose" => choose_case(c),
             "plan" => plan_case(c),
+            "grow" => grow_case(c),
             other => panic!("unknown command {other}"),
         });
     }
@@ -325,5 +396,35 @@ mod tests {
                 other => format!("{name} {}\n", format!("{other:?}").to_lowercase()),
             })
             .collect()
+    }
+    /// `grow average= [scale=] decay= least= most=`, then one window per line (`ops= empty=
+    /// neg= fp= bpk= entries= [m=]`, no `m`: no tuner): the growth after each.
+    fn grow_case(c: &Case) -> String {
+        let mut g = Growth {
+            average: c.arg("average", 10.0f64),
+            scale: c.arg("scale", 1.0f64),
+        };
+        let (decay, least, most) = (c.arg("decay", std::f64::consts::LN_2), c.arg("least", 10.0), c.arg("most", 22.0));
+        let mut out = String::new();
+        for line in c.input.iter().filter(|l| !l.trim().is_empty()) {
+            let mut w = Window::default();
+            for kv in line.split_whitespace() {
+                let (k, v) = kv.split_once('=').unwrap_or_else(|| panic!("{kv}: expected key=value"));
+                let x: f64 = v.parse().unwrap();
+                match k {
+                    "ops" => w.ops = x,
+                    "empty" => w.empty = x,
+                    "neg" => w.negatives = x,
+                    "fp" => w.false_positives = x,
+                    "bpk" => w.filter_bpk = x,
+                    "entries" => w.entries = x,
+                    "m" => w.cache_marginal = Some(x),
+                    _ => panic!("unknown field {k}"),
+                }
+            }
+            g = grow(g, &w, decay, least, most);
+            out.push_str(&format!("average {:.2} scale {:.3}\n", g.average, g.scale));
+        }
+        out
     }
 }

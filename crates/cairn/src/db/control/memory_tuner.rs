@@ -9,6 +9,7 @@ use crate::options::{MemoryComponent, Options};
 use crate::stats::{BlockKind, IoSnapshot, KindSnapshot, TunerRecord};
 use crate::tuning::memory::{Config, Cycle, Sizes, TreeCycle, Tuner};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// The page the tuner counts I/O in (the paper's P).
@@ -66,6 +67,8 @@ pub(crate) struct MemoryTuner {
     params: crate::options::Tuner,
     state: Mutex<(Tuner, Mark, Vec<TunerRecord>)>,
     opened: Instant,
+    /// The last cycle's read' as `f64` bits (`u64::MAX`: none yet).
+    read_derivative: AtomicU64,
 }
 
 impl MemoryTuner {
@@ -79,12 +82,22 @@ impl MemoryTuner {
             params: params.clone(),
             state: Mutex::new((Tuner::new(config), Mark::default(), Vec::new())),
             opened: Instant::now(),
+            read_derivative: AtomicU64::new(u64::MAX),
         }
     }
 
     /// Time between timer cycles (`memory.tuner_period_ms`).
     pub(crate) fn period(&self) -> Duration {
         Duration::from_millis(self.params.period_ms)
+    }
+
+    /// The block cache's marginal of the last cycle (`TunerRecord::read_derivative`), read
+    /// without the tuner's lock: a cycle's step resizes the cache, whose round asks for it.
+    pub(crate) fn cache_marginal(&self) -> Option<f64> {
+        match self.read_derivative.load(Relaxed) {
+            u64::MAX => None,
+            bits => Some(f64::from_bits(bits)),
+        }
     }
 
     pub(crate) fn history(&self) -> Vec<TunerRecord> {
@@ -129,6 +142,7 @@ impl MemoryTuner {
         let cycle = cycle(opts, &self.params, last, &now, &shape(), ops as f64);
         let step = t.step(sizes, &cycle);
         let next = step.sizes;
+        self.read_derivative.store(step.read_derivative.to_bits(), Relaxed);
         apply(MemoryLimits {
             write_memory_budget: Some(next.write as usize),
             write_buffer_size: Some(

@@ -11,6 +11,7 @@
 
 use crate::options::{Options, Regions};
 use crate::stats::{IoStats, RangeBuildStats};
+use crate::tuning::range_memory::Growth;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -40,6 +41,11 @@ pub(crate) struct RangeMemory {
     built: AtomicU64,
     built_bytes: AtomicU64,
     failed: AtomicU64,
+    /// The filters' average bits per key (`f64` bits; 0: not grown, `range_filter.bits_per_key`).
+    average: AtomicU64,
+    /// What grows it (`tuning::range_memory::grow`) and the counters at the round that last
+    /// looked: operations, range-filter false positives, negatives.
+    pub(crate) growth: Mutex<Option<(Growth, [u64; 3])>>,
 }
 
 impl RangeMemory {
@@ -54,9 +60,22 @@ impl RangeMemory {
         self.failed.fetch_add(1, Relaxed);
     }
 
-    /// The builds so far.
-    pub(crate) fn builds(&self) -> RangeBuildStats {
+    /// The range filters' average bits per key: `configured` until a round grew it.
+    pub(crate) fn average(&self, configured: f64) -> f64 {
+        match f64::from_bits(self.average.load(Relaxed)) {
+            a if a > 0.0 => a,
+            _ => configured,
+        }
+    }
+
+    pub(crate) fn set_average(&self, bpk: f64) {
+        self.average.store(bpk.to_bits(), Relaxed);
+    }
+
+    /// The builds so far, and the average bits per key of `configured` grown.
+    pub(crate) fn builds(&self, configured: f64) -> RangeBuildStats {
         RangeBuildStats {
+            bits_per_key: self.average(configured),
             built: self.built.load(Relaxed),
             filter_bytes: self.built_bytes.load(Relaxed),
             failed: self.failed.load(Relaxed),
