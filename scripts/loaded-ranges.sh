@@ -11,7 +11,10 @@
 #                  reads (range_filter.build_rate = 0): the defaults before this issue
 #   cairn          cairn's defaults (filters built for the tables the empty reads reach)
 #   ceiling        cairn's defaults on a database loaded with every table given its filter up
-#                  front (range_filter.by_workload = false, the same 10 bits per key)
+#                  front (range_filter.by_workload = false, CEILING_BPK bits per key, 10)
+#   cairn-<kind>, ceiling-<kind>   the same two with range_filter.kind = <kind>, for each of
+#                  KINDS past the first (the default kind, rosetta)
+# NOBUILD=0 leaves out cairn-nobuild.
 # Per cell (R, budget): results.md, results.json and chart.png (compare), windows.md and
 # windows.png (throughput per window, median of the rounds, ratios to RocksDB) under
 # $OUT/r<R>-<PCT>; the loads' output under $OUT/load-<PCT>.
@@ -27,21 +30,29 @@ rounds=${ROUNDS:-3}
 budgets=${BUDGETS:-10 5}
 sizes=${SIZES:-4 16 64}
 work=${WORK:-/tmp/loaded-ranges}
+kinds=${KINDS:-rosetta}
+ceiling_bpk=${CEILING_BPK:-10}
+nobuild=${NOBUILD:-1}
+others=${kinds#* }
+[ "$others" = "$kinds" ] && others=""
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
 shape=(--num="$num" --key_size=16 --value_size=100 --compression_type=none --key_stride=128
   --fill_key_dist=uniform --use_direct_reads=1 --seed=7)
-ceiling_flags="--range_filter_by_workload=false"
+ceiling_flags="--range_filter_by_workload=false --range_filter_bits_per_key=$ceiling_bpk"
 for pct in $budgets; do
   m=$((num * 116 * pct / 100))
   budget_flags "$m"
   rm -rf "$work"
   mkdir -p "$work" "$out/load-$pct"
-  for e in rocksdb cairn ceiling; do
+  loads=(rocksdb cairn ceiling)
+  for k in $others; do loads+=("ceiling-$k"); done
+  for e in "${loads[@]}"; do
     flags=$rocks
     [ "$e" = cairn ] && flags=$cairn
     [ "$e" = ceiling ] && flags="$cairn $ceiling_flags"
+    [[ "$e" == ceiling-* ]] && flags="$cairn $ceiling_flags --range_filter_kind=${e#ceiling-}"
     # shellcheck disable=SC2086
     $bin/db_bench $flags --db="$work/$e" --benchmarks=fillrandom,flush,waitforcompaction "${shape[@]}" \
       --json="$out/load-$pct/$e.json" > "$out/load-$pct/$e.txt"
@@ -49,11 +60,17 @@ for pct in $budgets; do
   sync
   for r in $sizes; do
     cell="$out/r$r-$pct"
-    $bin/cairn-lab compare --rounds "$rounds" --work "$work/runs" --out "$cell" \
-      --config "rocksdb=from:$work/rocksdb $rocks" \
-      --config "cairn-nobuild=from:$work/cairn $cairn --range_filter_build_rate=0" \
-      --config "cairn=from:$work/cairn $cairn" \
-      --config "ceiling=from:$work/ceiling $cairn $ceiling_flags" -- \
+    cfg=(--config "rocksdb=from:$work/rocksdb $rocks")
+    if [ "$nobuild" = 1 ]; then
+      cfg+=(--config "cairn-nobuild=from:$work/cairn $cairn --range_filter_build_rate=0")
+    fi
+    cfg+=(--config "cairn=from:$work/cairn $cairn" --config "ceiling=from:$work/ceiling $cairn $ceiling_flags")
+    # The load wrote no range filter (by workload, no empty read had come): one load for every kind.
+    for k in $others; do
+      cfg+=(--config "cairn-$k=from:$work/cairn $cairn --range_filter_kind=$k"
+        --config "ceiling-$k=from:$work/ceiling-$k $cairn $ceiling_flags --range_filter_kind=$k")
+    done
+    $bin/cairn-lab compare --rounds "$rounds" --work "$work/runs" --out "$cell" "${cfg[@]}" -- \
       --benchmarks=rangerandom --use_existing_db=1 --range_size="$r" --empty_ratio=1 --reads="$reads" \
       --window="$window" "${shape[@]}"
     $bin/cairn-lab plot-windows --results "$cell/results.json" --phase rangerandom --base rocksdb \
