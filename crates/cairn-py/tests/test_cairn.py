@@ -224,7 +224,7 @@ def test_options_by_name_and_reports(path):
         assert all(isinstance(level["probes"], int) for level in s["trees"]["default"]["levels"])
         assert s["cache_capacity"] == 4 << 20
         assert s["kv_cache"]["capacity"] == 0
-        assert s["range_builds"] == {"built": 0, "filter_bytes": 0, "failed": 0, "read_bytes": 0}
+        assert s["range_builds"] == {"bits_per_key": 10.0, "built": 0, "filter_bytes": 0, "failed": 0, "read_bytes": 0}
 
 
 def test_the_key_value_cache_reports_its_hits(path):
