@@ -63,8 +63,14 @@ impl DbInner {
             }
             let pinned = reader.range_filter_bytes() as u64;
             let empty = state.stats().range_empty();
-            let (seen, score) = files.get(&f.number).copied().unwrap_or_default();
-            empty_since += (empty - seen).max(0.0);
+            let known = files.get(&f.number).copied();
+            let (seen, score) = known.unwrap_or_default();
+            // The window's empty reads: a file new to the rounds brings what it inherited,
+            // reads its inputs had and earlier windows counted.
+            empty_since += match known {
+                Some(_) => (empty - seen).max(0.0),
+                None => state.stats().range_empty_here(),
+            };
             let score = score * super::control::range_filter_memory::DECAY + (empty - seen).max(0.0);
             next.insert(f.number, (empty, score));
             tables.push(Table {

@@ -142,7 +142,12 @@ impl FileStats {
 
     /// Range reads for which the file held no key, with what it inherited.
     pub fn range_empty(&self) -> f64 {
-        self.inherited_range_empty + self.range.sum(|r| r.empty.load(Relaxed)) as f64
+        self.inherited_range_empty + self.range_empty_here()
+    }
+
+    /// Range reads for which the file itself held no key (without what it inherited).
+    pub fn range_empty_here(&self) -> f64 {
+        self.range.sum(|r| r.empty.load(Relaxed)) as f64
     }
 
     /// The file's number.
