@@ -284,7 +284,7 @@ fn every_setting_round_trips_through_the_groups() {
             (_, "filters.policy") => "elastic".into(),
             (_, "table.compression") => "lz4".into(),
             (_, "filters.unit_format") => "standard".into(),
-            (_, "range_filter.kind") => "grafite".into(),
+            (_, "range_filter.kind") => "rosetta".into(),
             (_, "memtable.flush_policy") => "min-lsn".into(),
             (_, "memtable.component") => "partitioned".into(),
             (_, "compaction.level_targets") => "write-memory".into(),

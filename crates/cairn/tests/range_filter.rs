@@ -189,6 +189,10 @@ fn an_empty_range_between_keys_reads_no_data_block() {
     let db = Db::open("/e", {
         let mut o = options(&fs);
         o.memory.fixed_mut().block_cache = cairn::CacheSource::Own(0);
+        o = Options {
+            range_filter: Default::default(),
+            ..o
+        };
         o.range_filter.bits_per_key = 0.0;
         o.keep_stored = false;
         o

@@ -3,9 +3,9 @@
 //! rewrites the expected outputs (review the diff).
 //!
 //! Commands:
-//! - `open [buffer=BYTES] [bpk=BITS] [l0=FILES] [rbpk=BITS]` — a new database on a fresh
-//!   `MemFs` (small memtables; no background compaction unless `l0` is given; `rbpk`: range
-//!   filter bits per key, default none).
+//! - `open [buffer=BYTES] [bpk=BITS] [l0=FILES] [rbpk=BITS] [rkind=KIND]` — a new database on a
+//!   fresh `MemFs` (small memtables; no background compaction unless `l0` is given; `rbpk`:
+//!   range filter bits per key, default none; `rkind`: its kind, default the default).
 //! - `write` with input lines `put KEY VALUE` / `delete KEY` — one atomic batch.
 //! - `get KEY...` — `KEY=VALUE` or `KEY: absent` per key.
 //! - `scan [from=K] [to=K] [rev]` — every entry in `[from, to)`.
@@ -55,6 +55,9 @@ impl Script {
                     );
                     o.filters.bits_per_key = c.arg("bpk", 10.0);
                     o.range_filter.bits_per_key = c.arg("rbpk", 0.0);
+                    if c.has("rkind") {
+                        o.set("range_filter.kind", &c.arg("rkind", String::new())).unwrap();
+                    }
                     // The same bits in every table, from the first.
                     o.range_filter.by_workload = false;
                     o.compaction.l0_trigger = l0;

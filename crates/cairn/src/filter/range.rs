@@ -215,10 +215,11 @@ pub fn version_name(version: u8) -> &'static str {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RangeFilterKind {
     /// Rosetta: prefix Bloom filters per height, probed over a range's dyadic intervals.
-    #[default]
     Rosetta,
     /// Grafite: one hash and one Elias–Fano successor search per range whatever its length,
-    /// false-positive rate at most ℓ / 2^(bits_per_key − 2) for ℓ projection values.
+    /// false-positive rate at most ℓ / 2^(bits_per_key − 2) for ℓ projection values (the
+    /// default: docs/design.md §5, the default range-filter kind).
+    #[default]
     Grafite,
 }
 

@@ -355,9 +355,10 @@ group! {
         /// range read and charged to the block cache. Tables written before it was set have
         /// none.
         bits_per_key: f64 = 10.0 => "range_filter.bits_per_key", Float, within(0.0, 64.0), Stored;
-        /// The kind of range filter new tables get (grafite: a bound on its false-positive rate
-        /// for every workload, and a cost per range read independent of its length).
-        kind: RangeFilterKind = RangeFilterKind::Rosetta => "range_filter.kind", Choice, ANY, Stored;
+        /// The kind of range filter new tables get: grafite (a bound on its false-positive rate
+        /// for every workload, and a cost per range read independent of its length) or rosetta
+        /// (Bloom filters over the prefixes of a range's dyadic intervals).
+        kind: RangeFilterKind = RangeFilterKind::Grafite => "range_filter.kind", Choice, ANY, Stored;
         /// Give tables that more empty range reads reach a larger share of the range-filter
         /// bits, and none to tables no empty range read reached (Mnemosyne's solver over
         /// per-file counts of empty range reads); false: every table gets the same bits.
