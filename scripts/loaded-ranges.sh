@@ -13,7 +13,7 @@
 #   ceiling        cairn's defaults on a database loaded with every table given its filter up
 #                  front (range_filter.by_workload = false, CEILING_BPK bits per key, 10)
 #   cairn-<kind>, ceiling-<kind>   the same two with range_filter.kind = <kind>, for each of
-#                  KINDS past the first (the default kind, rosetta)
+#                  KINDS past the first (the default kind, grafite)
 # NOBUILD=0 leaves out cairn-nobuild.
 # Per cell (R, budget): results.md, results.json and chart.png (compare), windows.md and
 # windows.png (throughput per window, median of the rounds, ratios to RocksDB) under
@@ -30,7 +30,7 @@ rounds=${ROUNDS:-3}
 budgets=${BUDGETS:-10 5}
 sizes=${SIZES:-4 16 64}
 work=${WORK:-/tmp/loaded-ranges}
-kinds=${KINDS:-rosetta}
+kinds=${KINDS:-grafite}
 ceiling_bpk=${CEILING_BPK:-10}
 nobuild=${NOBUILD:-1}
 others=${kinds#* }

@@ -66,6 +66,37 @@ pub enum Error {
     /// The request needs something this build, file or platform does not support.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// A transaction's commit was refused: `key` of tree `tree` (for a range, its lower bound)
+    /// changed after the transaction read it. Nothing was written; run the transaction again.
+    #[error("transaction conflict on key {:?} of tree {tree}", String::from_utf8_lossy(key))]
+    Conflict {
+        /// The tree's id.
+        tree: u32,
+        /// The key, or the lower bound of the key range, that changed.
+        key: Vec<u8>,
+    },
+    /// A pessimistic transaction waited for a key's lock longer than its `lock_timeout`.
+    #[error(
+        "lock wait timed out after {waited:?} on key {:?} of tree {tree}",
+        String::from_utf8_lossy(key)
+    )]
+    LockTimeout {
+        /// The tree's id.
+        tree: u32,
+        /// The key.
+        key: Vec<u8>,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// A pessimistic transaction's lock request would have waited in a cycle of transactions
+    /// each waiting for the next: refused at once (roll back and retry).
+    #[error("deadlock on key {:?} of tree {tree}", String::from_utf8_lossy(key))]
+    Deadlock {
+        /// The tree's id.
+        tree: u32,
+        /// The key asked for.
+        key: Vec<u8>,
+    },
 }
 
 impl Error {

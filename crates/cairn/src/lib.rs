@@ -96,7 +96,10 @@ pub mod testutil;
 pub use batch::WriteBatch;
 pub use cache::CacheCounters;
 pub use compaction_filter::{CompactionFilter, FilterContext, FilterDecision};
-pub use db::{BackupInfo, CheckpointInfo, Db, Range, RestoreInfo, Snapshot, Tree};
+pub use db::{
+    BackupInfo, CheckpointInfo, Concurrency, Db, Isolation, Range, RestoreInfo, Snapshot, Transaction,
+    TransactionOptions, TransactionRange, Tree,
+};
 pub use error::{Error, Result};
 pub use memory::MemoryLimits;
 pub use merge::MergeOperator;

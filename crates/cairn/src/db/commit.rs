@@ -1,10 +1,13 @@
 //! Group commit: writers queue their batches; the writer at the front leads a group (the
 //! batches queued behind it, up to [`MAX_GROUP_BYTES`]), commits it with one WAL append and at
 //! most one sync, and hands the result to every writer of the group. The others wait: they spin
-//! for a few microseconds first (a group takes 2–10 µs here), then sleep.
+//! for a few microseconds first (a group takes 2–10 µs here), then sleep. A transaction's batch
+//! carries the check its commit must pass ([`Validation`]); one that fails is left out of the
+//! group and only its writer gets the error.
 
+use super::txn::Validation;
 use crate::batch::WriteBatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::options::WriteOptions;
 use parking_lot::{Condvar, Mutex};
 use std::collections::{BTreeMap, VecDeque};
@@ -17,10 +20,21 @@ const MAX_GROUP_BYTES: usize = 1 << 20;
 /// How long a waiting writer spins before it sleeps.
 const SPIN_WAIT: Duration = Duration::from_micros(50);
 
+/// One writer's batch in a group.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub batch: WriteBatch,
+    pub opts: WriteOptions,
+    /// A transaction's check, run against the database and the group's earlier batches.
+    pub check: Option<Validation>,
+    /// Why the batch was left out of its group (its check failed).
+    pub refused: Option<Error>,
+}
+
 #[derive(Debug, Default)]
 struct Queue {
     tickets: VecDeque<u64>,
-    batches: BTreeMap<u64, (WriteBatch, WriteOptions)>,
+    batches: BTreeMap<u64, Pending>,
     results: BTreeMap<u64, Result<()>>,
     next_ticket: u64,
 }
@@ -38,19 +52,29 @@ pub(crate) struct CommitPipeline {
 }
 
 impl CommitPipeline {
-    /// Commits `batch` in a group: `commit` runs once per group, called by the group's
-    /// leader with every batch of the group; its result is each writer's.
+    /// Commits `batch` (if it passes `check`) in a group: `commit` runs once per group,
+    /// called by the group's leader with every batch of the group; its result is each
+    /// writer's, or the reason a batch was refused.
     pub(crate) fn submit(
         &self,
         batch: WriteBatch,
         opts: &WriteOptions,
-        commit: impl FnOnce(&mut [(WriteBatch, WriteOptions)]) -> Result<()>,
+        check: Option<Validation>,
+        commit: impl FnOnce(&mut [Pending]) -> Result<()>,
     ) -> Result<()> {
         let mut q = self.queue.lock();
         let ticket = q.next_ticket;
         q.next_ticket += 1;
         q.tickets.push_back(ticket);
-        q.batches.insert(ticket, (batch, opts.clone()));
+        q.batches.insert(
+            ticket,
+            Pending {
+                batch,
+                opts: opts.clone(),
+                check,
+                refused: None,
+            },
+        );
         loop {
             if let Some(r) = q.results.remove(&ticket) {
                 return r;
@@ -75,13 +99,13 @@ impl CommitPipeline {
         let mut group = Vec::new();
         let mut bytes = 0usize;
         for &t in q.tickets.iter() {
-            let Some((b, _)) = q.batches.get(&t) else {
+            let Some(p) = q.batches.get(&t) else {
                 break;
             };
-            if !group.is_empty() && bytes + b.size_bytes() > MAX_GROUP_BYTES {
+            if !group.is_empty() && bytes + p.batch.size_bytes() > MAX_GROUP_BYTES {
                 break;
             }
-            bytes += b.size_bytes();
+            bytes += p.batch.size_bytes();
             group.push(t);
         }
         let mut batches: Vec<_> = group.iter().filter_map(|t| q.batches.remove(t)).collect();
@@ -90,15 +114,22 @@ impl CommitPipeline {
         let result = commit(&mut batches);
 
         let mut q = self.queue.lock();
-        for &t in &group {
+        let mut mine = None;
+        for (&t, p) in group.iter().zip(&mut batches) {
             q.tickets.pop_front();
-            if t != ticket {
-                q.results.insert(t, result.clone());
+            let r = match p.refused.take() {
+                Some(e) if result.is_ok() => Err(e),
+                _ => result.clone(),
+            };
+            if t == ticket {
+                mine = Some(r);
+            } else {
+                q.results.insert(t, r);
             }
         }
         self.groups_done.fetch_add(1, Ordering::Release);
         self.done_cv.notify_all();
-        result
+        mine.unwrap_or(result)
     }
 }
 

@@ -193,6 +193,8 @@ pub(crate) struct DbInner {
     pub(super) done_cv: Condvar,
     /// Group commit: the writers' queue (`commit.rs`). Own lock, first in the lock order.
     pub(super) commits: super::commit::CommitPipeline,
+    /// Transactions' lock table and outcome counters.
+    pub(super) txns: super::txn::TxnShared,
     /// The WAL being written and the write controller's state: held by a group's leader for
     /// the whole group, and by anything that switches memtables (before `state`).
     pub(super) wal: Mutex<WalState>,

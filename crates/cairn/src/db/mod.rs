@@ -43,12 +43,14 @@ mod replay;
 mod stats;
 mod table_cache;
 mod tree;
+mod txn;
 mod write;
 
 pub use backup::{BackupInfo, RestoreInfo};
 pub use checkpoint::CheckpointInfo;
 pub use iter::Range;
 pub use tree::Snapshot;
+pub use txn::{Concurrency, Isolation, Transaction, TransactionOptions, TransactionRange};
 
 use crate::batch::WriteBatch;
 use crate::error::Result;

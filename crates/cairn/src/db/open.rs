@@ -459,6 +459,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         bg_cv: Condvar::new(),
         done_cv: Condvar::new(),
         commits: Default::default(),
+        txns: Default::default(),
         wal: Mutex::new(WalState {
             writer: p.writer,
             delay: None,

@@ -142,7 +142,10 @@ impl Fill<'_> {
 
 /// The tables a lookup of `key` probes, in order: the L0 files whose range holds it (newest
 /// first), then the one file of each deeper level that may. Allocates nothing.
-fn tables<'a>(tv: &'a crate::version::TreeVersion, key: &'a [u8]) -> impl Iterator<Item = (usize, usize)> + 'a {
+pub(super) fn tables<'a>(
+    tv: &'a crate::version::TreeVersion,
+    key: &'a [u8],
+) -> impl Iterator<Item = (usize, usize)> + 'a {
     let l0 = tv
         .level(0)
         .iter()

@@ -105,6 +105,7 @@ pub(super) fn snapshot(inner: &Arc<DbInner>) -> DbStats {
             }
         }),
         range_builds: inner.range_memory.builds(inner.opts.range_filter.bits_per_key),
+        transactions: inner.txns.stats(),
     }
 }
 

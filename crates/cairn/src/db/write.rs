@@ -2,7 +2,9 @@
 //! runs [`commit`] for the group: every batch appended to the WAL, one sync) → memtable inserts
 //! → publish the sequence number → acknowledge.
 
+use super::commit::Pending;
 use super::inner::{DbInner, Room, State, WalState};
+use super::txn::Validation;
 use crate::batch::WriteBatch;
 use crate::compaction::pending_bytes;
 use crate::error::{Error, Result};
@@ -15,6 +17,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions) -> Result<()> {
+    write_checked(inner, batch, opts, None)
+}
+
+/// [`write`] of a transaction's batch: applied only if `check` passes when its group commits.
+pub(super) fn write_checked(
+    inner: &Arc<DbInner>,
+    batch: WriteBatch,
+    opts: &WriteOptions,
+    check: Option<Validation>,
+) -> Result<()> {
     let (trees, batch) = {
         let supers = inner.supers.load();
         // Times to live become deadlines here, before the WAL: recovery replays deadlines.
@@ -39,23 +51,31 @@ pub(super) fn write(inner: &Arc<DbInner>, batch: WriteBatch, opts: &WriteOptions
     if batch.is_empty() {
         return Ok(());
     }
-    inner.commits.submit(batch, opts, |batches| commit(inner, batches))
+    inner
+        .commits
+        .submit(batch, opts, check, |batches| commit(inner, batches))
 }
 
-fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> Result<()> {
+fn commit(inner: &Arc<DbInner>, batches: &mut [Pending]) -> Result<()> {
     let mut wal = inner.wal.lock();
     inner.check_writable()?;
-    let no_slowdown = batches.iter().all(|(_, o)| o.no_slowdown);
-    let bytes: usize = batches.iter().map(|(b, _)| b.size_bytes()).sum();
+    let no_slowdown = batches.iter().all(|p| p.opts.no_slowdown);
+    let bytes: usize = batches.iter().map(|p| p.batch.size_bytes()).sum();
     make_room(inner, &mut wal, no_slowdown, bytes)?;
-    let sync = batches.iter().any(|(_, o)| o.sync);
+    // Under the WAL lock every earlier group is in the memtables: a transaction's check sees
+    // each write committed before its own.
+    if batches.iter().any(|p| p.check.is_some()) {
+        super::txn::validate_group(inner, batches);
+    }
+    let sync = batches.iter().any(|p| p.opts.sync && p.refused.is_none());
     let first = inner.last_seq.load(Ordering::Acquire) + 1;
     let mut seq = first;
     let writer = wal.writer()?;
     let wal_number = writer.log_number();
     let before = writer.size();
     let logged = (|| {
-        for (b, _) in batches.iter_mut() {
+        for p in batches.iter_mut().filter(|p| p.refused.is_none()) {
+            let b = &mut p.batch;
             b.set_seqno(seq);
             seq += b.len() as u64;
             writer.add_record(b.encoded())?;
@@ -86,8 +106,8 @@ fn commit(inner: &Arc<DbInner>, batches: &mut [(WriteBatch, WriteOptions)]) -> R
     let mut user_bytes = 0u64;
     let mut grown = 0usize;
     rates.set_window(inner.max_wal_size());
-    for (b, _) in batches.iter() {
-        for op in b.ops() {
+    for p in batches.iter().filter(|p| p.refused.is_none()) {
+        for op in p.batch.ops() {
             if let Some(m) = actives.get(op.tree as usize) {
                 let before = m.approximate_bytes();
                 m.insert(op.key, s, op.kind, op.value, wal_number);

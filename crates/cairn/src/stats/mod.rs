@@ -12,8 +12,8 @@ pub use crate::memory::MemoryUsage;
 pub use counters::{FlushCount, Flushes, LevelStats, Rewritten, TreeStatsSnapshot};
 pub use io::{BlockKind, IoSnapshot, KindSnapshot};
 pub use types::{
-    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TreeLevels,
-    TunerRecord, TunerRule,
+    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TransactionStats,
+    TreeLevels, TunerRecord, TunerRule,
 };
 
 /// The engine's own counters: `pub` for the crate's tests and benchmarks (`test-util`).

@@ -7,8 +7,8 @@ use super::counters::{FlushCount, Flushes};
 use super::counters::{LevelStats, TreeStatsSnapshot};
 use super::io::{BlockKind, IoSnapshot, KindSnapshot};
 use super::types::{
-    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TreeLevels,
-    TunerRecord,
+    DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TransactionStats,
+    TreeLevels, TunerRecord,
 };
 use crate::memory::MemoryUsage;
 use std::fmt::{self, Display, Write as _};
@@ -71,12 +71,13 @@ debug_nonzero! {
     ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
     KvCacheStats { ; capacity, usage, entries, hits, negative_hits, misses, fills, refused }
     RangeBuildStats { ; bits_per_key, built, filter_bytes, failed, read_bytes }
+    TransactionStats { ; commits, conflicts, rollbacks, lock_waits, lock_timeouts, deadlocks }
     DbStats {
         ;
         io, compaction_io, trees, files, user_write_ops, user_bytes_written, wal_bytes_written,
         flush_bytes_written, compaction_bytes_written, stall_slowdowns, stall_stops, stall_micros,
         delay_micros, delayed_write_rate, pending_compaction_bytes, l0_files, l0_groups,
-        memtable_bytes, cache_usage, cache_capacity, elastic, kv_cache, range_builds,
+        memtable_bytes, cache_usage, cache_capacity, elastic, kv_cache, range_builds, transactions,
     }
 }
 

@@ -129,6 +129,25 @@ pub struct DbStats {
     pub kv_cache: KvCacheStats,
     /// Range filters built for tables already written (`range_filter.build_rate`).
     pub range_builds: RangeBuildStats,
+    /// Transactions' outcomes.
+    pub transactions: TransactionStats,
+}
+
+/// Transactions' outcomes since the open.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransactionStats {
+    /// Commits that applied their writes (or had none).
+    pub commits: u64,
+    /// Commits refused because something the transaction read or wrote had changed.
+    pub conflicts: u64,
+    /// Transactions rolled back, dropped without a commit, or whose commit failed otherwise.
+    pub rollbacks: u64,
+    /// Lock requests of pessimistic transactions that had to wait.
+    pub lock_waits: u64,
+    /// Lock waits that timed out.
+    pub lock_timeouts: u64,
+    /// Lock requests refused because they would have closed a cycle of waiters.
+    pub deadlocks: u64,
 }
 
 /// Range filters built at run time for tables already written.
