@@ -15,6 +15,8 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod txn;
+
 create_exception!(cairn, Error, PyException, "Base class of every error cairn raises.");
 create_exception!(
     cairn,
@@ -42,6 +44,25 @@ create_exception!(
     "The database writes nothing: opened read-only, or after a failed durable write."
 );
 
+create_exception!(
+    cairn,
+    ConflictError,
+    Error,
+    "A transaction's commit was refused: something it read changed meanwhile (nothing was written; run it again)."
+);
+create_exception!(
+    cairn,
+    LockTimeoutError,
+    Error,
+    "A pessimistic transaction waited for a key's lock longer than its lock_timeout."
+);
+create_exception!(
+    cairn,
+    DeadlockError,
+    Error,
+    "A pessimistic transaction's lock request would have closed a cycle of waiting transactions."
+);
+
 /// The Python exception for an engine error.
 fn err(e: cairn::Error) -> PyErr {
     let msg = e.to_string();
@@ -51,6 +72,9 @@ fn err(e: cairn::Error) -> PyErr {
         cairn::Error::Io { .. } => IoError::new_err(msg),
         cairn::Error::Locked(_) => LockedError::new_err(msg),
         cairn::Error::ReadOnly | cairn::Error::Poisoned(_) => ReadOnlyError::new_err(msg),
+        cairn::Error::Conflict { .. } => ConflictError::new_err(msg),
+        cairn::Error::LockTimeout { .. } => LockTimeoutError::new_err(msg),
+        cairn::Error::Deadlock { .. } => DeadlockError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -462,6 +486,26 @@ impl Db {
         })
     }
 
+    /// A transaction: reads see the database as of now plus the transaction's own writes;
+    /// `with db.transaction() as tx:` commits at the end of the block (`ConflictError` when
+    /// something it read changed) and rolls back when the block raises. `isolation`:
+    /// "serializable" or "snapshot"; `pessimistic` locks keys at their first write or
+    /// `get_for_update` (waiting up to `lock_timeout` seconds); `sync` makes the commit durable
+    /// against power loss.
+    #[pyo3(signature = (isolation = "serializable", pessimistic = false, lock_timeout = 1.0, sync = false))]
+    fn transaction(
+        &self,
+        py: Python<'_>,
+        isolation: &str,
+        pessimistic: bool,
+        lock_timeout: f64,
+        sync: bool,
+    ) -> PyResult<txn::Transaction> {
+        let db = self.handle()?;
+        let opts = txn::options(isolation, pessimistic, lock_timeout, sync)?;
+        Ok(py.detach(|| txn::Transaction::new(db, &opts)))
+    }
+
     /// A consistent read view of every tree as of now, held until it is closed or collected.
     fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
         let db = self.handle()?;
@@ -603,6 +647,20 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
             misses,
             fills,
             refused
+        ),
+    )?;
+    let tx = &s.transactions;
+    d.set_item(
+        "transactions",
+        fields!(
+            py,
+            tx,
+            commits,
+            conflicts,
+            rollbacks,
+            lock_waits,
+            lock_timeouts,
+            deadlocks
         ),
     )?;
     let rb = &s.range_builds;
@@ -904,6 +962,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Batch>()?;
     m.add_class::<Snapshot>()?;
     m.add_class::<RangeIter>()?;
+    m.add_class::<txn::Transaction>()?;
+    m.add_class::<txn::TransactionIter>()?;
     let py = m.py();
     m.add("Error", py.get_type::<Error>())?;
     m.add("CorruptionError", py.get_type::<CorruptionError>())?;
@@ -911,5 +971,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("IoError", py.get_type::<IoError>())?;
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
+    m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("LockTimeoutError", py.get_type::<LockTimeoutError>())?;
+    m.add("DeadlockError", py.get_type::<DeadlockError>())?;
     Ok(())
 }

@@ -287,3 +287,101 @@ def test_backups_share_tables_and_restore_the_newest(tmp_path):
         assert len(list(db.keys())) == 1999
     with pytest.raises(cairn.InvalidArgumentError):
         cairn.restore(backups, restored)  # not empty any more
+
+
+def test_a_transaction_commits_at_the_end_of_its_block_and_rolls_back_when_it_raises(path):
+    with cairn.open(path) as db:
+        db[b"a"] = b"1"
+        users = db.tree("users")
+        with db.transaction() as tx:
+            assert tx[b"a"] == b"1"
+            tx[b"b"] = b"2"
+            tx.put(b"u", b"x", tree=users)
+            tx.delete(b"a")
+            assert tx.get(b"a") is None
+            assert list(tx.items()) == [(b"b", b"2")]
+            assert b"b" not in db, "nothing is visible before the commit"
+        assert db.get(b"a") is None and db[b"b"] == b"2" and users[b"u"] == b"x"
+        with pytest.raises(RuntimeError):
+            with db.transaction() as tx:
+                tx[b"c"] = b"3"
+                raise RuntimeError("the block failed")
+        assert b"c" not in db
+        tx = db.transaction()
+        tx.commit()
+        with pytest.raises(cairn.Error):
+            tx.put(b"d", b"4")
+        with pytest.raises(cairn.Error):
+            tx.commit()
+        stats = db.stats()["transactions"]
+        assert stats["commits"] == 2 and stats["rollbacks"] == 1
+
+
+def test_a_conflict_raises_and_transact_retries_it(path):
+    with cairn.open(path) as db:
+        db[b"n"] = b"0"
+        t1, t2 = db.transaction(), db.transaction()
+        for t in (t1, t2):
+            t[b"n"] = str(int(t[b"n"]) + 1).encode()
+        t1.commit()
+        with pytest.raises(cairn.ConflictError):
+            t2.commit()
+        assert db[b"n"] == b"1"
+
+        def increment(tx):
+            tx[b"n"] = str(int(tx[b"n"]) + 1).encode()
+
+        threads = [threading.Thread(target=lambda: [cairn.transact(db, increment, attempts=1000) for _ in range(200)]) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert db[b"n"] == b"801"
+        with pytest.raises(cairn.InvalidArgumentError):
+            db.transaction(isolation="eventual")
+
+
+def test_write_skew_is_refused_only_when_serializable(path):
+    with cairn.open(path) as db:
+        for isolation, refused in (("serializable", True), ("snapshot", False)):
+            db[b"alice"], db[b"bob"] = b"on", b"on"
+            t1, t2 = db.transaction(isolation=isolation), db.transaction(isolation=isolation)
+            for t, me, other in ((t1, b"alice", b"bob"), (t2, b"bob", b"alice")):
+                if t[other] == b"on":
+                    t[me] = b"off"
+            t1.commit()
+            if refused:
+                with pytest.raises(cairn.ConflictError):
+                    t2.commit()
+            else:
+                t2.commit()
+
+
+def test_transaction_iterators_read_past_their_read_ahead_in_both_directions(path):
+    with cairn.open(path) as db:
+        for i in range(0, 300, 2):
+            db[b"k%04d" % i] = b"db"
+        with db.transaction() as tx:
+            for i in range(1, 300, 3):
+                tx[b"k%04d" % i] = b"own"
+            tx.delete(b"k0010")
+            model = {b"k%04d" % i: b"db" for i in range(0, 300, 2)}
+            model.update({b"k%04d" % i: b"own" for i in range(1, 300, 3)})
+            del model[b"k0010"]
+            want = sorted(model.items())
+            assert list(tx.items()) == want
+            assert list(tx.items(reverse=True)) == want[::-1]
+            assert list(tx.items(start=b"k0100", end=b"k0200")) == [kv for kv in want if b"k0100" <= kv[0] < b"k0200"]
+
+
+def test_pessimistic_transactions_time_out_on_a_held_lock(path):
+    with cairn.open(path) as db:
+        holder = db.transaction(pessimistic=True)
+        holder.put(b"k", b"1")
+        waiter = db.transaction(pessimistic=True, lock_timeout=0.01)
+        with pytest.raises(cairn.LockTimeoutError):
+            waiter.put(b"k", b"2")
+        waiter.rollback()
+        holder.commit()
+        assert db[b"k"] == b"1"
+        assert db.stats()["transactions"]["lock_timeouts"] == 1

@@ -1,6 +1,7 @@
 //! Metamorphic / model test: one generator of random operation sequences (puts, puts with a
 //! time to live on a manual clock that the sequence moves, deletes, range deletes, merges,
-//! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, flushes,
+//! cross-tree batches, gets, bounded ranges forward and backward, snapshot reads, transactions
+//! (reads of their own writes, commits, rollbacks and conflicts under both isolations), flushes,
 //! compact_range, reopen by close or drop, and power loss on `FaultFs` after a synced write)
 //! runs unchanged under many option sets. Every read is checked against a `BTreeMap` model, and
 //! every configuration's trace of read results must equal the first configuration's.
@@ -9,7 +10,7 @@
 //! command that replays exactly that: `CAIRN_META_SEED`, `CAIRN_META_CONFIG`, `CAIRN_META_OPS`.
 //! `CAIRN_META_SEEDS` (default 3) sets seeds per configuration, `CAIRN_META_STEPS` (default
 //! 1500) the sequence length, and `CAIRN_META_SEED=random` runs one random seed (printed, and
-//! named in any failure). The runner asserts that the power-loss states the sequences ask for
+//! named in any failure); `CAIRN_META_PRINT=1` prints the sequence. The runner asserts that the power-loss states the sequences ask for
 //! all happened.
 
 #![allow(
@@ -21,12 +22,12 @@
 
 use cairn::env::{CrashMode, FaultFs, MemFs, StdFs};
 use cairn::{
-    BpkPolicy, Clock, Compression, Db, FilterPolicy, FlushPolicy, ManualClock, MergePolicyKind, Options, WriteBatch,
-    WriteOptions,
+    BpkPolicy, Clock, Compression, Db, FilterPolicy, FlushPolicy, Isolation, ManualClock, MergePolicyKind, Options,
+    TransactionOptions, WriteBatch, WriteOptions,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -35,6 +36,10 @@ use std::sync::Arc;
 
 /// Power-loss states checked (crash, reopen, full comparison with the model afterwards).
 static CRASHES: AtomicU64 = AtomicU64::new(0);
+
+/// Transactions ended: committed, refused as conflicts, rolled back where the model could not
+/// tell (or asked for a rollback).
+static TX_ENDS: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
 type Key = Vec<u8>;
 
@@ -116,6 +121,120 @@ enum Op {
     Reopen(bool),
     /// A synced write, then power loss: nothing acknowledged may be lost.
     Crash(u8),
+    /// Starts a transaction (serializable, or snapshot isolation), rolling back an open one.
+    TxBegin(bool),
+    /// A write in the open transaction: a value, a deletion (`None`), or a merge operand.
+    TxWrite(usize, Key, Option<Vec<u8>>, bool),
+    TxGet(usize, Key),
+    TxRange(usize, Bound<Key>, Bound<Key>, bool),
+    /// Commits (true) or rolls back the open transaction.
+    TxEnd(bool),
+}
+
+/// A write's trace in the model: what it changed (a key, or a range) at which step, and
+/// whether a compaction may later drop every version it left newer than an older reader (a
+/// deletion, or a value that expires).
+struct Change {
+    tree: usize,
+    lo: Bound<Key>,
+    hi: Bound<Key>,
+    step: usize,
+    fades: bool,
+}
+
+fn point(tree: usize, k: &Key, step: usize, fades: bool) -> Change {
+    Change {
+        tree,
+        lo: Bound::Included(k.clone()),
+        hi: Bound::Included(k.clone()),
+        step,
+        fades,
+    }
+}
+
+/// Whether two key ranges share a key.
+fn intersects(a: (&Bound<Key>, &Bound<Key>), b: (&Bound<Key>, &Bound<Key>)) -> bool {
+    // The larger of the two lower bounds must lie below the smaller of the upper bounds.
+    let below = |lo: &Bound<Key>, hi: &Bound<Key>| match (lo, hi) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => true,
+        (Bound::Included(l), Bound::Included(h)) => l <= h,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => {
+            l < h
+        }
+    };
+    below(a.0, b.1) && below(b.0, a.1) && below(a.0, a.1) && below(b.0, b.1)
+}
+
+/// The open transaction and what the model knows of it.
+struct Tx {
+    tx: cairn::Transaction<'static>,
+    serializable: bool,
+    start: usize,
+    /// What it sees: the models at its start with its own writes applied.
+    models: [Model; 2],
+    /// Keys whose value its own writes settle (a put or delete, maybe merges after).
+    settled: BTreeSet<(usize, Key)>,
+    own: Vec<(usize, Key, Option<Vec<u8>>, bool)>,
+    /// What its commit is checked against: ranges (a key is a range of one).
+    checked: Vec<(usize, Bound<Key>, Bound<Key>)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Outcome {
+    Commit,
+    Conflict,
+    /// A change to what it read is a deletion or an expiring value, which compactions may drop
+    /// before the commit, depending on the configuration: the runner rolls back instead.
+    Unsure,
+}
+
+impl Tx {
+    fn outcome(&self, changes: &[Change]) -> Outcome {
+        // A transaction that wrote nothing read one snapshot: it commits whatever changed.
+        if self.own.is_empty() {
+            return Outcome::Commit;
+        }
+        let mut checked = self.checked.clone();
+        if !self.serializable {
+            checked.extend(
+                self.own
+                    .iter()
+                    .map(|(t, k, ..)| (*t, Bound::Included(k.clone()), Bound::Included(k.clone()))),
+            );
+        }
+        let mut conflict = false;
+        for (t, lo, hi) in &checked {
+            for c in changes.iter().filter(|c| c.step > self.start && c.tree == *t) {
+                if intersects((lo, hi), (&c.lo, &c.hi)) {
+                    if c.fades {
+                        return Outcome::Unsure;
+                    }
+                    conflict = true;
+                }
+            }
+        }
+        if conflict {
+            Outcome::Conflict
+        } else {
+            Outcome::Commit
+        }
+    }
+}
+
+/// Applies a merge, put or delete to a model.
+fn apply(m: &mut Model, k: &Key, v: Option<&Vec<u8>>, merge: bool, now: u64) {
+    match (v, merge) {
+        (Some(v), true) => {
+            let merged = Entry::merged(m.get(k), v, now);
+            m.insert(k.clone(), merged);
+        }
+        (Some(v), false) => {
+            m.insert(k.clone(), Entry::plain(v));
+        }
+        (None, _) => {
+            m.remove(k);
+        }
+    }
 }
 
 fn key(rng: &mut StdRng) -> Key {
@@ -128,6 +247,15 @@ fn key(rng: &mut StdRng) -> Key {
     format!("k{k:04}").into_bytes()
 }
 
+/// A transaction's key: half of them hot, so that other writes meet what transactions read.
+fn tx_key(rng: &mut StdRng) -> Key {
+    if rng.gen_bool(0.5) {
+        format!("k{:04}", 100 * rng.gen_range(0..5)).into_bytes()
+    } else {
+        key(rng)
+    }
+}
+
 fn bound(rng: &mut StdRng) -> Bound<Key> {
     match rng.gen_range(0..3) {
         0 => Bound::Unbounded,
@@ -138,9 +266,28 @@ fn bound(rng: &mut StdRng) -> Bound<Key> {
 
 fn generate(seed: u64, n: usize) -> Vec<Op> {
     let mut rng = StdRng::seed_from_u64(seed);
+    // Steps left in the open transaction: half of them are its operations, and the last ends it.
+    let mut in_tx = 0u32;
     (0..n)
         .map(|step| {
             let t = rng.gen_range(0..2);
+            if in_tx > 0 {
+                in_tx -= 1;
+                if in_tx == 0 {
+                    return Op::TxEnd(rng.gen_bool(0.85));
+                }
+                if rng.gen_bool(0.5) {
+                    return match rng.gen_range(0..20) {
+                        0..=8 => {
+                            let (k, merge) = (tx_key(&mut rng), rng.gen_bool(0.2));
+                            let v = (merge || rng.gen_bool(0.8)).then(|| format!("x{step}").into_bytes());
+                            Op::TxWrite(t, k, v, merge)
+                        }
+                        9..=16 => Op::TxGet(t, tx_key(&mut rng)),
+                        _ => Op::TxRange(t, bound(&mut rng), bound(&mut rng), rng.gen_bool(0.5)),
+                    };
+                }
+            }
             match rng.gen_range(0..1000) {
                 340..=369 => Op::PutTtl(
                     t,
@@ -175,7 +322,11 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
                         .collect(),
                     rng.gen_bool(0.1),
                 ),
-                560..=729 => Op::Get(t, key(&mut rng)),
+                560..=709 => Op::Get(t, key(&mut rng)),
+                710..=729 => {
+                    in_tx = rng.gen_range(4..24);
+                    Op::TxBegin(rng.gen_bool(0.7))
+                }
                 730..=819 => Op::Range(t, bound(&mut rng), bound(&mut rng), rng.gen_bool(0.5)),
                 820..=839 => Op::TakeSnapshot,
                 840..=859 => Op::SnapshotGet(key(&mut rng)),
@@ -488,6 +639,8 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
     let mut trees = [None, Some(db.tree("second").map_err(|e| e.to_string())?)];
     let mut models = [Model::new(), Model::new()];
     let mut snap: Option<(cairn::Snapshot, Model)> = None;
+    let mut tx: Option<Tx> = None;
+    let mut changes: Vec<Change> = Vec::new();
     let mut trace = Vec::new();
     let digest = |v: &dyn std::fmt::Debug| {
         use std::hash::{Hash, Hasher};
@@ -511,6 +664,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 }
                 .map_err(io)?;
                 models[*t].insert(k.clone(), Entry::plain(v));
+                changes.push(point(*t, k, step, false));
             }
             Op::PutTtl(t, k, v, ttl) => {
                 let ttl_d = std::time::Duration::from_millis(*ttl);
@@ -524,6 +678,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     ..Entry::plain(v)
                 };
                 models[*t].insert(k.clone(), entry);
+                changes.push(point(*t, k, step, true));
             }
             Op::Advance(ms) => clock.advance(std::time::Duration::from_millis(*ms)),
             Op::Delete(t, k) => {
@@ -533,6 +688,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 }
                 .map_err(io)?;
                 models[*t].remove(k);
+                changes.push(point(*t, k, step, true));
             }
             Op::Merge(t, k, v) => {
                 match &trees[*t] {
@@ -542,6 +698,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 .map_err(io)?;
                 let merged = Entry::merged(models[*t].get(k), v, now());
                 models[*t].insert(k.clone(), merged);
+                changes.push(point(*t, k, step, false));
             }
             Op::DeleteRange(t, lo, hi) => {
                 match &trees[*t] {
@@ -556,6 +713,13 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 for k in gone {
                     models[*t].remove(&k);
                 }
+                changes.push(Change {
+                    tree: *t,
+                    lo: Bound::Included(lo.clone()),
+                    hi: Bound::Excluded(hi.clone()),
+                    step,
+                    fades: true,
+                });
             }
             Op::Batch(ops, sync) => {
                 let mut b = WriteBatch::new();
@@ -580,6 +744,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                         Some(v) => models[*t].insert(k.clone(), Entry::plain(v)),
                         None => models[*t].remove(k),
                     };
+                    changes.push(point(*t, k, step, v.is_none()));
                 }
             }
             Op::Get(t, k) => {
@@ -655,6 +820,109 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     trace.push(digest(&got));
                 }
             }
+            Op::TxBegin(serializable) => {
+                let opts = TransactionOptions {
+                    isolation: if *serializable {
+                        Isolation::Serializable
+                    } else {
+                        Isolation::Snapshot
+                    },
+                    ..Default::default()
+                };
+                tx = Some(Tx {
+                    tx: db.transaction_with(&opts).detach(),
+                    serializable: *serializable,
+                    start: step,
+                    models: models.clone(),
+                    settled: BTreeSet::new(),
+                    own: Vec::new(),
+                    checked: Vec::new(),
+                });
+            }
+            Op::TxWrite(t, k, v, merge) => {
+                if let Some(x) = &mut tx {
+                    let tree: &cairn::Tree = trees[*t].as_ref().unwrap_or(&*db);
+                    match (v, merge) {
+                        (Some(v), true) => x.tx.merge_in(tree, k, v),
+                        (Some(v), false) => x.tx.put_in(tree, k, v),
+                        (None, _) => x.tx.delete_in(tree, k),
+                    }
+                    .map_err(io)?;
+                    apply(&mut x.models[*t], k, v.as_ref(), *merge, now());
+                    if !merge {
+                        x.settled.insert((*t, k.clone()));
+                    }
+                    x.own.push((*t, k.clone(), v.clone(), *merge));
+                }
+            }
+            Op::TxGet(t, k) => {
+                if let Some(x) = &mut tx {
+                    let tree: &cairn::Tree = trees[*t].as_ref().unwrap_or(&*db);
+                    let got = x.tx.get_in(tree, k).map_err(io)?;
+                    let want = x.models[*t].get(k).and_then(|m| m.value(now()));
+                    if got != want {
+                        return Err(e(format!("transaction got {got:?}, model has {want:?}")));
+                    }
+                    if x.serializable && !x.settled.contains(&(*t, k.clone())) {
+                        x.checked
+                            .push((*t, Bound::Included(k.clone()), Bound::Included(k.clone())));
+                    }
+                    trace.push(digest(&got));
+                }
+            }
+            Op::TxRange(t, lo, hi, rev) => {
+                if let Some(x) = &mut tx {
+                    let tree: &cairn::Tree = trees[*t].as_ref().unwrap_or(&*db);
+                    let r = x.tx.range_in(tree, (lo.clone(), hi.clone()));
+                    let got: Result<Vec<_>, _> = if *rev { r.rev().collect() } else { r.collect() };
+                    let got = got.map_err(io)?;
+                    let nonempty = intersects((lo, hi), (lo, hi));
+                    let mut want = if nonempty {
+                        live(&x.models[*t], (lo.clone(), hi.clone()), now())
+                    } else {
+                        Vec::new()
+                    };
+                    if *rev {
+                        want.reverse();
+                    }
+                    if got != want {
+                        return Err(e(format!(
+                            "transaction range returned {} entries, model {}; first difference: {}",
+                            got.len(),
+                            want.len(),
+                            first_difference(&got, &want)
+                        )));
+                    }
+                    if x.serializable && nonempty {
+                        x.checked.push((*t, lo.clone(), hi.clone()));
+                    }
+                    trace.push(digest(&got));
+                }
+            }
+            Op::TxEnd(commit) => {
+                if let Some(x) = tx.take() {
+                    let outcome = if *commit { x.outcome(&changes) } else { Outcome::Unsure };
+                    let r = match outcome {
+                        Outcome::Unsure => {
+                            x.tx.rollback();
+                            Ok(())
+                        }
+                        _ => x.tx.commit(),
+                    };
+                    match (outcome, r) {
+                        (Outcome::Conflict, Err(cairn::Error::Conflict { .. })) | (Outcome::Unsure, Ok(())) => {}
+                        (Outcome::Commit, Ok(())) => {
+                            for (t, k, v, merge) in &x.own {
+                                apply(&mut models[*t], k, v.as_ref(), *merge, now());
+                                changes.push(point(*t, k, step, v.is_none()));
+                            }
+                        }
+                        (o, r) => return Err(e(format!("commit returned {r:?}, the model expected {o:?}"))),
+                    }
+                    TX_ENDS[outcome as usize].fetch_add(1, Ordering::Relaxed);
+                    trace.push(digest(&outcome));
+                }
+            }
             Op::Flush(t) => match &trees[*t] {
                 None => db.flush_all(),
                 Some(tr) => tr.flush(),
@@ -667,6 +935,7 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
             .map_err(io)?,
             Op::Reopen(close) => {
                 snap = None;
+                tx = None;
                 trees = [None, None];
                 if *close {
                     db.close().map_err(io)?;
@@ -689,7 +958,9 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                 )
                 .map_err(io)?;
                 models[0].insert(b"~crash".to_vec(), Entry::plain(format!("{step}").as_bytes()));
+                changes.push(point(0, &b"~crash".to_vec(), step, false));
                 snap = None;
+                tx = None;
                 trees = [None, None];
                 if let Some(f) = &fault {
                     let mode = [
@@ -788,6 +1059,11 @@ fn metamorphic_across_option_sets() {
     for &seed in &seed_list {
         let ops = generate(seed, steps);
         let ops = &ops[..env("CAIRN_META_OPS").map_or(ops.len(), |n| (n as usize).min(ops.len()))];
+        if std::env::var_os("CAIRN_META_PRINT").is_some() {
+            for (i, op) in ops.iter().enumerate() {
+                println!("{i} {op:?}");
+            }
+        }
         let mut reference: Option<(usize, Vec<u64>)> = None;
         for (i, cfg) in all.iter().enumerate() {
             if only_cfg.is_some_and(|c| c != i) {
@@ -829,8 +1105,14 @@ fn metamorphic_across_option_sets() {
         crashes, expected_crashes,
         "power-loss states recovered, against those the sequences asked for"
     );
+    let ends: Vec<u64> = TX_ENDS.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    println!("transactions committed, refused, rolled back: {ends:?}");
     if only_cfg.is_none() && std::env::var_os("CAIRN_META_OPS").is_none() {
         assert!(crashes > 0, "no power-loss state: the generator no longer cuts power");
+        assert!(
+            ends.iter().all(|&n| n > 0),
+            "transaction outcomes {ends:?}: one never happens"
+        );
     }
 }
 

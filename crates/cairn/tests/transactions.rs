@@ -175,6 +175,13 @@ fn a_phantom_in_an_iterated_range_is_a_conflict_and_a_key_past_it_is_not() {
     let mut t = db.transaction();
     let first: Vec<_> = t.range(key(0)..key(9)).take(2).map(|r| r.unwrap().0).collect();
     assert_eq!(first, vec![key(0), key(2)]);
+    // Empty and inverted ranges yield nothing (and are no reads).
+    assert_eq!(t.range(key(5)..key(1)).count(), 0);
+    assert_eq!(
+        t.range((std::ops::Bound::Excluded(key(2)), std::ops::Bound::Excluded(key(2))))
+            .count(),
+        0
+    );
     t.put("first-two", "seen").unwrap();
     db.put(key(7), "v").unwrap();
     t.commit().unwrap();

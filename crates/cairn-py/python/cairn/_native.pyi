@@ -25,6 +25,17 @@ class LockedError(Error):
 class ReadOnlyError(Error):
     """The database writes nothing: opened read-only, or after a failed durable write."""
 
+class ConflictError(Error):
+    """A transaction's commit was refused: something it read changed meanwhile (nothing was
+    written; run it again)."""
+
+class LockTimeoutError(Error):
+    """A pessimistic transaction waited for a key's lock longer than its lock_timeout."""
+
+class DeadlockError(Error):
+    """A pessimistic transaction's lock request would have closed a cycle of waiting
+    transactions."""
+
 class Iterator:
     """A lazy iteration over a key range; each step releases the GIL."""
 
@@ -103,6 +114,50 @@ class Snapshot:
     def __enter__(self) -> "Snapshot": ...
     def __exit__(self, *args: Any) -> bool: ...
 
+class TransactionIterator:
+    """A lazy iteration of a transaction's view; each run of entries releases the GIL."""
+
+    def __iter__(self) -> "TransactionIterator": ...
+    def __next__(self) -> Tuple[bytes, bytes]: ...
+
+class Transaction:
+    """Reads see the database as of the transaction's start plus its own writes; `commit`
+    applies the writes atomically. A context manager: commits when the block ends normally,
+    rolls back when it raises."""
+
+    @overload
+    def get(self, key: BytesLike, *, tree: Optional[Tree] = None) -> Optional[bytes]: ...
+    @overload
+    def get(self, key: BytesLike, default: _T, tree: Optional[Tree] = None) -> Union[bytes, _T]: ...
+    @overload
+    def get_for_update(self, key: BytesLike, *, tree: Optional[Tree] = None) -> Optional[bytes]: ...
+    @overload
+    def get_for_update(self, key: BytesLike, default: _T, tree: Optional[Tree] = None) -> Union[bytes, _T]: ...
+    def __getitem__(self, key: BytesLike) -> bytes: ...
+    def __setitem__(self, key: BytesLike, value: BytesLike) -> None: ...
+    def put(self, key: BytesLike, value: BytesLike, tree: Optional[Tree] = None) -> None: ...
+    def delete(self, key: BytesLike, tree: Optional[Tree] = None) -> None: ...
+    def merge(self, key: BytesLike, operand: BytesLike, tree: Optional[Tree] = None) -> None: ...
+    def items(
+        self,
+        start: Optional[BytesLike] = None,
+        end: Optional[BytesLike] = None,
+        reverse: bool = False,
+        tree: Optional[Tree] = None,
+    ) -> TransactionIterator: ...
+    def set_savepoint(self) -> None: ...
+    def rollback_to_savepoint(self) -> None: ...
+    def commit(self) -> None:
+        """Applies the writes; `ConflictError` when something the transaction read changed."""
+    def rollback(self) -> None: ...
+    def __enter__(self) -> "Transaction": ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> bool: ...
+
 class Db(Tree):
     """A database: the default tree, plus trees, batches, snapshots and reports."""
 
@@ -110,6 +165,15 @@ class Db(Tree):
     def tree_names(self) -> list[str]: ...
     def batch(self) -> Batch: ...
     def snapshot(self) -> Snapshot: ...
+    def transaction(
+        self,
+        isolation: str = "serializable",
+        pessimistic: bool = False,
+        lock_timeout: float = 1.0,
+        sync: bool = False,
+    ) -> Transaction:
+        """A transaction; `isolation` "serializable" or "snapshot"; `pessimistic` locks keys
+        at their first write or `get_for_update`, waiting up to `lock_timeout` seconds."""
     def stats(self) -> dict[str, Any]:
         """The engine's counters as nested dicts of numbers (io per block kind, writes, stalls,
         the cache, per tree and per level)."""

@@ -26,6 +26,18 @@ impl KeyBounds {
         self.above_lo(largest) && self.below_hi(smallest)
     }
 
+    /// Whether no key lies within the bounds (the lower above the upper, or equal with one
+    /// excluded).
+    pub fn is_empty(&self) -> bool {
+        match (&self.lo, &self.hi) {
+            (Bound::Included(l), Bound::Included(h)) => l > h,
+            (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(h)) | (Bound::Excluded(l), Bound::Included(h)) => {
+                l >= h
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `k` is at or above the lower bound.
     pub fn above_lo(&self, k: &[u8]) -> bool {
         match &self.lo {

@@ -77,7 +77,7 @@ impl<'t> TransactionRange<'t> {
 
     /// Records `[lo, key]` (forward) or `[key, hi)` as covered; `None`: the whole range.
     fn cover(&mut self, forward: bool, key: Option<&[u8]>) {
-        let Some((reads, tree, seq)) = self.record else {
+        let Some((reads, tree, seq)) = self.record.filter(|_| !self.bounds.is_empty()) else {
             return;
         };
         let b = &self.bounds;

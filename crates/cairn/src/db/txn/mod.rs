@@ -376,7 +376,13 @@ impl<'db> Transaction<'db> {
         let db = super::Range::new(inner.clone(), tree, Some(seq), range);
         let mut own = Vec::new();
         let mut failed = None;
-        for (k, view) in self.writes.within(tree, &bounds.lo, &bounds.hi) {
+        // No own write lies in empty bounds (and the map refuses inverted ones).
+        let own_writes = if bounds.is_empty() {
+            Vec::new()
+        } else {
+            self.writes.within(tree, &bounds.lo, &bounds.hi)
+        };
+        for (k, view) in own_writes {
             match view.resolve(&k, inner.opts.merge_operator.as_deref(), || {
                 read::get(inner, tree, &k, Some(seq))
             }) {
