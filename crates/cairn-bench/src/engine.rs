@@ -7,8 +7,15 @@ use std::path::Path;
 
 #[cfg(feature = "fjall")]
 mod fjall_engine;
+#[cfg(feature = "fjall")]
+mod fjall_txn;
 #[cfg(feature = "rocksdb")]
 mod rocks;
+#[cfg(feature = "rocksdb")]
+mod rocks_txn;
+
+/// A transaction's decision: given the values read, the writes (index of the key, value).
+pub type Update<'a> = dyn FnMut(&[Option<Vec<u8>>]) -> Vec<(usize, Vec<u8>)> + 'a;
 
 /// Errors from any engine, as text: benchmarks only report them.
 pub type EngineError = Box<dyn std::error::Error + Send + Sync>;
@@ -212,6 +219,14 @@ pub struct EngineArgs {
     /// (cairn only; 0: never; default its own).
     #[arg(long)]
     pub l0_drain_ms: Option<u64>,
+    /// Transactions (the tx* benchmarks): optimistic | pessimistic. RocksDB opens an
+    /// OptimisticTransactionDB or a TransactionDB, fjall its optimistic transactional database
+    /// (optimistic only); cairn runs `Db::transaction_with` (our flag).
+    #[arg(long, default_value = "none")]
+    pub txn: String,
+    /// cairn's optimistic isolation: serializable | snapshot (our flag).
+    #[arg(long, default_value = "serializable")]
+    pub txn_isolation: String,
     /// Collect the engine's own statistics (RocksDB: `statistics`; cairn always counts).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = crate::flag_bool)]
     pub statistics: bool,
@@ -395,6 +410,17 @@ pub trait Engine: Send + Sync {
     fn delete_range(&self, _lo: &[u8], _hi: &[u8]) -> EResult<()> {
         Err(format!("{} has no range delete", self.name()).into())
     }
+    /// One read-modify-write transaction (`--txn`): reads `keys` for update, hands their
+    /// values to `update`, writes what it returns (index into `keys`, value), commits. `Ok(false)`:
+    /// the engine refused it (a conflict, a deadlock, a lock timeout) and wrote nothing.
+    fn transact(&self, _keys: &[&[u8]], _update: &mut Update<'_>) -> EResult<bool> {
+        Err(format!("{} runs no transactions here (--txn)", self.name()).into())
+    }
+    /// Reads `keys` at one point in time: in a read-only transaction (`transaction`) or on a
+    /// snapshot; the number found.
+    fn read_at_once(&self, _keys: &[&[u8]], _transaction: bool) -> EResult<usize> {
+        Err(format!("{} has no snapshot reads here", self.name()).into())
+    }
     /// Looks one key up: the value's length if present.
     fn get(&self, key: &[u8]) -> EResult<Option<usize>>;
     /// Visits up to `limit` entries from `start` (the first key ≥ start; all keys when None)
@@ -492,7 +518,11 @@ pub fn open(args: &EngineArgs, dir: &Path) -> EResult<Box<dyn Engine>> {
     match args.engine.as_str() {
         "cairn" => Ok(Box::new(CairnEngine::open(args, dir)?)),
         #[cfg(feature = "rocksdb")]
+        "rocksdb" if args.txn != "none" => Ok(Box::new(rocks_txn::RocksTxEngine::open(args, dir)?)),
+        #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(args, dir)?)),
+        #[cfg(feature = "fjall")]
+        "fjall" if args.txn != "none" => Ok(Box::new(fjall_txn::FjallTxEngine::open(args, dir)?)),
         #[cfg(feature = "fjall")]
         "fjall" => Ok(Box::new(fjall_engine::FjallEngine::open(args, dir)?)),
         name if name == "rocksdb" || name == "fjall" => Err(format!(
@@ -511,6 +541,8 @@ pub struct CairnEngine {
     db: cairn::Db,
     /// Trees `t1..` of a multi-tree benchmark (tree 0 is the default tree).
     trees: std::sync::OnceLock<Vec<cairn::Tree>>,
+    /// What `--txn` and `--txn_isolation` ask of a transaction.
+    txn: cairn::TransactionOptions,
 }
 
 impl CairnEngine {
@@ -527,9 +559,23 @@ impl CairnEngine {
 
     /// Opens cairn with the flags mapped onto [`cairn::Options`] ([`cairn_options`]).
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
+        let txn = cairn::TransactionOptions {
+            concurrency: match a.txn.as_str() {
+                "none" | "optimistic" => cairn::Concurrency::Optimistic,
+                "pessimistic" => cairn::Concurrency::Pessimistic,
+                other => return Err(format!("--txn={other}: expected none, optimistic or pessimistic").into()),
+            },
+            isolation: match a.txn_isolation.as_str() {
+                "serializable" => cairn::Isolation::Serializable,
+                "snapshot" => cairn::Isolation::Snapshot,
+                other => return Err(format!("--txn_isolation={other}: expected serializable or snapshot").into()),
+            },
+            ..Default::default()
+        };
         Ok(CairnEngine {
             db: cairn::Db::open(dir, cairn_options(a)?)?,
             trees: std::sync::OnceLock::new(),
+            txn,
         })
     }
 }
@@ -709,6 +755,44 @@ pub fn cairn_options(a: &EngineArgs) -> EResult<cairn::Options> {
 }
 
 impl Engine for CairnEngine {
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>) -> EResult<bool> {
+        let mut tx = self.db.transaction_with(&self.txn);
+        let run = (|| {
+            let values = keys
+                .iter()
+                .map(|k| tx.get_for_update(k))
+                .collect::<cairn::Result<Vec<_>>>()?;
+            for (i, v) in update(&values) {
+                tx.put(keys[i], v)?;
+            }
+            tx.commit()
+        })();
+        match run {
+            Ok(()) => Ok(true),
+            Err(cairn::Error::Conflict { .. } | cairn::Error::Deadlock { .. } | cairn::Error::LockTimeout { .. }) => {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn read_at_once(&self, keys: &[&[u8]], transaction: bool) -> EResult<usize> {
+        let mut found = 0;
+        if transaction {
+            let tx = self.db.transaction_with(&self.txn);
+            for k in keys {
+                found += usize::from(tx.get(k)?.is_some());
+            }
+            tx.commit()?;
+        } else {
+            let s = self.db.snapshot();
+            for k in keys {
+                found += usize::from(s.get(k)?.is_some());
+            }
+        }
+        Ok(found)
+    }
+
     fn name(&self) -> &'static str {
         "cairn"
     }

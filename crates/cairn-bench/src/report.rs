@@ -377,6 +377,13 @@ pub struct Phase {
     pub by_op: BTreeMap<String, LatencySummary>,
     /// Lookups that found their key, when the phase does lookups.
     pub found: Option<u64>,
+    /// Transaction attempts the engine refused (conflicts, deadlocks, lock timeouts), for the
+    /// transaction benchmarks; each was retried until it committed.
+    #[serde(default)]
+    pub aborts: Option<u64>,
+    /// Transactions committed, for the transaction benchmarks.
+    #[serde(default)]
+    pub transactions: Option<u64>,
     /// cairn's counters, when the engine is cairn.
     pub cairn: Option<CairnMetrics>,
     /// Filter false positives (unnecessary data-block reads) per lookup, for engines other

@@ -252,12 +252,15 @@ pub(crate) struct TransactionIter {
 
 struct IterState {
     /// What is left to read; `None` once exhausted.
-    rest: Option<(KeyBound<Vec<u8>>, KeyBound<Vec<u8>>)>,
+    rest: Option<OwnedBounds>,
     ahead: VecDeque<(Vec<u8>, Vec<u8>)>,
 }
 
+/// A key range to read, as the engine's bounds.
+type OwnedBounds = (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>);
+
 /// `[start, end)` as owned bounds.
-fn owned_bounds((start, end): Bounds) -> (KeyBound<Vec<u8>>, KeyBound<Vec<u8>>) {
+fn owned_bounds((start, end): Bounds) -> OwnedBounds {
     (
         start.map_or(KeyBound::Unbounded, KeyBound::Included),
         end.map_or(KeyBound::Unbounded, KeyBound::Excluded),

@@ -145,6 +145,10 @@ type Writer<'a> = dyn Fn(&mut StdRng, &AtomicBool) + Sync + 'a;
 #[derive(Default)]
 struct Tally {
     ops: u64,
+    /// Transaction attempts the engine refused (each retried until it commits).
+    aborts: u64,
+    /// Transactions committed.
+    txns: u64,
     /// Point lookups among `ops`.
     lookups: u64,
     bytes: u64,
@@ -306,13 +310,15 @@ impl Bench<'_> {
         });
         let secs = t0.elapsed().as_secs_f64();
         pb.finish_and_clear();
-        let (mut ops, mut lookups, mut bytes, mut found) = (0, 0, 0, 0);
+        let (mut ops, mut lookups, mut bytes, mut found, mut aborts, mut txns) = (0, 0, 0, 0, 0, 0);
         let (mut lat, mut gets, mut others) = (Latencies::default(), Latencies::default(), Latencies::default());
         for t in &tallies {
             ops += t.ops;
             lookups += t.lookups;
             bytes += t.bytes;
             found += t.found;
+            aborts += t.aborts;
+            txns += t.txns;
             lat.merge(&t.lat);
             lat.merge(&t.get_lat);
             gets.merge(&t.get_lat);
@@ -327,12 +333,17 @@ impl Bench<'_> {
             lookups = ops;
         }
         let is_lookup = lookups > 0;
-        let extra = if is_lookup {
+        let mut extra = if is_lookup {
             p.found = Some(found);
             format!(" ({found} of {lookups} found)")
         } else {
             String::new()
         };
+        if name.starts_with("tx") {
+            p.aborts = Some(aborts);
+            p.transactions = Some(txns);
+            extra += &format!(" ({txns} transactions, {aborts} aborted attempts)");
+        }
         p.print_db_bench(bytes, &extra);
         if let (Some(w), Some(c)) = (p.device_write_bytes, p.cpu_secs) {
             println!("  process: {} MB written to storage, {c:.1} CPU s", w >> 20);
@@ -716,6 +727,105 @@ impl Bench<'_> {
     /// `--num` merges of the 8-byte little-endian 1 into keys of `--key_dist` (counters; needs
     /// `--merge_operator=uint64add`), or with `read_modify_write` the same counters by a get
     /// and a put each (db_bench's updaterandom).
+    /// `--reads` transfers per thread between two accounts of `--key_dist` (read both for
+    /// update, move an amount from one to the other when it has it), each retried until it
+    /// commits; a value's first 8 bytes are its balance. Timed: the transfer with its retries.
+    fn transfers(&self, name: &str) -> Phase {
+        let (a, db, n) = (self.args, self.db, self.reads());
+        self.phase(
+            name,
+            n,
+            |rng, t, pb| {
+                let (mut from, mut to) = (Vec::new(), Vec::new());
+                for i in 0..n {
+                    db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, &mut from);
+                    // Two accounts: a transfer to itself would write one key twice.
+                    while {
+                        db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, &mut to);
+                        to == from && a.num > 1
+                    } {}
+                    let amount = rng.gen_range(1..100u64);
+                    let aborts = t
+                        .lat
+                        .time(|| retried(|| db.transact(&[&from, &to], &mut |v| transfer(v, amount, a.value_size))))
+                        .unwrap_or_else(|e| fail(e));
+                    t.aborts += aborts;
+                    t.txns += 1;
+                    t.ops += 1;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
+    }
+
+    /// YCSB F as transactions: per thread `--reads` operations of `--key_dist` keys, half of
+    /// them lookups, half read-modify-writes (read for update, write a value one higher),
+    /// each transaction retried until it commits.
+    fn read_modify_writes(&self, name: &str) -> Phase {
+        let (a, db, n) = (self.args, self.db, self.reads());
+        self.phase(
+            name,
+            n,
+            |rng, t, pb| {
+                let mut key = Vec::new();
+                for i in 0..n {
+                    db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, &mut key);
+                    if rng.gen_bool(0.5) {
+                        let found = t.get_lat.time(|| db.get(&key)).unwrap_or_else(|e| fail(e));
+                        t.lookups += 1;
+                        t.found += u64::from(found.is_some());
+                    } else {
+                        let aborts = t
+                            .lat
+                            .time(|| retried(|| db.transact(&[&key], &mut |v| increment(v, a.value_size))))
+                            .unwrap_or_else(|e| fail(e));
+                        t.aborts += aborts;
+                        t.txns += 1;
+                    }
+                    t.ops += 1;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
+    }
+
+    /// `--reads` groups of 10 lookups of `--key_dist` keys per thread, each group at one point
+    /// in time: a read-only transaction (`transaction`) or a snapshot.
+    fn reads_at_once(&self, name: &str, transaction: bool) -> Phase {
+        let (a, db, n) = (self.args, self.db, self.reads());
+        self.phase(
+            name,
+            n,
+            |rng, t, pb| {
+                let mut keys = vec![Vec::new(); 10];
+                for i in 0..n {
+                    for k in &mut keys {
+                        db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, k);
+                    }
+                    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+                    let found = t
+                        .lat
+                        .time(|| db.read_at_once(&refs, transaction))
+                        .unwrap_or_else(|e| fail(e));
+                    t.found += found as u64;
+                    t.lookups += 10;
+                    t.txns += u64::from(transaction);
+                    t.ops += 1;
+                    if i % 1024 == 1023 {
+                        pb.inc(1024);
+                    }
+                }
+            },
+            None,
+        )
+    }
+
     fn count_random(&self, name: &str, read_modify_write: bool) -> Phase {
         let a = self.args;
         let db = self.db;
@@ -893,6 +1003,10 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         // Counters by merges when the engine has an operator, else by get and put.
         "counters" => b.count_random(name, b.args.engine.merge_operator == "none"),
         "updaterandom" => b.count_random(name, true),
+        "txtransfer" => b.transfers(name),
+        "txrmw" => b.read_modify_writes(name),
+        "txreadonly" => b.reads_at_once(name, true),
+        "snapshotreads" => b.reads_at_once(name, false),
         "compact" => b.once(name, || db.compact()),
         "checkpoint" => b.checkpoint_while_writing(name, &b.dir),
         // Into `<db>.backup` (kept between phases: a second backup is incremental), and the
@@ -1090,4 +1204,44 @@ fn main() {
             .write(path)
             .unwrap_or_else(|e| fail(format!("--json {}: {e}", path.display())));
     }
+}
+
+/// Runs a transaction until the engine commits it: the attempts it refused.
+fn retried(mut attempt: impl FnMut() -> cairn_bench::engine::EResult<bool>) -> cairn_bench::engine::EResult<u64> {
+    let mut aborts = 0;
+    while !attempt()? {
+        aborts += 1;
+    }
+    Ok(aborts)
+}
+
+/// A balance: the first 8 bytes of an account's value (0 when absent).
+fn balance(v: Option<&Vec<u8>>) -> u64 {
+    v.and_then(|v| v.get(..8))
+        .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+/// An account's value holding `balance`, `size` bytes long.
+fn account(balance: u64, size: usize) -> Vec<u8> {
+    let mut v = vec![b'a'; size.max(8)];
+    v[..8].copy_from_slice(&balance.to_le_bytes());
+    v
+}
+
+/// The writes of a transfer of `amount` from account 0 to account 1 (none when the first
+/// lacks it).
+fn transfer(values: &[Option<Vec<u8>>], amount: u64, size: usize) -> Vec<(usize, Vec<u8>)> {
+    let (from, to) = (balance(values[0].as_ref()), balance(values[1].as_ref()));
+    if from < amount {
+        return Vec::new();
+    }
+    vec![
+        (0, account(from - amount, size)),
+        (1, account(to.wrapping_add(amount), size)),
+    ]
+}
+
+/// The write of a read-modify-write: the balance one higher.
+fn increment(values: &[Option<Vec<u8>>], size: usize) -> Vec<(usize, Vec<u8>)> {
+    vec![(0, account(balance(values[0].as_ref()).wrapping_add(1), size))]
 }

@@ -19,53 +19,11 @@ pub struct FjallEngine {
 
 impl FjallEngine {
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
-        if a.use_direct_reads {
-            return Err("--use_direct_reads: fjall has no direct I/O".into());
+        if a.txn != "none" {
+            return Err("--txn: opened by the transactional adapter".into());
         }
-        if a.max_background_compactions.is_some()
-            || a.subcompactions.is_some()
-            || a.level0_slowdown_writes_trigger.is_some()
-            || a.level0_stop_writes_trigger.is_some()
-            || a.delayed_write_rate.is_some()
-        {
-            return Err("the fjall adapter maps no compaction-thread or write-stall flags".into());
-        }
-        if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
-            return Err("--bpk_policy, --merlin_window, --segment_size, --filter_unit_format, the elastic flags and --memory_component are cairn's (other engines allocate filters uniformly and flush memtables whole)".into());
-        }
-        if a.data_block_index_type.is_some()
-            || a.index_block_restart_interval.is_some()
-            || a.block_restart_interval.is_some()
-        {
-            return Err(
-                "--data_block_index_type, --block_restart_interval and --index_block_restart_interval: the fjall adapter maps no block-layout flag"
-                    .into(),
-            );
-        }
-        if a.merge_policy != "leveling" {
-            return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());
-        }
-        let compression = match a.compression_type.as_str() {
-            "none" => CompressionPolicy::disabled(),
-            "lz4" => CompressionPolicy::all(fjall::CompressionType::Lz4),
-            other => return Err(format!("--compression_type={other}: fjall supports none or lz4").into()),
-        };
-        // fjall refuses block sizes outside 1 KiB..=1 MiB with a panic; check first.
-        if !(1024..=1 << 20).contains(&a.block_size) {
-            return Err(format!("--block_size={}: fjall needs 1 KiB..=1 MiB", a.block_size).into());
-        }
-        let filter = if a.bloom_bits > 0.0 {
-            FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
-                a.bloom_bits as f32,
-            )))
-        } else {
-            FilterPolicy::disabled()
-        };
+        let ks_opts = keyspace_options(a)?;
         let l0 = a.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
-        let strategy = Leveled::default()
-            .with_l0_threshold(l0)
-            .with_level_ratio_policy(vec![a.max_bytes_for_level_multiplier as f32])
-            .with_table_target_size((a.max_bytes_for_level_base / u64::from(l0)).max(1 << 20));
         // The same write memory as the other engines (all memtables, sealed ones included):
         // fjall leaves it unbounded by default and marks the setting unfinished ("todo"), but
         // without it a fill holds as many sealed memtables as its flushes lag behind.
@@ -77,14 +35,7 @@ impl FjallEngine {
             .cache_size(a.cache_size as u64)
             .max_write_buffer_size(Some((a.memory() as u64).max(1 << 20)))
             .open()?;
-        let ks = db.keyspace("default", || {
-            KeyspaceCreateOptions::default()
-                .max_memtable_size(a.write_buffer_size as u64)
-                .data_block_size_policy(BlockSizePolicy::all(a.block_size as u32))
-                .data_block_compression_policy(compression)
-                .filter_policy(filter)
-                .compaction_strategy(Arc::new(strategy))
-        })?;
+        let ks = db.keyspace("default", || ks_opts)?;
         Ok(FjallEngine {
             db,
             ks,
@@ -178,4 +129,61 @@ impl Engine for FjallEngine {
             self.ks.disk_space()
         )
     }
+}
+
+/// The keyspace's options for the flags (refusing the flags fjall has no match for).
+pub(super) fn keyspace_options(a: &EngineArgs) -> EResult<KeyspaceCreateOptions> {
+    if a.use_direct_reads {
+        return Err("--use_direct_reads: fjall has no direct I/O".into());
+    }
+    if a.max_background_compactions.is_some()
+        || a.subcompactions.is_some()
+        || a.level0_slowdown_writes_trigger.is_some()
+        || a.level0_stop_writes_trigger.is_some()
+        || a.delayed_write_rate.is_some()
+    {
+        return Err("the fjall adapter maps no compaction-thread or write-stall flags".into());
+    }
+    if a.bpk_policy != "uniform" || a.merlin_window.is_some() || a.cairn_filter_flags() {
+        return Err("--bpk_policy, --merlin_window, --segment_size, --filter_unit_format, the elastic flags and --memory_component are cairn's (other engines allocate filters uniformly and flush memtables whole)".into());
+    }
+    if a.data_block_index_type.is_some()
+        || a.index_block_restart_interval.is_some()
+        || a.block_restart_interval.is_some()
+    {
+        return Err(
+                "--data_block_index_type, --block_restart_interval and --index_block_restart_interval: the fjall adapter maps no block-layout flag"
+                    .into(),
+            );
+    }
+    if a.merge_policy != "leveling" {
+        return Err(format!("--merge_policy={}: fjall runs leveling only here", a.merge_policy).into());
+    }
+    let compression = match a.compression_type.as_str() {
+        "none" => CompressionPolicy::disabled(),
+        "lz4" => CompressionPolicy::all(fjall::CompressionType::Lz4),
+        other => return Err(format!("--compression_type={other}: fjall supports none or lz4").into()),
+    };
+    // fjall refuses block sizes outside 1 KiB..=1 MiB with a panic; check first.
+    if !(1024..=1 << 20).contains(&a.block_size) {
+        return Err(format!("--block_size={}: fjall needs 1 KiB..=1 MiB", a.block_size).into());
+    }
+    let filter = if a.bloom_bits > 0.0 {
+        FilterPolicy::all(FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
+            a.bloom_bits as f32,
+        )))
+    } else {
+        FilterPolicy::disabled()
+    };
+    let l0 = a.level0_file_num_compaction_trigger.clamp(1, 255) as u8;
+    let strategy = Leveled::default()
+        .with_l0_threshold(l0)
+        .with_level_ratio_policy(vec![a.max_bytes_for_level_multiplier as f32])
+        .with_table_target_size((a.max_bytes_for_level_base / u64::from(l0)).max(1 << 20));
+    Ok(KeyspaceCreateOptions::default()
+        .max_memtable_size(a.write_buffer_size as u64)
+        .data_block_size_policy(BlockSizePolicy::all(a.block_size as u32))
+        .data_block_compression_policy(compression)
+        .filter_policy(filter)
+        .compaction_strategy(Arc::new(strategy)))
 }

@@ -25,6 +25,34 @@ const ENTRY_STATS_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(
 
 impl RocksEngine {
     pub fn open(a: &EngineArgs, dir: &Path) -> EResult<Self> {
+        if a.txn != "none" {
+            return Err("--txn: opened by the transactional adapter".into());
+        }
+        let (o, cache_size) = options(a)?;
+        let db = DB::open(&o, dir)?;
+        let mut synced = WriteOptions::default();
+        synced.set_sync(true);
+        Ok(RocksEngine {
+            db,
+            opts: o,
+            cache_capacity: cache_size as u64,
+            plain: WriteOptions::default(),
+            synced,
+            opened: std::time::Instant::now(),
+        })
+    }
+
+    fn int_property(&self, name: &str) -> EResult<u64> {
+        Ok(self
+            .db
+            .property_int_value(name)?
+            .ok_or_else(|| format!("RocksDB has no property {name}"))?)
+    }
+}
+
+/// The options for the flags, and the block cache's size.
+pub(super) fn options(a: &EngineArgs) -> EResult<(Options, usize)> {
+    {
         let mut table = BlockBasedOptions::default();
         table.set_block_size(a.block_size);
         // --memory_budget: RocksDB's static split, 2 write buffers and the rest block cache with
@@ -116,24 +144,7 @@ impl RocksEngine {
         if a.statistics {
             o.enable_statistics();
         }
-        let db = DB::open(&o, dir)?;
-        let mut synced = WriteOptions::default();
-        synced.set_sync(true);
-        Ok(RocksEngine {
-            db,
-            opts: o,
-            cache_capacity: cache_size as u64,
-            plain: WriteOptions::default(),
-            synced,
-            opened: std::time::Instant::now(),
-        })
-    }
-
-    fn int_property(&self, name: &str) -> EResult<u64> {
-        Ok(self
-            .db
-            .property_int_value(name)?
-            .ok_or_else(|| format!("RocksDB has no property {name}"))?)
+        Ok((o, cache_size))
     }
 }
 

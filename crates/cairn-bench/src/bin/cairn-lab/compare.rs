@@ -468,6 +468,35 @@ pub fn main(args: Args) {
         }
         md.push('\n');
     }
+    // Transactions: refused attempts per attempt (each refused one was retried).
+    let abort_rate = |pi: usize, c: &str| -> Option<f64> {
+        let mut v: Vec<f64> = results
+            .get(&(pi, c.to_string()))?
+            .iter()
+            .filter_map(|p| {
+                let (aborts, commits) = (p.aborts? as f64, p.transactions? as f64);
+                Some(aborts / (aborts + commits).max(1.0))
+            })
+            .collect();
+        (!v.is_empty()).then(|| cairn_bench::median(&mut v))
+    };
+    if (0..order.len()).any(|pi| configs.iter().any(|c| abort_rate(pi, &c.name).is_some())) {
+        md.push_str("\n| benchmark |");
+        for c in &configs {
+            md.push_str(&format!(" {} abort rate |", c.name));
+        }
+        md.push_str("\n|---|");
+        md.push_str(&"---:|".repeat(configs.len()));
+        md.push('\n');
+        for (pi, name) in order.iter().enumerate() {
+            md.push_str(&format!("| {name} |"));
+            for c in &configs {
+                md.push_str(&abort_rate(pi, &c.name).map_or(" – |".into(), |r| format!(" {:.2}% |", r * 100.0)));
+            }
+            md.push('\n');
+        }
+        md.push_str("\n(abort rate: refused attempts over all attempts, median of the rounds)\n");
+    }
     md.push_str(&write_costs(&order, &configs, &results, entry_bytes(&args.common)));
     if !rss.is_empty() {
         md.push_str("\n| configuration | peak RSS MiB (median of runs) | max |\n|---|---:|---:|\n");
