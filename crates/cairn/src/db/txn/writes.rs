@@ -90,6 +90,10 @@ impl Writes {
 
     /// The key's state after the transaction's operations on it.
     pub(crate) fn view(&self, tree: u32, key: &[u8]) -> Own<'_> {
+        // A transaction that has written nothing (a read-only one) pays no key copy here.
+        if self.index.is_empty() {
+            return Own::Untouched;
+        }
         match self.index.get(&(tree, key.to_vec())) {
             Some(positions) => self.fold(positions),
             None => Own::Untouched,
