@@ -8,7 +8,9 @@
 #   ycsbf-<threads>t             txrmw: YCSB F as transactions, zipf 0.99: half lookups, half
 #                                read-modify-writes
 #   readonly                     txreadonly (10 gets in a read-only transaction) and
-#                                snapshotreads (10 gets on a snapshot), one thread
+#                                snapshotreads (10 gets on a snapshot), one thread, after a
+#                                warm-up phase, in the order A B B A
+# CELLS (default all) names the cells to run: transfer, ycsbf, readonly.
 # Configurations (budget M: RocksDB 2 write buffers of M/8 and the rest its block cache with
 # index and filter blocks, Bloom 10, 8 MiB files; fjall the same split; cairn its defaults):
 #   cairn (optimistic, serializable), cairn-pessimistic, rocksdb-optimistic,
@@ -56,14 +58,17 @@ cell() {
   $bin/cairn-lab compare --rounds "$rounds" --work "$work/runs" --out "$out/$name" "${cfg[@]}" -- \
     --use_existing_db=1 "${shape[@]}" "$@"
 }
-for dist in uniform zipf:0.99; do
+cells=${CELLS:-transfer ycsbf readonly}
+has() { [[ " $cells " == *" $1 "* ]]; }
+has transfer && for dist in uniform zipf:0.99; do
   for t in $threads_list; do
     cell "transfer-${dist/:/-}-${t}t" --benchmarks=txtransfer --key_dist="$dist" --threads="$t" --reads=$((total / t))
   done
 done
-for t in 1 8; do
+has ycsbf && for t in 1 8; do
   cell "ycsbf-${t}t" --benchmarks=txrmw --key_dist=zipf:0.99 --threads="$t" --reads=$((total / t))
 done
-cell readonly --benchmarks=txreadonly,snapshotreads,txreadonly@again,snapshotreads@again --key_dist=uniform \
-  --threads=1 --reads=$((total / 4))
+# A warm-up phase first, then the two kinds alternating (the cache still warms between them).
+has readonly && cell readonly --benchmarks=snapshotreads@warmup,txreadonly,snapshotreads,snapshotreads@b,txreadonly@b \
+  --key_dist=uniform --threads=1 --reads=$((total / 4))
 rm -rf "$work"

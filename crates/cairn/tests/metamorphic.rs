@@ -1109,10 +1109,13 @@ fn metamorphic_across_option_sets() {
     println!("transactions committed, refused, rolled back: {ends:?}");
     if only_cfg.is_none() && std::env::var_os("CAIRN_META_OPS").is_none() {
         assert!(crashes > 0, "no power-loss state: the generator no longer cuts power");
-        assert!(
-            ends.iter().all(|&n| n > 0),
-            "transaction outcomes {ends:?}: one never happens"
-        );
+        // The default seeds exercise every outcome; one seed alone may never conflict.
+        if only_seed.is_none() {
+            assert!(
+                ends.iter().all(|&n| n > 0),
+                "transaction outcomes {ends:?}: one never happens"
+            );
+        }
     }
 }
 
