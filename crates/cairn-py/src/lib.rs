@@ -730,6 +730,14 @@ impl Batch {
     }
 }
 
+/// A read's answer for Python: its value as `bytes`, or `default`.
+fn value_or(py: Python<'_>, v: Option<Vec<u8>>, default: Option<Py<PyAny>>) -> Py<PyAny> {
+    match v {
+        Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+        None => default.unwrap_or_else(|| py.None()),
+    }
+}
+
 /// The tree a batch or snapshot call names, `default` when none.
 fn tree_of(tree: Option<&Bound<'_, Tree>>, default: &cairn::Tree) -> PyResult<cairn::Tree> {
     match tree {
@@ -859,10 +867,7 @@ impl Snapshot {
         let (k, t) = (bytes_like(key, "key")?, tree_of(tree, &self.default)?);
         let s = self.view()?;
         let v = py.detach(|| s.get_in(&t, &k)).map_err(err)?;
-        Ok(match v {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
-            None => default.unwrap_or_else(|| py.None()),
-        })
+        Ok(value_or(py, v, default))
     }
 
     /// `(key, value)` pairs of `[start, end)` as of the view, lazily.

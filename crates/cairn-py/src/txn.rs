@@ -3,7 +3,7 @@
 //! the GIL released (a thread holding the GIL while waiting for it could deadlock with the
 //! holder waiting for the GIL).
 
-use super::{bounds, bytes_like, err, tree_of, Bounds, Tree, Yield, READ_AHEAD};
+use super::{bounds, bytes_like, err, tree_of, value_or, Bounds, Tree, Yield, READ_AHEAD};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -90,10 +90,7 @@ impl Transaction {
     ) -> PyResult<Py<PyAny>> {
         let (k, t) = (bytes_like(key, "key")?, tree_of(tree, &self.default)?);
         let v = self.run(py, |tx| tx.get_in(&t, &k))?;
-        Ok(match v {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
-            None => default.unwrap_or_else(|| py.None()),
-        })
+        Ok(value_or(py, v, default))
     }
 
     /// `get` of a key the transaction means to write: checked at commit under snapshot
@@ -108,10 +105,7 @@ impl Transaction {
     ) -> PyResult<Py<PyAny>> {
         let (k, t) = (bytes_like(key, "key")?, tree_of(tree, &self.default)?);
         let v = self.run(py, |tx| tx.get_for_update_in(&t, &k))?;
-        Ok(match v {
-            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
-            None => default.unwrap_or_else(|| py.None()),
-        })
+        Ok(value_or(py, v, default))
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -159,6 +159,22 @@ struct Tally {
     get_lat: Latencies,
 }
 
+impl Tally {
+    /// Runs a transaction until the engine commits it (timed with its retries), counting it
+    /// and the attempts the engine refused.
+    fn transaction(&mut self, mut attempt: impl FnMut() -> cairn_bench::engine::EResult<bool>) {
+        let aborts = self.lat.time(|| {
+            let mut aborts = 0;
+            while !attempt()? {
+                aborts += 1;
+            }
+            Ok::<_, cairn_bench::engine::EngineError>(aborts)
+        });
+        self.aborts += aborts.unwrap_or_else(|e| fail(e));
+        self.txns += 1;
+    }
+}
+
 /// Values as db_bench makes them: slices of one pre-generated random buffer at moving offsets
 /// (random bytes, so compression settings flatter no engine), costing nothing per write.
 struct Values {
@@ -745,12 +761,7 @@ impl Bench<'_> {
                         to == from && a.num > 1
                     } {}
                     let amount = rng.gen_range(1..100u64);
-                    let aborts = t
-                        .lat
-                        .time(|| retried(|| db.transact(&[&from, &to], &mut |v| transfer(v, amount, a.value_size))))
-                        .unwrap_or_else(|e| fail(e));
-                    t.aborts += aborts;
-                    t.txns += 1;
+                    t.transaction(|| db.transact(&[&from, &to], &mut |v| transfer(v, amount, a.value_size)));
                     t.ops += 1;
                     if i % 1024 == 1023 {
                         pb.inc(1024);
@@ -778,12 +789,7 @@ impl Bench<'_> {
                         t.lookups += 1;
                         t.found += u64::from(found.is_some());
                     } else {
-                        let aborts = t
-                            .lat
-                            .time(|| retried(|| db.transact(&[&key], &mut |v| increment(v, a.value_size))))
-                            .unwrap_or_else(|e| fail(e));
-                        t.aborts += aborts;
-                        t.txns += 1;
+                        t.transaction(|| db.transact(&[&key], &mut |v| increment(v, a.value_size)));
                     }
                     t.ops += 1;
                     if i % 1024 == 1023 {
@@ -1204,15 +1210,6 @@ fn main() {
             .write(path)
             .unwrap_or_else(|e| fail(format!("--json {}: {e}", path.display())));
     }
-}
-
-/// Runs a transaction until the engine commits it: the attempts it refused.
-fn retried(mut attempt: impl FnMut() -> cairn_bench::engine::EResult<bool>) -> cairn_bench::engine::EResult<u64> {
-    let mut aborts = 0;
-    while !attempt()? {
-        aborts += 1;
-    }
-    Ok(aborts)
 }
 
 /// A balance: the first 8 bytes of an account's value (0 when absent).

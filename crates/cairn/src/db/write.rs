@@ -39,14 +39,7 @@ pub(super) fn write_checked(
         };
         (supers.len() as u32, batch)
     };
-    let l = &inner.opts.limits;
-    batch.validate(
-        l.max_key_size,
-        l.max_value_size,
-        l.max_batch_size,
-        trees,
-        inner.opts.merge_operator.is_some(),
-    )?;
+    validate(inner, &batch, trees)?;
     inner.check_writable()?;
     if batch.is_empty() {
         return Ok(());
@@ -54,6 +47,19 @@ pub(super) fn write_checked(
     inner
         .commits
         .submit(batch, opts, check, |batches| commit(inner, batches))
+}
+
+/// Checks `batch` against the limits, the `trees` known and the merge operator, before
+/// anything of it is logged.
+pub(super) fn validate(inner: &DbInner, batch: &WriteBatch, trees: u32) -> Result<()> {
+    let l = &inner.opts.limits;
+    batch.validate(
+        l.max_key_size,
+        l.max_value_size,
+        l.max_batch_size,
+        trees,
+        inner.opts.merge_operator.is_some(),
+    )
 }
 
 fn commit(inner: &Arc<DbInner>, batches: &mut [Pending]) -> Result<()> {

@@ -309,17 +309,10 @@ impl<'db> Transaction<'db> {
     fn write(&mut self, tree: u32, kind: ValueKind, key: &[u8], value: &[u8]) -> Result<()> {
         let inner = self.end.db.inner();
         inner.check_writable()?;
-        let l = &inner.opts.limits;
         let mut one = WriteBatch::new();
         one.push(tree, kind, key, value);
-        let trees = inner.supers.load().len() as u32;
-        one.validate(
-            l.max_key_size,
-            l.max_value_size,
-            l.max_batch_size,
-            trees,
-            inner.opts.merge_operator.is_some(),
-        )?;
+        write::validate(inner, &one, inner.supers.load().len() as u32)?;
+        let l = &inner.opts.limits;
         let total = self.writes.bytes() + key.len() + value.len();
         if total > l.max_batch_size {
             return Err(Error::InvalidArgument(format!(
