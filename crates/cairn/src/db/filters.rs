@@ -303,20 +303,17 @@ impl DbInner {
     }
 
     /// The average range-filter bits per key (as the rounds grew it), fitted to range-filter
-    /// memory over the keys of `version` (`tuning::range_memory::fitted_bpk`, the round's rule).
+    /// memory over the keys of `version` (`Kind::fitted_bpk`, the round's rule).
     fn range_bits_that_fit(&self, version: &crate::version::Version) -> f64 {
         let configured = self.range_memory.average(self.opts.range_filter.bits_per_key);
         let cap = self.memory.range_filters.capacity();
         if cap == usize::MAX {
             return configured;
         }
-        let entries: u64 = version
-            .trees
-            .iter()
-            .flat_map(|t| t.levels.iter().flatten())
-            .map(|f| f.entries)
-            .sum();
-        crate::tuning::range_memory::fitted_bpk(configured, cap as u64, entries as f64)
+        let files = || version.trees.iter().flat_map(|t| t.levels.iter().flatten());
+        let entries: u64 = files().map(|f| f.entries).sum();
+        let kind = self.range_memory.kind(&self.opts.range_filter);
+        kind.fitted_bpk(configured, cap as u64, files().count(), entries as f64)
     }
 }
 

@@ -18,7 +18,7 @@ use crate::filter::range::{RangeBuilder, RangeFilter};
 use crate::format::ikey;
 use crate::iter::InternalIterator;
 use crate::sst::{IterOptions, TableReader};
-use crate::tuning::range_memory::{grow, plan, Action, Growth, Kind, Table, Window};
+use crate::tuning::range_memory::{grow, plan, Action, Growth, Table, Window};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,6 +30,8 @@ pub(crate) struct Build {
     reader: Arc<TableReader>,
     bpk: f64,
     rate: f64,
+    /// The bytes the round reserved for it.
+    planned: u64,
 }
 
 /// Readahead of a build's sequential read of its table (a compaction's).
@@ -81,23 +83,21 @@ impl DbInner {
                 bits: reader.range_filter_bits(),
                 pinned: pinned > 0,
             });
-            live.push((tree, state.clone(), reader));
+            live.push((tree, state.clone(), reader, f.entries as f64));
         });
         *files = next;
-        let kind = Kind {
-            decay: rf.kind.decay(),
-            min_bpk: rf.kind.min_bits_per_key(),
-        };
+        let kind = self.range_memory.kind(rf);
         let average = self.grow_range_bits(&tables, empty_since);
         let actions = plan(&tables, cap as u64, average, kind, may_build);
         let mut builds = Vec::new();
-        for ((tree, state, reader), action) in live.into_iter().zip(actions) {
+        for ((tree, state, reader, entries), action) in live.into_iter().zip(actions) {
             state.set_range_admitted(matches!(action, Action::Keep | Action::Admit | Action::Build { .. }));
             match action {
                 Action::Unload | Action::Out => {
                     reader.unload_range_filter();
                 }
                 Action::Build { bpk, rate } => builds.push(Build {
+                    planned: kind.bytes(bpk, entries),
                     tree,
                     file: state,
                     reader,
@@ -172,7 +172,12 @@ impl DbInner {
             if self.life.is_shut_down() || self.life.is_poisoned() {
                 return;
             }
-            if !self.files.is_live(b.file.stats().number()) || !b.file.range_admitted() {
+            // The room may have shrunk since the round (the cache resized): a filter that
+            // would not be kept is not worth reading the table for.
+            if !self.files.is_live(b.file.stats().number())
+                || !b.file.range_admitted()
+                || !b.reader.range_filter_fits(b.planned)
+            {
                 continue;
             }
             match self.build_range_filter(&b) {
@@ -180,6 +185,8 @@ impl DbInner {
                     let bytes = filter.memory_usage() as u64;
                     if b.reader.install_range_filter(filter) {
                         self.range_memory.record_build(bytes);
+                    } else if bytes > b.planned {
+                        self.range_memory.record_misfit(bytes, b.planned);
                     }
                 }
                 Ok(None) => {}

@@ -52,6 +52,9 @@ const MAX_UNIVERSE: u64 = 1 << 62;
 const FENCE: u64 = 64;
 /// Fences per top entry: a group is 512 bytes, eight cache lines loaded at once.
 const GROUP: usize = 64;
+/// Bits per key the decoded filter holds beyond its serialized form: a 64-bit fence per
+/// [`FENCE`] hashes, and a top entry per [`GROUP`] fences.
+pub(crate) const MEMORY_EXTRA_BPK: f64 = 64.0 / FENCE as f64 * (1.0 + 1.0 / GROUP as f64);
 
 /// `⌊log2(r/m)⌋`, 0 when `m = 0` or `m ≥ r`.
 fn low_bits(r: u64, m: u64) -> u32 {

@@ -553,15 +553,19 @@ impl TableReader {
     /// unloaded, the next read pins the table's own filter, if it has one. `false` (nothing
     /// pinned) when the range region has no room for it beside what it replaces.
     pub fn install_range_filter(&self, filter: RangeFilter) -> bool {
-        let size = filter.memory_usage();
-        if let Some(r) = &self.range_region {
-            let freed = self.range_filter_bytes();
-            if r.usage().saturating_sub(freed).saturating_add(size) > r.capacity() {
-                return false;
-            }
+        if !self.range_filter_fits(filter.memory_usage() as u64) {
+            return false;
         }
         self.range_pinned.store(Some(self.charged(filter)));
         true
+    }
+
+    /// Whether the range region has room for a filter of `bytes` in place of the one pinned.
+    pub fn range_filter_fits(&self, bytes: u64) -> bool {
+        self.range_region.as_ref().is_none_or(|r| {
+            let freed = self.range_filter_bytes();
+            r.usage().saturating_sub(freed).saturating_add(bytes as usize) <= r.capacity()
+        })
     }
 
     /// `filter` as this reader pins it: charged to the range region and reserved in the block

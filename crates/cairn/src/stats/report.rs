@@ -70,7 +70,7 @@ debug_nonzero! {
     }
     ElasticStats { ; budget, usage, loads, unloads, load_errors, rounds, solves, loaded_per_level }
     KvCacheStats { ; capacity, usage, entries, hits, negative_hits, misses, fills, refused }
-    RangeBuildStats { ; bits_per_key, built, filter_bytes, failed, read_bytes }
+    RangeBuildStats { ; bits_per_key, built, filter_bytes, failed, misfits, read_bytes }
     TransactionStats { ; commits, conflicts, rollbacks, lock_waits, lock_timeouts, deadlocks }
     DbStats {
         ;

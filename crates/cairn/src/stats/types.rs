@@ -162,6 +162,9 @@ pub struct RangeBuildStats {
     pub filter_bytes: u64,
     /// Builds that failed (a table that could not be read).
     pub failed: u64,
+    /// Builds whose filter came out larger than the room planned for it, and was dropped
+    /// (later rounds plan for that much more).
+    pub misfits: u64,
     /// Bytes the builds read from storage (outside the block cache).
     pub read_bytes: u64,
 }

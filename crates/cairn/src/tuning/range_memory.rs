@@ -117,13 +117,45 @@ pub enum Action {
 }
 
 /// The kind of filter a round builds: its false-positive rate falls by `decay` per bit per
-/// key, and it gives no filter under `min_bpk` bits per key.
+/// key, it gives no filter under `min_bpk` bits per key, and what a filter of it holds in
+/// memory.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Kind {
     /// The false-positive rate's decay per bit per key (`RangeFilterKind::decay`).
     pub decay: f64,
     /// The fewest bits per key it builds a filter of.
     pub min_bpk: f64,
+    /// Bits per key its filters hold in memory beyond their bits
+    /// (`RangeFilterKind::memory_extra_bits_per_key`).
+    pub extra_bpk: f64,
+    /// Bytes its filters hold in memory whatever their size
+    /// (`RangeFilterKind::memory_fixed_bytes`).
+    pub fixed_bytes: u64,
+    /// How far built filters have exceeded [`Kind::bytes`] (at least 1): a build that did not
+    /// fit the room planned for it raises it, so that the same table is not read again for a
+    /// filter that cannot be kept.
+    pub margin: f64,
+}
+
+impl Kind {
+    /// Bytes a filter of `bpk` bits per key over `entries` keys holds in memory: what a round
+    /// reserves for a build.
+    pub fn bytes(&self, bpk: f64, entries: f64) -> u64 {
+        let bytes = (bpk + self.extra_bpk) * entries.max(0.0) / 8.0 + self.fixed_bytes as f64;
+        (bytes * self.margin.max(1.0)).round() as u64
+    }
+
+    /// The average bits per key over `tables` tables of `entries` keys that range-filter
+    /// memory of `capacity` bytes holds: `avg_bpk`, or fewer when the region cannot hold that
+    /// much for every key (every table gets fewer bits rather than some none). Compaction
+    /// outputs' bits follow it too.
+    pub fn fitted_bpk(&self, avg_bpk: f64, capacity: u64, tables: usize, entries: f64) -> f64 {
+        if entries <= 0.0 {
+            return avg_bpk;
+        }
+        let bytes = capacity as f64 / self.margin.max(1.0) - (tables as u64 * self.fixed_bytes) as f64;
+        avg_bpk.min((bytes * 8.0 / entries - self.extra_bpk).max(0.0))
+    }
 }
 
 /// What a round within `capacity` bytes does with each of `tables` (parallel), for range
@@ -131,7 +163,7 @@ pub struct Kind {
 /// (otherwise only the filters the tables have compete).
 pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bool) -> Vec<Action> {
     let wanted: Vec<f64> = if build {
-        wanted_bpk(tables, capacity, avg_bpk, kind.decay)
+        wanted_bpk(tables, capacity, avg_bpk, kind)
             .into_iter()
             .map(|w| if w < kind.min_bpk { 0.0 } else { w })
             .collect()
@@ -146,7 +178,7 @@ pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bo
         .zip(&builds)
         .map(|((t, &w), &b)| match b {
             true => Candidate {
-                bytes: (w * t.entries / 8.0).round() as u64,
+                bytes: kind.bytes(w, t.entries),
                 pinned: false,
                 score: t.score,
             },
@@ -167,7 +199,7 @@ pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bo
     let smaller: Vec<Candidate> = shrink
         .iter()
         .map(|&i| Candidate {
-            bytes: (wanted[i] * tables[i].entries / 8.0).round() as u64,
+            bytes: kind.bytes(wanted[i], tables[i].entries),
             pinned: false,
             score: tables[i].score,
         })
@@ -190,16 +222,6 @@ pub fn plan(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind, build: bo
             _ => Action::Out,
         })
         .collect()
-}
-
-/// The average bits per key over `entries` keys that range-filter memory of `capacity` bytes
-/// holds: `avg_bpk`, or fewer when the region cannot hold that much for every key (every table
-/// gets fewer bits rather than some none). Compaction outputs' bits follow it too.
-pub fn fitted_bpk(avg_bpk: f64, capacity: u64, entries: f64) -> f64 {
-    if entries <= 0.0 {
-        return avg_bpk;
-    }
-    avg_bpk.min(capacity as f64 * 8.0 / entries)
 }
 
 /// What a round saw since the one before, for [`grow`].
@@ -274,12 +296,12 @@ pub fn grow(g: Growth, w: &Window, decay: f64, least: f64, most: f64) -> Growth 
 
 /// Each table's share of the bits (Mnemosyne's sort-and-search weighted by empty range reads),
 /// the average fitted to `capacity`.
-fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<f64> {
+fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, kind: Kind) -> Vec<f64> {
     let entries: f64 = tables.iter().map(|t| t.entries.max(0.0)).sum();
     if entries <= 0.0 {
         return vec![0.0; tables.len()];
     }
-    let avg = fitted_bpk(avg_bpk, capacity, entries);
+    let avg = kind.fitted_bpk(avg_bpk, capacity, tables.len(), entries);
     let files: Vec<SolverFile> = tables
         .iter()
         .map(|t| SolverFile {
@@ -287,7 +309,7 @@ fn wanted_bpk(tables: &[Table], capacity: u64, avg_bpk: f64, decay: f64) -> Vec<
             empty: t.empty,
         })
         .collect();
-    sort_and_search(&files, avg, 1.0, decay).bpk
+    sort_and_search(&files, avg, 1.0, kind.decay).bpk
 }
 
 #[cfg(test)]
@@ -361,6 +383,9 @@ mod tests {
         let kind = Kind {
             decay: c.arg("decay", crate::filter::bloom::LN2_SQ),
             min_bpk: c.arg("min_bpk", 1.0f64),
+            extra_bpk: c.arg("extra_bpk", 0.0f64),
+            fixed_bytes: c.arg("fixed_bytes", 0u64),
+            margin: c.arg("margin", 1.0f64),
         };
         let build = c.has("build");
         let blank = Table {

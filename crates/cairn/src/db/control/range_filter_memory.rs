@@ -11,7 +11,8 @@
 
 use crate::options::{Options, Regions};
 use crate::stats::{IoStats, RangeBuildStats};
-use crate::tuning::range_memory::Growth;
+use crate::options::RangeFilterOptions;
+use crate::tuning::range_memory::{Growth, Kind};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -43,6 +44,10 @@ pub(crate) struct RangeMemory {
     failed: AtomicU64,
     /// The filters' average bits per key (`f64` bits; 0: not grown, `range_filter.bits_per_key`).
     average: AtomicU64,
+    /// [`Kind::margin`] (`f64` bits; 0: none learned, 1).
+    margin: AtomicU64,
+    /// Builds whose filter did not fit the room their round planned for it.
+    misfits: AtomicU64,
     /// What grows it (`tuning::range_memory::grow`) and the counters at the round that last
     /// looked: operations, range-filter false positives, negatives.
     pub(crate) growth: Mutex<Option<(Growth, [u64; 3])>>,
@@ -58,6 +63,31 @@ impl RangeMemory {
     /// A build failed (its table could not be read).
     pub(crate) fn record_failure(&self) {
         self.failed.fetch_add(1, Relaxed);
+    }
+
+    /// A built filter of `bytes` did not fit where the round reserved `planned`: later rounds
+    /// reserve that much more for every build.
+    pub(crate) fn record_misfit(&self, bytes: u64, planned: u64) {
+        self.misfits.fetch_add(1, Relaxed);
+        let margin = self.kind_margin() * bytes as f64 / planned.max(1) as f64;
+        if margin > self.kind_margin() {
+            self.margin.store(margin.to_bits(), Relaxed);
+        }
+    }
+
+    fn kind_margin(&self) -> f64 {
+        f64::from_bits(self.margin.load(Relaxed)).max(1.0)
+    }
+
+    /// The rounds' view of the configured kind (with the margin builds taught them).
+    pub(crate) fn kind(&self, rf: &RangeFilterOptions) -> Kind {
+        Kind {
+            decay: rf.kind.decay(),
+            min_bpk: rf.kind.min_bits_per_key(),
+            extra_bpk: rf.kind.memory_extra_bits_per_key(),
+            fixed_bytes: rf.kind.memory_fixed_bytes(),
+            margin: self.kind_margin(),
+        }
     }
 
     /// The range filters' average bits per key: `configured` until a round grew it.
@@ -79,6 +109,7 @@ impl RangeMemory {
             built: self.built.load(Relaxed),
             filter_bytes: self.built_bytes.load(Relaxed),
             failed: self.failed.load(Relaxed),
+            misfits: self.misfits.load(Relaxed),
             read_bytes: self.io.snapshot().data.bytes,
         }
     }
