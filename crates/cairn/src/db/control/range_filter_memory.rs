@@ -9,9 +9,9 @@
 //! whose filter falls short of their share (`db/range_filter_round.rs`); their reads and
 //! results are counted here.
 
+use crate::options::RangeFilterOptions;
 use crate::options::{Options, Regions};
 use crate::stats::{IoStats, RangeBuildStats};
-use crate::options::RangeFilterOptions;
 use crate::tuning::range_memory::{Growth, Kind};
 use parking_lot::Mutex;
 use std::collections::HashMap;
