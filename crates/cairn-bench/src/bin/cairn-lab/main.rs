@@ -4,6 +4,7 @@
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
+mod build_impact;
 mod compare;
 mod component_grid;
 mod elastic_grid;
@@ -32,6 +33,8 @@ struct Lab {
 #[derive(Subcommand)]
 #[allow(clippy::large_enum_variant, reason = "parsed once, at start")]
 enum Experiment {
+    /// What range-filter builds for tables already written cost foreground lookups and writes.
+    BuildImpact(build_impact::Args),
     /// One workload on several engines or configurations, interleaved rounds (db_bench or ycsb).
     Compare(compare::Args),
     /// Monolithic against partitioned memory components, and RocksDB, at equal write memory.
@@ -73,6 +76,7 @@ fn main() {
     });
     let lab = Lab::from_arg_matches(&m).unwrap_or_else(|e| e.exit());
     match lab.experiment {
+        Experiment::BuildImpact(a) => build_impact::main(a, given),
         Experiment::Compare(a) => compare::main(a),
         Experiment::ComponentGrid(a) => component_grid::main(a),
         Experiment::ElasticGrid(a) => elastic_grid::main(a),
