@@ -7,12 +7,12 @@
 # makes the next round build filters, with builds (the defaults) and without
 # (--range_filter_build_rate=0). Per budget: results.md, results.json, chart.png and the runs'
 # intervals under $OUT/<PCT>.
-#   scripts/build-impact.sh      (2 budgets × 3 rounds × 2 runs of 14 s, and the loads: ~5 minutes)
+#   scripts/build-impact.sh      (2 budgets × 5 rounds × 2 runs of 14 s, and the loads: ~10 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-docs/results/build-impact}
 num=${NUM:-3000000}
-rounds=${ROUNDS:-3}
+rounds=${ROUNDS:-5}
 budgets=${BUDGETS:-5 2}
 write_percent=${WRITE_PERCENT:-10}
 work=${WORK:-/tmp/build-impact}

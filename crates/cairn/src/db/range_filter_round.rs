@@ -37,6 +37,16 @@ pub(crate) struct Build {
 /// Readahead of a build's sequential read of its table (a compaction's).
 const BUILD_READAHEAD: usize = 2 << 20;
 
+/// Keys a build reads between checks of its pace.
+const PACE_KEYS: u64 = 1024;
+
+/// The round's builds' reads against `range_filter.build_rate`.
+struct Pace {
+    rate: f64,
+    started: Instant,
+    read_before: u64,
+}
+
 impl DbInner {
     /// One round: the region's capacity from the cache's, what it keeps, and the builds it
     /// admitted (most empty reads per byte first).
@@ -161,13 +171,16 @@ impl DbInner {
     }
 
     /// Builds the filters a round admitted, one table at a time, keeping the bytes read to
-    /// `range_filter.build_rate` per second; stops at shutdown. A table deleted meanwhile is
-    /// skipped; a table that cannot be read is left as it was (its reads meet the error
-    /// themselves).
+    /// `range_filter.build_rate` per second as they are read (not per table: a table read at
+    /// the device's speed and then a pause would take the device from foreground reads in
+    /// bursts); stops at shutdown. A table deleted meanwhile is skipped; a table that cannot be
+    /// read is left as it was (its reads meet the error themselves).
     pub(crate) fn build_range_filters(&self, builds: Vec<Build>) {
-        let rate = self.opts.range_filter.build_rate.max(1) as f64;
-        let read_bytes = || self.range_memory.io.snapshot().data.bytes;
-        let (started, read_before) = (Instant::now(), read_bytes());
+        let pace = Pace {
+            rate: self.opts.range_filter.build_rate.max(1) as f64,
+            started: Instant::now(),
+            read_before: self.range_memory.io.snapshot().data.bytes,
+        };
         for b in builds {
             if self.life.is_shut_down() || self.life.is_poisoned() {
                 return;
@@ -180,7 +193,7 @@ impl DbInner {
             {
                 continue;
             }
-            match self.build_range_filter(&b) {
+            match self.build_range_filter(&b, &pace) {
                 Ok(Some(filter)) => {
                     let bytes = filter.memory_usage() as u64;
                     if b.reader.install_range_filter(filter) {
@@ -195,11 +208,15 @@ impl DbInner {
                     tracing::warn!(file = %b.reader.path().display(), error = %e, "range filter not built");
                 }
             }
-            // Ahead of the rate: wait until the bytes read so far are within it.
-            let due = Duration::from_secs_f64((read_bytes() - read_before) as f64 / rate);
-            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                self.pause(wait);
-            }
+        }
+    }
+
+    /// Ahead of `pace`'s rate: waits until the bytes builds read so far are within it.
+    fn keep_pace(&self, pace: &Pace) {
+        let read = self.range_memory.io.snapshot().data.bytes - pace.read_before;
+        let due = Duration::from_secs_f64(read as f64 / pace.rate);
+        if let Some(wait) = due.checked_sub(pace.started.elapsed()) {
+            self.pause(wait);
         }
     }
 
@@ -218,7 +235,7 @@ impl DbInner {
     /// The filter of `b.bpk` bits per key built from its table's distinct user keys, laid out
     /// for its tree's sampled range reads as a flush would lay it out (`None`: the kind gives
     /// the table none at those bits).
-    fn build_range_filter(&self, b: &Build) -> crate::error::Result<Option<RangeFilter>> {
+    fn build_range_filter(&self, b: &Build, pace: &Pace) -> crate::error::Result<Option<RangeFilter>> {
         let rf = &self.opts.range_filter;
         let fixed = (rf.key_offset > 0).then_some(rf.key_offset);
         let mut builder = RangeBuilder::new(rf.kind, fixed);
@@ -231,6 +248,12 @@ impl DbInner {
         let mut distinct = 0u64;
         it.seek_to_first();
         while it.valid() {
+            if distinct % PACE_KEYS == 0 {
+                self.keep_pace(pace);
+                if self.life.is_shut_down() {
+                    return Ok(None);
+                }
+            }
             let uk = ikey::user_key(it.key());
             if last.as_deref() != Some(uk) {
                 builder.add_key(uk);

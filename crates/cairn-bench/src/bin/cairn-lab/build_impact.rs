@@ -61,14 +61,14 @@ pub struct Args {
     #[arg(long, default_value_t = 3.0)]
     trigger_at: f64,
     /// Empty range reads in the burst.
-    #[arg(long, default_value_t = 20_000)]
+    #[arg(long, default_value_t = 5_000)]
     burst: u64,
     /// Values an empty range of the burst spans.
     #[arg(long, default_value_t = 16)]
     range: u64,
     #[arg(long, default_value_t = 250)]
     interval_ms: u64,
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// Internal: run one configuration under this label (`builds` or `control`) and round,
     /// writing its intervals to `--out/runs/`.
@@ -109,17 +109,19 @@ struct Row {
     round: usize,
     build_intervals: usize,
     build_mb: f64,
-    lookups_builds: f64,
-    lookups_control: f64,
-    writes_builds: f64,
-    writes_control: f64,
-    lookup_p99_builds: f64,
-    lookup_p99_control: f64,
-    write_p99_builds: f64,
-    write_p99_control: f64,
-    /// Lookups per second before the burst, with builds ÷ control (how far the two
-    /// configurations differ without builds: the comparison's noise).
-    lookups_before_ratio: f64,
+    /// Per configuration (builds, control): lookups/s, writes/s, lookup p99 µs and write p99
+    /// µs over the intervals in which builds read.
+    during: [[f64; 4]; 2],
+    /// The same over the intervals before the burst (each process's own pace without builds).
+    before: [[f64; 4]; 2],
+}
+
+impl Row {
+    /// Figure `k` with builds ÷ the control's, each over its own run's intervals before the
+    /// burst (processes differ by up to 15% before any build: each is its own baseline).
+    fn effect(&self, k: usize) -> f64 {
+        (self.during[0][k] / self.before[0][k]) / (self.during[1][k] / self.before[1][k])
+    }
 }
 
 fn fail(e: impl std::fmt::Display) -> ! {
@@ -304,29 +306,25 @@ fn build_intervals(run: &Run) -> (Vec<usize>, u64) {
 
 fn compare(round: usize, builds: &Run, control: &Run) -> Row {
     let (idx, bytes) = build_intervals(builds);
-    let idx: Vec<usize> = idx.into_iter().filter(|&i| i < control.intervals.len()).collect();
-    let over = |r: &Run, f: fn(&Interval) -> f64| mean(idx.iter().map(|&i| f(&r.intervals[i])));
-    let burst_at = builds.intervals.iter().position(|iv| iv.burst).unwrap_or(0);
-    let before = |r: &Run| {
-        mean(
-            r.intervals[..burst_at.min(r.intervals.len())]
-                .iter()
-                .map(|iv| iv.lookups_per_sec),
-        )
+    let n = builds.intervals.len().min(control.intervals.len());
+    let idx: Vec<usize> = idx.into_iter().filter(|&i| i < n).collect();
+    let burst_at = builds.intervals.iter().position(|iv| iv.burst).unwrap_or(0).min(n);
+    let figures = |r: &Run, at: &[usize]| -> [f64; 4] {
+        let f = |g: fn(&Interval) -> f64| mean(at.iter().map(|&i| g(&r.intervals[i])));
+        [
+            f(|i| i.lookups_per_sec),
+            f(|i| i.writes_per_sec),
+            f(|i| i.lookup_p99_us),
+            f(|i| i.write_p99_us),
+        ]
     };
+    let early: Vec<usize> = (0..burst_at).collect();
     Row {
         round,
         build_intervals: idx.len(),
         build_mb: bytes as f64 / 1e6,
-        lookups_builds: over(builds, |i| i.lookups_per_sec),
-        lookups_control: over(control, |i| i.lookups_per_sec),
-        writes_builds: over(builds, |i| i.writes_per_sec),
-        writes_control: over(control, |i| i.writes_per_sec),
-        lookup_p99_builds: over(builds, |i| i.lookup_p99_us),
-        lookup_p99_control: over(control, |i| i.lookup_p99_us),
-        write_p99_builds: over(builds, |i| i.write_p99_us),
-        write_p99_control: over(control, |i| i.write_p99_us),
-        lookups_before_ratio: before(builds) / before(control),
+        during: [figures(builds, &idx), figures(control, &idx)],
+        before: [figures(builds, &early), figures(control, &early)],
     }
 }
 
@@ -334,50 +332,34 @@ fn table(a: &Args, rows: &[Row]) -> String {
     let mut md = format!(
         "{} keys on a stride of {}; one thread: point lookups of existing keys and {}% overwrites of {} B for {} s, \
          a burst of {} empty ranges of {} values at {} s; intervals of {} ms. `builds`: the flags as given; \
-         `control`: the same with `--range_filter_build_rate=0`. Figures are means over the intervals in which builds \
-         read (outside the burst), the same intervals for both.\n\n\
-         | round | intervals | MB builds read | lookups/s builds | control | ratio | writes/s builds | control | ratio | \
-         lookup p99 µs builds | control | write p99 µs builds | control | lookups before the burst, ratio |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         `control`: the same with `--range_filter_build_rate=0`, in its own process. Figures are means over the \
+         intervals in which builds read (outside the burst), the same intervals for both; each effect is builds ÷ \
+         control, each first divided by its own run's figure before the burst.\n\n\
+         | round | intervals | MB builds read | lookups/s builds | control | effect | writes/s builds | control | effect | \
+         lookup p99 µs builds | control | effect | write p99 µs builds | control | effect |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         a.num, a.key_stride, a.write_percent, a.value_size, a.secs, a.burst, a.range, a.trigger_at, a.interval_ms
     );
-    let line = |name: String, r: &Row| {
-        format!(
-            "| {name} | {} | {:.0} | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} | {:.2}× | {:.0} | {:.0} | {:.0} | {:.0} | {:.2}× |\n",
-            r.build_intervals,
-            r.build_mb,
-            r.lookups_builds,
-            r.lookups_control,
-            r.lookups_builds / r.lookups_control,
-            r.writes_builds,
-            r.writes_control,
-            r.writes_builds / r.writes_control,
-            r.lookup_p99_builds,
-            r.lookup_p99_control,
-            r.write_p99_builds,
-            r.write_p99_control,
-            r.lookups_before_ratio
-        )
-    };
     for r in rows {
-        md.push_str(&line(r.round.to_string(), r));
+        md.push_str(&format!("| {} | {} | {:.0} |", r.round, r.build_intervals, r.build_mb));
+        for k in 0..4 {
+            md.push_str(&format!(
+                " {:.0} | {:.0} | {:.2}× |",
+                r.during[0][k],
+                r.during[1][k],
+                r.effect(k)
+            ));
+        }
+        md.push('\n');
     }
-    let med = |f: fn(&Row) -> f64| median(rows.iter().map(f).collect());
-    let m = Row {
-        round: 0,
-        build_intervals: med(|r| r.build_intervals as f64) as usize,
-        build_mb: med(|r| r.build_mb),
-        lookups_builds: med(|r| r.lookups_builds),
-        lookups_control: med(|r| r.lookups_control),
-        writes_builds: med(|r| r.writes_builds),
-        writes_control: med(|r| r.writes_control),
-        lookup_p99_builds: med(|r| r.lookup_p99_builds),
-        lookup_p99_control: med(|r| r.lookup_p99_control),
-        write_p99_builds: med(|r| r.write_p99_builds),
-        write_p99_control: med(|r| r.write_p99_control),
-        lookups_before_ratio: med(|r| r.lookups_before_ratio),
-    };
-    md.push_str(&line("median".into(), &m));
+    md.push_str("| median | | |");
+    for k in 0..4 {
+        md.push_str(&format!(
+            " | | {:.2}× |",
+            median(rows.iter().map(|r| r.effect(k)).collect())
+        ));
+    }
+    md.push('\n');
     md
 }
 
