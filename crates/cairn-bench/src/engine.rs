@@ -286,6 +286,60 @@ impl BlockReads {
     }
 }
 
+/// What an engine's range reads did so far (fields an engine does not count stay 0; the block
+/// counts are the engine's, scans or not: take them over a phase of range reads only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ScanCounters {
+    /// Iterators positioned (cairn: ends of range reads; RocksDB: `Seek`/`SeekForPrev` calls).
+    pub seeks: u64,
+    /// Entries stepped over (cairn: returned; RocksDB: `Next`/`Prev` calls).
+    pub entries: u64,
+    /// Sorted runs merged, summed over the seeks: memtables, L0 runs, deeper levels (cairn).
+    pub memtables: u64,
+    /// L0 runs merged (cairn).
+    pub l0_runs: u64,
+    /// Levels below L0 merged (cairn).
+    pub levels: u64,
+    /// Tables reached (cairn).
+    pub tables: u64,
+    /// Data blocks read from storage (readahead's blocks included) and served by the cache.
+    pub data_reads: u64,
+    /// Data blocks the block cache served.
+    pub data_hits: u64,
+    /// Index blocks read from storage.
+    pub index_reads: u64,
+    /// Index blocks the block cache served.
+    pub index_hits: u64,
+    /// Readahead chunks read (cairn).
+    pub readahead_chunks: u64,
+    /// Bytes read ahead (cairn).
+    pub readahead_bytes: u64,
+    /// Bytes read ahead and never served (cairn; RocksDB: `rocksdb.prefetched.bytes.discarded`).
+    pub readahead_wasted: u64,
+}
+
+impl ScanCounters {
+    /// The counts between `before` and this.
+    pub fn since(self, b: ScanCounters) -> ScanCounters {
+        let d = |x: u64, y: u64| x.saturating_sub(y);
+        ScanCounters {
+            seeks: d(self.seeks, b.seeks),
+            entries: d(self.entries, b.entries),
+            memtables: d(self.memtables, b.memtables),
+            l0_runs: d(self.l0_runs, b.l0_runs),
+            levels: d(self.levels, b.levels),
+            tables: d(self.tables, b.tables),
+            data_reads: d(self.data_reads, b.data_reads),
+            data_hits: d(self.data_hits, b.data_hits),
+            index_reads: d(self.index_reads, b.index_reads),
+            index_hits: d(self.index_hits, b.index_hits),
+            readahead_chunks: d(self.readahead_chunks, b.readahead_chunks),
+            readahead_bytes: d(self.readahead_bytes, b.readahead_bytes),
+            readahead_wasted: d(self.readahead_wasted, b.readahead_wasted),
+        }
+    }
+}
+
 /// Where an engine's read memory goes, at one moment: the block cache's contents by kind, what
 /// it holds outside the cache, and the tables' index and filter bytes (all in bytes).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -443,6 +497,10 @@ pub trait Engine: Send + Sync {
     }
     /// Blocks read from storage so far by kind (`None`: the engine does not count them).
     fn block_reads(&self) -> Option<BlockReads> {
+        None
+    }
+    /// What its range reads did so far (`None`: the engine does not count them).
+    fn scan_counters(&self) -> Option<ScanCounters> {
         None
     }
     /// L0 files and pending compaction bytes now (`None`: the engine does not say).
@@ -979,6 +1037,29 @@ impl Engine for CairnEngine {
             filter: io.kind(cairn::BlockKind::FilterUnit).reads,
             index: io.kind(cairn::BlockKind::Index).reads,
         })
+    }
+
+    fn scan_counters(&self) -> Option<ScanCounters> {
+        let st = self.db.stats();
+        let mut c = ScanCounters::default();
+        for t in &st.trees {
+            let sc = &t.scans;
+            c.seeks += sc.seeks;
+            c.entries += sc.entries;
+            c.memtables += sc.memtables;
+            c.l0_runs += sc.l0_runs;
+            c.levels += sc.levels;
+            c.tables += sc.tables;
+        }
+        let (data, index) = (st.io.kind(cairn::BlockKind::Data), st.io.kind(cairn::BlockKind::Index));
+        c.data_reads = data.reads;
+        c.data_hits = data.cache_hits;
+        c.index_reads = index.reads;
+        c.index_hits = index.cache_hits;
+        c.readahead_chunks = st.io.readahead.chunks;
+        c.readahead_bytes = st.io.readahead.bytes;
+        c.readahead_wasted = st.io.readahead.wasted();
+        Some(c)
     }
 }
 

@@ -409,6 +409,89 @@ pub struct Phase {
     /// Where the engine's read memory went when a lookup phase ended (engines that say).
     #[serde(default)]
     pub cache: Option<crate::engine::CacheAccounting>,
+    /// What the phase's range reads did, per seek (phases of range reads, engines that count).
+    #[serde(default)]
+    pub scans: Option<PerSeek>,
+}
+
+/// A phase's range reads per seek (the engine's [`ScanCounters`](crate::engine::ScanCounters)
+/// over the phase, divided by its seeks; what an engine does not count is 0).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerSeek {
+    /// Seeks in the phase.
+    pub seeks: u64,
+    /// Entries stepped over.
+    pub entries: f64,
+    /// Memtables, L0 runs and deeper levels merged.
+    pub memtables: f64,
+    /// L0 runs merged.
+    pub l0_runs: f64,
+    /// Levels below L0 merged.
+    pub levels: f64,
+    /// Tables reached.
+    pub tables: f64,
+    /// Data blocks read from storage.
+    pub data_reads: f64,
+    /// Data blocks served by the cache.
+    pub data_hits: f64,
+    /// Index blocks read from storage.
+    pub index_reads: f64,
+    /// Index blocks served by the cache.
+    pub index_hits: f64,
+    /// Readahead chunks.
+    pub readahead_chunks: f64,
+    /// Bytes read ahead.
+    pub readahead_bytes: f64,
+    /// Bytes read ahead and never served.
+    pub readahead_wasted: f64,
+}
+
+impl PerSeek {
+    /// The counts between `before` and `after`, per seek (`None` without seeks).
+    pub fn between(before: crate::engine::ScanCounters, after: crate::engine::ScanCounters) -> Option<Self> {
+        let d = after.since(before);
+        if d.seeks == 0 {
+            return None;
+        }
+        let per = |n: u64| n as f64 / d.seeks as f64;
+        Some(PerSeek {
+            seeks: d.seeks,
+            entries: per(d.entries),
+            memtables: per(d.memtables),
+            l0_runs: per(d.l0_runs),
+            levels: per(d.levels),
+            tables: per(d.tables),
+            data_reads: per(d.data_reads),
+            data_hits: per(d.data_hits),
+            index_reads: per(d.index_reads),
+            index_hits: per(d.index_hits),
+            readahead_chunks: per(d.readahead_chunks),
+            readahead_bytes: per(d.readahead_bytes),
+            readahead_wasted: per(d.readahead_wasted),
+        })
+    }
+
+    /// One line for people.
+    pub fn line(&self) -> String {
+        format!(
+            "per seek ({} seeks): {:.1} entries; runs {:.1} memtables, {:.1} L0, {:.1} levels; {:.2} tables; \
+             data blocks {:.2} read + {:.2} cached, index {:.3} read + {:.2} cached; readahead {:.2} chunks, \
+             {:.1} KiB, {:.1} KiB unused",
+            self.seeks,
+            self.entries,
+            self.memtables,
+            self.l0_runs,
+            self.levels,
+            self.tables,
+            self.data_reads,
+            self.data_hits,
+            self.index_reads,
+            self.index_hits,
+            self.readahead_chunks,
+            self.readahead_bytes / 1024.0,
+            self.readahead_wasted / 1024.0
+        )
+    }
 }
 
 /// Blocks read from storage per lookup.

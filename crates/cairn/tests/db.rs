@@ -977,3 +977,44 @@ fn l0_is_drained_by_itself_after_writes_stop() {
         assert_eq!(db.get(k(round)).unwrap(), Some(format!("v{round}").into_bytes()));
     }
 }
+
+/// What a range read costs is counted per seek: the runs its iterator merges, the tables it
+/// reaches, the entries it returns, and the readahead a long scan reads and serves.
+#[test]
+fn scan_statistics_count_runs_tables_entries_and_readahead() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let mut o = small(fs);
+    o.table.block_size = 1024;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..4000 {
+        db.put(k(i), [7u8; 100]).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.compact_range::<&[u8], _>(..).unwrap();
+    // One key in the memtable, one table in L0 over part of the range.
+    for i in 0..50 {
+        db.put(k(i * 2), [8u8; 100]).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.put(k(1), b"new").unwrap();
+    let scans = |db: &Db| db.stats().trees[0].scans;
+    let before = scans(&db);
+    assert_eq!(db.range(k(0)..k(10)).count(), 10);
+    let one = scans(&db) - before;
+    assert_eq!((one.seeks, one.entries), (1, 10), "{one:?}");
+    assert!(one.memtables >= 1 && one.l0_runs == 1 && one.levels >= 1, "{one:?}");
+    assert!(one.tables >= 2, "an L0 table and a level's: {one:?}");
+    // Both ends: two seeks; a read dropped after two entries counts two.
+    let before = scans(&db);
+    let mut r = db.range(k(100)..k(200));
+    r.next().unwrap().unwrap();
+    r.next_back().unwrap().unwrap();
+    drop(r);
+    let two = scans(&db) - before;
+    assert_eq!((two.seeks, two.entries), (2, 2), "{two:?}");
+    // A whole scan reads ahead once it runs sequentially, and serves what it read.
+    let io_before = db.stats().io;
+    assert_eq!(db.iter().count(), 4000);
+    let ra = (db.stats().io - io_before).readahead;
+    assert!(ra.chunks > 0 && ra.served > 0 && ra.served <= ra.bytes, "{ra:?}");
+}

@@ -68,6 +68,9 @@ struct Args {
     /// Entries each seekrandom visits after its seek.
     #[arg(long, default_value_t = 0)]
     seek_nexts: usize,
+    /// seekrandom seeks to the last key ≤ its target and walks backward (RocksDB's flag).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
+    reverse_iterator: bool,
     /// Key values each rangerandom query spans (our flag): `[lo, lo + R)`. A comma-separated
     /// list runs one phase per size (`rangerandom-R`).
     #[arg(long, default_value = "16", value_delimiter = ',')]
@@ -283,6 +286,7 @@ impl Bench<'_> {
         let (wrote_before, cpu_before) = (cairn_bench::process_write_bytes(), cairn_bench::process_cpu_secs());
         let fp_before = self.db.filter_false_positives();
         let reads_before = self.db.block_reads();
+        let scans_before = self.db.scan_counters();
         self.phase_lookups.store(0, Ordering::Relaxed);
         if let Ok(mut w) = self.windows.lock() {
             w.clear();
@@ -383,6 +387,12 @@ impl Bench<'_> {
             p.cache = self.db.cache_accounting();
             if let Some(c) = &p.cache {
                 println!("  {}", c.line());
+            }
+        }
+        if let (Some(b), Some(a)) = (scans_before, self.db.scan_counters()) {
+            p.scans = cairn_bench::report::PerSeek::between(b, a);
+            if let Some(sc) = &p.scans {
+                println!("  scans {}", sc.line());
             }
         }
         // Operations the windows counted: the lookups, or the range reads.
@@ -665,7 +675,7 @@ impl Bench<'_> {
         self.scan_phase(
             name,
             |rng, key, _| db_bench_key(self.stride(self.dist().next(a.num, rng)), a.key_size, key),
-            |key, _| self.db.scan(Some(key), 1 + a.seek_nexts as u64, false),
+            |key, _| self.db.scan(Some(key), 1 + a.seek_nexts as u64, a.reverse_iterator),
         )
     }
 

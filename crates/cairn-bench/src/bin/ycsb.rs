@@ -283,6 +283,7 @@ fn main() {
                 phase.clone_into(&mut c);
             }
             let before = db.as_cairn().map(|c| c.stats());
+            let scans_before = db.scan_counters();
             let mut p = if phase == "load" {
                 load(db.as_ref(), &w, threads, args.seed, trees.n)
             } else {
@@ -298,6 +299,12 @@ fn main() {
                 let m = CairnMetrics::between(&before, &c.stats(), lookups, c);
                 m.print();
                 p.cairn = Some(m);
+            }
+            if let (Some(b), Some(a)) = (scans_before, db.scan_counters()) {
+                p.scans = cairn_bench::report::PerSeek::between(b, a);
+                if let Some(sc) = &p.scans {
+                    println!("  scans {}", sc.line());
+                }
             }
             p.debt_after = db.debt();
             if let Some(d) = p.debt_after {

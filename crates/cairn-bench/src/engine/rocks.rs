@@ -335,6 +335,22 @@ impl Engine for RocksEngine {
         })
     }
 
+    fn scan_counters(&self) -> Option<crate::engine::ScanCounters> {
+        let st = self.opts.get_statistics()?;
+        let tick = |k: &str| ticker(&st, k).unwrap_or(0);
+        Some(crate::engine::ScanCounters {
+            seeks: tick("rocksdb.number.db.seek"),
+            entries: tick("rocksdb.number.db.next") + tick("rocksdb.number.db.prev"),
+            data_reads: tick("rocksdb.block.cache.data.miss"),
+            data_hits: tick("rocksdb.block.cache.data.hit"),
+            index_reads: tick("rocksdb.block.cache.index.miss"),
+            index_hits: tick("rocksdb.block.cache.index.hit"),
+            // A histogram: its line ends with `SUM : bytes`, which `ticker` reads.
+            readahead_wasted: tick("rocksdb.prefetched.bytes.discarded"),
+            ..Default::default()
+        })
+    }
+
     fn debt(&self) -> Option<crate::engine::Debt> {
         Some(crate::engine::Debt {
             l0_files: self.int_property("rocksdb.num-files-at-level0").ok()?,

@@ -56,10 +56,14 @@ pub(super) fn cursor(
     let mut children = crate::memtable::level::children(&sv.mems, bounds);
     // Memtables are newest and small: never skipped.
     let mut max_seqs = vec![u64::MAX; children.len()];
+    let (memtables, mut l0_runs, mut levels) = (children.len(), 0, 0);
     let newest = |files: &[Arc<crate::version::FileMeta>]| files.iter().map(|f| f.largest_seqno).max().unwrap_or(0);
     if let Some(tv) = sv.version.trees.get(tree as usize) {
-        let i = inner.clone();
-        let open: crate::sst::TableOpener = Arc::new(move |f| i.open_table(f));
+        let (i, counters) = (inner.clone(), sv.counters.clone());
+        let open: crate::sst::TableOpener = Arc::new(move |f| {
+            counters.record_scan_table(crate::stats::stripe::Stripe::current());
+            i.open_table(f)
+        });
         let limits = range_filter::probe_limits(inner);
         // Every table is read through a bounded level iterator: tables whose key range misses
         // the bounds are never opened, and the range filter is asked before any other. Each L0
@@ -80,15 +84,19 @@ pub(super) fn cursor(
             {
                 max_seqs.push(newest(&run));
                 children.push(bounded(run, 0));
+                l0_runs += 1;
             }
         }
         for level in 1..tv.levels.len() {
             if !tv.level(level).is_empty() {
                 max_seqs.push(newest(tv.level(level)));
                 children.push(bounded(tv.level(level).to_vec(), level));
+                levels += 1;
             }
         }
     }
+    sv.counters
+        .record_scan_seek(crate::stats::stripe::Stripe::current(), memtables, l0_runs, levels);
     Cursor {
         it: MergingIter::new(children),
         seq,

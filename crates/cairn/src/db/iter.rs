@@ -33,7 +33,17 @@ pub struct Range {
     /// For such a read once its iterators are built: the filters that answered "maybe"
     /// (false positives if the read returns nothing).
     maybes: Option<Arc<MaybeLog>>,
-    yielded: bool,
+    /// Entries returned (counted in the tree's scan statistics when the read is dropped).
+    entries: u64,
+}
+
+impl Drop for Range {
+    fn drop(&mut self) {
+        if let (Ok(sv), n @ 1..) = (&self.sv, self.entries) {
+            sv.counters
+                .record_scan_entries(crate::stats::stripe::Stripe::current(), n);
+        }
+    }
 }
 
 impl std::fmt::Debug for Range {
@@ -100,7 +110,7 @@ impl Range {
             done: false,
             filtered,
             maybes: None,
-            yielded: false,
+            entries: 0,
         }
     }
 
@@ -185,7 +195,7 @@ impl Range {
                 let last = mine.get_or_insert_with(Vec::new);
                 last.clear();
                 last.extend_from_slice(&k);
-                self.yielded = true;
+                self.entries += 1;
                 Some(Ok((k, v)))
             }
             Some(Err(e)) => {
@@ -194,7 +204,7 @@ impl Range {
             }
             None => {
                 self.done = true;
-                if let (false, Some(log), Ok(sv)) = (self.yielded, &self.maybes, &self.sv) {
+                if let (0, Some(log), Ok(sv)) = (self.entries, &self.maybes, &self.sv) {
                     log.record_empty_result(&sv.counters);
                 }
                 None

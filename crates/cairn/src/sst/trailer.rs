@@ -199,8 +199,10 @@ impl Readahead {
             self.buf.resize(want, 0);
             file.read_exact_at(handle.offset, &mut self.buf)?;
             self.start = handle.offset;
+            stats.record_readahead(want as u64);
         }
         stats.record_read(kind, total as u64);
+        stats.record_readahead_served(total as u64);
         let at = (handle.offset - self.start) as usize;
         Ok(self.buf[at..at + total].to_vec())
     }

@@ -60,6 +60,9 @@ struct ReadCounters {
     /// Bounded range reads by size in projection values (`filter::rosetta::size_bucket`):
     /// what the range filters of new tables are laid out for.
     range_sizes: [AtomicU64; SIZE_BUCKETS],
+    /// What range reads did ([`ScanStats`]'s fields in order: seeks, entries, memtables, L0
+    /// runs, levels, tables).
+    scans: [AtomicU64; 6],
 }
 
 impl Default for ReadCounters {
@@ -69,6 +72,43 @@ impl Default for ReadCounters {
             ranges: AtomicU64::new(0),
             memtable_hits: AtomicU64::new(0),
             range_sizes: std::array::from_fn(|_| AtomicU64::new(0)),
+            scans: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// What a tree's range reads did, summed over them (divide by `seeks` for one seek's share):
+/// the sorted runs each end merged and the tables it opened. The blocks they read are in the
+/// I/O counters (`IoSnapshot`: data and index blocks, readahead).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Ends of range reads positioned: one per forward or backward read, two for a read from
+    /// both ends; reads a range filter settled without an iterator are not counted.
+    pub seeks: u64,
+    /// Entries returned.
+    pub entries: u64,
+    /// Memtables merged, summed over the seeks.
+    pub memtables: u64,
+    /// L0 sorted runs merged (those overlapping the read's bounds), summed over the seeks.
+    pub l0_runs: u64,
+    /// Levels below L0 merged (those overlapping the bounds), summed over the seeks.
+    pub levels: u64,
+    /// Tables reached (opened, unless a range filter then ruled them out): a seek reaches
+    /// one per run whose bounds overlap its own, a scan one more at each table boundary it
+    /// crosses.
+    pub tables: u64,
+}
+
+impl std::ops::Sub for ScanStats {
+    type Output = ScanStats;
+    fn sub(self, o: ScanStats) -> ScanStats {
+        ScanStats {
+            seeks: self.seeks.saturating_sub(o.seeks),
+            entries: self.entries.saturating_sub(o.entries),
+            memtables: self.memtables.saturating_sub(o.memtables),
+            l0_runs: self.l0_runs.saturating_sub(o.l0_runs),
+            levels: self.levels.saturating_sub(o.levels),
+            tables: self.tables.saturating_sub(o.tables),
         }
     }
 }
@@ -238,6 +278,29 @@ impl TreeCounters {
         s.add(&self.reads.at(s).ranges, 1);
     }
 
+    /// One end of a range read positioned (a seek): its merging iterator over `memtables`
+    /// memtables, `l0_runs` L0 runs and `levels` deeper levels.
+    #[inline]
+    pub fn record_scan_seek(&self, s: Stripe, memtables: usize, l0_runs: usize, levels: usize) {
+        let c = &self.reads.at(s).scans;
+        s.add(&c[0], 1);
+        s.add(&c[2], memtables as u64);
+        s.add(&c[3], l0_runs as u64);
+        s.add(&c[4], levels as u64);
+    }
+
+    /// A table a range read opened (its index block positioned).
+    #[inline]
+    pub fn record_scan_table(&self, s: Stripe) {
+        s.add(&self.reads.at(s).scans[5], 1);
+    }
+
+    /// Entries a range read returned (counted when it ends).
+    #[inline]
+    pub fn record_scan_entries(&self, s: Stripe, n: u64) {
+        s.add(&self.reads.at(s).scans[1], n);
+    }
+
     /// A lookup answered by a memtable.
     #[inline]
     pub fn record_memtable_hit(&self, s: Stripe) {
@@ -360,6 +423,17 @@ impl TreeCounters {
             gets: self.reads.sum(|r| r.gets.load(Relaxed)),
             ranges: self.reads.sum(|r| r.ranges.load(Relaxed)),
             memtable_hits: self.reads.sum(|r| r.memtable_hits.load(Relaxed)),
+            scans: {
+                let n = |i: usize| self.reads.sum(|r| r.scans[i].load(Relaxed));
+                ScanStats {
+                    seeks: n(0),
+                    entries: n(1),
+                    memtables: n(2),
+                    l0_runs: n(3),
+                    levels: n(4),
+                    tables: n(5),
+                }
+            },
             flush_bytes: self.flush_bytes(),
             flushes: {
                 let [whole, partial, log, full] = self
@@ -574,6 +648,8 @@ pub struct TreeStatsSnapshot {
     pub ranges: u64,
     /// Lookups answered by a memtable.
     pub memtable_hits: u64,
+    /// What range reads did.
+    pub scans: ScanStats,
     /// Bytes written by flushes.
     pub flush_bytes: u64,
     /// Flushes by kind, each with its count and bytes written.

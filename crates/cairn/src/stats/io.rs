@@ -61,11 +61,40 @@ struct WriteCounters {
     syncs: AtomicU64,
 }
 
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct ReadaheadCounters {
+    chunks: AtomicU64,
+    bytes: AtomicU64,
+    served: AtomicU64,
+}
+
 /// Shared I/O counters; cheap enough to stay on in production.
 #[derive(Debug, Default)]
 pub struct IoStats {
     kinds: Striped<[KindCounters; 6]>,
+    readahead: Striped<ReadaheadCounters>,
     writes: WriteCounters,
+}
+
+/// Readahead (`sst::Readahead`) at one moment: the chunks read ahead of the blocks, and the
+/// bytes of blocks they served; what they read and never served was wasted (or is still in a
+/// live iterator's buffer).
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub struct ReadaheadSnapshot {
+    /// Chunks read (one storage read each).
+    pub chunks: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Bytes of the blocks served from them (each block also counts as a read of its kind).
+    pub served: u64,
+}
+
+impl ReadaheadSnapshot {
+    /// Bytes read ahead and never served.
+    pub fn wasted(&self) -> u64 {
+        self.bytes.saturating_sub(self.served)
+    }
 }
 
 /// Counters of one block kind at one moment.
@@ -97,6 +126,8 @@ pub struct IoSnapshot {
     pub properties: KindSnapshot,
     /// Footers and metaindex blocks.
     pub meta: KindSnapshot,
+    /// Readahead chunks (their blocks are also counted by kind above).
+    pub readahead: ReadaheadSnapshot,
     /// Bytes appended to files.
     pub bytes_written: u64,
     /// Syncs issued (file data and directories).
@@ -144,6 +175,11 @@ impl std::ops::Sub for IoSnapshot {
             a.cache_hits -= b.cache_hits;
             a.ghost_hits -= b.ghost_hits;
         }
+        out.readahead = ReadaheadSnapshot {
+            chunks: self.readahead.chunks.saturating_sub(o.readahead.chunks),
+            bytes: self.readahead.bytes.saturating_sub(o.readahead.bytes),
+            served: self.readahead.served.saturating_sub(o.readahead.served),
+        };
         out.bytes_written -= o.bytes_written;
         out.syncs -= o.syncs;
         out
@@ -175,6 +211,20 @@ impl IoStats {
         let s = Stripe::current();
         s.add(&self.kinds.at(s)[kind as usize].ghost_hits, 1);
     }
+    /// Records a readahead chunk of `bytes` read from storage.
+    #[inline]
+    pub fn record_readahead(&self, bytes: u64) {
+        let s = Stripe::current();
+        let r = self.readahead.at(s);
+        s.add(&r.chunks, 1);
+        s.add(&r.bytes, bytes);
+    }
+    /// Records a block of `bytes` served from a readahead chunk.
+    #[inline]
+    pub fn record_readahead_served(&self, bytes: u64) {
+        let s = Stripe::current();
+        s.add(&self.readahead.at(s).served, bytes);
+    }
     /// Records bytes appended to a file.
     #[inline]
     pub fn record_write(&self, bytes: u64) {
@@ -195,6 +245,11 @@ impl IoStats {
             out.cache_hits = self.kinds.sum(|k| k[i].cache_hits.load(Relaxed));
             out.ghost_hits = self.kinds.sum(|k| k[i].ghost_hits.load(Relaxed));
         }
+        s.readahead = ReadaheadSnapshot {
+            chunks: self.readahead.sum(|r| r.chunks.load(Relaxed)),
+            bytes: self.readahead.sum(|r| r.bytes.load(Relaxed)),
+            served: self.readahead.sum(|r| r.served.load(Relaxed)),
+        };
         s.bytes_written = self.writes.bytes_written.load(Relaxed);
         s.syncs = self.writes.syncs.load(Relaxed);
         s

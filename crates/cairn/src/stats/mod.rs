@@ -9,8 +9,8 @@ pub(crate) mod report;
 mod types;
 
 pub use crate::memory::MemoryUsage;
-pub use counters::{FlushCount, Flushes, LevelStats, Rewritten, TreeStatsSnapshot};
-pub use io::{BlockKind, IoSnapshot, KindSnapshot};
+pub use counters::{FlushCount, Flushes, LevelStats, Rewritten, ScanStats, TreeStatsSnapshot};
+pub use io::{BlockKind, IoSnapshot, KindSnapshot, ReadaheadSnapshot};
 pub use types::{
     DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TransactionStats,
     TreeLevels, TunerRecord, TunerRule,

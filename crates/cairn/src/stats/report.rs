@@ -4,8 +4,8 @@
 //! machine-readable form is the types' fields, exact.
 
 use super::counters::{FlushCount, Flushes};
-use super::counters::{LevelStats, TreeStatsSnapshot};
-use super::io::{BlockKind, IoSnapshot, KindSnapshot};
+use super::counters::{LevelStats, ScanStats, TreeStatsSnapshot};
+use super::io::{BlockKind, IoSnapshot, KindSnapshot, ReadaheadSnapshot};
 use super::types::{
     DbStats, ElasticStats, FileAccessStats, KvCacheStats, LevelInfo, MerlinAccuracy, RangeBuildStats, TransactionStats,
     TreeLevels, TunerRecord,
@@ -46,7 +46,9 @@ fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
 
 debug_nonzero! {
     KindSnapshot { ; reads, bytes, cache_hits, ghost_hits }
-    IoSnapshot { ; data, index, filter, range_filter, properties, meta, bytes_written, syncs }
+    IoSnapshot { ; data, index, filter, range_filter, properties, meta, readahead, bytes_written, syncs }
+    ReadaheadSnapshot { ; chunks, bytes, served }
+    ScanStats { ; seeks, entries, memtables, l0_runs, levels, tables }
     FlushCount { ; count, bytes }
     Flushes { ; whole, partial, log, full }
     LevelStats {
@@ -58,7 +60,7 @@ debug_nonzero! {
     }
     TreeStatsSnapshot {
         name;
-        gets, ranges, memtable_hits, flush_bytes, flushes, switched_for_memory,
+        gets, ranges, memtable_hits, scans, flush_bytes, flushes, switched_for_memory,
         switched_for_log, levels_added, levels_removed, expired, filter_removed, filter_changed,
         memory_merges, memory_merge_bytes_in, memory_merge_bytes_out, memory_merge_micros, levels,
     }
@@ -263,6 +265,17 @@ fn io_table(io: &IoSnapshot, compaction: Option<&IoSnapshot>) -> String {
 impl Display for IoSnapshot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&io_table(self, None))?;
+        let ra = &self.readahead;
+        if ra.chunks > 0 {
+            writeln!(
+                f,
+                "  readahead: {} chunks, {} read, {} of it served as blocks, {} not",
+                count(ra.chunks),
+                size(ra.bytes),
+                size(ra.served),
+                size(ra.wasted())
+            )?;
+        }
         writeln!(
             f,
             "  written {} in {} syncs",
@@ -403,6 +416,20 @@ fn tree_text(o: &mut String, t: &TreeStatsSnapshot, shape: Option<&TreeLevels>) 
         count(t.memtable_hits),
         count(t.ranges)
     );
+    let sc = &t.scans;
+    if sc.seeks > 0 {
+        let per = |n: u64| n as f64 / sc.seeks as f64;
+        let _ = write!(
+            o,
+            " ({} seeks; per seek {:.1} entries, runs merged: {:.1} memtables, {:.1} L0, {:.1} levels; {:.2} tables opened)",
+            count(sc.seeks),
+            per(sc.entries),
+            per(sc.memtables),
+            per(sc.l0_runs),
+            per(sc.levels),
+            per(sc.tables)
+        );
+    }
     match shape.map(deepest) {
         Some(Some(d)) => {
             let _ = write!(o, "; deepest level L{d}");

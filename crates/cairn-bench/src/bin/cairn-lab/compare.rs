@@ -380,6 +380,48 @@ pub fn main(args: Args) {
             ));
         }
     }
+    // Range reads per seek, from the same median-throughput runs (phases that seek).
+    let mut scans = String::new();
+    for (pi, name) in order.iter().enumerate() {
+        for c in &configs {
+            let Some(runs) = results.get(&(pi, c.name.clone())) else {
+                continue;
+            };
+            let mut sorted: Vec<&Phase> = runs.iter().collect();
+            sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+            let Some(sc) = sorted[sorted.len() / 2].scans else {
+                continue;
+            };
+            scans.push_str(&format!(
+                "| {name} | {} | {:.1} | {:.2} / {:.2} / {:.2} | {:.2} | {:.3} | {:.2} | {:.3} | {:.2} | {:.2} | {:.1} | {:.1} |\n",
+                c.name,
+                sc.entries,
+                sc.memtables,
+                sc.l0_runs,
+                sc.levels,
+                sc.tables,
+                sc.data_reads,
+                sc.data_hits,
+                sc.index_reads,
+                sc.index_hits,
+                sc.readahead_chunks,
+                sc.readahead_bytes / 1024.0,
+                sc.readahead_wasted / 1024.0,
+            ));
+        }
+    }
+    if !scans.is_empty() {
+        md.push_str(
+            "\n| benchmark | configuration | entries / seek | runs merged: memtables / L0 / levels | tables reached | \
+             data blocks read | data blocks cached | index blocks read | index blocks cached | readahead chunks | \
+             readahead KiB | of it unused KiB |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        md.push_str(&scans);
+        md.push_str(
+            "\n(per seek, from each configuration's median-throughput run; RocksDB counts seeks, entries, blocks \
+             and unused readahead only: its runs and tables are 0 here, and its readahead chunks are not counted)\n",
+        );
+    }
     // Per operation kind (YCSB; db_bench phases as one kind, "all"): each percentile's median
     // over the rounds, and p99.9 against the baseline's; `tails.txt` (`benchmark/op config
     // p99.9`) feeds plot_bars.
