@@ -34,7 +34,7 @@ cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
 m=$((num * 116 * pct / 100))
 budget_flags "$m"
-fixed="--engine=cairn --defaults=engine --cache_size=$((m - m / 4)) --write_buffer_size=$((m / 8)) --memory_tuner=0"
+fixed="--engine=cairn --defaults=engine --cache_size=$((m - m / 4)) --write_buffer_size=$((m / 8))"
 shape=(--num="$num" --key_size=16 --value_size=100 --compression_type=none --use_direct_reads=1 --seed=7)
 mkdir -p "$out"
 rm -rf "$work"
