@@ -4,7 +4,7 @@
 # blocks read and cached, readahead used and unused). One budget of PCT percent of the data for
 # both engines, O_DIRECT, fresh processes, configurations rotating each round:
 #   rocksdb      2 write buffers of M/8, the rest a block cache holding index and filter blocks,
-#                Bloom 10, 8 MiB files (scripts/lib/budget.sh)
+#                Bloom 10, 8 MiB files (scripts/lib/budget.sh), statistics on (its tickers)
 #   cairn        cairn's defaults at M
 #   cairn-fixed  cairn at RocksDB's static split (no tuner): write buffers M/8, the rest cache
 # Each engine loads NUM keys of 16 + 100 B once (fillrandom, flush, waitforcompaction); every
@@ -34,6 +34,8 @@ cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
 m=$((num * 116 * pct / 100))
 budget_flags "$m"
+# RocksDB's tickers (seeks, nexts, blocks by kind, unused readahead) need its statistics on.
+rocks="$rocks --statistics=1"
 fixed="--engine=cairn --defaults=engine --cache_size=$((m - m / 4)) --write_buffer_size=$((m / 8))"
 shape=(--num="$num" --key_size=16 --value_size=100 --compression_type=none --use_direct_reads=1 --seed=7)
 mkdir -p "$out"
