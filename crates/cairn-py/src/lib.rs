@@ -605,6 +605,8 @@ fn io_dict<'py>(py: Python<'py>, io: &cairn::stats::IoSnapshot) -> PyResult<Boun
     ] {
         d.set_item(name, fields!(py, k, reads, bytes, cache_hits, ghost_hits))?;
     }
+    let ra = &io.readahead;
+    d.set_item("readahead", fields!(py, ra, chunks, bytes, served))?;
     d.set_item("bytes_written", io.bytes_written)?;
     d.set_item("syncs", io.syncs)?;
     Ok(d)
@@ -666,7 +668,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
     let rb = &s.range_builds;
     d.set_item(
         "range_builds",
-        fields!(py, rb, bits_per_key, built, filter_bytes, failed, read_bytes),
+        fields!(py, rb, bits_per_key, built, filter_bytes, failed, misfits, read_bytes),
     )?;
     let trees = PyDict::new(py);
     for t in &s.trees {
@@ -708,6 +710,11 @@ fn stats_dict<'py>(py: Python<'py>, s: &cairn::stats::DbStats) -> PyResult<Bound
             })
             .collect::<PyResult<Vec<_>>>()?;
         td.set_item("levels", levels)?;
+        let sc = &t.scans;
+        td.set_item(
+            "scans",
+            fields!(py, sc, seeks, entries, memtables, l0_runs, levels, tables),
+        )?;
         trees.set_item(&t.name, td)?;
     }
     d.set_item("trees", trees)?;

@@ -224,7 +224,16 @@ def test_options_by_name_and_reports(path):
         assert all(isinstance(level["probes"], int) for level in s["trees"]["default"]["levels"])
         assert s["cache_capacity"] == 4 << 20
         assert s["kv_cache"]["capacity"] == 0
-        assert s["range_builds"] == {"bits_per_key": 10.0, "built": 0, "filter_bytes": 0, "failed": 0, "read_bytes": 0}
+        assert s["range_builds"] == {
+            "bits_per_key": 10.0, "built": 0, "filter_bytes": 0, "failed": 0, "misfits": 0, "read_bytes": 0
+        }
+        assert set(s["io"]["readahead"]) == {"chunks", "bytes", "served"}
+        assert s["trees"]["default"]["scans"]["seeks"] == 0
+        it = db.items(b"a", b"z")
+        assert list(it) == [(b"k", b"v")]
+        del it  # a range read's entries are counted when it is released
+        scans = db.stats()["trees"]["default"]["scans"]
+        assert (scans["seeks"], scans["entries"]) == (1, 1)
 
 
 def test_the_key_value_cache_reports_its_hits(path):

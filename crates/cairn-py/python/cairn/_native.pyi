@@ -175,8 +175,9 @@ class Db(Tree):
         """A transaction; `isolation` "serializable" or "snapshot"; `pessimistic` locks keys
         at their first write or `get_for_update`, waiting up to `lock_timeout` seconds."""
     def stats(self) -> dict[str, Any]:
-        """The engine's counters as nested dicts of numbers (io per block kind, writes, stalls,
-        the cache, per tree and per level)."""
+        """The engine's counters as nested dicts of numbers (io per block kind and readahead,
+        writes, stalls, the cache, range-filter builds, per tree (with its range reads' `scans`)
+        and per level)."""
     def property(self, name: str) -> Optional[str]: ...
     def checkpoint(self, path: str) -> dict[str, int]:
         """A consistent copy in the new directory `path` (tables hard linked where possible)."""

@@ -222,7 +222,13 @@ impl DbInner {
     /// Ahead of `pace`'s rate (after the first [`BURST_SECS`] of it): waits until the bytes
     /// builds read so far are within it.
     fn keep_pace(&self, pace: &Pace) {
-        let read = self.range_memory.io.snapshot().data.bytes - pace.read_before;
+        let read = self
+            .range_memory
+            .io
+            .snapshot()
+            .data
+            .bytes
+            .saturating_sub(pace.read_before);
         let due = Duration::from_secs_f64((read as f64 / pace.rate - BURST_SECS).max(0.0));
         if let Some(wait) = due.checked_sub(pace.started.elapsed()) {
             self.pause(wait);
