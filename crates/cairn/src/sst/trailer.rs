@@ -209,8 +209,7 @@ impl Readahead {
                 self.next_chunk = (self.next_chunk * 2).min(self.size);
             }
         }
-        stats.record_read(kind, total as u64);
-        stats.record_readahead_served(total as u64);
+        stats.record_read_ahead(kind, total as u64);
         let at = (handle.offset - self.start) as usize;
         Ok(self.buf[at..at + total].to_vec())
     }

@@ -219,10 +219,14 @@ impl IoStats {
         s.add(&r.chunks, 1);
         s.add(&r.bytes, bytes);
     }
-    /// Records a block of `bytes` served from a readahead chunk.
+    /// Records a block of `kind` and `bytes` read from storage through a readahead chunk (one
+    /// stripe lookup for both counts: this runs per block of a scan).
     #[inline]
-    pub fn record_readahead_served(&self, bytes: u64) {
+    pub fn record_read_ahead(&self, kind: BlockKind, bytes: u64) {
         let s = Stripe::current();
+        let k = &self.kinds.at(s)[kind as usize];
+        s.add(&k.reads, 1);
+        s.add(&k.bytes, bytes);
         s.add(&self.readahead.at(s).served, bytes);
     }
     /// Records bytes appended to a file.

@@ -356,9 +356,9 @@ pub fn main(args: Args) {
             let Some(runs) = results.get(&(pi, c.name.clone())) else {
                 continue;
             };
-            let mut sorted: Vec<&Phase> = runs.iter().collect();
-            sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
-            let p = sorted[sorted.len() / 2];
+            let Some(p) = median_run(runs) else {
+                continue;
+            };
             let lat = p.latency.as_ref();
             let f = |v: Option<f64>, d: usize| v.map_or("–".to_string(), |x| format!("{x:.d$}"));
             let m = p.cairn.as_ref().filter(|_| p.found.is_some());
@@ -387,9 +387,7 @@ pub fn main(args: Args) {
             let Some(runs) = results.get(&(pi, c.name.clone())) else {
                 continue;
             };
-            let mut sorted: Vec<&Phase> = runs.iter().collect();
-            sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
-            let Some(sc) = sorted[sorted.len() / 2].scans else {
+            let Some(sc) = median_run(runs).and_then(|p| p.scans) else {
                 continue;
             };
             scans.push_str(&format!(
@@ -684,4 +682,11 @@ fn ops(v: f64) -> String {
     } else {
         format!("{v:.0}")
     }
+}
+
+/// The run of median throughput among `runs` (`None` without runs).
+fn median_run(runs: &[Phase]) -> Option<&Phase> {
+    let mut sorted: Vec<&Phase> = runs.iter().collect();
+    sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+    sorted.get(sorted.len() / 2).copied()
 }
