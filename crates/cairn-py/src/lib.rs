@@ -606,7 +606,7 @@ fn io_dict<'py>(py: Python<'py>, io: &cairn::stats::IoSnapshot) -> PyResult<Boun
         d.set_item(name, fields!(py, k, reads, bytes, cache_hits, ghost_hits))?;
     }
     let ra = &io.readahead;
-    d.set_item("readahead", fields!(py, ra, chunks, bytes, served))?;
+    d.set_item("readahead", fields!(py, ra, chunks, bytes, served, blocks))?;
     d.set_item("bytes_written", io.bytes_written)?;
     d.set_item("syncs", io.syncs)?;
     Ok(d)

@@ -1018,3 +1018,48 @@ fn scan_statistics_count_runs_tables_entries_and_readahead() {
     let ra = (db.stats().io - io_before).readahead;
     assert!(ra.chunks > 0 && ra.served > 0 && ra.served <= ra.bytes, "{ra:?}");
 }
+
+#[test]
+fn seeks_read_ahead_as_far_as_their_level_scans() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let mut o = small(fs);
+    o.table.block_size = 4096;
+    o.compaction.target_file_size = 4 << 20;
+    let db = Db::open("/db", o).unwrap();
+    for i in 0..50000 {
+        db.put(k(i), [7u8; 100]).unwrap();
+    }
+    db.flush_all().unwrap();
+    db.compact_range::<&[u8], _>(..).unwrap();
+    // 100 scans of `take` entries, each over blocks of its own (the cache keeps every block
+    // read).
+    let scans = |from: u32, take: usize| {
+        let before = db.stats().io;
+        for i in 0..100 {
+            let lo = from + i * 150;
+            assert_eq!(db.range(k(lo)..).take(take).count(), take);
+        }
+        db.stats().io - before
+    };
+    // 100 entries: three or four blocks. Without readahead at the seek, a scan reads its first
+    // two blocks alone and the rest in a chunk; with it, the seek's read holds them all.
+    let data_reads = |io: &cairn::stats::IoSnapshot| io.data.reads - io.readahead.blocks + io.readahead.chunks;
+    let first = scans(0, 100);
+    db.tune_readahead();
+    let then = scans(15000, 100);
+    assert!(data_reads(&first) >= 250, "{first:?}");
+    assert!(data_reads(&then) <= 150, "{then:?}");
+    assert!(
+        then.readahead.chunks >= 100 && then.readahead.wasted() < then.readahead.served,
+        "{then:?}"
+    );
+    // Seeks turn point-like: a few periods later they read their block alone again.
+    for round in 0..6 {
+        scans(35000 + round * 10, 1);
+        db.tune_readahead();
+    }
+    // (Blocks no scan read yet.)
+    let point = scans(35100, 1);
+    assert!(data_reads(&point) >= 100, "{point:?}");
+    assert_eq!(point.readahead.chunks, 0, "{point:?}");
+}

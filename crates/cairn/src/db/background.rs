@@ -34,6 +34,8 @@ pub(super) fn start_threads(inner: &Arc<DbInner>) -> Result<()> {
         let i = inner.clone();
         threads.add_thread(spawn("cairn-tuner".into(), Box::new(move || tuner_loop(i)))?);
     }
+    let i = inner.clone();
+    threads.add_thread(spawn("cairn-readahead".into(), Box::new(move || readahead_loop(i)))?);
     for n in 0..inner.opts.background.compaction_threads {
         let i = inner.clone();
         threads.add_thread(spawn(
@@ -258,6 +260,33 @@ fn tuner_loop(inner: Arc<DbInner>) {
     while wait(&inner, tick) {
         if inner.tuning_due() && !inner.life.is_poisoned() {
             inner.tune_memory();
+        }
+    }
+}
+
+impl DbInner {
+    /// One period of the seek-readahead controller (`db/control/readahead.rs`).
+    pub(super) fn tune_readahead(&self) {
+        // The data blocks read so far, on average (compression and key sizes move them off
+        // `table.block_size`).
+        let data = self.io.snapshot().data;
+        let block = match data.bytes.checked_div(data.reads) {
+            Some(b) if b > 0 => b,
+            _ => (self.opts.table.block_size + crate::sst::BLOCK_TRAILER_LEN) as u64,
+        };
+        self.readahead.lock().round(&self.counters.trees(), block);
+    }
+}
+
+/// The seek-readahead controller: a period every 250 ms.
+fn readahead_loop(inner: Arc<DbInner>) {
+    crate::stats::stripe::Stripe::background();
+    let period = Duration::from_millis(250);
+    let mut at = std::time::Instant::now();
+    while wait(&inner, period.saturating_sub(at.elapsed())) {
+        if at.elapsed() >= period {
+            at = std::time::Instant::now();
+            inner.tune_readahead();
         }
     }
 }

@@ -241,6 +241,7 @@ fn merge_range(
         fill_cache: false,
         stats: Some(inner.compaction_io.clone()),
         readahead,
+        ..crate::sst::IterOptions::default()
     };
     // Each sorted run of the inputs (an L0 group, or the one level) and the overlapped files.
     let mut runs = match job.level {

@@ -10,8 +10,8 @@ use crate::format::ikey::{self, InternalKey, ValueKind, MAX_SEQNO};
 use crate::iter::{BoxedIter, InternalIterator, KeyBounds, MergingIter};
 use crate::merge::MergeOperator;
 use crate::range_del::Fragments;
-use crate::sst::IterOptions;
 use crate::sst::LevelIter;
+use crate::sst::{IterOptions, SeekRuns};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -69,10 +69,19 @@ pub(super) fn cursor(
         // the bounds are never opened, and the range filter is asked before any other. Each L0
         // group is a level of its own.
         let bounded = |files: Vec<Arc<crate::version::FileMeta>>, level: usize| -> BoxedIter {
+            // Forward seeks read ahead as far as the level's recent seeks went on reading.
+            let opts = IterOptions {
+                seek_ahead: sv.counters.seek_ahead(level),
+                seek_runs: Some(SeekRuns {
+                    counters: sv.counters.clone(),
+                    level,
+                }),
+                ..IterOptions::default()
+            };
             Box::new(LevelIter::bounded(
                 files,
                 open.clone(),
-                IterOptions::default(),
+                opts,
                 bounds.clone(),
                 log.map(|log| range_filter::table_skip(sv.clone(), tree as usize, level, forward, limits, log.clone())),
             ))

@@ -182,6 +182,8 @@ pub(crate) struct DbInner {
     pub(super) elastic: super::control::elastic_adjuster::Elastic,
     /// What range-filter memory keeps (`db/control/range_filter_memory.rs`). Own lock.
     pub(super) range_memory: super::control::range_filter_memory::RangeMemory,
+    /// How far seeks read ahead (`db/control/readahead.rs`): its thread's, and test hooks'.
+    pub(super) readahead: Mutex<super::control::readahead::SeekReadahead>,
     /// The memory tuner (`db/control/memory_tuner.rs`), with `memory.tuner`. Own lock.
     pub(super) tuner: Option<super::control::memory_tuner::MemoryTuner>,
     /// Versions, memtables, running jobs, WAL numbers: the lock background threads take (last

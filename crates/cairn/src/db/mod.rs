@@ -311,6 +311,15 @@ impl Db {
         self.inner().build_range_filters(builds);
     }
 
+    /// A test hook (`test-util` feature): runs one period of the seek-readahead controller
+    /// now (how far each level's forward seeks read ahead, from what its recent seeks went on
+    /// to read); the background controller runs one every 250 ms.
+    #[cfg(any(test, feature = "test-util"))]
+    #[doc(hidden)]
+    pub fn tune_readahead(&self) {
+        self.inner().tune_readahead();
+    }
+
     /// I/O and engine counters (docs/design.md §5).
     pub fn stats(&self) -> DbStats {
         stats::snapshot(self.inner())

@@ -435,6 +435,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
         ),
         memory: MemoryRegions::new(regions.write_memory, regions.memtable_size, range_filters),
         range_memory: super::control::range_filter_memory::RangeMemory::default(),
+        readahead: Mutex::default(),
         filter_plan: ArcSwap::from_pointee(FilterPlan::default()),
         elastic: super::control::elastic_adjuster::Elastic::new(regions.filter_memory as u64),
         tuner: regions

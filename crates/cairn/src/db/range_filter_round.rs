@@ -258,6 +258,7 @@ impl DbInner {
             fill_cache: false,
             stats: Some(self.range_memory.io.clone()),
             readahead: BUILD_READAHEAD,
+            ..crate::sst::IterOptions::default()
         });
         let mut last: Option<Vec<u8>> = None;
         let mut distinct = 0u64;

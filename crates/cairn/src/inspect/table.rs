@@ -31,6 +31,7 @@ fn scan_options() -> IterOptions {
         fill_cache: false,
         stats: Some(Arc::new(IoStats::new())),
         readahead: 2 << 20,
+        ..crate::sst::IterOptions::default()
     }
 }
 

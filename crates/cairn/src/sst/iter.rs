@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::format::coding::Decoder;
 use crate::format::ikey::{self, KeyOrder};
 use crate::iter::{InternalIterator, TwoLevelIndex, TwoLevelIter};
-use crate::stats::IoStats;
+use crate::stats::{IoStats, TreeCounters};
 use std::sync::Arc;
 
 /// Iterator over one table; data blocks come through the block cache.
@@ -31,6 +31,10 @@ pub struct TableIndex {
     /// backward). The buffer is reused.
     floor: Vec<u8>,
     floor_known: bool,
+    seek_runs: Option<SeekRuns>,
+    /// The run of blocks under way was started by a forward positioning (a backward read's
+    /// blocks come in reverse, and readahead does not serve them).
+    forward: bool,
 }
 
 /// User keys a range read may skip in a table, from its range filter: within the read's bounds
@@ -54,8 +58,21 @@ pub struct IterOptions {
     /// Where reads are counted (`None`: the reader's own counters).
     pub stats: Option<Arc<IoStats>>,
     /// Read data blocks in fixed chunks of this many bytes (compactions read their inputs
-    /// front to back with 2 MiB); 0: auto-readahead, which starts once reads turn sequential.
+    /// front to back with 2 MiB); 0: auto-readahead.
     pub readahead: usize,
+    /// With auto-readahead: bytes a seek's first read takes beyond its block (0: none; reads
+    /// ahead once they turn sequential).
+    pub seek_ahead: usize,
+    /// Where each forward seek's run of blocks is counted (user range reads).
+    pub seek_runs: Option<SeekRuns>,
+}
+
+/// A level of a tree, whose forward seeks count how many blocks they went on to read in file
+/// order (`TreeCounters::record_seek_run`), for the readahead its next seeks take.
+#[derive(Debug, Clone)]
+pub struct SeekRuns {
+    pub counters: Arc<TreeCounters>,
+    pub level: usize,
 }
 
 impl Default for IterOptions {
@@ -64,6 +81,8 @@ impl Default for IterOptions {
             fill_cache: true,
             stats: None,
             readahead: 0,
+            seek_ahead: 0,
+            seek_runs: None,
         }
     }
 }
@@ -82,7 +101,7 @@ impl TableReader {
 
 /// The largest chunk a user iterator's auto-readahead reads (RocksDB's
 /// `max_auto_readahead_size`).
-const AUTO_READAHEAD_MAX: usize = 256 << 10;
+const AUTO_READAHEAD_MAX: usize = crate::tuning::readahead::MAX_CHUNK as usize;
 
 impl TableIter {
     pub(crate) fn new(table: Arc<TableReader>, opts: IterOptions) -> Self {
@@ -98,8 +117,10 @@ impl TableIter {
             readahead: if opts.readahead > 0 {
                 Readahead::new(opts.readahead)
             } else {
-                Readahead::auto(AUTO_READAHEAD_MAX)
+                Readahead::auto(AUTO_READAHEAD_MAX, opts.seek_ahead)
             },
+            seek_runs: opts.seek_runs,
+            forward: false,
             window: None,
             floor: Vec::new(),
             floor_known: false,
@@ -114,6 +135,14 @@ impl TableIter {
 }
 
 impl TableIndex {
+    /// Ends the run of blocks under way, counting it when a forward seek started it.
+    fn end_run(&mut self, forward_next: bool) {
+        if let (Some(run), true, Some(r)) = (self.readahead.take_run(), self.forward, &self.seek_runs) {
+            r.counters.record_seek_run(crate::stats::stripe::Stripe::current(), r.level, run);
+        }
+        self.forward = forward_next;
+    }
+
     /// Moving forward from `user_key` on (only tracked with a window).
     fn set_floor(&mut self, user_key: &[u8]) {
         if self.window.is_some() {
@@ -137,6 +166,12 @@ impl TableIndex {
     }
 }
 
+impl Drop for TableIndex {
+    fn drop(&mut self) {
+        self.end_run(false);
+    }
+}
+
 impl TwoLevelIndex for TableIndex {
     type Child = BlockIter;
 
@@ -144,19 +179,23 @@ impl TwoLevelIndex for TableIndex {
         self.index.valid()
     }
     fn seek_to_first(&mut self) {
+        self.end_run(true);
         self.set_floor(&[]);
         self.index.seek_to_first();
     }
     fn seek_to_last(&mut self) {
+        self.end_run(false);
         self.floor_known = false;
         self.index.seek_to_last();
     }
     fn seek(&mut self, target: &[u8]) {
+        self.end_run(true);
         self.set_floor(ikey::user_key(target));
         // The first block whose index key is ≥ target.
         self.index.seek(self.table.index_target(target));
     }
     fn seek_for_prev(&mut self, target: &[u8]) {
+        self.end_run(false);
         self.floor_known = false;
         // The last key ≤ target is in the first block whose index key is ≥ target, or in an
         // earlier one; past every index key it is the table's last key (the last block's
@@ -176,6 +215,9 @@ impl TwoLevelIndex for TableIndex {
         self.index.next();
     }
     fn prev(&mut self) {
+        if self.forward {
+            self.end_run(false);
+        }
         self.floor_known = false;
         self.index.prev();
     }
@@ -191,10 +233,11 @@ impl TwoLevelIndex for TableIndex {
             )
         })?;
         let stats = self.stats.as_deref().unwrap_or(self.table.stats());
-        let ra = self
+        // Readahead reads forward: a backward read's blocks are read alone.
+        let ahead = self
             .readahead
-            .sequential(handle, handle.size + super::trailer::TRAILER_LEN as u64)
-            .then_some(&mut self.readahead);
+            .sequential(handle, handle.size + super::trailer::TRAILER_LEN as u64);
+        let ra = (ahead && self.forward).then_some(&mut self.readahead);
         let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats, ra)?;
         Ok(Some(block.iter(KeyOrder::Internal)))
     }

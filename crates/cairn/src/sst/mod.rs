@@ -25,11 +25,13 @@ mod trailer;
 
 pub use block::{Block, HashHint};
 pub use builder::{TableBuilder, TableSummary};
-pub use iter::{BlockWindow, IterOptions, TableIter};
+pub use iter::{BlockWindow, IterOptions, SeekRuns, TableIter};
 pub use level::{LevelIter, TableAccess, TableOpener, TableSkip};
 pub use properties::SegmentMeta;
 pub use reader::{ReaderOptions, TableReader, UnitSelection};
 pub use trailer::Compression;
+/// The bytes stored after each block's contents (compression type and checksum).
+pub(crate) const BLOCK_TRAILER_LEN: usize = trailer::TRAILER_LEN;
 
 /// What the block cache holds: decoded blocks and filter units.
 #[derive(Debug, Clone)]

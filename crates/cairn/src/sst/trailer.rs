@@ -116,11 +116,13 @@ pub fn stored_len(file_size: u64, path: &Path, handle: BlockHandle, kind: BlockK
 ///
 /// Two modes. **Fixed** (compactions, which read their inputs front to back): every chunk is
 /// `size` bytes (RocksDB's `compaction_readahead_size`). **Auto** (user iterators, which may
-/// read one block or thousands): blocks are read alone until the iterator has read two blocks
-/// in a row in file order, then chunks of 8 KiB that double with each chunk read up to `size`
-/// (RocksDB's iterator auto-readahead); a jump resets it. The chunk doubles per chunk, not per
-/// block: doubling per block read, a 100-entry scan (4 blocks) read 22 KiB ahead per seek and
-/// left 14 KiB of it unused, against RocksDB's 4 (`docs/results/2026-12-07/scans`).
+/// read one block or thousands): a read takes the block it needs and a chunk beyond it. After a
+/// jump (a seek), the first read takes `seek_ahead` bytes beyond its block — what the level's
+/// recent seeks went on to read (`tuning/readahead.rs`) — or, with none, blocks are read alone
+/// until the iterator has read two in a row in file order, then with chunks of 8 KiB (RocksDB's
+/// auto-readahead). Each chunk doubles the last, up to `size`. The chunk doubles per chunk, not
+/// per block: doubling per block read, a 100-entry scan (4 blocks) read 22 KiB ahead per seek
+/// and left 14 KiB of it unused (`docs/results/2026-12-07/scans`).
 #[derive(Debug, Default)]
 pub struct Readahead {
     size: usize,
@@ -129,14 +131,16 @@ pub struct Readahead {
     run: u32,
     /// The next chunk's size (auto mode).
     next_chunk: usize,
+    /// Bytes the first read after a jump takes beyond its block (auto mode; 0: none).
+    seek_ahead: usize,
     /// Where the next sequential block starts.
     next: u64,
     start: u64,
     buf: Vec<u8>,
 }
 
-/// The first auto-readahead chunk.
-const AUTO_INITIAL: usize = 8 << 10;
+/// The first auto-readahead chunk without a seek readahead.
+const AUTO_INITIAL: usize = crate::tuning::readahead::FIRST_CHUNK as usize;
 
 impl Readahead {
     /// Fixed chunks of `size` bytes.
@@ -147,15 +151,37 @@ impl Readahead {
         }
     }
 
-    /// Chunks that start once reads turn sequential and grow up to `max` bytes.
-    pub fn auto(max: usize) -> Self {
+    /// Chunks that grow up to `max` bytes, from `seek_ahead` bytes beyond a seek's block
+    /// (with 0: from once reads turn sequential).
+    pub fn auto(max: usize, seek_ahead: usize) -> Self {
         Readahead {
             size: max,
             auto: true,
             next: u64::MAX,
-            next_chunk: AUTO_INITIAL.min(max),
+            seek_ahead: seek_ahead.min(max),
+            next_chunk: Self::first_chunk(seek_ahead.min(max), max),
             ..Readahead::default()
         }
+    }
+
+    fn first_chunk(seek_ahead: usize, max: usize) -> usize {
+        if seek_ahead > 0 {
+            seek_ahead
+        } else {
+            AUTO_INITIAL.min(max)
+        }
+    }
+
+    /// Ends the current run of sequential blocks (the next block read counts as a jump): the
+    /// blocks read in file order after the run's first, if a run was under way (auto mode).
+    pub fn take_run(&mut self) -> Option<u32> {
+        if !self.auto || self.next == u64::MAX {
+            return None;
+        }
+        let run = self.run;
+        self.next = u64::MAX;
+        self.run = 0;
+        Some(run)
     }
 
     /// Notes a read of the block at `handle` (`total` bytes with its trailer); whether it
@@ -169,10 +195,10 @@ impl Readahead {
         } else {
             self.run = 0;
             self.buf.clear();
-            self.next_chunk = AUTO_INITIAL.min(self.size);
+            self.next_chunk = Self::first_chunk(self.seek_ahead, self.size);
         }
         self.next = handle.offset + total;
-        self.run >= 2
+        self.run >= 2 || self.seek_ahead > 0
     }
 
     /// The chunk size for the next read.
@@ -200,7 +226,10 @@ impl Readahead {
         let total = stored_len(file.size(), path, handle, kind)?;
         let end = handle.offset + total as u64;
         if handle.offset < self.start || end > self.start + self.buf.len() as u64 {
-            let want = (file.size() - handle.offset).min(self.chunk().max(total) as u64) as usize;
+            // Auto: the block and a chunk beyond it (a chunk from the block's start would hold
+            // one 4 KiB block of an 8 KiB chunk, with its trailer). Fixed: the chunk.
+            let chunk = if self.auto { total + self.chunk() } else { self.chunk().max(total) };
+            let want = (file.size() - handle.offset).min(chunk as u64) as usize;
             self.buf.resize(want, 0);
             file.read_exact_at(handle.offset, &mut self.buf)?;
             self.start = handle.offset;
@@ -265,8 +294,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn auto_readahead_starts_on_the_third_sequential_block_and_grows_per_chunk() {
+    /// The KiB each read through `ra` took, reading blocks `blocks` of a 64-block file.
+    fn chunks(ra: &mut Readahead, blocks: std::ops::Range<u64>, stats: &IoStats) -> Vec<u64> {
         use crate::env::{FileSystem, MemFs};
         let fs = MemFs::new();
         let path = Path::new("/t");
@@ -275,33 +304,54 @@ mod tests {
         w.sync_all().unwrap();
         drop(w);
         let file = fs.open_read(path, crate::env::ReadOptions::default()).unwrap();
-        let stats = IoStats::new();
-        let mut ra = Readahead::auto(64 << 10);
         let mut chunks = Vec::new();
-        for b in 0..40u64 {
+        for b in blocks {
             let off = b * 4096;
             if ra.sequential(h(off), 4096) {
                 let before = stats.snapshot().readahead.bytes;
-                ra.block(&*file, path, h(off), BlockKind::Data, &stats).unwrap();
+                ra.block(&*file, path, h(off), BlockKind::Data, stats).unwrap();
                 let read = stats.snapshot().readahead.bytes - before;
                 if read > 0 {
                     chunks.push(read / 1024);
                 }
             }
         }
-        // Blocks 0 and 1 alone; then chunks of 8, 16, 32 KiB, then 64 KiB: one chunk each time
-        // the last one is used up, not one per block.
-        assert_eq!(chunks, vec![8, 16, 32, 64, 64]);
+        chunks
+    }
+
+    #[test]
+    fn auto_readahead_starts_on_the_third_sequential_block_and_grows_per_chunk() {
+        let stats = IoStats::new();
+        let mut ra = Readahead::auto(64 << 10, 0);
+        // Blocks 0 and 1 alone; then the block and 8, 16, 32 KiB beyond it, then 64 KiB: one
+        // chunk each time the last one is used up, not one per block.
+        assert_eq!(chunks(&mut ra, 0..40, &stats), vec![12, 20, 36, 68, 68]);
         let ra_stats = stats.snapshot().readahead;
         assert_eq!(ra_stats.served, 38 * 4096);
-        assert_eq!(ra_stats.wasted(), (8 + 16 + 32 + 64 + 64 - 38 * 4) * 1024);
+        assert_eq!(ra_stats.wasted(), (12 + 20 + 36 + 68 + 68 - 38 * 4) * 1024);
+        assert_eq!(ra.take_run(), Some(39));
+        assert_eq!(ra.take_run(), None);
         // A jump starts over.
         assert!(!ra.sequential(h(1 << 20), 4096));
         assert!(!ra.sequential(h((1 << 20) + 4096), 4096));
         assert!(ra.sequential(h((1 << 20) + 8192), 4096));
+        assert_eq!(ra.take_run(), Some(2));
         // Fixed readahead always reads chunks of its size.
         let mut fixed = Readahead::new(2 << 20);
         assert!(fixed.sequential(h(12345), 4096));
         assert_eq!(fixed.chunk(), 2 << 20);
+        assert_eq!(fixed.take_run(), None);
+    }
+
+    #[test]
+    fn a_seek_readahead_reads_ahead_with_the_first_block() {
+        let stats = IoStats::new();
+        let mut ra = Readahead::auto(64 << 10, 8 << 10);
+        // The seek's block and 8 KiB; then the block and 16, 32, 64 KiB beyond.
+        assert_eq!(chunks(&mut ra, 0..20, &stats), vec![12, 20, 36, 68]);
+        assert_eq!(ra.take_run(), Some(19));
+        // After a jump, the seek's read again.
+        assert_eq!(chunks(&mut ra, 40..41, &stats), vec![12]);
+        assert_eq!(ra.take_run(), Some(0));
     }
 }

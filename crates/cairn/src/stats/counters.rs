@@ -8,6 +8,7 @@ use super::stripe::{Stripe, Striped};
 use crate::filter::projection::END_POSITIONS;
 use crate::filter::rosetta::{ProbeCounts, HEIGHTS};
 use crate::filter::rosetta::{size_bucket, SIZE_BUCKETS};
+use crate::tuning::readahead;
 use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -48,6 +49,9 @@ struct LevelCounters {
     range_probes: AtomicU64,
     range_negatives: AtomicU64,
     range_false_positives: AtomicU64,
+    /// Forward seeks by how many blocks they went on to read in file order
+    /// (`tuning::readahead::bucket`).
+    seek_runs: [AtomicU64; readahead::BUCKETS],
 }
 
 #[derive(Debug)]
@@ -168,6 +172,10 @@ pub struct TreeCounters {
     /// Sampled bounded range reads by where their bounds first differ, plus one
     /// (`filter::projection::range_end`).
     range_ends: Box<[AtomicU64]>,
+    /// Not a counter: per level, the bytes a forward seek reads ahead of its block, as the
+    /// readahead controller last decided from `seek_runs` (the read path loads it here, in the
+    /// `Arc` it holds already).
+    seek_ahead: Box<[AtomicU64]>,
 }
 
 impl TreeCounters {
@@ -185,6 +193,36 @@ impl TreeCounters {
             levels: (0..levels).map(|_| Striped::default()).collect(),
             range_height_probes: std::array::from_fn(|_| AtomicU64::new(0)),
             range_ends: (0..END_POSITIONS).map(|_| AtomicU64::new(0)).collect(),
+            seek_ahead: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// A forward seek in `level` went on to read `run` further blocks in file order.
+    #[inline]
+    pub fn record_seek_run(&self, s: Stripe, level: usize, run: u32) {
+        self.level(s, level, |l| s.add(&l.seek_runs[readahead::bucket(u64::from(run))], 1));
+    }
+
+    /// `level`'s forward seeks so far, per run bucket.
+    pub fn seek_runs(&self, level: usize) -> [u64; readahead::BUCKETS] {
+        match self.levels.get(level) {
+            Some(l) => std::array::from_fn(|i| l.sum(|c| c.seek_runs[i].load(Relaxed))),
+            None => [0; readahead::BUCKETS],
+        }
+    }
+
+    /// The bytes a forward seek in `level` reads ahead of its block.
+    #[inline]
+    pub fn seek_ahead(&self, level: usize) -> usize {
+        self.seek_ahead.get(level).map_or(0, |a| a.load(Relaxed) as usize)
+    }
+
+    /// Publishes `level`'s seek readahead (written only when it changes: readers share the line).
+    pub fn set_seek_ahead(&self, level: usize, bytes: u64) {
+        if let Some(a) = self.seek_ahead.get(level) {
+            if a.load(Relaxed) != bytes {
+                a.store(bytes, Relaxed);
+            }
         }
     }
 

@@ -67,6 +67,7 @@ struct ReadaheadCounters {
     chunks: AtomicU64,
     bytes: AtomicU64,
     served: AtomicU64,
+    blocks: AtomicU64,
 }
 
 /// Shared I/O counters; cheap enough to stay on in production.
@@ -88,6 +89,8 @@ pub struct ReadaheadSnapshot {
     pub bytes: u64,
     /// Bytes of the blocks served from them (each block also counts as a read of its kind).
     pub served: u64,
+    /// Blocks served from them.
+    pub blocks: u64,
 }
 
 impl ReadaheadSnapshot {
@@ -179,6 +182,7 @@ impl std::ops::Sub for IoSnapshot {
             chunks: self.readahead.chunks.saturating_sub(o.readahead.chunks),
             bytes: self.readahead.bytes.saturating_sub(o.readahead.bytes),
             served: self.readahead.served.saturating_sub(o.readahead.served),
+            blocks: self.readahead.blocks.saturating_sub(o.readahead.blocks),
         };
         out.bytes_written -= o.bytes_written;
         out.syncs -= o.syncs;
@@ -227,7 +231,9 @@ impl IoStats {
         let k = &self.kinds.at(s)[kind as usize];
         s.add(&k.reads, 1);
         s.add(&k.bytes, bytes);
-        s.add(&self.readahead.at(s).served, bytes);
+        let r = self.readahead.at(s);
+        s.add(&r.served, bytes);
+        s.add(&r.blocks, 1);
     }
     /// Records bytes appended to a file.
     #[inline]
@@ -253,6 +259,7 @@ impl IoStats {
             chunks: self.readahead.sum(|r| r.chunks.load(Relaxed)),
             bytes: self.readahead.sum(|r| r.bytes.load(Relaxed)),
             served: self.readahead.sum(|r| r.served.load(Relaxed)),
+            blocks: self.readahead.sum(|r| r.blocks.load(Relaxed)),
         };
         s.bytes_written = self.writes.bytes_written.load(Relaxed);
         s.syncs = self.writes.syncs.load(Relaxed);

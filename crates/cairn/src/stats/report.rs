@@ -47,7 +47,7 @@ fn is_zero<T: Default + PartialEq>(v: &T) -> bool {
 debug_nonzero! {
     KindSnapshot { ; reads, bytes, cache_hits, ghost_hits }
     IoSnapshot { ; data, index, filter, range_filter, properties, meta, readahead, bytes_written, syncs }
-    ReadaheadSnapshot { ; chunks, bytes, served }
+    ReadaheadSnapshot { ; chunks, bytes, served, blocks }
     ScanStats { ; seeks, entries, memtables, l0_runs, levels, tables }
     FlushCount { ; count, bytes }
     Flushes { ; whole, partial, log, full }
@@ -269,10 +269,11 @@ impl Display for IoSnapshot {
         if ra.chunks > 0 {
             writeln!(
                 f,
-                "  readahead: {} chunks, {} read, {} of it served as blocks, {} not",
+                "  readahead: {} chunks, {} read, {} of it served as {} blocks, {} not",
                 count(ra.chunks),
                 size(ra.bytes),
                 size(ra.served),
+                count(ra.blocks),
                 size(ra.wasted())
             )?;
         }

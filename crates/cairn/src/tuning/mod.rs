@@ -8,6 +8,7 @@ pub mod filter_plan;
 pub mod flush;
 pub mod memory;
 pub mod range_memory;
+pub mod readahead;
 pub mod rosetta;
 pub mod write_control;
 

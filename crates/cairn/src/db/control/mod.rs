@@ -9,7 +9,10 @@
 //!   (decider `tuning/elastic.rs`).
 //! - `range_filter_memory.rs`: what range-filter memory may hold and its rounds' scores
 //!   (decider `tuning/range_memory.rs`; the round runs in `db/range_filter_round.rs`).
+//! - `readahead.rs`: how far each level's forward seeks read ahead (decider
+//!   `tuning/readahead.rs`).
 
 pub(super) mod elastic_adjuster;
 pub(super) mod memory_tuner;
 pub(super) mod range_filter_memory;
+pub(super) mod readahead;
