@@ -15,7 +15,8 @@
 #   ycsb-e, ycsb-e-settled  YCSB E (RECORDS × 1 KB) as YCSB runs it, and with a wait for
 #                the load's compactions before the run
 # and device.txt: the device's sequential read bandwidth with O_DIRECT (dd, 1 MiB reads of the
-# largest table file), against which the full scans' MB/s are read.
+# largest table file), against which the full scans' MB/s are read, and what one random read
+# costs by its size.
 #   scripts/scans.sh      (ROUNDS=3: about 30 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +56,22 @@ load() {
   sync
   big=$(find "$work/cairn" -name '*.sst' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)
   { echo "dd of $(basename "$big") ($(du -m "$big" | cut -f1) MB), 1 MiB reads, O_DIRECT:"
-    dd if="$big" of=/dev/null bs=1M iflag=direct 2>&1 | tail -1; } > "$out/device.txt"
+    dd if="$big" of=/dev/null bs=1M iflag=direct 2>&1 | tail -1
+    # What one read costs by its size (the seek-readahead decider's IO_COST_BYTES).
+    echo "random O_DIRECT reads of the same file, one at a time, 400 per size:"
+    python3 - "$big" <<'PY'
+import mmap, os, random, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+size = os.fstat(fd).st_size
+random.seed(7)
+for kib in (4, 8, 16, 32, 64, 128, 256):
+    buf, n = mmap.mmap(-1, kib << 10), 400
+    t = time.perf_counter()
+    for _ in range(n):
+        os.preadv(fd, [buf], random.randrange(0, size - (kib << 10)) & ~4095)
+    print(f"{kib:4d} KiB  {(time.perf_counter() - t) / n * 1e6:7.1f} us per read")
+PY
+  } > "$out/device.txt"
   loaded=true
 }
 cell() { # name, db_bench flags

@@ -19,7 +19,7 @@ pub const MAX_CHUNK: u64 = 256 << 10;
 
 /// What one more read costs, in bytes read: on this project's machine a 4 KiB O_DIRECT read
 /// took 59 µs and a 256 KiB one 384 µs (1.27 µs per KiB), so a read's fixed cost is the
-/// transfer of about 42 KiB (`docs/results/2026-12-07/scans-seek-ahead/device-latency.txt`).
+/// transfer of about 42 KiB (`docs/results/2026-12-07/scans-seek-ahead/device.txt`).
 pub const IO_COST_BYTES: f64 = 40.0 * 1024.0;
 
 /// Seeks a level must have seen (decayed) before its readahead moves from none.
