@@ -559,6 +559,22 @@ pub(crate) fn count_entries(entries: impl Iterator<Item = EResult<(usize, usize)
     Ok((n, bytes))
 }
 
+/// Like [`count_entries`], over a borrowing step (each entry's key and value lengths while
+/// the engine lends them): scans copy no entry out, in every engine that can lend them.
+pub(crate) fn count_steps(
+    mut step: impl FnMut() -> Option<EResult<(usize, usize)>>,
+    limit: u64,
+) -> EResult<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    while n < limit {
+        let Some(e) = step() else { break };
+        let (k, v) = e?;
+        n += 1;
+        bytes += (k + v) as u64;
+    }
+    Ok((n, bytes))
+}
+
 /// [`count_entries`] from the front or, for `reverse`, from the back.
 pub(crate) fn count_entries_dir<I>(entries: I, limit: u64, reverse: bool) -> EResult<(u64, u64)>
 where
@@ -913,21 +929,30 @@ impl Engine for CairnEngine {
     }
 
     fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {
-        let range = match start {
+        let mut range = match start {
             None => self.db.iter(),
             Some(s) if reverse => self.db.range(..=s.to_vec()),
             Some(s) => self.db.range(s.to_vec()..),
         };
-        let sizes = range.map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
-        count_entries_dir(sizes, limit, reverse)
+        let step = || {
+            let e = if reverse {
+                range.next_back_entry()
+            } else {
+                range.next_entry()
+            };
+            e.map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from))
+        };
+        count_steps(step, limit)
     }
 
     fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)> {
-        let sizes = self
-            .db
-            .range(lo.to_vec()..hi.to_vec())
-            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
-        count_entries(sizes, u64::MAX)
+        let mut range = self.db.range(lo.to_vec()..hi.to_vec());
+        let step = || {
+            range
+                .next_entry()
+                .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from))
+        };
+        count_steps(step, u64::MAX)
     }
 
     fn flush(&self) -> EResult<()> {
@@ -994,10 +1019,13 @@ impl Engine for CairnEngine {
             return self.scan(Some(start), limit, false);
         }
         let t = self.trees.get().and_then(|ts| ts.get(tree - 1)).ok_or("no such tree")?;
-        let sizes = t
-            .range(start.to_vec()..)
-            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
-        count_entries(sizes, limit)
+        let mut range = t.range(start.to_vec()..);
+        let step = || {
+            range
+                .next_entry()
+                .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from))
+        };
+        count_steps(step, limit)
     }
 
     fn cache_accounting(&self) -> Option<CacheAccounting> {

@@ -1020,6 +1020,38 @@ fn scan_statistics_count_runs_tables_entries_and_readahead() {
 }
 
 #[test]
+fn lent_entries_from_both_ends_meet_once() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let db = Db::open("/db", small(fs)).unwrap();
+    for i in 0..300 {
+        db.put(k(i), format!("v{i}")).unwrap();
+    }
+    db.flush_all().unwrap();
+    for i in (0..300).step_by(3) {
+        db.put(k(i), format!("w{i}")).unwrap();
+    }
+    let mut r = db.range(k(10)..k(20));
+    let mut got = Vec::new();
+    for turn in 0.. {
+        let e = match turn % 3 {
+            0 => r.next_entry().map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))),
+            1 => r.next_back_entry().map(|e| e.map(|(k, v)| (k.to_vec(), v.to_vec()))),
+            _ => r.next(),
+        };
+        match e {
+            Some(e) => got.push(e.unwrap()),
+            None => break,
+        }
+    }
+    got.sort();
+    let want: Vec<_> = (10..20)
+        .map(|i| (k(i), format!("{}{i}", if i % 3 == 0 { 'w' } else { 'v' }).into_bytes()))
+        .collect();
+    assert_eq!(got, want);
+    assert!(r.next_entry().is_none() && r.next_back_entry().is_none());
+}
+
+#[test]
 fn seeks_read_ahead_as_far_as_their_level_scans() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
     let mut o = small(fs);

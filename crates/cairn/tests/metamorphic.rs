@@ -231,6 +231,21 @@ impl Tx {
 }
 
 /// Applies a merge, put or delete to a model.
+/// A range read's entries through the lending steps, from the front or the back.
+fn lent(mut r: cairn::Range, rev: bool) -> Result<Vec<(Key, Vec<u8>)>, cairn::Error> {
+    let mut out = Vec::new();
+    loop {
+        let entry = if rev { r.next_back_entry() } else { r.next_entry() };
+        match entry {
+            Some(e) => {
+                let (k, v) = e?;
+                out.push((k.to_vec(), v.to_vec()));
+            }
+            None => return Ok(out),
+        }
+    }
+}
+
 fn apply(m: &mut Model, k: &Key, v: Option<&Vec<u8>>, merge: bool, now: u64) {
     match (v, merge) {
         (Some(v), true) => {
@@ -780,7 +795,12 @@ fn execute(cfg: &Config, ops: &[Op]) -> Result<Vec<u64>, String> {
                     None => db.range((lo.clone(), hi.clone())),
                     Some(tr) => tr.range((lo.clone(), hi.clone())),
                 };
-                let got: Result<Vec<_>, _> = if *rev { r.rev().collect() } else { r.collect() };
+                // Every other range read takes its entries lent (`next_entry`), the others copied.
+                let got: Result<Vec<_>, _> = match (step % 2 == 0, *rev) {
+                    (true, rev) => lent(r, rev),
+                    (false, true) => r.rev().collect(),
+                    (false, false) => r.collect(),
+                };
                 let got = got.map_err(io)?;
                 if *rev {
                     want.reverse();

@@ -2,10 +2,8 @@
 //! set the way Debian's `db_bench` sets them for the same flags, so the adapter can be checked
 //! against that binary (calibration in the README).
 
-use super::{count_entries, EResult, Engine, EngineArgs, EngineError};
-use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, Direction, IteratorMode, Options, ReadOptions, WriteOptions, DB,
-};
+use super::{count_steps, EResult, Engine, EngineArgs, EngineError};
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, DBRawIterator, Options, ReadOptions, WriteOptions, DB};
 use std::path::Path;
 
 pub struct RocksEngine {
@@ -211,18 +209,15 @@ impl Engine for RocksEngine {
     }
 
     fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)> {
-        let mode = match (start, reverse) {
-            (None, false) => IteratorMode::Start,
-            (None, true) => IteratorMode::End,
-            (Some(s), false) => IteratorMode::From(s, Direction::Forward),
-            (Some(s), true) => IteratorMode::From(s, Direction::Reverse),
-        };
-        // The mode already gives the direction (RocksDB's iterator is not double-ended).
-        let sizes = self
-            .db
-            .iterator(mode)
-            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
-        count_entries(sizes, limit)
+        let mut it = self.db.raw_iterator();
+        match (start, reverse) {
+            (None, false) => it.seek_to_first(),
+            (None, true) => it.seek_to_last(),
+            (Some(s), false) => it.seek(s),
+            (Some(s), true) => it.seek_for_prev(s),
+        }
+        // The raw iterator lends each entry (the crate's `Iterator` boxes a copy of both).
+        count_steps(raw_steps(it, reverse), limit)
     }
 
     fn range(&self, lo: &[u8], hi: &[u8]) -> EResult<(u64, u64)> {
@@ -230,11 +225,9 @@ impl Engine for RocksEngine {
         // without reading past it.
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(hi.to_vec());
-        let sizes = self
-            .db
-            .iterator_opt(IteratorMode::From(lo, Direction::Forward), ro)
-            .map(|kv| kv.map(|(k, v)| (k.len(), v.len())).map_err(EngineError::from));
-        count_entries(sizes, u64::MAX)
+        let mut it = self.db.raw_iterator_opt(ro);
+        it.seek(lo);
+        count_steps(raw_steps(it, false), u64::MAX)
     }
 
     fn flush(&self) -> EResult<()> {
@@ -381,4 +374,22 @@ fn uint64add(_key: &[u8], existing: Option<&[u8]>, operands: &rocksdb::MergeOper
         .iter()
         .fold(existing.map_or(0, n), |acc, o| acc.wrapping_add(n(o)));
     Some(sum.to_le_bytes().to_vec())
+}
+
+/// Steps of a positioned raw iterator (the entry it stands on first), as key and value lengths.
+fn raw_steps(mut it: DBRawIterator<'_>, reverse: bool) -> impl FnMut() -> Option<EResult<(usize, usize)>> + '_ {
+    let mut first = true;
+    move || {
+        if !std::mem::take(&mut first) {
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        match (it.key(), it.value()) {
+            (Some(k), Some(v)) => Some(Ok((k.len(), v.len()))),
+            _ => it.status().err().map(|e| Err(EngineError::from(e))),
+        }
+    }
 }

@@ -16,6 +16,8 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 pub(super) type Item = Result<(Vec<u8>, Vec<u8>)>;
+/// A step's result: where the entry is, `None` past the end.
+pub(super) type Step = Option<Result<At>>;
 
 pub(super) struct Cursor {
     it: MergingIter,
@@ -24,8 +26,11 @@ pub(super) struct Cursor {
     started: bool,
     /// Reused copy of the user key being skipped (stepping must not allocate per entry).
     skip: Vec<u8>,
-    /// Walking backwards: the newest visible value seen so far of the current user key.
+    /// Walking backwards: the newest visible value seen so far of the current user key; the
+    /// value of an entry found [`At::Buffered`].
     value: Vec<u8>,
+    /// The key of an entry found [`At::Buffered`].
+    key: Vec<u8>,
     /// The range tombstones of the sources (`None`: none), or the error reading them
     /// (reported by the first step).
     range_dels: Result<Option<Arc<Fragments>>>,
@@ -119,7 +124,18 @@ pub(super) fn cursor(
         started: false,
         skip: Vec::new(),
         value: Vec::new(),
+        key: Vec::new(),
     }
+}
+
+/// Where a step left the entry it found ([`Cursor::entry`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum At {
+    /// Under the merging iterator: its user key, and its value from this offset on (past an
+    /// expiring value's deadline).
+    Iter(usize),
+    /// In the cursor's `key` and `value` buffers (a merged value; any entry walking backwards).
+    Buffered,
 }
 
 /// The range tombstones of the memtables and of the tables overlapping `bounds` (only tables
@@ -294,7 +310,29 @@ impl Cursor {
         }
     }
 
-    pub(super) fn forward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
+    /// The entry a step found, borrowed until the next step.
+    pub(super) fn entry(&self, at: At) -> (&[u8], &[u8]) {
+        match at {
+            At::Iter(skip) => (
+                ikey::user_key(self.it.key()),
+                self.it.value().get(skip..).unwrap_or_default(),
+            ),
+            At::Buffered => (&self.key, &self.value),
+        }
+    }
+
+    /// The entry a step found, the cursor's own (a buffered one is moved out, not copied).
+    pub(super) fn take(&mut self, at: At) -> (Vec<u8>, Vec<u8>) {
+        match at {
+            At::Iter(_) => {
+                let (k, v) = self.entry(at);
+                (k.to_vec(), v.to_vec())
+            }
+            At::Buffered => (std::mem::take(&mut self.key), std::mem::take(&mut self.value)),
+        }
+    }
+
+    pub(super) fn forward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Step {
         if !self.started {
             self.started = true;
             if let Some(e) = self.take_error() {
@@ -335,20 +373,23 @@ impl Cursor {
                 continue;
             }
             match kind {
-                ValueKind::Put => return Some(Ok((uk.to_vec(), self.it.value().to_vec()))),
+                ValueKind::Put => return Some(Ok(At::Iter(0))),
                 ValueKind::Expiring => match crate::ttl::live(self.it.value(), self.clock.now_ms()) {
-                    Some(v) => return Some(Ok((uk.to_vec(), v.to_vec()))),
+                    Some(_) => return Some(Ok(At::Iter(crate::ttl::DEADLINE_LEN))),
                     None => self.skip_current_user_key(),
                 },
                 ValueKind::Merge => {
-                    let uk = uk.to_vec();
-                    let value = match self.merged_value(&uk) {
+                    let mut key = std::mem::take(&mut self.key);
+                    key.clear();
+                    key.extend_from_slice(uk);
+                    let value = match self.merged_value(&key) {
                         Ok(v) => v,
                         Err(e) => return Some(Err(e)),
                     };
-                    self.skip_user_key(&uk);
+                    self.skip_user_key(&key);
                     self.past = true;
-                    return Some(Ok((uk, value)));
+                    (self.key, self.value) = (key, value);
+                    return Some(Ok(At::Buffered));
                 }
                 _ => self.skip_current_user_key(),
             }
@@ -381,7 +422,7 @@ impl Cursor {
         }
     }
 
-    pub(super) fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Item> {
+    pub(super) fn backward(&mut self, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Step {
         if !self.started {
             self.started = true;
             if let Some(e) = self.take_error() {
@@ -398,56 +439,70 @@ impl Cursor {
             if !self.it.valid() {
                 return self.it.status().err().map(Err);
             }
-            let uk = ikey::user_key(self.it.key()).to_vec();
-            if before_lo(&uk, lo) {
-                return None;
+            // The key buffer is reused: walking backwards allocates nothing per entry.
+            let mut uk = std::mem::take(&mut self.key);
+            uk.clear();
+            uk.extend_from_slice(ikey::user_key(self.it.key()));
+            let step = self.back_over(&uk, lo, hi);
+            self.key = uk;
+            if let Some(step) = step {
+                return step;
             }
-            // Walking backwards, versions of `uk` come oldest first: the last visible one seen
-            // is the newest visible (its value is kept in `self.value`).
-            let mut newest: Option<(ValueKind, u64)> = None;
-            let mut steps = 0;
-            while self.it.valid() && ikey::user_key(self.it.key()) == uk.as_slice() {
-                steps += 1;
-                if steps == MAX_SEQUENTIAL_SKIPS {
-                    newest = self.newest_visible_by_seek(&uk);
-                    break;
-                }
-                if let Some((_, s, kind)) = ikey::split(self.it.key()) {
-                    if s <= self.seq {
-                        self.value.clear();
-                        self.value.extend_from_slice(self.it.value());
-                        newest = Some((kind, s));
-                    }
-                }
-                self.it.prev();
+        }
+    }
+
+    /// Walking backwards, over the versions of `uk` (where the cursor stands): the step's
+    /// result, its value in `self.value`, or `None` to go on with the key before.
+    fn back_over(&mut self, uk: &[u8], lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> Option<Step> {
+        if before_lo(uk, lo) {
+            return Some(None);
+        }
+        // Walking backwards, versions of `uk` come oldest first: the last visible one seen is
+        // the newest visible (its value is kept in `self.value`).
+        let mut newest: Option<(ValueKind, u64)> = None;
+        let mut steps = 0;
+        while self.it.valid() && ikey::user_key(self.it.key()) == uk {
+            steps += 1;
+            if steps == MAX_SEQUENTIAL_SKIPS {
+                newest = self.newest_visible_by_seek(uk);
+                break;
             }
-            if let Err(e) = self.it.status() {
-                return Some(Err(e));
-            }
-            if newest.is_some_and(|(_, s)| self.range_deleted(&uk, s)) {
-                // The sources older than the tombstone skip to before its range.
-                self.skip_deleted_range(&uk, false);
-                continue;
-            }
-            match newest {
-                Some((ValueKind::Put, _)) if !past_hi(&uk, hi) => {
-                    return Some(Ok((uk, std::mem::take(&mut self.value))));
+            if let Some((_, s, kind)) = ikey::split(self.it.key()) {
+                if s <= self.seq {
+                    self.value.clear();
+                    self.value.extend_from_slice(self.it.value());
+                    newest = Some((kind, s));
                 }
-                Some((ValueKind::Expiring, _))
-                    if !past_hi(&uk, hi) && crate::ttl::strip_if_live(&mut self.value, self.clock.now_ms()) =>
-                {
-                    return Some(Ok((uk, std::mem::take(&mut self.value))));
-                }
-                Some((ValueKind::Merge, _)) if !past_hi(&uk, hi) => {
-                    // The operands sit after the newest one in key order: read them forward,
-                    // then stand before `uk` again.
-                    self.it.seek(InternalKey::for_seek(&uk, self.seq).encoded());
-                    let value = self.merged_value(&uk);
-                    self.stand_before(&uk);
-                    return Some(value.map(|v| (uk, v)));
-                }
-                _ => {}
             }
+            self.it.prev();
+        }
+        if let Err(e) = self.it.status() {
+            return Some(Some(Err(e)));
+        }
+        if newest.is_some_and(|(_, s)| self.range_deleted(uk, s)) {
+            // The sources older than the tombstone skip to before its range.
+            self.skip_deleted_range(uk, false);
+            return None;
+        }
+        match newest {
+            Some((ValueKind::Put, _)) if !past_hi(uk, hi) => Some(Some(Ok(At::Buffered))),
+            Some((ValueKind::Expiring, _))
+                if !past_hi(uk, hi) && crate::ttl::strip_if_live(&mut self.value, self.clock.now_ms()) =>
+            {
+                Some(Some(Ok(At::Buffered)))
+            }
+            Some((ValueKind::Merge, _)) if !past_hi(uk, hi) => {
+                // The operands sit after the newest one in key order: read them forward, then
+                // stand before `uk` again.
+                self.it.seek(InternalKey::for_seek(uk, self.seq).encoded());
+                let value = self.merged_value(uk);
+                self.stand_before(uk);
+                Some(Some(value.map(|v| {
+                    self.value = v;
+                    At::Buffered
+                })))
+            }
+            _ => None,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! User-level iteration: [`Range`] pins a super-version and a sequence number, runs a forward
 //! and a backward [`Cursor`] (see `cursor.rs`) and stops where they meet.
 
-use super::cursor::{cursor, Cursor, Item};
+use super::cursor::{cursor, Cursor, Item, Step};
 use super::inner::{DbInner, SuperVersion};
 use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
@@ -137,8 +137,9 @@ impl Range {
         Ok(())
     }
 
-    /// One step from the front (`forward`) or the back; stops where the two ends meet.
-    fn step(&mut self, forward: bool) -> Option<Item> {
+    /// One step from the front (`forward`) or the back; stops where the two ends meet. The
+    /// entry stays in that end's cursor ([`Cursor::entry`]).
+    fn step(&mut self, forward: bool) -> Step {
         if self.done {
             return None;
         }
@@ -174,7 +175,7 @@ impl Range {
             }
         }
         let c = slot.as_mut()?;
-        let item = if forward {
+        let step = if forward {
             c.forward(&self.bounds.lo, &self.bounds.hi)
         } else {
             c.backward(&self.bounds.lo, &self.bounds.hi)
@@ -184,19 +185,20 @@ impl Range {
         } else {
             (&mut self.back_last, &self.front_last)
         };
-        match item {
-            Some(Ok((k, v))) => {
+        match step {
+            Some(Ok(at)) => {
+                let (k, _) = c.entry(at);
                 // Stop at the first key the other end has already yielded.
-                let crossed = other.as_ref().is_some_and(|o| if forward { &k >= o } else { &k <= o });
+                let crossed = other.as_deref().is_some_and(|o| if forward { k >= o } else { k <= o });
                 if crossed {
                     self.done = true;
                     return None;
                 }
                 let last = mine.get_or_insert_with(Vec::new);
                 last.clear();
-                last.extend_from_slice(&k);
+                last.extend_from_slice(k);
                 self.entries += 1;
-                Some(Ok((k, v)))
+                Some(Ok(at))
             }
             Some(Err(e)) => {
                 self.done = true;
@@ -211,18 +213,73 @@ impl Range {
             }
         }
     }
+
+    /// A step's entry, owned (for the `Iterator` impls).
+    fn owned(&mut self, forward: bool) -> Option<Item> {
+        let at = match self.step(forward)? {
+            Ok(at) => at,
+            Err(e) => return Some(Err(e)),
+        };
+        // A step that found an entry made its end's cursor.
+        let c = if forward {
+            self.front.as_mut()
+        } else {
+            self.back.as_mut()
+        }?;
+        Some(Ok(c.take(at)))
+    }
+
+    /// A step's entry, borrowed from its end's cursor until the next step.
+    fn borrowed(&mut self, forward: bool) -> Option<Result<(&[u8], &[u8])>> {
+        let at = match self.step(forward)? {
+            Ok(at) => at,
+            Err(e) => return Some(Err(e)),
+        };
+        let c = if forward {
+            self.front.as_ref()
+        } else {
+            self.back.as_ref()
+        }?;
+        Some(Ok(c.entry(at)))
+    }
+
+    /// The next entry from the front, borrowed until the next step: a scan that only looks at
+    /// its entries allocates nothing per entry (`next` copies each key and value out). Mixes
+    /// with `next`, `next_back` and [`Range::next_back_entry`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// db.put(b"a", b"1")?;
+    /// db.put(b"b", b"22")?;
+    /// let (mut range, mut bytes) = (db.iter(), 0);
+    /// while let Some(entry) = range.next_entry() {
+    ///     let (key, value) = entry?;
+    ///     bytes += key.len() + value.len();
+    /// }
+    /// assert_eq!(bytes, 5);
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    pub fn next_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.borrowed(true)
+    }
+
+    /// The next entry from the back, borrowed until the next step (see [`Range::next_entry`]).
+    pub fn next_back_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
+        self.borrowed(false)
+    }
 }
 
 impl Iterator for Range {
     type Item = Item;
 
     fn next(&mut self) -> Option<Item> {
-        self.step(true)
+        self.owned(true)
     }
 }
 
 impl DoubleEndedIterator for Range {
     fn next_back(&mut self) -> Option<Item> {
-        self.step(false)
+        self.owned(false)
     }
 }
