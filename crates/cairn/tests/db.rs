@@ -978,6 +978,47 @@ fn l0_is_drained_by_itself_after_writes_stop() {
     }
 }
 
+/// A lone L0 file stays while only point lookups come (a filter probe each) and drains once a
+/// range read came (each seek reads a block of it): at a wait for background work, and by
+/// itself once writes are quiet (the readahead thread wakes the compaction thread; the test
+/// polls for up to a minute).
+#[test]
+fn a_lone_l0_file_drains_once_range_reads_come() {
+    for drain_ms in [60_000u64, 1] {
+        let fs = MemFs::new();
+        let mut o = small(Arc::new(fs));
+        o.compaction.l0_trigger = 4;
+        o.compaction.l0_drain_ms = drain_ms;
+        let db = Db::open("/d", o).unwrap();
+        for i in 0..500 {
+            db.put(k(i), b"old").unwrap();
+        }
+        db.flush_all().unwrap();
+        db.compact_range::<&[u8], _>(..).unwrap();
+        db.put(k(7), b"new").unwrap();
+        db.flush_all().unwrap();
+        let l0 = |db: &Db| db.levels()[0].levels[0].files;
+        if drain_ms > 1 {
+            assert_eq!(db.get(k(7)).unwrap().as_deref(), Some(&b"new"[..]));
+            db.wait_for_background().unwrap();
+            assert_eq!(l0(&db), 1, "point lookups only: the file stays");
+        }
+        assert_eq!(db.range(k(5)..).take(3).count(), 3);
+        if drain_ms > 1 {
+            db.wait_for_background().unwrap();
+            assert_eq!(l0(&db), 0, "{:?}", db.levels());
+        } else {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while l0(&db) > 0 {
+                assert!(std::time::Instant::now() < deadline, "{:?}", db.levels());
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
+        assert_eq!(db.get(k(7)).unwrap().as_deref(), Some(&b"new"[..]));
+        assert_eq!(db.get(k(8)).unwrap().as_deref(), Some(&b"old"[..]));
+    }
+}
+
 /// What a range read costs is counted per seek: the runs its iterator merges, the tables it
 /// reaches, the entries it returns, and the readahead a long scan reads and serves.
 #[test]

@@ -279,14 +279,28 @@ impl DbInner {
 }
 
 /// The seek-readahead controller: a period every 250 ms.
+/// It also wakes the compaction thread when range reads came and a tree holds a lone L0
+/// file, which drains once writes are quiet (`compact.rs`, `DRAIN_MIN_FILES`).
 fn readahead_loop(inner: Arc<DbInner>) {
     crate::stats::stripe::Stripe::background();
     let period = Duration::from_millis(250);
     let mut at = std::time::Instant::now();
+    let mut ranges = compact::range_reads(&inner);
     while wait(&inner, period.saturating_sub(at.elapsed())) {
         if at.elapsed() >= period {
             at = std::time::Instant::now();
             inner.tune_readahead();
+            let now = compact::range_reads(&inner);
+            let lone_l0 = || {
+                let supers = inner.super_versions();
+                supers
+                    .first()
+                    .is_some_and(|sv| sv.version.trees.iter().any(|t| t.level(0).len() == 1))
+            };
+            if now != ranges && lone_l0() {
+                inner.bg_cv.notify_all();
+            }
+            ranges = now;
         }
     }
 }

@@ -76,16 +76,7 @@ pub(crate) struct State {
     /// leader last saw them (level targets that follow write memory split it by these).
     pub recent_writes: Vec<u64>,
     /// Whether writes have stopped, for the L0 drain (`compact.rs`).
-    pub quiet: Quiet,
-}
-
-/// Whether writes have stopped: the L0 drain's clock (`compact.rs`).
-#[derive(Debug, Default)]
-pub(crate) struct Quiet {
-    /// The user writes counted when the count was last seen to change, and when.
-    pub sample: Option<(u64, std::time::Instant)>,
-    /// A wait for background work asked for the drain now (until the next write).
-    pub asked: bool,
+    pub quiet: super::compact::Quiet,
 }
 
 impl State {
@@ -182,7 +173,7 @@ pub(crate) struct DbInner {
     pub(super) elastic: super::control::elastic_adjuster::Elastic,
     /// What range-filter memory keeps (`db/control/range_filter_memory.rs`). Own lock.
     pub(super) range_memory: super::control::range_filter_memory::RangeMemory,
-    /// How far seeks read ahead (`db/control/readahead.rs`): its thread's, and test hooks'.
+    /// How far seeks read ahead (`db/control/readahead.rs`).
     pub(super) readahead: Mutex<super::control::readahead::SeekReadahead>,
     /// The memory tuner (`db/control/memory_tuner.rs`), with `memory.tuner`. Own lock.
     pub(super) tuner: Option<super::control::memory_tuner::MemoryTuner>,
