@@ -227,7 +227,7 @@ def test_options_by_name_and_reports(path):
         assert s["range_builds"] == {
             "bits_per_key": 10.0, "built": 0, "filter_bytes": 0, "failed": 0, "misfits": 0, "read_bytes": 0
         }
-        assert set(s["io"]["readahead"]) == {"chunks", "bytes", "served"}
+        assert set(s["io"]["readahead"]) == {"chunks", "bytes", "served", "blocks"}
         assert s["trees"]["default"]["scans"]["seeks"] == 0
         it = db.items(b"a", b"z")
         assert list(it) == [(b"k", b"v")]
