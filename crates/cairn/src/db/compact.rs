@@ -230,14 +230,16 @@ pub(crate) struct Quiet {
     pub sample: Option<(u64, std::time::Instant)>,
     /// A wait for background work asked for the drain now (until the next write).
     pub asked: bool,
-    /// Range reads (all trees) at the sample: once more came, a lone L0 file drains too.
+    /// Range reads (all trees) at the last drain: once more came, a lone L0 file drains too
+    /// (counted from the last drain, not from the sample, which may come after the reads).
     pub ranges: u64,
 }
 
 /// Fewest L0 files a drain merges while only point lookups come (one file costs a lookup a
-/// filter probe, worth less than the L0 → L1 batching the trigger buys). Once range reads come
-/// a lone file drains too: every seek reads a block of it (`scans-lent`: seeks with 100 nexts
-/// read 4.7 data blocks with the one file a load left, 3.7 without).
+/// filter probe, worth less than the L0 → L1 batching the trigger buys). Once range reads came
+/// (since the last drain) a lone file drains too: every seek reads a block of it
+/// (`scans-lent`: seeks with 100 nexts read 4.7 data blocks with the one file a load left,
+/// 3.7 without).
 const DRAIN_MIN_FILES: usize = 2;
 
 /// Whether `tv`'s L0 would be drained once writes stop (`compaction.l0_drain_ms`).
@@ -245,8 +247,7 @@ fn drains(inner: &DbInner, st: &State, tv: &TreeVersion) -> bool {
     let files = tv.level(0).len();
     inner.opts.compaction.l0_drain_ms > 0
         && !inner.life.is_read_only()
-        && (files >= DRAIN_MIN_FILES
-            || (files == 1 && st.quiet.sample.is_some() && range_reads(inner) > st.quiet.ranges))
+        && (files >= DRAIN_MIN_FILES || (files == 1 && range_reads(inner) > st.quiet.ranges))
 }
 
 /// Range reads opened so far, all trees.
@@ -271,7 +272,6 @@ pub(super) fn sample_writes(inner: &DbInner, st: &mut State) {
     if st.quiet.sample.is_none_or(|(seen, _)| seen != ops) {
         st.quiet.sample = Some((ops, std::time::Instant::now()));
         st.quiet.asked = false;
-        st.quiet.ranges = range_reads(inner);
     }
 }
 
@@ -283,20 +283,21 @@ pub(super) fn ask_drain(inner: &DbInner, st: &mut State) {
 }
 
 /// Once writes have stopped for `compaction.l0_drain_ms`, `tree`'s L0 files (at least
-/// [`DRAIN_MIN_FILES`], or one once range reads came) merged into L1 — what `compact_range`'s first step does — although
-/// they are fewer than the trigger: a load leaves between none and trigger − 1 of them, and the
+/// [`DRAIN_MIN_FILES`], or one once range reads came) merged into L1 — what `compact_range`'s
+/// first step does — although they are fewer than the trigger: a load leaves between none and trigger − 1 of them, and the
 /// reads that follow probe each one (docs/design.md §3, L0 drain).
 fn drain_job(inner: &DbInner, st: &mut State, tree: usize) -> Option<Job> {
-    // Sampled first: the range reads a lone file waits for count from the sample on.
-    sample_writes(inner, st);
     if !drains(inner, st, st.version().trees.get(tree)?) {
         return None;
     }
+    sample_writes(inner, st);
     if !quiet_left(inner, st)?.is_zero() {
         return None;
     }
     let tv = st.version().trees.get(tree)?;
-    range_job(st, tree, tv, 0, (None, None)).filter(|job| is_free(st, job))
+    let job = range_job(st, tree, tv, 0, (None, None)).filter(|job| is_free(st, job))?;
+    st.quiet.ranges = range_reads(inner);
+    Some(job)
 }
 
 /// How long the compaction thread may sleep before an L0 drain falls due (`None`: none is
