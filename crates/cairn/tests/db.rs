@@ -1115,12 +1115,13 @@ fn seeks_read_ahead_as_far_as_their_level_scans() {
         db.stats().io - before
     };
     // 100 entries: three or four blocks. Without readahead at the seek, a scan reads its first
-    // two blocks alone and the rest in a chunk; with it, the seek's read holds them all.
+    // two blocks alone and the rest in a chunk (`sst/trailer.rs` tests); once the controller
+    // has seen such scans, the seek's read holds them all. (The first scans' reads are not
+    // asserted: the background controller may publish while they run.)
     let data_reads = |io: &cairn::stats::IoSnapshot| io.data.reads - io.readahead.blocks + io.readahead.chunks;
-    let first = scans(0, 100);
+    scans(0, 100);
     db.tune_readahead();
     let then = scans(15000, 100);
-    assert!(data_reads(&first) >= 250, "{first:?}");
     assert!(data_reads(&then) <= 150, "{then:?}");
     assert!(
         then.readahead.chunks >= 100 && then.readahead.wasted() < then.readahead.served,
