@@ -547,20 +547,9 @@ pub trait Engine: Send + Sync {
     }
 }
 
-/// Counts up to `limit` entries, and their key + value bytes, from an engine's iterator of
-/// (key length, value length) results: the body of every adapter's `scan`.
-pub(crate) fn count_entries(entries: impl Iterator<Item = EResult<(usize, usize)>>, limit: u64) -> EResult<(u64, u64)> {
-    let (mut n, mut bytes) = (0u64, 0u64);
-    for e in entries.take(usize::try_from(limit).unwrap_or(usize::MAX)) {
-        let (k, v) = e?;
-        n += 1;
-        bytes += (k + v) as u64;
-    }
-    Ok((n, bytes))
-}
-
-/// Like [`count_entries`], over a borrowing step (each entry's key and value lengths while
-/// the engine lends them): scans copy no entry out, in every engine that can lend them.
+/// Counts up to `limit` entries, and their key + value bytes, over a borrowing step (each
+/// entry's key and value lengths while the engine lends them): the body of the adapters'
+/// `scan`; scans copy no entry out, in every engine that can lend them.
 pub(crate) fn count_steps(
     mut step: impl FnMut() -> Option<EResult<(usize, usize)>>,
     limit: u64,
@@ -573,18 +562,6 @@ pub(crate) fn count_steps(
         bytes += (k + v) as u64;
     }
     Ok((n, bytes))
-}
-
-/// [`count_entries`] from the front or, for `reverse`, from the back.
-pub(crate) fn count_entries_dir<I>(entries: I, limit: u64, reverse: bool) -> EResult<(u64, u64)>
-where
-    I: DoubleEndedIterator<Item = EResult<(usize, usize)>>,
-{
-    if reverse {
-        count_entries(entries.rev(), limit)
-    } else {
-        count_entries(entries, limit)
-    }
 }
 
 /// Opens the engine `args.engine` names at `dir`.

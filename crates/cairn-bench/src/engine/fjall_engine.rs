@@ -4,7 +4,7 @@
 //! chosen to give RocksDB's `max_bytes_for_level_base`). fjall has no direct reads, and its
 //! total write-buffer cap is an undocumented, deprecated option, so only the per-memtable size maps.
 
-use super::{count_entries, count_entries_dir, EResult, Engine, EngineArgs, EngineError};
+use super::{EResult, Engine, EngineArgs, EngineError};
 use fjall::compaction::Leveled;
 use fjall::config::{BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy, FilterPolicyEntry};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -186,4 +186,28 @@ pub(super) fn keyspace_options(a: &EngineArgs) -> EResult<KeyspaceCreateOptions>
         .data_block_compression_policy(compression)
         .filter_policy(filter)
         .compaction_strategy(Arc::new(strategy)))
+}
+
+/// Counts up to `limit` entries, and their key + value bytes, from an engine's iterator of
+/// (key length, value length) results: fjall's iterators copy each entry out.
+fn count_entries(entries: impl Iterator<Item = EResult<(usize, usize)>>, limit: u64) -> EResult<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for e in entries.take(usize::try_from(limit).unwrap_or(usize::MAX)) {
+        let (k, v) = e?;
+        n += 1;
+        bytes += (k + v) as u64;
+    }
+    Ok((n, bytes))
+}
+
+/// [`count_entries`] from the front or, for `reverse`, from the back.
+fn count_entries_dir<I>(entries: I, limit: u64, reverse: bool) -> EResult<(u64, u64)>
+where
+    I: DoubleEndedIterator<Item = EResult<(usize, usize)>>,
+{
+    if reverse {
+        count_entries(entries.rev(), limit)
+    } else {
+        count_entries(entries, limit)
+    }
 }
