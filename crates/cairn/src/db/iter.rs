@@ -1,7 +1,7 @@
 //! User-level iteration: [`Range`] pins a super-version and a sequence number, runs a forward
 //! and a backward [`Cursor`] (see `cursor.rs`) and stops where they meet.
 
-use super::cursor::{cursor, Cursor, Item, Step};
+use super::cursor::{cursor, At, Cursor, Item, Step};
 use super::inner::{DbInner, SuperVersion};
 use super::range_filter::{self, MaybeLog};
 use crate::error::Result;
@@ -214,8 +214,8 @@ impl Range {
         }
     }
 
-    /// A step's entry, owned (for the `Iterator` impls).
-    fn owned(&mut self, forward: bool) -> Option<Item> {
+    /// One step, with the end's cursor that holds the entry it found.
+    fn stepped(&mut self, forward: bool) -> Option<Result<(&mut Cursor, At)>> {
         let at = match self.step(forward)? {
             Ok(at) => at,
             Err(e) => return Some(Err(e)),
@@ -226,21 +226,7 @@ impl Range {
         } else {
             self.back.as_mut()
         }?;
-        Some(Ok(c.take(at)))
-    }
-
-    /// A step's entry, borrowed from its end's cursor until the next step.
-    fn borrowed(&mut self, forward: bool) -> Option<Result<(&[u8], &[u8])>> {
-        let at = match self.step(forward)? {
-            Ok(at) => at,
-            Err(e) => return Some(Err(e)),
-        };
-        let c = if forward {
-            self.front.as_ref()
-        } else {
-            self.back.as_ref()
-        }?;
-        Some(Ok(c.entry(at)))
+        Some(Ok((c, at)))
     }
 
     /// The next entry from the front, borrowed until the next step: a scan that only looks at
@@ -261,12 +247,12 @@ impl Range {
     /// # Ok::<(), cairn::Error>(())
     /// ```
     pub fn next_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
-        self.borrowed(true)
+        Some(self.stepped(true)?.map(|(c, at)| c.entry(at)))
     }
 
     /// The next entry from the back, borrowed until the next step (see [`Range::next_entry`]).
     pub fn next_back_entry(&mut self) -> Option<Result<(&[u8], &[u8])>> {
-        self.borrowed(false)
+        Some(self.stepped(false)?.map(|(c, at)| c.entry(at)))
     }
 }
 
@@ -274,12 +260,12 @@ impl Iterator for Range {
     type Item = Item;
 
     fn next(&mut self) -> Option<Item> {
-        self.owned(true)
+        Some(self.stepped(true)?.map(|(c, at)| c.take(at)))
     }
 }
 
 impl DoubleEndedIterator for Range {
     fn next_back(&mut self) -> Option<Item> {
-        self.owned(false)
+        Some(self.stepped(false)?.map(|(c, at)| c.take(at)))
     }
 }
