@@ -21,6 +21,7 @@ mod iter;
 mod level;
 mod properties;
 mod reader;
+mod prefetch;
 mod trailer;
 
 pub use block::{Block, HashHint};

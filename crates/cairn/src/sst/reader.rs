@@ -777,7 +777,7 @@ impl TableReader {
             }
         }
         let raw = match readahead {
-            Some(ra) => decode_block(ra.block(&*self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
+            Some(ra) => decode_block(ra.block(&self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
             None => read_block(&*self.file, &self.path, handle, kind, stats)?,
         };
         let (v, entry, charge) = decode(raw, fill_cache && self.cache.is_some())?;

@@ -3,11 +3,13 @@
 //! `uncompressed_len:u32le ‖ lz4 block | zstd frame`.
 
 use super::footer::BlockHandle;
+use super::prefetch::{self, Ahead};
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::format::coding::{masked_crc, read_u32};
 use crate::stats::{BlockKind, IoStats};
 use std::path::Path;
+use std::sync::Arc;
 
 /// Bytes after every block's contents.
 pub const TRAILER_LEN: usize = 5;
@@ -123,6 +125,10 @@ pub fn stored_len(file_size: u64, path: &Path, handle: BlockHandle, kind: BlockK
 /// auto-readahead). Each chunk doubles the last, up to `size`. The chunk doubles per chunk, not
 /// per block: doubling per block read, a 100-entry scan (4 blocks) read 22 KiB ahead per seek
 /// and left 14 KiB of it unused (`docs/results/2026-12-07/scans`).
+///
+/// Once an auto run's chunks have reached `size`, the run is long: the chunk after the one held
+/// is read on another thread while this one is consumed (`prefetch.rs`), and a block that spans
+/// the two chunks is put together from both.
 #[derive(Debug, Default)]
 pub struct Readahead {
     size: usize,
@@ -137,6 +143,8 @@ pub struct Readahead {
     next: u64,
     start: u64,
     buf: Vec<u8>,
+    /// The chunk after `buf`, being read (auto mode, long runs).
+    ahead: Option<Ahead>,
 }
 
 /// The first auto-readahead chunk without a seek readahead.
@@ -181,6 +189,7 @@ impl Readahead {
         let run = self.run;
         self.next = u64::MAX;
         self.run = 0;
+        self.ahead = None;
         Some(run)
     }
 
@@ -195,6 +204,7 @@ impl Readahead {
         } else {
             self.run = 0;
             self.buf.clear();
+            self.ahead = None;
             self.next_chunk = Self::first_chunk(self.seek_ahead, self.size);
         }
         self.next = handle.offset + total;
@@ -217,7 +227,7 @@ impl Readahead {
     /// `Corruption` for a handle past the end of the file; I/O errors.
     pub fn block(
         &mut self,
-        file: &dyn RandomAccessFile,
+        file: &Arc<dyn RandomAccessFile>,
         path: &Path,
         handle: BlockHandle,
         kind: BlockKind,
@@ -225,22 +235,56 @@ impl Readahead {
     ) -> Result<Vec<u8>> {
         let total = stored_len(file.size(), path, handle, kind)?;
         let end = handle.offset + total as u64;
-        if handle.offset < self.start || end > self.start + self.buf.len() as u64 {
-            // Auto: the block and a chunk beyond it (a chunk from the block's start would hold
-            // one 4 KiB block of an 8 KiB chunk, with its trailer). Fixed: the chunk.
-            let chunk = if self.auto { total + self.chunk() } else { self.chunk().max(total) };
-            let want = (file.size() - handle.offset).min(chunk as u64) as usize;
-            self.buf.resize(want, 0);
-            file.read_exact_at(handle.offset, &mut self.buf)?;
-            self.start = handle.offset;
-            stats.record_readahead(want as u64);
-            if self.auto {
-                self.next_chunk = (self.next_chunk * 2).min(self.size);
+        let held = self.start + self.buf.len() as u64;
+        if handle.offset >= self.start && end <= held {
+            stats.record_read_ahead(kind, total as u64);
+            let at = (handle.offset - self.start) as usize;
+            return Ok(self.buf[at..at + total].to_vec());
+        }
+        if let Some(ahead) = self.ahead.take() {
+            // The run went on past the chunk held: into the one read ahead (the block may
+            // start in the chunk held), unless the block lies elsewhere.
+            if handle.offset >= self.start && handle.offset <= held && ahead.start == held && end <= held + ahead.len as u64 {
+                let next = ahead.wait(path)?;
+                let head = &self.buf[(handle.offset - self.start) as usize..];
+                let mut out = Vec::with_capacity(total);
+                out.extend_from_slice(head);
+                out.extend_from_slice(&next[..total - head.len()]);
+                let used = std::mem::replace(&mut self.buf, next);
+                self.start = held;
+                self.read_ahead(file, used, stats);
+                stats.record_read_ahead(kind, total as u64);
+                return Ok(out);
             }
+        }
+        // Auto: the block and a chunk beyond it (a chunk from the block's start would hold
+        // one 4 KiB block of an 8 KiB chunk, with its trailer). Fixed: the chunk.
+        let chunk = if self.auto { total + self.chunk() } else { self.chunk().max(total) };
+        let want = (file.size() - handle.offset).min(chunk as u64) as usize;
+        self.buf.resize(want, 0);
+        file.read_exact_at(handle.offset, &mut self.buf)?;
+        self.start = handle.offset;
+        stats.record_readahead(want as u64);
+        if self.auto {
+            if self.next_chunk == self.size {
+                self.read_ahead(file, Vec::new(), stats);
+            }
+            self.next_chunk = (self.next_chunk * 2).min(self.size);
         }
         stats.record_read_ahead(kind, total as u64);
         let at = (handle.offset - self.start) as usize;
         Ok(self.buf[at..at + total].to_vec())
+    }
+
+    /// Starts reading the chunk after the one held, into `reuse`'s memory.
+    fn read_ahead(&mut self, file: &Arc<dyn RandomAccessFile>, reuse: Vec<u8>, stats: &IoStats) {
+        let start = self.start + self.buf.len() as u64;
+        if start >= file.size() {
+            return;
+        }
+        let len = (file.size() - start).min(self.size as u64) as usize;
+        stats.record_readahead(len as u64);
+        self.ahead = Some(prefetch::read(Arc::clone(file), start, len, reuse));
     }
 }
 
@@ -294,22 +338,29 @@ mod tests {
         }
     }
 
-    /// The KiB each read through `ra` took, reading blocks `blocks` of a 64-block file.
-    fn chunks(ra: &mut Readahead, blocks: std::ops::Range<u64>, stats: &IoStats) -> Vec<u64> {
+    /// A file of `blocks` blocks of `len` bytes with their trailers, each byte telling its
+    /// offset apart (a block put together from two chunks in the wrong order would show).
+    fn file(blocks: u64, len: u64) -> Arc<dyn RandomAccessFile> {
         use crate::env::{FileSystem, MemFs};
         let fs = MemFs::new();
-        let path = Path::new("/t");
-        let mut w = fs.create(path).unwrap();
-        w.append(&vec![7u8; 64 * 4096]).unwrap();
+        let mut w = fs.create(Path::new("/t")).unwrap();
+        w.append(&(0..blocks * len).map(|i| (i % 251) as u8).collect::<Vec<_>>()).unwrap();
         w.sync_all().unwrap();
         drop(w);
-        let file = fs.open_read(path, crate::env::ReadOptions::default()).unwrap();
+        fs.open_read(Path::new("/t"), crate::env::ReadOptions::default()).unwrap()
+    }
+
+    /// The KiB each read through `ra` took (the ones read ahead counted when they start),
+    /// reading blocks `blocks` of 4 KiB of a 64-block file.
+    fn chunks(ra: &mut Readahead, blocks: std::ops::Range<u64>, stats: &IoStats) -> Vec<u64> {
+        let file = file(64, 4096);
         let mut chunks = Vec::new();
         for b in blocks {
             let off = b * 4096;
             if ra.sequential(h(off), 4096) {
                 let before = stats.snapshot().readahead.bytes;
-                ra.block(&*file, path, h(off), BlockKind::Data, stats).unwrap();
+                let block = ra.block(&file, Path::new("/t"), h(off), BlockKind::Data, stats).unwrap();
+                assert_eq!(block[0], (off % 251) as u8);
                 let read = stats.snapshot().readahead.bytes - before;
                 if read > 0 {
                     chunks.push(read / 1024);
@@ -324,11 +375,13 @@ mod tests {
         let stats = IoStats::new();
         let mut ra = Readahead::auto(64 << 10, 0);
         // Blocks 0 and 1 alone; then the block and 8, 16, 32 KiB beyond it, then 64 KiB: one
-        // chunk each time the last one is used up, not one per block.
-        assert_eq!(chunks(&mut ra, 0..40, &stats), vec![12, 20, 36, 68, 68]);
+        // chunk each time the last one is used up, not one per block. The 64 KiB chunk is the
+        // largest: the next 64 KiB are read ahead with it, and the next (48 KiB, to the end of
+        // the file) when the scan moves into them.
+        assert_eq!(chunks(&mut ra, 0..40, &stats), vec![12, 20, 36, 68 + 64, 48]);
         let ra_stats = stats.snapshot().readahead;
         assert_eq!(ra_stats.served, 38 * 4096);
-        assert_eq!(ra_stats.wasted(), (12 + 20 + 36 + 68 + 68 - 38 * 4) * 1024);
+        assert_eq!(ra_stats.wasted(), (12 + 20 + 36 + 68 + 64 + 48 - 38 * 4) * 1024);
         assert_eq!(ra.take_run(), Some(39));
         assert_eq!(ra.take_run(), None);
         // A jump starts over.
@@ -347,11 +400,48 @@ mod tests {
     fn a_seek_readahead_reads_ahead_with_the_first_block() {
         let stats = IoStats::new();
         let mut ra = Readahead::auto(64 << 10, 8 << 10);
-        // The seek's block and 8 KiB; then the block and 16, 32, 64 KiB beyond.
-        assert_eq!(chunks(&mut ra, 0..20, &stats), vec![12, 20, 36, 68]);
+        // The seek's block and 8 KiB; then the block and 16, 32, 64 KiB beyond (and 64 KiB
+        // read ahead).
+        assert_eq!(chunks(&mut ra, 0..20, &stats), vec![12, 20, 36, 68 + 64]);
         assert_eq!(ra.take_run(), Some(19));
         // After a jump, the seek's read again.
         assert_eq!(chunks(&mut ra, 40..41, &stats), vec![12]);
         assert_eq!(ra.take_run(), Some(0));
+    }
+
+    #[test]
+    fn a_long_run_reads_ahead_and_joins_blocks_across_chunks() {
+        // 3,000-byte blocks never line up with 16 KiB chunks: blocks span two.
+        let (len, blocks) = (3000u64, 200u64);
+        let file = file(blocks, len);
+        let stats = IoStats::new();
+        let mut ra = Readahead::auto(16 << 10, 0);
+        let handle = |b: u64| BlockHandle {
+            offset: b * len,
+            size: len - TRAILER_LEN as u64,
+        };
+        let read = |ra: &mut Readahead, b: u64| {
+            if !ra.sequential(handle(b), len) {
+                return; // read alone, not through the readahead
+            }
+            let block = ra.block(&file, Path::new("/t"), handle(b), BlockKind::Data, &stats).unwrap();
+            let want: Vec<u8> = (b * len..(b + 1) * len).map(|i| (i % 251) as u8).collect();
+            assert_eq!(block, want, "block {b}");
+        };
+        for b in 0..120 {
+            read(&mut ra, b);
+        }
+        assert!(ra.ahead.is_some(), "a long run reads ahead");
+        // A jump drops the chunk read ahead; the run starts over.
+        read(&mut ra, 150);
+        assert!(ra.ahead.is_none());
+        for b in 151..blocks {
+            read(&mut ra, b);
+        }
+        let s = stats.snapshot().readahead;
+        assert_eq!(s.served, (120 - 2 + 50 - 2) * len);
+        // Unused: what the jump left behind (read ahead up to 16 KiB past block 119, and
+        // the rest of the chunk it was in) and nothing at the end of the file.
+        assert!(s.wasted() <= 2 * (16 << 10) + len, "{}", s.wasted());
     }
 }
