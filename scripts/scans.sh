@@ -7,7 +7,7 @@
 #                Bloom 10, 8 MiB files (scripts/lib/budget.sh), statistics on (its tickers)
 #   cairn        cairn's defaults at M
 #   cairn-fixed  cairn at RocksDB's static split (no tuner): write buffers M/8, the rest cache
-# Each engine loads NUM keys of 16 + 100 B once (fillrandom, flush, waitforcompaction); every
+# Each engine loads NUM keys of 16 + VALUE (100) B once (fillrandom, flush, waitforcompaction); every
 # run starts on a copy. Cells under $OUT:
 #   seek10, seek100      seekrandom with --seek_nexts 10 and 100 (SEEKS seeks)
 #   scan10k, scan10k-rev seekrandom with --seek_nexts 10000, forward and --reverse_iterator
@@ -18,6 +18,8 @@
 # largest table file), against which the full scans' MB/s are read, and what one random read
 # costs by its size.
 #   scripts/scans.sh      (ROUNDS=3: about 30 minutes)
+#   VALUE=1000 NUM=400000 CELLS="full full-rev" scripts/scans.sh   (long scans of larger
+#                         entries: less CPU per byte, closer to what the device can give)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/budget.sh
@@ -28,17 +30,18 @@ records=${RECORDS:-300000}
 ycsb_ops=${YCSB_OPS:-100000}
 rounds=${ROUNDS:-3}
 pct=${PCT:-5}
+value=${VALUE:-100}
 cells=${CELLS:-seek10 seek100 scan10k scan10k-rev full full-rev ycsb-e ycsb-e-settled}
 work=${WORK:-/tmp/scans}
 scripts/setup-rocksdb.sh >/dev/null
 cargo build --release -q -p cairn-bench --features rocksdb,fjall
 bin=./target/release
-m=$((num * 116 * pct / 100))
+m=$((num * (16 + value) * pct / 100))
 budget_flags "$m"
 # RocksDB's tickers (seeks, nexts, blocks by kind, unused readahead) need its statistics on.
 rocks="$rocks --statistics=1"
 fixed="--engine=cairn --defaults=engine --cache_size=$((m - m / 4)) --write_buffer_size=$((m / 8))"
-shape=(--num="$num" --key_size=16 --value_size=100 --compression_type=none --use_direct_reads=1 --seed=7)
+shape=(--num="$num" --key_size=16 --value_size=$value --compression_type=none --use_direct_reads=1 --seed=7)
 mkdir -p "$out"
 rm -rf "$work"
 mkdir -p "$work"

@@ -233,11 +233,8 @@ impl TwoLevelIndex for TableIndex {
             )
         })?;
         let stats = self.stats.as_deref().unwrap_or(self.table.stats());
-        // Readahead reads forward: a backward read's blocks are read alone.
-        let ahead = self
-            .readahead
-            .sequential(handle, handle.size + super::trailer::TRAILER_LEN as u64);
-        let ra = (ahead && self.forward).then_some(&mut self.readahead);
+        let total = handle.size + super::trailer::TRAILER_LEN as u64;
+        let ra = self.readahead.sequential(handle, total, self.forward).then_some(&mut self.readahead);
         let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats, ra)?;
         Ok(Some(block.iter(KeyOrder::Internal)))
     }

@@ -126,9 +126,13 @@ pub fn stored_len(file_size: u64, path: &Path, handle: BlockHandle, kind: BlockK
 /// per block: doubling per block read, a 100-entry scan (4 blocks) read 22 KiB ahead per seek
 /// and left 14 KiB of it unused (`docs/results/2026-12-07/scans`).
 ///
+/// Backward runs (an iterator stepping back through the blocks in reverse file order) get the
+/// same, mirrored: after two blocks in a row, each read takes the block and a chunk before it,
+/// growing the same way (a seek's readahead is learned from forward runs only).
+///
 /// Once an auto run's chunks have reached `size`, the run is long: the chunk after the one held
-/// is read on another thread while this one is consumed (`prefetch.rs`), and a block that spans
-/// the two chunks is put together from both.
+/// (before it, backward) is read on another thread while this one is consumed
+/// (`prefetch.rs`), and a block that spans the two chunks is put together from both.
 #[derive(Debug, Default)]
 pub struct Readahead {
     size: usize,
@@ -139,11 +143,14 @@ pub struct Readahead {
     next_chunk: usize,
     /// Bytes the first read after a jump takes beyond its block (auto mode; 0: none).
     seek_ahead: usize,
-    /// Where the next sequential block starts.
+    /// Where the next sequential block starts (backward: where the last one started, which
+    /// is where the next one ends).
     next: u64,
+    /// The run goes backward (auto mode).
+    back: bool,
     start: u64,
     buf: Vec<u8>,
-    /// The chunk after `buf`, being read (auto mode, long runs).
+    /// The chunk after `buf` (before it, backward), being read (auto mode, long runs).
     ahead: Option<Ahead>,
 }
 
@@ -193,22 +200,32 @@ impl Readahead {
         Some(run)
     }
 
-    /// Notes a read of the block at `handle` (`total` bytes with its trailer); whether it
-    /// should come through the readahead buffer.
-    pub fn sequential(&mut self, handle: BlockHandle, total: u64) -> bool {
+    /// Notes a read of the block at `handle` (`total` bytes with its trailer) by an iterator
+    /// moving `forward` (or back); whether it should come through the readahead buffer.
+    pub fn sequential(&mut self, handle: BlockHandle, total: u64, forward: bool) -> bool {
         if !self.auto {
             return true;
         }
-        if handle.offset == self.next {
+        let follows = if forward {
+            handle.offset == self.next
+        } else {
+            handle.offset.checked_add(total) == Some(self.next)
+        };
+        if follows && self.back != forward {
             self.run = self.run.saturating_add(1);
         } else {
             self.run = 0;
+            self.back = !forward;
             self.buf.clear();
             self.ahead = None;
-            self.next_chunk = Self::first_chunk(self.seek_ahead, self.size);
+            self.next_chunk = if forward {
+                Self::first_chunk(self.seek_ahead, self.size)
+            } else {
+                AUTO_INITIAL.min(self.size)
+            };
         }
-        self.next = handle.offset + total;
-        self.run >= 2 || self.seek_ahead > 0
+        self.next = if forward { handle.offset + total } else { handle.offset };
+        self.run >= 2 || (forward && self.seek_ahead > 0)
     }
 
     /// The chunk size for the next read.
@@ -221,7 +238,7 @@ impl Readahead {
     }
 
     /// The block at `handle` (contents and trailer, unverified) from the buffer, reading the
-    /// chunk that starts at the block when it is not there.
+    /// chunk that holds the block when it is not there.
     ///
     /// # Errors
     /// `Corruption` for a handle past the end of the file; I/O errors.
@@ -242,28 +259,26 @@ impl Readahead {
             return Ok(self.buf[at..at + total].to_vec());
         }
         if let Some(ahead) = self.ahead.take() {
-            // The run went on past the chunk held: into the one read ahead (the block may
-            // start in the chunk held), unless the block lies elsewhere.
-            if handle.offset >= self.start && handle.offset <= held && ahead.start == held && end <= held + ahead.len as u64 {
-                let next = ahead.wait(path)?;
-                let head = &self.buf[(handle.offset - self.start) as usize..];
-                let mut out = Vec::with_capacity(total);
-                out.extend_from_slice(head);
-                out.extend_from_slice(&next[..total - head.len()]);
-                let used = std::mem::replace(&mut self.buf, next);
-                self.start = held;
-                self.read_ahead(file, used, stats);
+            // The run went on past the chunk held, into the one read ahead, unless the block
+            // lies elsewhere; it may span both.
+            if let Some(joined) = self.join(ahead, file, path, handle.offset, end, stats)? {
                 stats.record_read_ahead(kind, total as u64);
-                return Ok(out);
+                return Ok(joined);
             }
         }
-        // Auto: the block and a chunk beyond it (a chunk from the block's start would hold
-        // one 4 KiB block of an 8 KiB chunk, with its trailer). Fixed: the chunk.
+        // Auto: the block and a chunk beyond it (before it, backward; a chunk from the block's
+        // start would hold one 4 KiB block of an 8 KiB chunk, with its trailer). Fixed: the
+        // chunk.
         let chunk = if self.auto { total + self.chunk() } else { self.chunk().max(total) };
-        let want = (file.size() - handle.offset).min(chunk as u64) as usize;
+        let (from, want) = if self.back {
+            let want = end.min(chunk as u64);
+            (end - want, want as usize)
+        } else {
+            (handle.offset, (file.size() - handle.offset).min(chunk as u64) as usize)
+        };
         self.buf.resize(want, 0);
-        file.read_exact_at(handle.offset, &mut self.buf)?;
-        self.start = handle.offset;
+        file.read_exact_at(from, &mut self.buf)?;
+        self.start = from;
         stats.record_readahead(want as u64);
         if self.auto {
             if self.next_chunk == self.size {
@@ -276,15 +291,60 @@ impl Readahead {
         Ok(self.buf[at..at + total].to_vec())
     }
 
-    /// Starts reading the chunk after the one held, into `reuse`'s memory.
+    /// The block `[offset, end)` from the chunk held and `ahead` when it lies in the two (the
+    /// chunk read ahead then becomes the one held, and the next is started), or `None`.
+    fn join(
+        &mut self,
+        ahead: Ahead,
+        file: &Arc<dyn RandomAccessFile>,
+        path: &Path,
+        offset: u64,
+        end: u64,
+        stats: &IoStats,
+    ) -> Result<Option<Vec<u8>>> {
+        let held = self.start + self.buf.len() as u64;
+        let ahead_end = ahead.start + ahead.len as u64;
+        let inside = if self.back {
+            // [ahead][held]: the block starts in the chunk ahead and ends in the one held.
+            ahead_end == self.start && offset >= ahead.start && end >= self.start && end <= held
+        } else {
+            // [held][ahead]: the block starts in the chunk held and ends in the one ahead.
+            ahead.start == held && offset >= self.start && offset <= held && end <= ahead_end
+        };
+        if !inside {
+            return Ok(None);
+        }
+        let start = ahead.start;
+        let chunk = ahead.wait(path)?;
+        let mut out = Vec::with_capacity((end - offset) as usize);
+        if self.back {
+            out.extend_from_slice(&chunk[(offset - start) as usize..]);
+            out.extend_from_slice(&self.buf[..(end - self.start) as usize]);
+        } else {
+            out.extend_from_slice(&self.buf[(offset - self.start) as usize..]);
+            out.extend_from_slice(&chunk[..(end - held) as usize]);
+        }
+        let used = std::mem::replace(&mut self.buf, chunk);
+        self.start = start;
+        self.read_ahead(file, used, stats);
+        Ok(Some(out))
+    }
+
+    /// Starts reading the chunk after the one held (before it, backward), into `reuse`'s
+    /// memory.
     fn read_ahead(&mut self, file: &Arc<dyn RandomAccessFile>, reuse: Vec<u8>, stats: &IoStats) {
-        let start = self.start + self.buf.len() as u64;
-        if start >= file.size() {
+        let (start, len) = if self.back {
+            let len = self.start.min(self.size as u64);
+            (self.start - len, len)
+        } else {
+            let start = self.start + self.buf.len() as u64;
+            (start, file.size().saturating_sub(start).min(self.size as u64))
+        };
+        if len == 0 {
             return;
         }
-        let len = (file.size() - start).min(self.size as u64) as usize;
-        stats.record_readahead(len as u64);
-        self.ahead = Some(prefetch::read(Arc::clone(file), start, len, reuse));
+        stats.record_readahead(len);
+        self.ahead = Some(prefetch::read(Arc::clone(file), start, len as usize, reuse));
     }
 }
 
@@ -357,7 +417,7 @@ mod tests {
         let mut chunks = Vec::new();
         for b in blocks {
             let off = b * 4096;
-            if ra.sequential(h(off), 4096) {
+            if ra.sequential(h(off), 4096, true) {
                 let before = stats.snapshot().readahead.bytes;
                 let block = ra.block(&file, Path::new("/t"), h(off), BlockKind::Data, stats).unwrap();
                 assert_eq!(block[0], (off % 251) as u8);
@@ -385,13 +445,13 @@ mod tests {
         assert_eq!(ra.take_run(), Some(39));
         assert_eq!(ra.take_run(), None);
         // A jump starts over.
-        assert!(!ra.sequential(h(1 << 20), 4096));
-        assert!(!ra.sequential(h((1 << 20) + 4096), 4096));
-        assert!(ra.sequential(h((1 << 20) + 8192), 4096));
+        assert!(!ra.sequential(h(1 << 20), 4096, true));
+        assert!(!ra.sequential(h((1 << 20) + 4096), 4096, true));
+        assert!(ra.sequential(h((1 << 20) + 8192), 4096, true));
         assert_eq!(ra.take_run(), Some(2));
         // Fixed readahead always reads chunks of its size.
         let mut fixed = Readahead::new(2 << 20);
-        assert!(fixed.sequential(h(12345), 4096));
+        assert!(fixed.sequential(h(12345), 4096, true));
         assert_eq!(fixed.chunk(), 2 << 20);
         assert_eq!(fixed.take_run(), None);
     }
@@ -420,8 +480,8 @@ mod tests {
             offset: b * len,
             size: len - TRAILER_LEN as u64,
         };
-        let read = |ra: &mut Readahead, b: u64| {
-            if !ra.sequential(handle(b), len) {
+        let read = |ra: &mut Readahead, b: u64, forward: bool| {
+            if !ra.sequential(handle(b), len, forward) {
                 return; // read alone, not through the readahead
             }
             let block = ra.block(&file, Path::new("/t"), handle(b), BlockKind::Data, &stats).unwrap();
@@ -429,19 +489,42 @@ mod tests {
             assert_eq!(block, want, "block {b}");
         };
         for b in 0..120 {
-            read(&mut ra, b);
+            read(&mut ra, b, true);
         }
         assert!(ra.ahead.is_some(), "a long run reads ahead");
         // A jump drops the chunk read ahead; the run starts over.
-        read(&mut ra, 150);
+        read(&mut ra, 150, true);
         assert!(ra.ahead.is_none());
         for b in 151..blocks {
-            read(&mut ra, b);
+            read(&mut ra, b, true);
         }
         let s = stats.snapshot().readahead;
         assert_eq!(s.served, (120 - 2 + 50 - 2) * len);
         // Unused: what the jump left behind (read ahead up to 16 KiB past block 119, and
         // the rest of the chunk it was in) and nothing at the end of the file.
         assert!(s.wasted() <= 2 * (16 << 10) + len, "{}", s.wasted());
+
+        // Backward, mirrored: from the last block to the first, then the same blocks again
+        // after turning (a turn is a jump).
+        let stats = IoStats::new();
+        let mut ra = Readahead::auto(16 << 10, 0);
+        let read = |ra: &mut Readahead, b: u64, forward: bool| {
+            if !ra.sequential(handle(b), len, forward) {
+                return false;
+            }
+            let block = ra.block(&file, Path::new("/t"), handle(b), BlockKind::Data, &stats).unwrap();
+            let want: Vec<u8> = (b * len..(b + 1) * len).map(|i| (i % 251) as u8).collect();
+            assert_eq!(block, want, "block {b} backward");
+            true
+        };
+        let through_readahead = (0..blocks).rev().filter(|&b| read(&mut ra, b, false)).count();
+        assert_eq!(through_readahead as u64, blocks - 2, "all but the first two");
+        let s = stats.snapshot().readahead;
+        assert_eq!(s.served, (blocks - 2) * len);
+        // Nothing past block 0 to read ahead: unused are only the parts of blocks that a
+        // chunk read before it grew to read ahead (the block is read again whole with the next).
+        assert!(s.wasted() < 3 * len, "{}", s.wasted());
+        assert!(ra.ahead.is_none());
+        assert!(!read(&mut ra, 0, true), "turning is a jump");
     }
 }
