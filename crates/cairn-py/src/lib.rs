@@ -52,6 +52,12 @@ create_exception!(
 );
 create_exception!(
     cairn,
+    TreeDroppedError,
+    Error,
+    "The tree was dropped (Db.drop_tree): its handles read and write nothing."
+);
+create_exception!(
+    cairn,
     LockTimeoutError,
     Error,
     "A pessimistic transaction waited for a key's lock longer than its lock_timeout."
@@ -73,6 +79,7 @@ fn err(e: cairn::Error) -> PyErr {
         cairn::Error::Locked(_) => LockedError::new_err(msg),
         cairn::Error::ReadOnly | cairn::Error::Poisoned(_) => ReadOnlyError::new_err(msg),
         cairn::Error::Conflict { .. } => ConflictError::new_err(msg),
+        cairn::Error::TreeDropped { .. } => TreeDroppedError::new_err(msg),
         cairn::Error::LockTimeout { .. } => LockTimeoutError::new_err(msg),
         cairn::Error::Deadlock { .. } => DeadlockError::new_err(msg),
         _ => Error::new_err(msg),
@@ -471,6 +478,13 @@ impl Db {
             tree: t,
             closed: self.closed.clone(),
         })
+    }
+
+    /// Drops the tree named `name` and everything in it, durably; its handles then raise
+    /// `TreeDroppedError`, and a tree created later under the name starts empty.
+    fn drop_tree(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let db = self.handle()?;
+        py.detach(|| db.drop_tree(name)).map_err(err)
     }
 
     /// Names of every tree.
@@ -984,6 +998,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LockedError", py.get_type::<LockedError>())?;
     m.add("ReadOnlyError", py.get_type::<ReadOnlyError>())?;
     m.add("ConflictError", py.get_type::<ConflictError>())?;
+    m.add("TreeDroppedError", py.get_type::<TreeDroppedError>())?;
     m.add("LockTimeoutError", py.get_type::<LockTimeoutError>())?;
     m.add("DeadlockError", py.get_type::<DeadlockError>())?;
     Ok(())

@@ -98,6 +98,23 @@ def test_trees_are_separate_key_spaces(path):
         assert db.tree("users")[b"k"] == b"users"
 
 
+def test_a_dropped_tree_is_gone_and_its_name_free(path):
+    with cairn.open(path) as db:
+        logs = db.tree("logs")
+        logs[b"k"] = b"v"
+        db.drop_tree("logs")
+        assert "logs" not in db.tree_names()
+        with pytest.raises(cairn.TreeDroppedError):
+            logs.get(b"k")
+        with pytest.raises(cairn.TreeDroppedError):
+            logs[b"k2"] = b"v"
+        with pytest.raises(cairn.InvalidArgumentError):
+            db.drop_tree("logs")
+        assert db.tree("logs").get(b"k") is None
+    with cairn.open(path) as db:
+        assert list(db.tree("logs").items()) == []
+
+
 def test_batches_commit_atomically_and_roll_back(path):
     with cairn.open(path) as db:
         t = db.tree("t")

@@ -222,7 +222,7 @@ impl WriteBatch {
         max_key: usize,
         max_value: usize,
         max_batch: usize,
-        trees: u32,
+        tree_ok: impl Fn(u32) -> Result<()>,
         has_merge: bool,
     ) -> Result<()> {
         if self.rep.len() > max_batch {
@@ -265,9 +265,7 @@ impl WriteBatch {
                     )));
                 }
             }
-            if op.tree >= trees {
-                return Err(Error::InvalidArgument(format!("unknown tree id {}", op.tree)));
-            }
+            tree_ok(op.tree)?;
             if op.kind == ValueKind::Merge && !has_merge {
                 return Err(Error::InvalidArgument(
                     "merge without a merge operator: set merge.operator (uint64add, stringappend, \
@@ -342,6 +340,11 @@ fn decode_ops(b: &[u8], count: u32) -> impl Iterator<Item = Result<BatchOp<'_>, 
 mod tests {
     use super::*;
 
+    /// Trees `0..n` exist.
+    fn trees(n: u32) -> impl Fn(u32) -> Result<()> {
+        move |t| if t < n { Ok(()) } else { Err(Error::InvalidArgument(format!("unknown tree id {t}"))) }
+    }
+
     #[test]
     fn golden_and_round_trip() {
         let mut b = WriteBatch::new();
@@ -369,10 +372,10 @@ mod tests {
                 value: b""
             }
         );
-        assert!(b.validate(1, 1, 100, 4, false).is_ok());
-        assert!(b.validate(1, 1, 100, 3, false).is_err());
+        assert!(b.validate(1, 1, 100, trees(4), false).is_ok());
+        assert!(b.validate(1, 1, 100, trees(3), false).is_err());
         assert!(b
-            .validate(0, 1, 100, 4, false)
+            .validate(0, 1, 100, trees(4), false)
             .unwrap_err()
             .to_string()
             .contains("max_key_size"));
@@ -385,9 +388,9 @@ mod tests {
         b.set_seqno(1);
         let expect: Vec<u8> = [&[1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0][..], &[3, 0, 1, b'k', 2, b'+', b'1']].concat();
         assert_eq!(b.encoded(), &expect[..]);
-        let e = b.validate(8, 8, 100, 1, false).unwrap_err().to_string();
+        let e = b.validate(8, 8, 100, trees(1), false).unwrap_err().to_string();
         assert!(e.contains("merge without a merge operator"), "{e}");
-        assert!(b.validate(8, 8, 100, 1, true).is_ok());
+        assert!(b.validate(8, 8, 100, trees(1), true).is_ok());
         let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!((ops[0].kind, ops[0].value), (ValueKind::Merge, &b"+1"[..]));
     }
@@ -402,14 +405,14 @@ mod tests {
         assert_eq!(b.encoded(), &expect[..]);
         let ops: Vec<_> = DecodedBatch::parse(b.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!((ops[0].kind, ops[0].key, ops[0].value), (ValueKind::RangeDelete, &b"a"[..], &b"c"[..]));
-        assert!(b.validate(1, 0, 100, 1, false).is_ok(), "the end is a key, not a value");
+        assert!(b.validate(1, 0, 100, trees(1), false).is_ok(), "the end is a key, not a value");
         let mut inv = WriteBatch::new();
         inv.delete_range(b"b", b"a");
-        let e = inv.validate(8, 8, 100, 1, false).unwrap_err().to_string();
+        let e = inv.validate(8, 8, 100, trees(1), false).unwrap_err().to_string();
         assert!(e.contains("after its end"), "{e}");
         let mut long = WriteBatch::new();
         long.delete_range(b"a", b"zzz");
-        assert!(long.validate(2, 8, 100, 1, false).unwrap_err().to_string().contains("max_key_size"));
+        assert!(long.validate(2, 8, 100, trees(1), false).unwrap_err().to_string().contains("max_key_size"));
     }
 
     #[test]
@@ -436,10 +439,10 @@ mod tests {
         let ops: Vec<_> = DecodedBatch::parse(s.encoded()).unwrap().ops().collect::<Result<_, _>>().unwrap();
         assert_eq!(ops[0].kind, ValueKind::Expiring);
         // The value limit is on the value, not its deadline; a deadline is required.
-        assert!(s.validate(1, 1, 100, 3, false).is_ok());
+        assert!(s.validate(1, 1, 100, trees(3), false).is_ok());
         let mut short = WriteBatch::new();
         short.push(0, ValueKind::Expiring, b"k", b"1234567");
-        assert!(short.validate(8, 8, 100, 1, false).unwrap_err().to_string().contains("deadline"));
+        assert!(short.validate(8, 8, 100, trees(1), false).unwrap_err().to_string().contains("deadline"));
         // Nothing to stamp: the same bytes.
         let mut plain = WriteBatch::new();
         plain.put(b"a", b"b");

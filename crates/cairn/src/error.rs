@@ -75,6 +75,12 @@ pub enum Error {
         /// The key, or the lower bound of the key range, that changed.
         key: Vec<u8>,
     },
+    /// The tree was dropped (`Db::drop_tree`): its handles read and write nothing.
+    #[error("tree {tree} was dropped")]
+    TreeDropped {
+        /// The dropped tree's id.
+        tree: u32,
+    },
     /// A pessimistic transaction waited for a key's lock longer than its `lock_timeout`.
     #[error(
         "lock wait timed out after {waited:?} on key {:?} of tree {tree}",

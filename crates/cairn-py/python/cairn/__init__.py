@@ -36,6 +36,7 @@ from ._native import (
     Transaction,
     TransactionIterator,
     Tree,
+    TreeDroppedError,
     open,
     restore,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "Transaction",
     "TransactionIterator",
     "Tree",
+    "TreeDroppedError",
     "open",
     "restore",
     "transact",

@@ -29,6 +29,9 @@ class ConflictError(Error):
     """A transaction's commit was refused: something it read changed meanwhile (nothing was
     written; run it again)."""
 
+class TreeDroppedError(Error):
+    """The tree was dropped (Db.drop_tree): its handles read and write nothing."""
+
 class LockTimeoutError(Error):
     """A pessimistic transaction waited for a key's lock longer than its lock_timeout."""
 
@@ -162,6 +165,9 @@ class Db(Tree):
     """A database: the default tree, plus trees, batches, snapshots and reports."""
 
     def tree(self, name: str) -> Tree: ...
+    def drop_tree(self, name: str) -> None:
+        """Drops the tree and everything in it, durably; its handles then raise
+        `TreeDroppedError`, and a tree created later under the name starts empty."""
     def tree_names(self) -> list[str]: ...
     def batch(self) -> Batch: ...
     def snapshot(self) -> Snapshot: ...

@@ -47,6 +47,18 @@ pub(crate) struct SuperVersion {
     pub range_del_files: Vec<Arc<FileMeta>>,
     /// The tree's time to live in milliseconds (`ttl`), if any.
     pub ttl_ms: Option<u64>,
+    /// The tree was dropped: reads and writes get `TreeDropped`.
+    pub dropped: bool,
+}
+
+impl SuperVersion {
+    /// `TreeDropped` when the tree was dropped.
+    pub fn check_live(&self) -> Result<()> {
+        if self.dropped {
+            return Err(Error::TreeDropped { tree: self.tree as u32 });
+        }
+        Ok(())
+    }
 }
 
 /// Mutable engine state, under `DbInner::state`.
@@ -262,11 +274,14 @@ impl DbInner {
 
     /// `tree`'s current super-version, owned (for iterators, which outlive one call).
     pub fn super_version(&self, tree: u32) -> Result<Arc<SuperVersion>> {
-        self.supers
+        let sv = self
+            .supers
             .load()
             .get(tree as usize)
             .cloned()
-            .ok_or_else(|| unknown_tree(tree))
+            .ok_or_else(|| unknown_tree(tree))?;
+        sv.check_live()?;
+        Ok(sv)
     }
 
     /// Every tree's super-version, borrowed for one operation (a point read): no shared write.
@@ -305,6 +320,7 @@ impl DbInner {
                 .get(tree)
                 .and_then(|name| self.opts.ttl.get(name))
                 .map(crate::ttl::duration_ms),
+            dropped: st.versions.tree_names().get(tree).is_some_and(|n| n.is_empty()),
         });
         // Installs happen under the state lock, so read-modify-store loses no update.
         let mut supers = Vec::clone(&self.supers.load());
@@ -430,6 +446,11 @@ impl DbInner {
         then: impl FnOnce(&mut State),
     ) -> Result<()> {
         let last_seq = self.last_seq.load(Ordering::Acquire);
+        // A flush or compaction of a tree dropped while it ran installs nothing: its outputs
+        // are left unreferenced (and deleted as obsolete), its inputs are gone already.
+        let mut edit = edit;
+        let names = st.versions.tree_names();
+        edit.forget_trees(|t| names.get(t as usize).is_some_and(|n| n.is_empty()));
         let logs = st.log_numbers(flushed);
         let before = st.version().clone();
         let r = st.versions.log_and_apply(edit, last_seq, || logs);

@@ -222,9 +222,40 @@ impl Db {
         })
     }
 
-    /// Names of all trees, by id.
+    /// Drops the tree named `name` and everything in it, durably (RocksDB's
+    /// `DropColumnFamily`). Its files are deleted once no iterator or snapshot read holds
+    /// them; handles to it get [`Error::TreeDropped`]; a tree created later under the name
+    /// starts empty. A flush or compaction of the tree that is running installs nothing.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = cairn::Db::open(dir.path(), cairn::Options::default())?;
+    /// let logs = db.tree("logs")?;
+    /// logs.put("k", "v")?;
+    /// db.drop_tree("logs")?;
+    /// assert!(matches!(logs.get("k"), Err(cairn::Error::TreeDropped { .. })));
+    /// assert_eq!(db.tree("logs")?.get("k")?, None);
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `InvalidArgument` when no tree has that name, or for the default tree; `ReadOnly`,
+    /// `Poisoned`; manifest write errors (the database then turns read-only).
+    pub fn drop_tree(&self, name: &str) -> Result<()> {
+        open::drop_tree(self.inner(), name)
+    }
+
+    /// Names of the trees, by id (dropped trees left out).
     pub fn tree_names(&self) -> Vec<String> {
-        self.inner().state.lock().versions.tree_names().to_vec()
+        self.inner()
+            .state
+            .lock()
+            .versions
+            .tree_names()
+            .iter()
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .collect()
     }
 
     /// A consistent read view of every tree at the current sequence number, held until dropped.

@@ -386,6 +386,43 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     Ok(id)
 }
 
+/// Drops tree `name` (durably, in the manifest): its files leave the version (and are deleted
+/// as obsolete once no reader holds them), its memory is released and its name is freed.
+pub(super) fn drop_tree(inner: &Arc<DbInner>, name: &str) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    let mut st = inner.state.lock();
+    let id = match st.versions.tree_names().iter().position(|n| n == name) {
+        Some(0) => return Err(Error::InvalidArgument("the default tree cannot be dropped".into())),
+        Some(id) => id,
+        None => return Err(Error::InvalidArgument(format!("no tree named {name:?}"))),
+    };
+    inner.check_writable()?;
+    let mut edit = VersionEdit::default();
+    edit.dropped_trees.push(id as u32);
+    // It needs no WAL any more: older logs may go once the other trees are past them.
+    edit.log_numbers.push((id as u32, st.wal_number));
+    let m = &inner.memory;
+    let empty = MemComponent::shaped(
+        inner.opts.memtable.component,
+        inner.opts.memtable.partitioned_size_ratio,
+        filter_target(0, m.write_buffer_size(), m.write_budget() / st.mems.len()),
+    );
+    let held = std::mem::replace(&mut st.mems[id], empty);
+    wal.actives.clear();
+    if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
+        // Not dropped unless the edit was applied (the database is poisoned when its manifest
+        // write failed).
+        if !st.versions.tree_names()[id].is_empty() {
+            st.mems[id] = held;
+            inner.install_super_version(&st, id);
+        }
+        return Err(e);
+    }
+    drop((st, wal));
+    inner.delete_obsolete_files();
+    Ok(())
+}
+
 /// What an open recovered, to be assembled into the engine.
 struct Parts {
     db_id: u64,

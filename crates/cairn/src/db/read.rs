@@ -36,6 +36,7 @@ pub(super) fn get_into(
     // Borrowed for this call: no lock and no reference-count write on the read path.
     let supers = inner.super_versions();
     let sv = supers.get(tree as usize).ok_or_else(|| unknown_tree(tree))?;
+    sv.check_live()?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
     let s = Stripe::current();
     sv.counters.record_get(s);

@@ -108,7 +108,9 @@ pub(super) fn replay_wals(
                     .get(op.tree as usize)
                     .ok_or_else(|| bad(format!("write batch names unknown tree {}", op.tree)))?;
                 let seq = batch.seqno + j as u64;
-                if n >= log_numbers.get(&op.tree).copied().unwrap_or(0) {
+                // A dropped tree's records are not replayed (`Db::drop_tree`).
+                let dropped = rec.tree_names.get(op.tree as usize).is_some_and(|n| n.is_empty());
+                if !dropped && n >= log_numbers.get(&op.tree).copied().unwrap_or(0) {
                     m.active().insert(op.key, seq, op.kind, op.value, n);
                 }
                 last_seq = last_seq.max(seq);

@@ -202,6 +202,8 @@ pub(super) fn levels(inner: &Arc<DbInner>) -> Vec<TreeLevels> {
                 deepest: t.deepest,
             }
         })
+        // Dropped trees (no name) hold nothing.
+        .filter(|t| !t.name.is_empty())
         .collect()
 }
 

@@ -27,7 +27,7 @@ pub(super) fn write_checked(
     opts: &WriteOptions,
     check: Option<Validation>,
 ) -> Result<()> {
-    let (trees, batch) = {
+    let batch = {
         let supers = inner.supers.load();
         // Times to live become deadlines here, before the WAL: recovery replays deadlines.
         let batch = if batch.has_ttls() || !inner.opts.ttl.is_empty() {
@@ -37,9 +37,9 @@ pub(super) fn write_checked(
         } else {
             batch
         };
-        (supers.len() as u32, batch)
+        validate(inner, &batch, &supers)?;
+        batch
     };
-    validate(inner, &batch, trees)?;
     inner.check_writable()?;
     if batch.is_empty() {
         return Ok(());
@@ -49,15 +49,22 @@ pub(super) fn write_checked(
         .submit(batch, opts, check, |batches| commit(inner, batches))
 }
 
-/// Checks `batch` against the limits, the `trees` known and the merge operator, before
-/// anything of it is logged.
-pub(super) fn validate(inner: &DbInner, batch: &WriteBatch, trees: u32) -> Result<()> {
+/// Checks `batch` against the limits, the trees `supers` holds (and not dropped) and the merge
+/// operator, before anything of it is logged. A write racing a drop of its tree may pass and
+/// commit after it: it lands in the dropped tree's memory, which no read, flush or recovery
+/// installs (as if it had come just before the drop).
+pub(super) fn validate(inner: &DbInner, batch: &WriteBatch, supers: &[Arc<super::inner::SuperVersion>]) -> Result<()> {
     let l = &inner.opts.limits;
     batch.validate(
         l.max_key_size,
         l.max_value_size,
         l.max_batch_size,
-        trees,
+        |t| {
+            supers
+                .get(t as usize)
+                .ok_or_else(|| super::inner::unknown_tree(t))?
+                .check_live()
+        },
         inner.opts.merge_operator.is_some(),
     )
 }

@@ -15,6 +15,10 @@
 //!   8 db_id:varint                                   (random at creation; WAL headers carry it)
 //!   9 add file to an L0 group: the payload of 7, then group:varint (≥ 1)
 //!  10 range deletions of a file added by this edit: number:varint count:varint (≥ 1)
+//!  11 earliest deadline of a file added by this edit: number:varint unix_ms:varint
+//!  12 drop tree:       id:varint                     (its files and name go; ids are never
+//!                                                     reused: a snapshot writes it alone for a
+//!                                                     dropped id, in place of tag 3)
 //! ```
 //! L0 files carry their **group** (Luo & Carey §4.1.2): a set of disjoint files; a higher group
 //! is newer and overrides a lower one. Files added with tag 7 at L0 are group 0 (older than
@@ -83,6 +87,8 @@ pub struct VersionEdit {
     pub last_seqno: Option<u64>,
     /// Trees created: (id, name).
     pub new_trees: Vec<(u32, String)>,
+    /// Trees dropped (after `new_trees`: a snapshot names a dropped id here only).
+    pub dropped_trees: Vec<u32>,
     /// Per tree, the oldest WAL whose records it still needs.
     pub log_numbers: Vec<(u32, u64)>,
     /// Per tree, Garnering's deepest level L.
@@ -115,6 +121,9 @@ impl VersionEdit {
         for (id, name) in &self.new_trees {
             field(&mut o, 3, &[u64::from(*id)]);
             put_len_prefixed(&mut o, name.as_bytes());
+        }
+        for &id in &self.dropped_trees {
+            field(&mut o, 12, &[u64::from(id)]);
         }
         for &(t, n) in &self.log_numbers {
             field(&mut o, 4, &[u64::from(t), n]);
@@ -149,6 +158,15 @@ impl VersionEdit {
         o
     }
 
+    /// Drops what the edit says about the trees `dropped` names (files, levels, log numbers),
+    /// except their creation and drop.
+    pub fn forget_trees(&mut self, dropped: impl Fn(u32) -> bool) {
+        self.log_numbers.retain(|&(t, _)| !dropped(t));
+        self.deepest.retain(|&(t, _)| !dropped(t));
+        self.deleted.retain(|&(t, _, _)| !dropped(t));
+        self.added.retain(|(t, _, _)| !dropped(*t));
+    }
+
     /// Decodes an edit.
     pub fn decode(b: &[u8]) -> Result<Self, &'static str> {
         let mut d = Decoder::new(b);
@@ -165,6 +183,7 @@ impl VersionEdit {
                     e.new_trees.push((id, name.to_string()));
                 }
                 4 => e.log_numbers.push((d.varint32("tree")?, d.varint64("log number")?)),
+                12 => e.dropped_trees.push(d.varint32("dropped tree")?),
                 5 => e.deepest.push((d.varint32("tree")?, d.varint32("deepest level")?)),
                 6 => e
                     .deleted
@@ -265,6 +284,7 @@ pub(crate) mod tests {
             next_file_number: Some(9),
             last_seqno: Some(77),
             new_trees: vec![(0, "default".into()), (1, "users".into())],
+            dropped_trees: vec![2],
             log_numbers: vec![(0, 4)],
             deepest: vec![(1, 3)],
             deleted: vec![(0, 1, 5)],
@@ -286,6 +306,7 @@ pub(crate) mod tests {
             next_file_number: Some(300),
             last_seqno: Some(1 << 40),
             new_trees: vec![(1, "users".into())],
+            dropped_trees: Vec::new(), // tag 12: golden_dropped_tree
             log_numbers: vec![(0, 12), (1, 12)],
             deepest: vec![(0, 3)],
             deleted: vec![(0, 1, 5), (0, 2, 6)],
@@ -347,5 +368,37 @@ pub(crate) mod tests {
         assert_eq!(VersionEdit::decode(&enc), Ok(e));
         // Tag 11 naming a file the edit does not add, or a deadline of 0, is corruption.
         refuses_orphans_and_zeros(11);
+    }
+
+    /// A dropped tree: tag 12 (`docs/format/manifest.md`).
+    #[test]
+    fn golden_dropped_tree() {
+        let e = VersionEdit {
+            new_trees: vec![(3, "logs".into())],
+            dropped_trees: vec![2],
+            log_numbers: vec![(2, 9)],
+            ..VersionEdit::default()
+        };
+        let enc = e.encode();
+        crate::testutil::check_format_golden("golden/version_edit_drop_tree.hex", EDIT_VERSIONS, &crate::testutil::hex_lines(&enc));
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
+    }
+
+    /// Without its dropped trees' parts: a job that finished after the drop installs nothing
+    /// for that tree.
+    #[test]
+    fn an_edit_forgets_dropped_trees() {
+        let mut e = VersionEdit {
+            log_numbers: vec![(1, 4), (2, 4)],
+            deepest: vec![(1, 3), (2, 3)],
+            deleted: vec![(1, 1, 5), (2, 1, 6)],
+            added: vec![(1, 1, meta(7, "a", "k")), (2, 1, meta(8, "a", "k"))],
+            ..VersionEdit::default()
+        };
+        e.forget_trees(|t| t == 1);
+        assert_eq!(e.log_numbers, vec![(2, 4)]);
+        assert_eq!(e.deepest, vec![(2, 3)]);
+        assert_eq!(e.deleted, vec![(2, 1, 6)]);
+        assert_eq!(e.added.iter().map(|a| a.2.number).collect::<Vec<_>>(), vec![8]);
     }
 }

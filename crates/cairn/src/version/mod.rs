@@ -132,6 +132,19 @@ impl Version {
                 });
             }
         }
+        for &tree in &edit.dropped_trees {
+            let t = tree as usize;
+            if v.trees.len() <= t {
+                v.trees.resize_with(t + 1, || TreeVersion {
+                    levels: Vec::new(),
+                    deepest: 1,
+                });
+            }
+            v.trees[t] = TreeVersion {
+                levels: Vec::new(),
+                deepest: 1,
+            };
+        }
         for &(tree, level, number) in &edit.deleted {
             let files = v
                 .trees
@@ -205,7 +218,12 @@ impl Version {
     pub fn snapshot_edit(&self, tree_names: &[String]) -> VersionEdit {
         let mut e = VersionEdit::default();
         for (id, name) in tree_names.iter().enumerate() {
-            e.new_trees.push((id as u32, name.clone()));
+            // A dropped tree (no name) keeps its id's place.
+            if name.is_empty() {
+                e.dropped_trees.push(id as u32);
+            } else {
+                e.new_trees.push((id as u32, name.clone()));
+            }
         }
         for (id, t) in self.trees.iter().enumerate() {
             e.deepest.push((id as u32, t.deepest));
@@ -246,6 +264,7 @@ mod tests {
                     match w.first().copied() {
                         Some("new-tree") => e.new_trees.push((n(1) as u32, w.get(2).unwrap_or(&"").to_string())),
                         Some("delete") => e.deleted.push((n(1) as u32, n(2) as u32, n(3))),
+                        Some("drop-tree") => e.dropped_trees.push(n(1) as u32),
                         Some("deepest") => e.deepest.push((n(1) as u32, n(2) as u32)),
                         Some("add") => {
                             let (lo, hi) = w.get(4).and_then(|r| r.split_once('-')).unwrap_or(("", ""));

@@ -100,14 +100,7 @@ pub(crate) fn replay(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         let bad = |what: String| Error::corruption(&path, rec.offset, what);
         let edit = VersionEdit::decode(&rec.body).map_err(|e| bad(format!("version edit: {e}")))?;
         r.version = r.version.apply(&edit).map_err(bad)?;
-        for (id, name) in &edit.new_trees {
-            if *id as usize != r.tree_names.len() && r.tree_names.get(*id as usize).is_none_or(|n| n != name) {
-                return Err(bad(format!("tree {id} ({name}) created out of order")));
-            }
-            if *id as usize == r.tree_names.len() {
-                r.tree_names.push(name.clone());
-            }
-        }
+        apply_names(&mut r.tree_names, &edit).map_err(bad)?;
         r.log_numbers.extend(edit.log_numbers.iter().copied());
         if let Some(n) = edit.next_file_number {
             r.next_file = r.next_file.max(n);
@@ -127,6 +120,30 @@ pub(crate) fn replay(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     }
     r.next_file = r.next_file.max(number + 1);
     Ok(r)
+}
+
+/// Applies `edit`'s tree creations and drops to the names by id, in id order (a snapshot edit
+/// creates the trees around a dropped id). An empty name marks a dropped id: names are never
+/// empty, and ids are never reused.
+fn apply_names(names: &mut Vec<String>, edit: &VersionEdit) -> Result<(), String> {
+    let mut changes: Vec<(u32, Option<&String>)> = edit.new_trees.iter().map(|(id, name)| (*id, Some(name))).collect();
+    changes.extend(edit.dropped_trees.iter().map(|&id| (id, None)));
+    // Stable: a creation before a drop of the same id.
+    changes.sort_by_key(|&(id, _)| id);
+    for (id, name) in changes {
+        let at = id as usize;
+        match name {
+            // Created again in a later snapshot (it lists every tree): nothing changes.
+            Some(name) if names.get(at) == Some(name) => {}
+            Some(name) if at == names.len() => names.push(name.clone()),
+            Some(name) => return Err(format!("tree {id} ({name}) created out of order")),
+            None if at < names.len() => names[at].clear(),
+            // A snapshot's dropped id, in its place.
+            None if at == names.len() => names.push(String::new()),
+            None => return Err(format!("edit drops tree {id}, which was never created")),
+        }
+    }
+    Ok(())
 }
 
 /// The current version, the manifest and the file-number counter.
@@ -294,12 +311,12 @@ impl VersionSet {
             .current
             .apply(&edit)
             .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
+        let mut names = self.tree_names.clone();
+        apply_names(&mut names, &edit).map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
         let manifest = self.manifest.as_mut().ok_or(Error::ReadOnly)?;
         manifest::append_durably(manifest, &edit.encode())?;
         self.note_log_numbers(&edit.log_numbers);
-        for (_, name) in &edit.new_trees {
-            self.tree_names.push(name.clone());
-        }
+        self.tree_names = names;
         let next = Arc::new(next);
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));

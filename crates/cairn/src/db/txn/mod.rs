@@ -311,7 +311,7 @@ impl<'db> Transaction<'db> {
         inner.check_writable()?;
         let mut one = WriteBatch::new();
         one.push(tree, kind, key, value);
-        write::validate(inner, &one, inner.supers.load().len() as u32)?;
+        write::validate(inner, &one, &inner.supers.load())?;
         let l = &inner.opts.limits;
         let total = self.writes.bytes() + key.len() + value.len();
         if total > l.max_batch_size {
