@@ -477,6 +477,11 @@ pub trait Engine: Send + Sync {
     }
     /// Looks one key up: the value's length if present.
     fn get(&self, key: &[u8]) -> EResult<Option<usize>>;
+    /// Looks `keys` up in one call (db_bench's multireadrandom): each value's length if
+    /// present, in the keys' order. A loop of [`get`](Self::get) unless the engine batches.
+    fn multi_get(&self, keys: &[Vec<u8>]) -> EResult<Vec<Option<usize>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
     /// Visits up to `limit` entries from `start` (the first key ≥ start; all keys when None)
     /// forward or backward, returning (entries, bytes).
     fn scan(&self, start: Option<&[u8]>, limit: u64, reverse: bool) -> EResult<(u64, u64)>;
@@ -891,6 +896,15 @@ impl Engine for CairnEngine {
 
     fn get_value(&self, key: &[u8]) -> EResult<Option<Vec<u8>>> {
         Ok(self.db.get(key)?)
+    }
+
+    fn multi_get(&self, keys: &[Vec<u8>]) -> EResult<Vec<Option<usize>>> {
+        Ok(self
+            .db
+            .multi_get(keys)?
+            .into_iter()
+            .map(|v| v.map(|v| v.len()))
+            .collect())
     }
 
     fn get(&self, key: &[u8]) -> EResult<Option<usize>> {

@@ -40,12 +40,16 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Prints the value of KEY (exit status 1 when there is none).
-    #[command(after_help = "Example: cairn get /data/db user:42 --tree users")]
+    /// Prints the value of KEY; with several keys (read in one multi_get), one `key => value`
+    /// line per key found. Exit status 1 when a key has none.
+    #[command(
+        after_help = "Example: cairn get /data/db user:42 --tree users\n         cairn get /data/db user:42 user:43 user:44"
+    )]
     Get {
         /// Database directory.
         db: PathBuf,
-        key: String,
+        #[arg(required = true, num_args = 1..)]
+        keys: Vec<String>,
         /// Tree to read (default: the default tree).
         #[arg(long)]
         tree: Option<String>,
@@ -293,10 +297,30 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
     let bytes = |s: &str| decode(s, cli.hex);
     let show = if cli.hex { Bytes::Hex } else { Bytes::Text };
     match &cli.command {
-        Command::Get { db, key, tree } => {
+        Command::Get { db, keys, tree } if keys.len() > 1 => {
             let db = open(db, Access::Read)?;
             let t = existing_tree(&db, tree.as_deref())?;
-            let key = bytes(key)?;
+            let keys = keys.iter().map(|k| bytes(k)).collect::<Result<Vec<_>, _>>()?;
+            let mut missing = false;
+            for (key, v) in keys.iter().zip(t.multi_get(&keys)?) {
+                match v {
+                    Some(v) => print_entry(cli, out, Some(key), &v)?,
+                    None => {
+                        missing = true;
+                        if cli.json {
+                            writeln!(out, "{}", serde_json::json!({ "key": show.show(key), "value": null }))?;
+                        } else {
+                            eprintln!("cairn: not found: {}", cairn::inspect::key_text(show, key));
+                        }
+                    }
+                }
+            }
+            Ok(if missing { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Get { db, keys, tree } => {
+            let db = open(db, Access::Read)?;
+            let t = existing_tree(&db, tree.as_deref())?;
+            let key = bytes(&keys[0])?;
             match t.get(&key)? {
                 Some(v) => {
                     print_entry(cli, out, None, &v)?;

@@ -45,6 +45,14 @@ fn put_get_delete_scan_and_trees() {
     assert_eq!((o.status.code(), stdout(&o)), (Some(1), String::new()));
     assert_eq!(stderr(&o), "cairn: not found\n");
     assert_eq!(stdout(&cairn(&["--json", "get", db, "zz"])), "null\n");
+    // Several keys: one multi_get, a line per key found, status 1 when one is missing.
+    let o = cairn(&["get", db, "a", "zz", "a"]);
+    assert_eq!(stdout(&o), "a => one\na => one\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&cairn(&["--json", "get", db, "zz", "a"])),
+        "{\"key\":\"zz\",\"value\":null}\n{\"key\":\"a\",\"value\":\"one\"}\n"
+    );
     assert_eq!(ok(&["scan", db]), "a => one\nb => two\nc => three\n");
     assert_eq!(ok(&["scan", db, "--from", "b", "--to", "c"]), "b => two\n");
     assert_eq!(ok(&["scan", db, "--reverse", "--limit", "2"]), "c => three\nb => two\n");

@@ -359,7 +359,7 @@ impl Tree {
             .try_iter()?
             .map(|k| Ok(bytes_like(&k?, "key")?.into_owned()))
             .collect::<PyResult<_>>()?;
-        let vals = self.run(py, |t| ks.iter().map(|k| t.get(k)).collect::<cairn::Result<Vec<_>>>())?;
+        let vals = self.run(py, |t| t.multi_get(&ks))?;
         Ok(vals.into_iter().map(|v| v.map(|v| PyBytes::new(py, &v))).collect())
     }
 

@@ -85,6 +85,7 @@ mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod inspect;
+mod io_pool;
 pub mod merge;
 mod options;
 pub mod stats;

@@ -27,7 +27,8 @@ use std::time::Instant;
     about = "db_bench-compatible benchmarks for cairn, RocksDB and fjall"
 )]
 struct Args {
-    /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing, readseq,
+    /// Comma-separated: fillseq, fillrandom, overwrite, readrandom, readmissing,
+    /// multireadrandom (batches of --batch_size keys in one multi_get), readseq,
     /// readreverse, seekrandom, rangerandom (our benchmark: range queries, `--empty_ratio` of
     /// them empty), rangenonempty (ours: range queries that each start at a key),
     /// readwhilewriting, readrandomwriterandom, deleterandom, deleterange:P (ours: one range
@@ -82,9 +83,14 @@ struct Args {
     key_stride: u64,
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     sync: bool,
-    /// Keys per write batch of the fill benchmarks (fillrandom, fillseq, overwrite; one tree).
+    /// Keys per write batch of the fill benchmarks (fillrandom, fillseq, overwrite; one tree),
+    /// and per `multi_get` of multireadrandom.
     #[arg(long, default_value_t = 1)]
     batch_size: u64,
+    /// multireadrandom as a loop of single lookups instead of one multi_get per batch (ours:
+    /// what a batch saves over the loop, in one comparison).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
+    multi_get_loop: bool,
     /// Print latency percentiles after each benchmark, timing every operation (otherwise one
     /// in 8 is timed, for the percentiles of the JSON report).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
@@ -535,6 +541,24 @@ impl Bench<'_> {
     }
 
     fn lookup(&self, rng: &mut StdRng, key_size: usize, t: &mut Tally, key: &mut Vec<u8>) {
+        self.lookup_key(rng, key_size, key);
+        let tree = self.pick_tree(rng);
+        if let Some(len) = t.get_lat.time(|| self.db.get_in(tree, key)).unwrap_or_else(|e| fail(e)) {
+            t.found += 1;
+            t.bytes += (key.len() + len) as u64;
+        }
+        t.ops += 1;
+        t.lookups += 1;
+        if self.args.merlin_truth {
+            if let Ok(mut h) = self.history.lock() {
+                h.push(key.clone());
+            }
+        }
+    }
+
+    /// The key a lookup asks for, into `key`: drawn by the distribution, shifted by the hot
+    /// set's moves, absent for `--empty_ratio` of them.
+    fn lookup_key(&self, rng: &mut StdRng, key_size: usize, key: &mut Vec<u8>) {
         let a = self.args;
         let mut k = self.dist().next(a.num, rng);
         if a.hot_shift_every > 0 || a.window > 0 {
@@ -550,18 +574,44 @@ impl Bench<'_> {
         } else {
             db_bench_key(k, key_size, key);
         }
-        let tree = self.pick_tree(rng);
-        if let Some(len) = t.get_lat.time(|| self.db.get_in(tree, key)).unwrap_or_else(|e| fail(e)) {
-            t.found += 1;
-            t.bytes += (key.len() + len) as u64;
-        }
-        t.ops += 1;
-        t.lookups += 1;
-        if self.args.merlin_truth {
-            if let Ok(mut h) = self.history.lock() {
-                h.push(key.clone());
+    }
+
+    /// multireadrandom: `--reads` lookups per thread in batches of `--batch_size` keys, each
+    /// batch one `multi_get` (RocksDB's batched MultiGet); every key counts as an operation,
+    /// each at its batch's time per key.
+    fn multi_read_random(&self, name: &str) -> Phase {
+        let n = self.reads();
+        let ks = self.key_size(name);
+        let batch = self.args.batch_size.max(1);
+        let body = |rng: &mut StdRng, t: &mut Tally, pb: &ProgressBar| {
+            let mut keys = vec![Vec::new(); batch as usize];
+            let mut done = 0;
+            while done < n {
+                let m = batch.min(n - done) as usize;
+                for key in &mut keys[..m] {
+                    self.lookup_key(rng, ks, key);
+                }
+                let t0 = Instant::now();
+                let got = if self.args.multi_get_loop {
+                    keys[..m].iter().map(|k| self.db.get(k)).collect()
+                } else {
+                    self.db.multi_get(&keys[..m])
+                };
+                let got = got.unwrap_or_else(|e| fail(e));
+                t.get_lat.record_n(t0.elapsed().as_nanos() as u64 / m as u64, m as u64);
+                for (key, v) in keys.iter().zip(&got) {
+                    if let Some(len) = v {
+                        t.found += 1;
+                        t.bytes += (key.len() + len) as u64;
+                    }
+                }
+                t.ops += m as u64;
+                t.lookups += m as u64;
+                done += m as u64;
+                pb.inc(m as u64);
             }
-        }
+        };
+        self.phase(name, n, body, None)
     }
 
     /// Replays every lookup so far (filters off) for each live file's exact empty lookups, and
@@ -1009,6 +1059,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
         "fillseq" => b.fill(name, true),
         "fillrandom" | "overwrite" => b.fill(name, false),
         "readrandom" | "readmissing" => b.read_random(name, false),
+        "multireadrandom" => b.multi_read_random(name),
         "readwhilewriting" => b.read_random(name, true),
         "readrandomwriterandom" => b.read_random_write_random(name, b.args.readwritepercent),
         "readseq" => b.read_seq(name, false),

@@ -34,6 +34,7 @@ mod inner;
 mod iter;
 mod lifecycle;
 mod live_files;
+mod multi_get;
 mod open;
 mod range_filter;
 mod range_filter_round;

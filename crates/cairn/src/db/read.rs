@@ -38,6 +38,23 @@ pub(super) fn get_into(
     let sv = supers.get(tree as usize).ok_or_else(|| unknown_tree(tree))?;
     sv.check_live()?;
     let seq = snapshot.unwrap_or_else(|| inner.last_seq.load(Ordering::Acquire));
+    lookup(inner, sv, key, seq, snapshot.is_some(), ticket.map(|(_, t)| t), value)
+}
+
+/// `key` in the tree of read view `sv` at `seq` (`at_snapshot`: an older sequence number than
+/// the newest, whose answer the key-value cache does not take), with the key-value cache's
+/// `ticket` taken before the view was loaded.
+pub(super) fn lookup(
+    inner: &Arc<DbInner>,
+    sv: &SuperVersion,
+    key: &[u8],
+    seq: u64,
+    at_snapshot: bool,
+    ticket: Option<Ticket>,
+    value: &mut Vec<u8>,
+) -> Result<bool> {
+    let tree = sv.tree as u32;
+    let ticket = ticket.and_then(|t| inner.kv.as_ref().map(|kv| (kv, t)));
     let s = Stripe::current();
     sv.counters.record_get(s);
     let lookup = LookupKey::new(key, seq);
@@ -90,7 +107,7 @@ pub(super) fn get_into(
     };
     // Only a read at the newest sequence number sees the tables' newest versions.
     let fill = |seqno| {
-        ticket.filter(|_| snapshot.is_none()).map(|(kv, ticket)| Fill {
+        ticket.filter(|_| !at_snapshot).map(|(kv, ticket)| Fill {
             kv,
             ticket,
             tree,

@@ -8,17 +8,13 @@
 //! is left of it. One chunk ahead per iterator: the memory held is bounded by the iterators
 //! open, and a scan that stops or jumps wastes at most one chunk (counted as unused readahead).
 //!
-//! The pool is shared by every database in the process: a few threads (at most four, at most
-//! the cores) that each block in one read at a time. A job holds its file open until its read
-//! ends; a table deleted meanwhile stays readable until then, as for any open reader.
+//! The reads run on the process's I/O pool (`io_pool.rs`). A job holds its file open until its
+//! read ends; a table deleted meanwhile stays readable until then, as for any open reader.
 
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
-use parking_lot::Mutex;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
-use std::sync::{Arc, OnceLock};
-
-type Job = Box<dyn FnOnce() + Send>;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
 
 /// A chunk being read: `len` bytes from `start`.
 #[derive(Debug)]
@@ -41,50 +37,14 @@ impl Ahead {
 }
 
 /// Starts reading `len` bytes of `file` from `start` into `buf` (a buffer to reuse: its
-/// capacity is kept), on the pool or, when the pool has no thread, here.
+/// capacity is kept), on the I/O pool.
 pub(crate) fn read(file: Arc<dyn RandomAccessFile>, start: u64, len: usize, mut buf: Vec<u8>) -> Ahead {
     let (tx, done): (SyncSender<Result<Vec<u8>>>, _) = mpsc::sync_channel(1);
-    let job: Job = Box::new(move || {
+    crate::io_pool::spawn(Box::new(move || {
         buf.clear();
         buf.resize(len, 0);
         // The scan may have moved on and dropped its receiver: nothing to deliver then.
         let _ = tx.send(file.read_exact_at(start, &mut buf).map(|()| buf));
-    });
-    match pool() {
-        Some(p) => {
-            if let Err(mpsc::SendError(job)) = p.send(job) {
-                job();
-            }
-        }
-        None => job(),
-    }
+    }));
     Ahead { start, len, done }
-}
-
-/// The pool's queue (`None` when no thread could be started).
-fn pool() -> Option<&'static Sender<Job>> {
-    static POOL: OnceLock<Option<Sender<Job>>> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        let started = (0..threads)
-            .filter(|i| {
-                let rx = Arc::clone(&rx);
-                std::thread::Builder::new()
-                    .name(format!("cairn-prefetch-{i}"))
-                    .spawn(move || loop {
-                        // The lock is held only while waiting for a job, not while running it.
-                        let job = rx.lock().recv();
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
-                    })
-                    .is_ok()
-            })
-            .count();
-        (started > 0).then_some(tx)
-    })
-    .as_ref()
 }
