@@ -225,8 +225,9 @@ impl Db {
 
     /// Drops the tree named `name` and everything in it, durably (RocksDB's
     /// `DropColumnFamily`). Its files are deleted once no iterator or snapshot read holds
-    /// them; handles to it get [`Error::TreeDropped`](crate::Error::TreeDropped); a tree created later under the name
-    /// starts empty. A flush or compaction of the tree that is running installs nothing.
+    /// them; handles to it get [`TreeDropped`](crate::Error::TreeDropped); a tree created
+    /// later under the name starts empty. A flush or compaction of the tree that is running
+    /// installs nothing.
     ///
     /// ```
     /// # let dir = tempfile::tempdir().unwrap();
