@@ -108,6 +108,13 @@ enum Command {
         /// Database directory.
         db: PathBuf,
     },
+    /// Drops tree NAME and everything in it, durably (its name is then free).
+    #[command(name = "drop-tree", after_help = "Example: cairn drop-tree /data/db sessions")]
+    DropTree {
+        /// Database directory.
+        db: PathBuf,
+        name: String,
+    },
     /// Writes every tree's memtable to tables.
     #[command(after_help = "Example: cairn flush /data/db")]
     Flush {
@@ -418,6 +425,10 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
                     writeln!(out, "{n}")?;
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::DropTree { db, name } => {
+            open(db, Access::Write)?.drop_tree(name)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Flush { db } => {

@@ -45,6 +45,23 @@ fn put_get_delete_scan_and_trees() {
     assert_eq!((o.status.code(), stdout(&o)), (Some(1), String::new()));
     assert_eq!(stderr(&o), "cairn: not found\n");
     assert_eq!(stdout(&cairn(&["--json", "get", db, "zz"])), "null\n");
+    // A tree dropped: gone from the list, its drop in the manifest, its name free.
+    ok(&["put", db, "k", "v", "--tree", "scratch"]);
+    assert!(ok(&["trees", db]).contains("scratch"));
+    ok(&["drop-tree", db, "scratch"]);
+    assert!(!ok(&["trees", db]).contains("scratch"));
+    assert_ne!(
+        cairn(&["drop-tree", db, "scratch"]).status.code(),
+        Some(0),
+        "no such tree"
+    );
+    let manifest = ok(&["manifest", db]);
+    assert!(manifest.contains("drop tree "), "{manifest}");
+    assert_eq!(
+        cairn(&["get", db, "k", "--tree", "scratch"]).status.code(),
+        Some(2),
+        "{manifest}"
+    );
     // Several keys: one multi_get, a line per key found, status 1 when one is missing.
     let o = cairn(&["get", db, "a", "zz", "a"]);
     assert_eq!(stdout(&o), "a => one\na => one\n");

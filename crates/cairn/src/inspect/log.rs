@@ -182,6 +182,9 @@ fn describe_edit(e: &VersionEdit, bytes: Bytes) -> String {
     for (id, name) in &e.new_trees {
         parts.push(format!("new tree {id} {name:?}"));
     }
+    for id in &e.dropped_trees {
+        parts.push(format!("drop tree {id}"));
+    }
     for (t, n) in &e.log_numbers {
         parts.push(format!("tree {t} log {n}"));
     }
