@@ -215,8 +215,9 @@ impl WriteBatch {
         decode_ops(&self.rep[HEADER..], self.count).filter_map(|r| r.ok())
     }
 
-    /// Checks the limits of docs/design.md §3 before anything reaches the WAL (`has_merge`: the
-    /// database has a merge operator, which merge operands need).
+    /// Checks the limits of docs/design.md §3 before anything reaches the WAL (`tree_ok`: each
+    /// op's tree exists and was not dropped; `has_merge`: the database has a merge operator,
+    /// which merge operands need).
     pub(crate) fn validate(
         &self,
         max_key: usize,
