@@ -1,6 +1,7 @@
 //! `multi_get` against `get`: the same answers for every key of random batches (present,
 //! absent, repeated, merged, deleted, range-deleted; in memtables, L0 and levels; through a
-//! cache small enough that most lookups read storage, so the overlapped path runs), at a
+//! cache small enough that most lookups read storage, and table reads slowed to a device's
+//! speed, so the overlapped path runs), at a
 //! snapshot, and one lookup's read error leaving the other answers.
 
 #![allow(
@@ -59,7 +60,12 @@ fn batch(rng: &mut StdRng, n: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn multi_get_agrees_with_get() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    // Table reads that wait like a device's: the lookups after the first that reads one run
+    // on the I/O pool.
+    let fs: Arc<dyn FileSystem> = Arc::new(common::SlowReads {
+        inner: Arc::new(MemFs::new()),
+        delay: std::time::Duration::from_micros(30),
+    });
     let db = Db::open("/db", options(fs)).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
     load(&db, &mut rng);

@@ -5,6 +5,7 @@
 use cairn::env::FileSystem;
 use cairn::{Db, Options};
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Keys to values: what a tree should hold.
@@ -51,4 +52,82 @@ pub fn key(i: u32) -> Vec<u8> {
 /// On a read error.
 pub fn contents(db: &Db) -> Model {
     db.iter().map(|r| r.expect("scan")).collect()
+}
+
+/// A file system whose table reads wait `delay` each, like a device's (a read from `inner`
+/// alone, in memory, takes a fraction of a microsecond): for paths that act on reads that
+/// wait for the device (`multi_get` overlaps them).
+#[derive(Debug)]
+pub struct SlowReads {
+    pub inner: Arc<dyn FileSystem>,
+    pub delay: std::time::Duration,
+}
+
+#[derive(Debug)]
+struct SlowFile {
+    inner: Arc<dyn cairn::env::RandomAccessFile>,
+    delay: std::time::Duration,
+}
+
+impl cairn::env::RandomAccessFile for SlowFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> cairn::Result<()> {
+        std::thread::sleep(self.delay);
+        self.inner.read_exact_at(offset, buf)
+    }
+    fn size(&self) -> u64 {
+        self.inner.size()
+    }
+}
+
+impl FileSystem for SlowReads {
+    fn create(&self, path: &Path) -> cairn::Result<Box<dyn cairn::env::WritableFile>> {
+        self.inner.create(path)
+    }
+    fn open_append(&self, path: &Path) -> cairn::Result<Box<dyn cairn::env::WritableFile>> {
+        self.inner.open_append(path)
+    }
+    fn open_read(
+        &self,
+        path: &Path,
+        opts: cairn::env::ReadOptions,
+    ) -> cairn::Result<Arc<dyn cairn::env::RandomAccessFile>> {
+        let file = self.inner.open_read(path, opts)?;
+        if path.extension().is_some_and(|e| e == "sst") {
+            return Ok(Arc::new(SlowFile {
+                inner: file,
+                delay: self.delay,
+            }));
+        }
+        Ok(file)
+    }
+    fn file_size(&self, path: &Path) -> cairn::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn exists(&self, path: &Path) -> cairn::Result<bool> {
+        self.inner.exists(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> cairn::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> cairn::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn hard_link(&self, from: &Path, to: &Path) -> cairn::Result<()> {
+        self.inner.hard_link(from, to)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> cairn::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn list(&self, dir: &Path) -> cairn::Result<Vec<String>> {
+        self.inner.list(dir)
+    }
+    fn create_dir_all(&self, dir: &Path) -> cairn::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+    fn sync_dir(&self, dir: &Path) -> cairn::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+    fn lock(&self, path: &Path) -> cairn::Result<Box<dyn cairn::env::FileLock>> {
+        self.inner.lock(path)
+    }
 }
