@@ -209,12 +209,11 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
     {
         let mut wal = inner.wal.lock();
         let mut st = inner.state.lock();
-        let dropped = |t: usize| st.versions.tree_names().get(t).is_some_and(|n| n.is_empty());
         let trees: Vec<usize> = match tree {
-            Some(t) if dropped(t as usize) => return Err(Error::TreeDropped { tree: t }),
+            Some(t) if st.versions.is_dropped(t as usize) => return Err(Error::TreeDropped { tree: t }),
             Some(t) if (t as usize) < st.mems.len() => vec![t as usize],
             Some(t) => return Err(Error::InvalidArgument(format!("unknown tree id {t}"))),
-            None => (0..st.mems.len()).filter(|&t| !dropped(t)).collect(),
+            None => (0..st.mems.len()).filter(|&t| !st.versions.is_dropped(t)).collect(),
         };
         for &t in &trees {
             inner

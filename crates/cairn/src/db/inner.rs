@@ -320,7 +320,7 @@ impl DbInner {
                 .get(tree)
                 .and_then(|name| self.opts.ttl.get(name))
                 .map(crate::ttl::duration_ms),
-            dropped: st.versions.tree_names().get(tree).is_some_and(|n| n.is_empty()),
+            dropped: st.versions.is_dropped(tree),
         });
         // Installs happen under the state lock, so read-modify-store loses no update.
         let mut supers = Vec::clone(&self.supers.load());
@@ -449,8 +449,7 @@ impl DbInner {
         // A flush or compaction of a tree dropped while it ran installs nothing: its outputs
         // are left unreferenced (and deleted as obsolete), its inputs are gone already.
         let mut edit = edit;
-        let names = st.versions.tree_names();
-        edit.forget_trees(|t| names.get(t as usize).is_some_and(|n| n.is_empty()));
+        edit.forget_trees(|t| st.versions.is_dropped(t as usize));
         let logs = st.log_numbers(flushed);
         let before = st.version().clone();
         let r = st.versions.log_and_apply(edit, last_seq, || logs);

@@ -66,9 +66,9 @@ pub(super) fn multi_get<K: AsRef<[u8]>>(
             answers[i] = answers[order[next - 2]].clone();
             continue;
         }
-        let before = crate::sst::storage_nanos();
-        answers[i] = Some(view.get(keys[i].as_ref(), tickets[i]));
-        if crate::sst::storage_nanos() - before >= DEVICE_WAIT_NANOS && order.len() - next >= 2 {
+        let (answer, waited) = crate::sst::timing_storage(|| view.get(keys[i].as_ref(), tickets[i]));
+        answers[i] = Some(answer);
+        if waited >= DEVICE_WAIT_NANOS && order.len() - next >= 2 {
             break;
         }
     }

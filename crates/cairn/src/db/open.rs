@@ -371,19 +371,25 @@ pub(super) fn create_tree(inner: &Arc<DbInner>, name: &str) -> Result<u32> {
     edit.log_numbers.push((id, st.wal_number));
     // The tree's memory component exists before the edit, so a manifest rotation the edit
     // triggers records its log number too.
-    let m = &inner.memory;
-    let first = filter_target(0, m.write_buffer_size(), m.write_budget() / (st.mems.len() + 1));
-    st.mems.push(MemComponent::shaped(
-        inner.opts.memtable.component,
-        inner.opts.memtable.partitioned_size_ratio,
-        first,
-    ));
+    let empty = empty_component(inner, st.mems.len() + 1);
+    st.mems.push(empty);
     wal.actives.clear();
     if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
         st.mems.pop();
         return Err(e);
     }
     Ok(id)
+}
+
+/// An empty memory component for one of `trees` trees, its filter sized for its share of the
+/// write budget.
+fn empty_component(inner: &DbInner, trees: usize) -> MemComponent {
+    let m = &inner.memory;
+    MemComponent::shaped(
+        inner.opts.memtable.component,
+        inner.opts.memtable.partitioned_size_ratio,
+        filter_target(0, m.write_buffer_size(), m.write_budget() / trees),
+    )
 }
 
 /// Drops tree `name` (durably, in the manifest): its files leave the version (and are deleted
@@ -401,18 +407,13 @@ pub(super) fn drop_tree(inner: &Arc<DbInner>, name: &str) -> Result<()> {
     edit.dropped_trees.push(id as u32);
     // It needs no WAL any more: older logs may go once the other trees are past them.
     edit.log_numbers.push((id as u32, st.wal_number));
-    let m = &inner.memory;
-    let empty = MemComponent::shaped(
-        inner.opts.memtable.component,
-        inner.opts.memtable.partitioned_size_ratio,
-        filter_target(0, m.write_buffer_size(), m.write_budget() / st.mems.len()),
-    );
+    let empty = empty_component(inner, st.mems.len());
     let held = std::mem::replace(&mut st.mems[id], empty);
     wal.actives.clear();
     if let Err(e) = inner.log_and_apply(&mut st, edit, &[]) {
         // Not dropped unless the edit was applied (the database is poisoned when its manifest
         // write failed).
-        if !st.versions.tree_names()[id].is_empty() {
+        if !st.versions.is_dropped(id) {
             st.mems[id] = held;
             inner.install_super_version(&st, id);
         }

@@ -109,7 +109,7 @@ pub(super) fn replay_wals(
                     .ok_or_else(|| bad(format!("write batch names unknown tree {}", op.tree)))?;
                 let seq = batch.seqno + j as u64;
                 // A dropped tree's records are not replayed (`Db::drop_tree`).
-                let dropped = rec.tree_names.get(op.tree as usize).is_some_and(|n| n.is_empty());
+                let dropped = crate::version::is_dropped(&rec.tree_names, op.tree as usize);
                 if !dropped && n >= log_numbers.get(&op.tree).copied().unwrap_or(0) {
                     m.active().insert(op.key, seq, op.kind, op.value, n);
                 }

@@ -30,7 +30,7 @@ pub use iter::{BlockWindow, IterOptions, SeekRuns, TableIter};
 pub use level::{LevelIter, TableAccess, TableOpener, TableSkip};
 pub use properties::SegmentMeta;
 pub use reader::{ReaderOptions, TableReader, UnitSelection};
-pub(crate) use reader::storage_nanos;
+pub(crate) use reader::timing_storage;
 pub use trailer::Compression;
 /// The bytes stored after each block's contents (compression type and checksum).
 pub(crate) const BLOCK_TRAILER_LEN: usize = trailer::TRAILER_LEN;

@@ -13,7 +13,7 @@
 
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 
 /// A chunk being read: `len` bytes from `start`.
@@ -39,7 +39,7 @@ impl Ahead {
 /// Starts reading `len` bytes of `file` from `start` into `buf` (a buffer to reuse: its
 /// capacity is kept), on the I/O pool.
 pub(crate) fn read(file: Arc<dyn RandomAccessFile>, start: u64, len: usize, mut buf: Vec<u8>) -> Ahead {
-    let (tx, done): (SyncSender<Result<Vec<u8>>>, _) = mpsc::sync_channel(1);
+    let (tx, done) = mpsc::sync_channel::<Result<Vec<u8>>>(1);
     crate::io_pool::spawn(Box::new(move || {
         buf.clear();
         buf.resize(len, 0);

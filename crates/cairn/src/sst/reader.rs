@@ -227,16 +227,19 @@ fn as_block(c: &CachedBlock) -> Option<&Arc<Block>> {
 }
 
 thread_local! {
-    /// Nanoseconds this thread spent reading blocks from storage (a `multi_get` tells a
-    /// lookup that waited for the device from one the caches answered, without a clock read
-    /// per cached lookup).
-    static STORAGE_NANOS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Nanoseconds this thread has spent reading blocks from storage inside
+    /// [`timing_storage`]; `None` outside it (block reads then read no clock).
+    static STORAGE_NANOS: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
 }
 
-/// Nanoseconds the calling thread has spent reading blocks from storage (not from a cache)
-/// so far.
-pub(crate) fn storage_nanos() -> u64 {
-    STORAGE_NANOS.with(std::cell::Cell::get)
+/// Runs `f`, returning with its result the nanoseconds its block reads from storage (not from
+/// a cache) took on this thread: a `multi_get` tells a lookup that waited for the device from
+/// one the caches answered, and only its lookups pay the clock reads.
+pub(crate) fn timing_storage<R>(f: impl FnOnce() -> R) -> (R, u64) {
+    let outer = STORAGE_NANOS.with(|n| n.replace(Some(0)));
+    let r = f();
+    let waited = STORAGE_NANOS.with(|n| n.replace(outer)).unwrap_or(0);
+    (r, waited)
 }
 
 impl TableReader {
@@ -789,13 +792,15 @@ impl TableReader {
                 stats.record_ghost_hit(kind);
             }
         }
-        let t0 = std::time::Instant::now();
+        let t0 = STORAGE_NANOS.with(|n| n.get().is_some()).then(std::time::Instant::now);
         let raw = match readahead {
             Some(ra) => decode_block(ra.block(&self.file, &self.path, handle, kind, stats)?, &self.path, handle, kind)?,
             None => read_block(&*self.file, &self.path, handle, kind, stats)?,
         };
-        let waited = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        STORAGE_NANOS.with(|n| n.set(n.get().saturating_add(waited)));
+        if let Some(t0) = t0 {
+            let waited = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            STORAGE_NANOS.with(|n| n.set(n.get().map(|sum| sum.saturating_add(waited))));
+        }
         let (v, entry, charge) = decode(raw, fill_cache && self.cache.is_some())?;
         if let (Some(cache), true) = (&self.cache, fill_cache) {
             cache.insert(key, entry, kind, charge, prio);

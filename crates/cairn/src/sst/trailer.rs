@@ -252,11 +252,8 @@ impl Readahead {
     ) -> Result<Vec<u8>> {
         let total = stored_len(file.size(), path, handle, kind)?;
         let end = handle.offset + total as u64;
-        let held = self.start + self.buf.len() as u64;
-        if handle.offset >= self.start && end <= held {
-            stats.record_read_ahead(kind, total as u64);
-            let at = (handle.offset - self.start) as usize;
-            return Ok(self.buf[at..at + total].to_vec());
+        if handle.offset >= self.start && end <= self.start + self.buf.len() as u64 {
+            return Ok(self.served(handle.offset, total, kind, stats));
         }
         if let Some(ahead) = self.ahead.take() {
             // The run went on past the chunk held, into the one read ahead, unless the block
@@ -286,9 +283,14 @@ impl Readahead {
             }
             self.next_chunk = (self.next_chunk * 2).min(self.size);
         }
+        Ok(self.served(handle.offset, total, kind, stats))
+    }
+
+    /// The `total` bytes at `offset`, from the chunk held, counted as served by readahead.
+    fn served(&self, offset: u64, total: usize, kind: BlockKind, stats: &IoStats) -> Vec<u8> {
         stats.record_read_ahead(kind, total as u64);
-        let at = (handle.offset - self.start) as usize;
-        Ok(self.buf[at..at + total].to_vec())
+        let at = (offset - self.start) as usize;
+        self.buf[at..at + total].to_vec()
     }
 
     /// The block `[offset, end)` from the chunk held and `ahead` when it lies in the two (the

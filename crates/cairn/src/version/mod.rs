@@ -6,6 +6,7 @@ pub mod manifest;
 pub(crate) mod set;
 
 pub use edit::{FileMeta, VersionEdit};
+pub(crate) use set::is_dropped;
 
 use crate::format::ikey;
 use std::cmp::Ordering;
@@ -23,6 +24,14 @@ pub struct TreeVersion {
 }
 
 impl TreeVersion {
+    /// A tree without files.
+    fn empty() -> Self {
+        TreeVersion {
+            levels: Vec::new(),
+            deepest: 1,
+        }
+    }
+
     /// Files of `level` (empty past the last level).
     pub fn level(&self, level: usize) -> &[Arc<FileMeta>] {
         self.levels.get(level).map_or(&[], |v| v.as_slice())
@@ -123,27 +132,17 @@ impl Version {
     /// files in a sorted level), which the caller reports as manifest corruption.
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version, String> {
         let mut v = self.clone();
-        for (tree, _) in &edit.new_trees {
-            let t = *tree as usize;
+        // A created tree, or a dropped one (a snapshot may name a dropped id first), starts
+        // with no files.
+        let created = edit.new_trees.iter().map(|(t, _)| *t);
+        for t in created.chain(edit.dropped_trees.iter().copied()) {
+            let t = t as usize;
             if v.trees.len() <= t {
-                v.trees.resize_with(t + 1, || TreeVersion {
-                    levels: Vec::new(),
-                    deepest: 1,
-                });
+                v.trees.resize_with(t + 1, TreeVersion::empty);
             }
         }
         for &tree in &edit.dropped_trees {
-            let t = tree as usize;
-            if v.trees.len() <= t {
-                v.trees.resize_with(t + 1, || TreeVersion {
-                    levels: Vec::new(),
-                    deepest: 1,
-                });
-            }
-            v.trees[t] = TreeVersion {
-                levels: Vec::new(),
-                deepest: 1,
-            };
+            v.trees[tree as usize] = TreeVersion::empty();
         }
         for &(tree, level, number) in &edit.deleted {
             let files = v

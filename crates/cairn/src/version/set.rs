@@ -122,6 +122,11 @@ pub(crate) fn replay(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     Ok(r)
 }
 
+/// Whether tree `tree` of `names` (by id) was dropped: its name is empty (names never are).
+pub(crate) fn is_dropped(names: &[String], tree: usize) -> bool {
+    names.get(tree).is_some_and(String::is_empty)
+}
+
 /// Applies `edit`'s tree creations and drops to the names by id, in id order (a snapshot edit
 /// creates the trees around a dropped id). An empty name marks a dropped id: names are never
 /// empty, and ids are never reused.
@@ -258,6 +263,11 @@ impl VersionSet {
         &self.tree_names
     }
 
+    /// Whether tree `tree` was dropped.
+    pub fn is_dropped(&self, tree: usize) -> bool {
+        is_dropped(&self.tree_names, tree)
+    }
+
     /// Allocates a file number.
     pub fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
@@ -311,12 +321,21 @@ impl VersionSet {
             .current
             .apply(&edit)
             .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
-        let mut names = self.tree_names.clone();
-        apply_names(&mut names, &edit).map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
+        // The names as the edit leaves them, checked before the manifest is written.
+        let names = if edit.new_trees.is_empty() && edit.dropped_trees.is_empty() {
+            None
+        } else {
+            let mut names = self.tree_names.clone();
+            apply_names(&mut names, &edit)
+                .map_err(|e| Error::corruption(&self.dir, 0, format!("version edit does not apply: {e}")))?;
+            Some(names)
+        };
         let manifest = self.manifest.as_mut().ok_or(Error::ReadOnly)?;
         manifest::append_durably(manifest, &edit.encode())?;
         self.note_log_numbers(&edit.log_numbers);
-        self.tree_names = names;
+        if let Some(names) = names {
+            self.tree_names = names;
+        }
         let next = Arc::new(next);
         self.live.retain(|w| w.strong_count() > 0);
         self.live.push(Arc::downgrade(&next));
