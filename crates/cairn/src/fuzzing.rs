@@ -86,6 +86,8 @@ pub fn table(data: &[u8]) {
         // Half the inputs read filter units through the (absent) cache, half pin them.
         filter_region: (data.len() % 2 == 0).then(|| Arc::new(crate::memory::Region::new(usize::MAX))),
         ghost: None,
+        // A third of the inputs are read as an ingested table's.
+        global_seqno: if data.len() % 3 == 0 { 5 } else { 0 },
     };
     let Ok(t) = TableReader::open(&fs, path, None, opts) else {
         return;

@@ -81,6 +81,7 @@ pub mod compaction_filter;
 mod db;
 pub mod env;
 mod error;
+mod external;
 mod filename;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -98,10 +99,11 @@ pub use batch::WriteBatch;
 pub use cache::CacheCounters;
 pub use compaction_filter::{CompactionFilter, FilterContext, FilterDecision};
 pub use db::{
-    BackupInfo, CheckpointInfo, Concurrency, Db, Isolation, Range, RestoreInfo, Snapshot, Transaction,
-    TransactionOptions, TransactionRange, Tree,
+    BackupInfo, CheckpointInfo, Concurrency, Db, IngestInfo, IngestOptions, IngestedTable, Isolation, Range,
+    RestoreInfo, Snapshot, Transaction, TransactionOptions, TransactionRange, Tree,
 };
 pub use error::{Error, Result};
+pub use external::{ExternalTable, TableWriter};
 pub use memory::MemoryLimits;
 pub use merge::MergeOperator;
 #[cfg(feature = "test-util")]

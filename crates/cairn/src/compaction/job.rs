@@ -83,6 +83,7 @@ fn meta(number: u64, s: &TableSummary) -> FileMeta {
         l0_group: 0,
         range_deletions: p.range_deletions,
         min_deadline: s.min_deadline,
+        global_seqno: 0,
     }
 }
 

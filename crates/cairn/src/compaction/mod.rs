@@ -2,6 +2,7 @@
 //! a compaction (`iter`), and the job that executes a plan (`job`).
 
 pub mod cuts;
+pub mod ingest;
 pub mod iter;
 pub mod job;
 pub mod policies;

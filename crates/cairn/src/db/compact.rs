@@ -314,7 +314,16 @@ fn claim(st: &mut State, job: &Job) {
     for f in job.inputs.iter().chain(&job.overlaps) {
         st.busy.insert(f.number);
     }
+    st.writing.push(writes(job));
     st.running_compactions += 1;
+}
+
+/// What `job` writes: its tree, output level and the user-key span of its inputs.
+fn writes(job: &Job) -> (usize, usize, Vec<u8>, Vec<u8>) {
+    let files = || job.inputs.iter().chain(&job.overlaps);
+    let lo = files().map(|f| f.smallest_user_key()).min().unwrap_or_default();
+    let hi = files().map(|f| f.largest_user_key()).max().unwrap_or_default();
+    (job.tree, job.output_level, lo.to_vec(), hi.to_vec())
 }
 
 /// Runs a claimed job, then releases its inputs, deletes what became obsolete and wakes
@@ -326,6 +335,10 @@ pub(super) fn run_and_release(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         st.running_compactions -= 1;
         for f in job.inputs.iter().chain(&job.overlaps) {
             st.busy.remove(&f.number);
+        }
+        let w = writes(job);
+        if let Some(i) = st.writing.iter().position(|x| *x == w) {
+            st.writing.swap_remove(i);
         }
     }
     inner.delete_obsolete_files();

@@ -224,6 +224,15 @@ fn with_filter(
     }
 }
 
+/// How a database with `opts` writes an external table (`external.rs`): its table settings,
+/// with the filter its policy gives a file no statistics decide.
+pub(crate) fn external_table_options(opts: &Options) -> TableOptions {
+    let filter = super::open::allocator(opts).fixed().unwrap_or_else(|| {
+        crate::tuning::bpk::filter_decision(opts.filters.policy.kind().name(), opts.filters.bits_per_key)
+    });
+    with_filter(opts, 0, filter, None, None, None)
+}
+
 /// What a job that writes `level` of a tree whose version is `tv` needs to decide its outputs'
 /// filters: `upper` and `deeper` are its inputs (empty for a flush, which then inherits from the
 /// files a lookup in its range probes after it).

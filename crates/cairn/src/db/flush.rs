@@ -2,7 +2,7 @@
 //! component) of a tree to L0, logs the edit (with every tree's log number, so older WALs can
 //! go), and installs it. Memory merges of partitioned components run here too.
 
-use super::inner::DbInner;
+use super::inner::{DbInner, State};
 use crate::compaction::iter::Retention;
 use crate::compaction::job::{write_outputs, JobOutput, Outputs};
 use crate::compaction::rewrite::Rewriter;
@@ -224,14 +224,23 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
         super::write::switch_memtables(inner, &mut wal, &mut st, &trees)?;
     }
     let mut st = inner.state.lock();
+    let trees: Vec<usize> = match tree {
+        Some(t) => vec![t as usize],
+        None => (0..st.mems.len()).collect(),
+    };
+    wait_flushed(inner, &mut st, &trees)
+}
+
+/// Waits until `trees` hold nothing unflushed in memory (their memtables were switched).
+pub(super) fn wait_flushed(
+    inner: &DbInner,
+    st: &mut parking_lot::MutexGuard<'_, State>,
+    trees: &[usize],
+) -> Result<()> {
     loop {
         inner.check_writable()?;
-        let trees: Vec<usize> = match tree {
-            Some(t) => vec![t as usize],
-            None => (0..st.mems.len()).collect(),
-        };
         // A partitioned component writes all it holds in one full flush (once no merge runs).
-        for &t in &trees {
+        for &t in trees {
             let m = &mut st.mems[t];
             if m.is_partitioned() && m.holds_unflushed() && !m.has_flush() {
                 m.choose_full_flush();
@@ -241,6 +250,6 @@ pub(super) fn flush_trees(inner: &Arc<DbInner>, tree: Option<u32>) -> Result<()>
             return Ok(());
         }
         inner.bg_cv.notify_all();
-        inner.done_cv.wait_for(&mut st, std::time::Duration::from_millis(100));
+        inner.done_cv.wait_for(st, std::time::Duration::from_millis(100));
     }
 }

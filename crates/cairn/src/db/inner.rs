@@ -71,6 +71,9 @@ pub(crate) struct State {
     pub pending_outputs: BTreeSet<u64>,
     /// Files that are inputs of running compactions.
     pub busy: HashSet<u64>,
+    /// What running compactions write: (tree, output level, user-key span of their inputs),
+    /// where an ingested table may not go (`ingest.rs`).
+    pub writing: Vec<(usize, usize, Vec<u8>, Vec<u8>)>,
     /// The next WAL, made and synced ahead by the WAL thread (`background.rs`): a memtable
     /// switch then starts a log without a file creation, a header sync and a directory sync
     /// on the write path (up to 40 ms under compaction I/O).
@@ -380,6 +383,7 @@ impl DbInner {
                     reserve_in_cache: self.regions.index_in_block_cache,
                     filter_region: (!self.regions.index_in_block_cache).then(|| self.memory.pinned_filters.clone()),
                     ghost: self.ghost.as_ref().map(|(g, _)| g.clone()),
+                    global_seqno: f.global_seqno,
                 },
             )?;
             let p = t.properties();
@@ -393,11 +397,17 @@ impl DbInner {
                     ),
                 ));
             }
+            // An ingested table's keys and sequence numbers are read with its global one.
+            let read_as = |stored: &[u8]| crate::format::ikey::read_as(stored, f.global_seqno);
+            let seqnos = match f.global_seqno {
+                0 => (p.smallest_seqno, p.largest_seqno),
+                g => (g, g),
+            };
             let matches = t.file_size() == f.size
-                && p.smallest_key == f.smallest
-                && p.largest_key == f.largest
-                && p.smallest_seqno == f.smallest_seqno
-                && p.largest_seqno == f.largest_seqno
+                && read_as(&p.smallest_key) == f.smallest
+                && read_as(&p.largest_key) == f.largest
+                && seqnos == (f.smallest_seqno, f.largest_seqno)
+                && (f.global_seqno == 0 || p.largest_seqno == 0)
                 && p.entries == f.entries
                 && p.range_deletions == f.range_deletions;
             if !matches {
@@ -445,7 +455,8 @@ impl DbInner {
         flushed: &[Arc<Memtable>],
         then: impl FnOnce(&mut State),
     ) -> Result<()> {
-        let last_seq = self.last_seq.load(Ordering::Acquire);
+        // An ingestion logs the sequence numbers it gives before readers may load them.
+        let last_seq = self.last_seq.load(Ordering::Acquire).max(edit.last_seqno.unwrap_or(0));
         // A flush or compaction of a tree dropped while it ran installs nothing: its outputs
         // are left unreferenced (and deleted as obsolete), its inputs are gone already.
         let mut edit = edit;

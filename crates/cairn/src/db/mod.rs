@@ -30,6 +30,7 @@ mod control;
 mod cursor;
 mod filters;
 mod flush;
+mod ingest;
 mod inner;
 mod iter;
 mod lifecycle;
@@ -49,6 +50,8 @@ mod write;
 
 pub use backup::{BackupInfo, RestoreInfo};
 pub use checkpoint::CheckpointInfo;
+pub(crate) use filters::external_table_options;
+pub use ingest::{IngestInfo, IngestOptions, IngestedTable};
 pub use iter::Range;
 pub use tree::Snapshot;
 pub use txn::{Concurrency, Isolation, Transaction, TransactionOptions, TransactionRange};

@@ -52,7 +52,7 @@ fn policy(o: &Options) -> Box<dyn MergePolicy> {
     }
 }
 
-fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
+pub(super) fn allocator(o: &Options) -> Arc<dyn BpkAllocator> {
     let b = o.filters.bits_per_key;
     let p = &o.filters.policy;
     match (p.kind(), p.units()) {
@@ -489,6 +489,7 @@ fn assemble(dir: &Path, opts: Options, regions: Regions, p: Parts) -> Arc<DbInne
             old_wals: BTreeMap::new(),
             wal_pins: BTreeMap::new(),
             running_compactions: 0,
+            writing: Vec::new(),
             flushing: false,
             recent_writes: Vec::new(),
             quiet: Default::default(),

@@ -68,7 +68,9 @@ pub(super) fn lookup(
     for (mi, m) in sv.mems.iter().enumerate() {
         if let Some((kind, s_found)) = m.lookup_entry(&lookup, value) {
             sv.counters.record_memtable_hit(s);
-            if s_found <= covering {
+            // A tombstone deletes what is older: an ingested table's entries and tombstones
+            // share a sequence number, and its tombstones leave its entries alone.
+            if s_found < covering {
                 return Ok(false);
             }
             return match kind {
@@ -374,7 +376,7 @@ impl<'a> Read<'a> {
             }
         }
         Ok(match out.found {
-            Some(found) if found.seqno > covering => Some((found.kind, found.seqno)),
+            Some(found) if found.seqno >= covering => Some((found.kind, found.seqno)),
             Some(_) => Some((ValueKind::Delete, covering)),
             None => (covering > 0).then_some((ValueKind::Delete, covering)),
         })

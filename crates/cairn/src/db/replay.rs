@@ -92,6 +92,16 @@ pub(super) fn replay_wals(
                     continue;
                 }
             }
+            // Sequence numbers an ingestion gave its tables: the next batch follows them.
+            if let Some((first, last)) = crate::wal::parse_skip(&record.body) {
+                if next_seq.is_some_and(|s| s != first) {
+                    gap(&path, record.offset, next_seq, first);
+                    break 'logs;
+                }
+                next_seq = Some(last + 1);
+                last_seq = last_seq.max(last);
+                continue;
+            }
             let batch = DecodedBatch::parse(&record.body).map_err(|e| bad(format!("write batch: {e}")))?;
             // Sequence numbers run on without a gap from record to record and log to log (each
             // log's header names its first). A gap means an earlier log lost its end — a switch

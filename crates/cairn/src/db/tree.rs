@@ -50,6 +50,42 @@ impl Tree {
         write::write(self.inner(), b, &WriteOptions::default())
     }
 
+    /// Adds the external tables at `tables` (written by [`TableWriter`](crate::TableWriter))
+    /// to this tree atomically, without the write path: after a crash all of them are in or
+    /// none. Each table's entries get one sequence number newer than every write before the
+    /// call (a later table's, in the order given, newer still), so they shadow older versions
+    /// of their keys and are shadowed by later writes; snapshots taken before do not see them.
+    /// Each table goes to the deepest level it can without overlapping newer data; a table
+    /// overlapping writes still in memory has the tree's memtables flushed first (writes wait
+    /// meanwhile). Every table is read in full and checked before anything changes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let opts = cairn::Options::default();
+    /// let path = dir.path().join("load.sst");
+    /// let mut w = cairn::TableWriter::create(&path, &opts)?;
+    /// w.put(b"a", b"1")?;
+    /// w.put(b"b", b"2")?;
+    /// w.finish()?;
+    /// let db = cairn::Db::open(dir.path().join("db"), opts)?;
+    /// db.ingest(&[&path], &cairn::IngestOptions::default())?;
+    /// assert_eq!(db.get("b")?.as_deref(), Some(&b"2"[..]));
+    /// # Ok::<(), cairn::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// `Corruption` when a table fails its checks, `InvalidArgument` for a path named twice,
+    /// `Busy` when a table overlaps memory and `allow_blocking_flush` is off; `ReadOnly`,
+    /// `Poisoned`, `TreeDropped`; I/O errors (nothing is ingested), and manifest write errors
+    /// (the database then turns read-only).
+    pub fn ingest<P: AsRef<std::path::Path>>(
+        &self,
+        tables: &[P],
+        opts: &super::IngestOptions,
+    ) -> Result<super::IngestInfo> {
+        super::ingest::ingest(self.inner(), self.id, &super::ingest::paths(tables), opts)
+    }
+
     /// Deletes `key`.
     ///
     /// # Errors

@@ -159,7 +159,7 @@ pub(super) fn sync_wal(inner: &Arc<DbInner>) -> Result<()> {
 
 /// Makes every write so far durable: a synced write implies every earlier one is, so the
 /// closed WALs first, then `writer`'s.
-fn sync_logs(inner: &DbInner, writer: &mut crate::wal::WalWriter) -> Result<()> {
+pub(super) fn sync_logs(inner: &DbInner, writer: &mut crate::wal::WalWriter) -> Result<()> {
     inner.closed_wals.sync_all(inner)?;
     writer.sync()
 }

@@ -170,6 +170,28 @@ pub fn split(ikey: &[u8]) -> Option<(&[u8], u64, ValueKind)> {
     Some((&ikey[..n], t >> 8, ValueKind::from_u8(t as u8)?))
 }
 
+/// Gives internal key `ikey` sequence number `seqno`, keeping its kind; false (unchanged) if
+/// it is shorter than a trailer.
+#[inline]
+pub fn set_seqno(ikey: &mut [u8], seqno: u64) -> bool {
+    let Some(n) = ikey.len().checked_sub(TRAILER_LEN) else {
+        return false;
+    };
+    let kind = ikey[n];
+    ikey[n..].copy_from_slice(&((seqno << 8) | u64::from(kind)).to_le_bytes());
+    true
+}
+
+/// Stored key `stored` as read from a table whose global sequence number is `global` (0: as
+/// stored; `sst/block.rs`).
+pub fn read_as(stored: &[u8], global: u64) -> Vec<u8> {
+    let mut k = stored.to_vec();
+    if global != 0 {
+        set_seqno(&mut k, global);
+    }
+    k
+}
+
 /// The user-key part of an encoded internal key (all of it if shorter than a trailer; callers
 /// validate keys when they are decoded).
 #[inline]

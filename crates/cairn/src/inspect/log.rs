@@ -100,6 +100,12 @@ pub fn dump_wal(fs: &dyn FileSystem, path: &Path, values: bool, bytes: Bytes, ou
                 let first = h.first_seq.map_or_else(String::new, |s| format!(", first seq {s}"));
                 return w(out, format!("  @{offset}: header, database id {:016x}{first}", h.db_id));
             }
+            if let Some((first, last)) = crate::wal::parse_skip(&body) {
+                return w(
+                    out,
+                    format!("  @{offset}: seq {first}..={last} given to ingested tables"),
+                );
+            }
             let batch = match DecodedBatch::parse(&body) {
                 Ok(b) => b,
                 Err(e) => return w(out, format!("  @{offset}: undecodable batch ({e})")),
@@ -209,6 +215,9 @@ fn describe_edit(e: &VersionEdit, bytes: Bytes) -> String {
             f.filter_policy,
             f.filter_bpk
         ));
+        if f.global_seqno != 0 {
+            parts.push(format!("#{} ingested: read at seq {}", f.number, f.global_seqno));
+        }
     }
     if let Some(n) = e.next_file_number {
         parts.push(format!("next file {n}"));
@@ -239,6 +248,9 @@ pub(super) fn check_wal(fs: &dyn FileSystem, path: &Path, db_id: Option<u64>, re
                             what: format!("log of another database (id {id:016x}; this database is {mine:016x})"),
                         });
                     }
+                    return Ok(());
+                }
+                if crate::wal::parse_skip(&body).is_some() {
                     return Ok(());
                 }
                 let bad = DecodedBatch::parse(&body).and_then(|b| b.ops().find_map(|op| op.err()).map_or(Ok(()), Err));

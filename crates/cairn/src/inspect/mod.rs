@@ -11,6 +11,7 @@ mod table;
 mod verify;
 
 pub use log::{dump_manifest, dump_wal};
+pub(crate) use table::check_table_with;
 pub use table::{dump_table, dump_table_with, verify_table, TableDump};
 pub use verify::verify;
 

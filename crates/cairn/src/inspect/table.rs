@@ -14,8 +14,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Reads the table without a cache, counting into a throw-away counter.
-fn open(fs: &dyn FileSystem, path: &Path) -> Result<Arc<TableReader>> {
+/// Reads the table without a cache, counting into a throw-away counter, its entries with
+/// `global_seqno` (an ingested table's, from its manifest entry; 0: as stored).
+fn open(fs: &dyn FileSystem, path: &Path, global_seqno: u64) -> Result<Arc<TableReader>> {
     let number = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -23,7 +24,11 @@ fn open(fs: &dyn FileSystem, path: &Path) -> Result<Arc<TableReader>> {
             FileKind::Table(n) => Some(n),
             _ => None,
         });
-    Ok(Arc::new(TableReader::open(fs, path, number, ReaderOptions::default())?))
+    let opts = ReaderOptions {
+        global_seqno,
+        ..ReaderOptions::default()
+    };
+    Ok(Arc::new(TableReader::open(fs, path, number, opts)?))
 }
 
 fn scan_options() -> IterOptions {
@@ -71,7 +76,7 @@ pub fn dump_table_with(
     out: &mut dyn Write,
 ) -> Result<()> {
     let entries = what.entries;
-    let t = open(fs, path)?;
+    let t = open(fs, path, 0)?;
     let p = t.properties();
     let w = |out: &mut dyn Write, s: String| writeln!(out, "{s}").map_err(|e| io_err(path, e));
     let footer = t.footer();
@@ -297,8 +302,22 @@ pub(super) fn check_table(
     db_id: Option<u64>,
     report: &mut VerifyReport,
 ) {
+    check_table_with(fs, path, meta, db_id, report, |_, _| None);
+}
+
+/// [`check_table`], asking `entry` about each entry in order (its internal key as read and its
+/// value): what it returns is damage at that entry, and ends the scan.
+pub(crate) fn check_table_with(
+    fs: &dyn FileSystem,
+    path: &Path,
+    meta: Option<&FileMeta>,
+    db_id: Option<u64>,
+    report: &mut VerifyReport,
+    mut entry: impl FnMut(&[u8], &[u8]) -> Option<String>,
+) {
     report.checked.push(("table", path.to_path_buf()));
-    let t = match open(fs, path) {
+    let global = meta.map_or(0, |m| m.global_seqno);
+    let t = match open(fs, path, global) {
         Ok(t) => t,
         Err(e) => {
             report.damage.push(Damage::from_error(path, &e));
@@ -357,6 +376,10 @@ pub(super) fn check_table(
             damaged(0, format!("entry {entries} is out of order"));
             break;
         }
+        if let Some(what) = entry(k, it.value()) {
+            damaged(0, format!("entry {entries}: {what}"));
+            break;
+        }
         if first.is_none() || ikey::user_key(&last) != user {
             while p
                 .segments
@@ -405,13 +428,27 @@ pub(super) fn check_table(
     let mut first = first.unwrap_or_default();
     // The range tombstones widen the table's range as the writer did.
     t.range_dels().widen(entries == 0, &mut first, &mut last, &mut seqnos);
+    // An ingested table's bounds, widened ones too, read with its global sequence number
+    // (as its manifest entry was made).
+    let (first, last) = (ikey::read_as(&first, global), ikey::read_as(&last, global));
     let props = "its properties block";
     let seg_entries: u64 = p.segments.iter().map(|s| s.entries).sum();
     expect("entries", &entries, &p.entries, props);
     expect("entries", &entries, &seg_entries, "its segment list");
     expect("tombstones", &tombstones, &p.tombstones, props);
-    expect("smallest key", &hex(&first), &hex(&p.smallest_key), props);
-    expect("largest key", &hex(&last), &hex(&p.largest_key), props);
+    // An ingested table's properties hold its keys as stored (sequence number 0).
+    expect(
+        "smallest key",
+        &hex(&first),
+        &hex(&ikey::read_as(&p.smallest_key, global)),
+        props,
+    );
+    expect(
+        "largest key",
+        &hex(&last),
+        &hex(&ikey::read_as(&p.largest_key, global)),
+        props,
+    );
     if let Some(m) = meta {
         let manifest = "the manifest";
         expect("entries", &entries, &m.entries, manifest);

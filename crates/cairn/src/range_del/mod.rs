@@ -49,6 +49,11 @@ pub struct Fragments {
 }
 
 impl Fragments {
+    /// The same ranges, each at sequence number `seq` (an ingested table's).
+    pub fn with_seqno(&self, seq: u64) -> Fragments {
+        Fragments::new(self.tombstones().map(|t| RangeTombstone { seq, ..t }))
+    }
+
     /// Fragments `tombstones` (any order, overlapping or not; empty ranges are ignored).
     pub fn new(tombstones: impl IntoIterator<Item = RangeTombstone>) -> Self {
         let mut ts: Vec<RangeTombstone> = tombstones.into_iter().filter(|t| t.start < t.end).collect();

@@ -414,6 +414,11 @@ pub struct BlockIter<B: Deref<Target = Block> = Arc<Block>> {
     next: usize,
     restart_idx: usize,
     key: Vec<u8>,
+    /// An ingested table's sequence number (0: none), which every key of its entries stands
+    /// for (they are written with 0, `external.rs`); the keys are then handed out from `real`,
+    /// `key` staying as stored (the next entry's shared prefix may reach into its trailer).
+    global_seqno: u64,
+    real: Vec<u8>,
     value: (usize, usize),
     /// In a block with delta handles: the current entry's handle, encoded (the value), and
     /// where its block ends (the next entry's offset when it leaves it out).
@@ -452,6 +457,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             order,
             restart_idx: 0,
             key,
+            global_seqno: 0,
+            real: Vec::new(),
             value: (0, 0),
             handle: ([0; 20], 0),
             handle_end: 0,
@@ -462,6 +469,24 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// The cursor's key buffer, for the next cursor to reuse.
     pub fn into_key_buffer(self) -> Vec<u8> {
         self.key
+    }
+
+    /// Reads every entry's key with sequence number `seqno` (an ingested table's; 0: as
+    /// stored). Searches compare the keys so read: the order is the same, the table holding
+    /// each user key once.
+    pub(crate) fn with_global_seqno(mut self, seqno: u64) -> Self {
+        self.global_seqno = seqno;
+        self
+    }
+
+    /// The current key as read (stored, or with the global sequence number).
+    #[inline]
+    fn current_key(&self) -> &[u8] {
+        if self.global_seqno == 0 {
+            &self.key
+        } else {
+            &self.real
+        }
     }
 
     fn invalidate(&mut self) {
@@ -537,6 +562,14 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         self.key.truncate(shared);
         self.key.extend_from_slice(&data[p..ke]);
+        if self.global_seqno != 0 {
+            self.real.clear();
+            self.real.extend_from_slice(&self.key);
+            if !ikey::set_seqno(&mut self.real, self.global_seqno) {
+                self.fail(at, "entry key shorter than its trailer");
+                return false;
+            }
+        }
         self.value = (ke, ve);
         self.current = at;
         self.next = ve;
@@ -553,7 +586,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         self.block.prefetch_interval(i);
         self.seek_to_restart(i);
         while self.parse_next() {
-            if self.order.compare(&self.key, target) != Ordering::Less {
+            if self.order.compare(self.current_key(), target) != Ordering::Less {
                 return;
             }
         }
@@ -568,7 +601,9 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             self.invalidate();
             return;
         }
-        // The last restart point in a..b whose key is < target (else a).
+        // The last restart point in a..b whose key is < target (else a). Restart keys compare
+        // as stored: under a global sequence number a stored key below the target is below it
+        // as read too (a user key appears once), so the search can only start earlier.
         let mut lo = a.min(n - 1);
         let mut hi = b.saturating_sub(1).clamp(lo, n - 1);
         while lo < hi {
@@ -622,7 +657,7 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
             }
             self.seek_to_last();
         }
-        while self.valid() && self.order.compare(&self.key, target) == Ordering::Greater {
+        while self.valid() && self.order.compare(self.current_key(), target) == Ordering::Greater {
             self.prev();
         }
     }
@@ -658,7 +693,7 @@ impl<B: Deref<Target = Block>> InternalIterator for BlockIter<B> {
 
     fn key(&self) -> &[u8] {
         if self.valid() {
-            &self.key
+            self.current_key()
         } else {
             &[]
         }

@@ -236,7 +236,7 @@ impl TwoLevelIndex for TableIndex {
         let total = handle.size + super::trailer::TRAILER_LEN as u64;
         let ra = self.readahead.sequential(handle, total, self.forward).then_some(&mut self.readahead);
         let (block, _) = self.table.data_block_with(handle, self.fill_cache, stats, ra)?;
-        Ok(Some(block.iter(KeyOrder::Internal)))
+        Ok(Some(block.iter(KeyOrder::Internal).with_global_seqno(self.table.global_seqno())))
     }
     fn status(&self) -> Result<()> {
         self.index.status()

@@ -203,6 +203,7 @@ mod tests {
             l0_group: 0,
             range_deletions: 0,
             min_deadline: 0,
+            global_seqno: 0,
         })
     }
 

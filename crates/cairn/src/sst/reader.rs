@@ -53,6 +53,9 @@ pub struct ReaderOptions {
     /// Ids of blocks recently evicted from `cache`: a storage read of one is counted as a
     /// ghost hit in the read's statistics.
     pub ghost: Option<Arc<GhostCache>>,
+    /// An ingested table's sequence number (its manifest entry's; 0: none): every entry and
+    /// range tombstone of the table, written with 0, is read with it (`BlockIter`).
+    pub global_seqno: u64,
 }
 
 /// Which filter units a point lookup consults.
@@ -141,6 +144,8 @@ pub struct TableReader {
     file: Arc<dyn RandomAccessFile>,
     path: Arc<Path>,
     cache_id: u64,
+    /// [`ReaderOptions::global_seqno`].
+    global_seqno: u64,
     /// The index block, pinned; `None`: it lives in the block cache at high priority (read
     /// again from storage when evicted).
     index: Option<Arc<Block>>,
@@ -294,7 +299,8 @@ impl TableReader {
             props_handle.ok_or_else(|| bad(footer.metaindex.offset, "metaindex has no properties entry".into()))?;
         let props_raw = read_block(&*file, &path, props_handle, BlockKind::Properties, &stats)?;
         let props = Properties::decode(&props_raw).map_err(|e| bad(props_handle.offset, format!("properties: {e}")))?;
-        if let Some(n) = file_number {
+        // A table written outside any database (`external.rs`) is file 0 wherever it lands.
+        if let Some(n) = file_number.filter(|_| props.file_number != 0) {
             if props.file_number != n {
                 return Err(bad(
                     props_handle.offset,
@@ -315,6 +321,7 @@ impl TableReader {
             file,
             path,
             cache_id: NEXT_CACHE_ID.fetch_add(1, Ordering::Relaxed),
+            global_seqno: opts.global_seqno,
             index: Some(index),
             _index_charge: None,
             props,
@@ -336,6 +343,10 @@ impl TableReader {
             range_dels: Arc::new(range_dels),
         };
         reader.validate(footer)?;
+        if opts.global_seqno != 0 {
+            // Checked against the properties as stored, then read as ingested.
+            reader.range_dels = Arc::new(reader.range_dels.with_seqno(opts.global_seqno));
+        }
         reader.build_fences()?;
         if reader.filter_region.is_some() {
             // One slot per unit handle the (already decoded) properties hold.
@@ -463,6 +474,11 @@ impl TableReader {
             None => (0, segs.len()),
         };
         lo + segs[lo..hi].partition_point(|s| s.largest_user_key.as_slice() < user_key)
+    }
+
+    /// The sequence number an ingested table's entries are read with (0: their own).
+    pub fn global_seqno(&self) -> u64 {
+        self.global_seqno
     }
 
     /// The table's range tombstones (empty for most tables).
@@ -1073,7 +1089,9 @@ impl TableReader {
         buf: &mut Vec<u8>,
     ) -> Result<()> {
         let (seek, user_key) = (key.encoded(), key.user_key());
-        let mut it = block.iter_ref(KeyOrder::Internal, std::mem::take(buf));
+        let mut it = block
+            .iter_ref(KeyOrder::Internal, std::mem::take(buf))
+            .with_global_seqno(self.global_seqno);
         match block.hash_hint(key.hash()) {
             HashHint::Absent => {}
             HashHint::Restart(r) => it.seek_from_restart(r, seek),

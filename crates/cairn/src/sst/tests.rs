@@ -104,6 +104,7 @@ fn open(fs: &dyn FileSystem, path: &Path, cache: Option<Arc<BlockCache>>) -> cra
             range_region: None,
             filter_region: None,
             ghost: None,
+            global_seqno: 0,
         },
     )
     .map(Arc::new)
@@ -370,6 +371,7 @@ fn io_accounting_is_exact_per_block_kind() {
             range_region: None,
             filter_region: None,
             ghost: None,
+            global_seqno: 0,
         },
     )
     .unwrap();
@@ -693,6 +695,7 @@ fn tables_read_through_o_direct_on_real_files() {
             range_region: None,
             filter_region: None,
             ghost: None,
+            global_seqno: 0,
         },
     )
     .unwrap();

@@ -19,6 +19,9 @@
 //!  12 drop tree:       id:varint                     (its files and name go; ids are never
 //!                                                     reused: a snapshot writes it alone for a
 //!                                                     dropped id, in place of tag 3)
+//!  13 global seqno of an ingested file added by this edit: number:varint seqno:varint
+//!                                                    (its entries, written with seqno 0, are
+//!                                                     read with this one)
 //! ```
 //! L0 files carry their **group** (Luo & Carey §4.1.2): a set of disjoint files; a higher group
 //! is newer and overrides a lower one. Files added with tag 7 at L0 are group 0 (older than
@@ -63,6 +66,9 @@ pub struct FileMeta {
     pub range_deletions: u64,
     /// The earliest deadline (Unix ms) of its expiring values; 0: none (manifest tag 11).
     pub min_deadline: u64,
+    /// An ingested table's sequence number, which every entry of it (written with 0) is read
+    /// with; 0: its entries carry their own (manifest tag 13).
+    pub global_seqno: u64,
 }
 
 impl FileMeta {
@@ -154,6 +160,9 @@ impl VersionEdit {
             if f.min_deadline > 0 {
                 field(&mut o, 11, &[f.number, f.min_deadline]);
             }
+            if f.global_seqno > 0 {
+                field(&mut o, 13, &[f.number, f.global_seqno]);
+            }
         }
         o
     }
@@ -208,6 +217,7 @@ impl VersionEdit {
                         l0_group: 0,
                         range_deletions: 0,
                         min_deadline: 0,
+                        global_seqno: 0,
                     };
                     let mut f = f;
                     if tag == 9 {
@@ -225,21 +235,22 @@ impl VersionEdit {
                     e.added.push((tree, level, f));
                 }
                 // A fact about a file added earlier in this edit: never 0 (absent means 0).
-                tag @ (10 | 11) => {
+                tag @ (10 | 11 | 13) => {
+                    let (what, orphan) = match tag {
+                        10 => ("range deletions", "range deletions of a file this edit does not add"),
+                        11 => ("earliest deadline", "an earliest deadline of a file this edit does not add"),
+                        _ => ("global seqno", "a global seqno of a file this edit does not add"),
+                    };
                     let number = d.varint64("file number")?;
-                    let n = d.varint64(if tag == 10 { "range deletions" } else { "earliest deadline" })?;
+                    let n = d.varint64(what)?;
                     let file = e.added.iter_mut().rev().map(|(_, _, f)| f).find(|f| f.number == number);
                     let Some(f) = file.filter(|_| n > 0) else {
-                        return Err(if tag == 10 {
-                            "range deletions of a file this edit does not add"
-                        } else {
-                            "an earliest deadline of a file this edit does not add"
-                        });
+                        return Err(orphan);
                     };
-                    if tag == 10 {
-                        f.range_deletions = n;
-                    } else {
-                        f.min_deadline = n;
+                    match tag {
+                        10 => f.range_deletions = n,
+                        11 => f.min_deadline = n,
+                        _ => f.global_seqno = n,
                     }
                 }
                 _ => return Err("unknown version edit tag"),
@@ -274,6 +285,7 @@ pub(crate) mod tests {
             l0_group: 0,
             range_deletions: 0,
             min_deadline: 0,
+            global_seqno: 0,
         }
     }
 
@@ -368,6 +380,23 @@ pub(crate) mod tests {
         assert_eq!(VersionEdit::decode(&enc), Ok(e));
         // Tag 11 naming a file the edit does not add, or a deadline of 0, is corruption.
         refuses_orphans_and_zeros(11);
+    }
+
+    /// An ingested file: tag 13 after its add (`docs/format/manifest.md`).
+    #[test]
+    fn golden_global_seqno() {
+        let e = VersionEdit {
+            last_seqno: Some(41),
+            added: vec![
+                (0, 3, FileMeta { global_seqno: 41, range_deletions: 1, ..meta(7, "a", "k") }),
+                (0, 1, meta(8, "m", "z")),
+            ],
+            ..VersionEdit::default()
+        };
+        let enc = e.encode();
+        crate::testutil::check_format_golden("golden/version_edit_ingest.hex", EDIT_VERSIONS, &crate::testutil::hex_lines(&enc));
+        assert_eq!(VersionEdit::decode(&enc), Ok(e));
+        refuses_orphans_and_zeros(13);
     }
 
     /// A dropped tree: tag 12 (`docs/format/manifest.md`).

@@ -96,5 +96,25 @@ pub fn parse_header(body: &[u8]) -> Option<WalHeader> {
     }
 }
 
+const SKIP_MAGIC: &[u8; 8] = b"cairnSEQ";
+
+/// The body of a record saying that sequence numbers `first..=last` were given to tables an
+/// ingestion added (`db/ingest.rs`), not to write batches: the next batch carries `last + 1`.
+pub fn skip_record(first: u64, last: u64) -> Vec<u8> {
+    let mut b = SKIP_MAGIC.to_vec();
+    b.extend_from_slice(&first.to_le_bytes());
+    b.extend_from_slice(&last.to_le_bytes());
+    b
+}
+
+/// `(first, last)` if `body` is a sequence-skip record ([`skip_record`]).
+pub fn parse_skip(body: &[u8]) -> Option<(u64, u64)> {
+    let rest = body.strip_prefix(SKIP_MAGIC.as_slice())?;
+    let u64_at = |i: usize| rest.get(i..i + 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes);
+    (rest.len() == 16).then_some(())?;
+    let (first, last) = (u64_at(0)?, u64_at(8)?);
+    (first <= last).then_some((first, last))
+}
+
 #[cfg(test)]
 mod tests;

@@ -287,3 +287,18 @@ fn headers_with_and_without_the_first_sequence_number_parse() {
         assert_eq!(super::parse_header(bad), None);
     }
 }
+
+#[test]
+fn sequence_skip_records_round_trip_and_refuse_bad_bodies() {
+    let r = super::skip_record(7, 9);
+    assert_eq!(r.len(), 24);
+    assert_eq!(&r[..8], b"cairnSEQ");
+    assert_eq!(super::parse_skip(&r), Some((7, 9)));
+    assert_eq!(super::parse_header(&r), None, "not a header");
+    // first > last, wrong lengths, another magic.
+    let backwards = super::skip_record(9, 7);
+    let header = super::header_record(1, Some(2));
+    for bad in [&backwards[..], &r[..23], &[r.as_slice(), &[0]].concat(), &header[..]] {
+        assert_eq!(super::parse_skip(bad), None);
+    }
+}
