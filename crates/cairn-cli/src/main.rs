@@ -115,6 +115,27 @@ enum Command {
         db: PathBuf,
         name: String,
     },
+    /// Adds external tables (written by cairn's `TableWriter`) to a tree, all or none: each
+    /// is checked in full, then copied (or, with --move, linked and its source removed) and
+    /// placed at the deepest level it fits, with a sequence number newer than every write.
+    #[command(after_help = "Example: cairn ingest /data/db /load/part-0.sst /load/part-1.sst --move")]
+    Ingest {
+        /// Database directory.
+        db: PathBuf,
+        /// The tables, oldest first: a later table's version of a key wins.
+        #[arg(required = true, num_args = 1..)]
+        tables: Vec<PathBuf>,
+        /// Tree to add them to (default: the default tree).
+        #[arg(long)]
+        tree: Option<String>,
+        /// Link the tables into the database and remove their sources (copied where linking
+        /// is impossible).
+        #[arg(long = "move")]
+        move_files: bool,
+        /// Refuse, rather than flush memtables, when a table overlaps writes in memory.
+        #[arg(long)]
+        no_flush: bool,
+    },
     /// Writes every tree's memtable to tables.
     #[command(after_help = "Example: cairn flush /data/db")]
     Flush {
@@ -429,6 +450,38 @@ fn run(cli: &Cli, out: &mut dyn Write) -> Result<ExitCode, Failure> {
         }
         Command::DropTree { db, name } => {
             open(db, Access::Write)?.drop_tree(name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest {
+            db,
+            tables,
+            tree,
+            move_files,
+            no_flush,
+        } => {
+            let db = open(db, Access::Write)?;
+            let t = existing_tree(&db, tree.as_deref())?;
+            let opts = cairn::IngestOptions {
+                move_files: *move_files,
+                allow_blocking_flush: !*no_flush,
+            };
+            let info = t.ingest(tables, &opts)?;
+            for i in &info.tables {
+                if cli.json {
+                    let v = serde_json::json!({"source": i.source.display().to_string(), "file": i.file_number, "level": i.level, "seqno": i.seqno, "linked": i.linked});
+                    writeln!(out, "{v}")?;
+                } else {
+                    writeln!(
+                        out,
+                        "{}: file {:06} at L{}, seq {}, {}",
+                        i.source.display(),
+                        i.file_number,
+                        i.level,
+                        i.seqno,
+                        if i.linked { "linked" } else { "copied" }
+                    )?;
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Flush { db } => {

@@ -480,3 +480,41 @@ fn help_examples_are_valid_shell() {
     }
     assert!(checked >= 15, "only {checked} examples found");
 }
+
+#[test]
+fn ingest_adds_external_tables_all_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let db = path(&db);
+    ok(&["put", db, "k1", "old", "--create"]);
+    let table = |name: &str, pairs: &[(&str, &str)]| {
+        let p = dir.path().join(name);
+        let mut w = cairn::TableWriter::create(&p, &Options::default()).unwrap();
+        for (k, v) in pairs {
+            w.put(k.as_bytes(), v.as_bytes()).unwrap();
+        }
+        w.finish().unwrap();
+        p
+    };
+    let a = table("a.sst", &[("k1", "new"), ("k2", "two")]);
+    let b = table("b.sst", &[("k2", "newer")]);
+    let out = ok(&["ingest", db, path(&a), path(&b), "--move"]);
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert!(out.contains("linked"), "{out}");
+    assert!(!a.exists() && !b.exists(), "moved");
+    assert_eq!(ok(&["get", db, "k1"]), "new\n");
+    assert_eq!(ok(&["get", db, "k2"]), "newer\n");
+    assert!(ok(&["manifest", db]).contains("ingested: read at seq"));
+    // A damaged table: refused, nothing ingested, exit status 2.
+    let c = table("c.sst", &[("k3", "three")]);
+    let mut bytes = std::fs::read(&c).unwrap();
+    bytes[3] ^= 1;
+    std::fs::write(&c, bytes).unwrap();
+    let d = table("d.sst", &[("k4", "four")]);
+    let o = cairn(&["ingest", db, path(&d), path(&c)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(cairn(&["get", db, "k4"]).status.code(), Some(1));
+    let json = ok(&["--json", "ingest", db, path(&d)]);
+    assert!(json.contains("\"linked\":false"), "{json}");
+    assert_eq!(ok(&["get", db, "k4"]), "four\n");
+}
