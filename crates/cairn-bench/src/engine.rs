@@ -427,6 +427,9 @@ pub struct Debt {
     pub delay_micros: Option<u64>,
 }
 
+/// Where `Engine::write_table` takes its entries: one call per entry.
+pub type TableSink<'a> = dyn FnMut(&[u8], &[u8]) -> EResult<()> + 'a;
+
 /// A key-value engine under benchmark. Values are only measured, so `get` returns a length.
 pub trait Engine: Send + Sync {
     /// The adapter's name.
@@ -439,6 +442,17 @@ pub trait Engine: Send + Sync {
     }
     /// Deletes one key.
     fn delete(&self, key: &[u8], sync: bool) -> EResult<()>;
+    /// Writes an external table at `path` (new) with the entries `fill` hands to its sink, in
+    /// increasing key order, built as the engine builds its own tables (RocksDB's
+    /// `SstFileWriter`, cairn's `TableWriter`).
+    fn write_table(&self, _path: &Path, _fill: &mut dyn FnMut(&mut TableSink<'_>) -> EResult<()>) -> EResult<()> {
+        Err(format!("{} has no external tables here", self.name()).into())
+    }
+    /// Adds the external tables at `paths` to the database in one ingestion, moved (linked)
+    /// or copied.
+    fn ingest(&self, _paths: &[std::path::PathBuf], _move_files: bool) -> EResult<()> {
+        Err(format!("{} has no ingestion here", self.name()).into())
+    }
     /// The value of `key` (a copy; for read-modify-write benchmarks).
     fn get_value(&self, _key: &[u8]) -> EResult<Option<Vec<u8>>> {
         Err(format!("{} does not copy values out here", self.name()).into())
@@ -871,6 +885,22 @@ impl Engine for CairnEngine {
         let mut b = cairn::WriteBatch::new();
         b.delete(key);
         self.write(b, sync)
+    }
+
+    fn write_table(&self, path: &Path, fill: &mut dyn FnMut(&mut TableSink<'_>) -> EResult<()>) -> EResult<()> {
+        let mut w = cairn::TableWriter::create(path, &self.db.options())?;
+        fill(&mut |k, v| Ok(w.put(k, v)?))?;
+        w.finish()?;
+        Ok(())
+    }
+
+    fn ingest(&self, paths: &[std::path::PathBuf], move_files: bool) -> EResult<()> {
+        let opts = cairn::IngestOptions {
+            move_files,
+            ..cairn::IngestOptions::default()
+        };
+        self.db.ingest(paths, &opts)?;
+        Ok(())
     }
 
     fn delete_range(&self, lo: &[u8], hi: &[u8]) -> EResult<()> {

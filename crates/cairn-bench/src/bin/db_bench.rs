@@ -91,6 +91,11 @@ struct Args {
     /// what a batch saves over the loop, in one comparison).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
     multi_get_loop: bool,
+    /// fillseq as a bulk load (ours): its keys and values written into external tables of
+    /// --target_file_size_base bytes by the engine's table writer (RocksDB's SstFileWriter),
+    /// then added in one ingestion that moves them, on one thread.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
+    bulk_load: bool,
     /// Print latency percentiles after each benchmark, timing every operation (otherwise one
     /// in 8 is timed, for the percentiles of the JSON report).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, value_parser = cairn_bench::flag_bool)]
@@ -1014,6 +1019,54 @@ impl Bench<'_> {
     }
 
     /// A single-operation phase (compact, flush, waitforcompaction).
+    /// fillseq with `--bulk_load`: its keys and values written into external tables of
+    /// `--target_file_size_base` bytes by the engine's table writer, then added in one
+    /// ingestion (moved), on one thread: a load without the write path. Timed whole; the
+    /// ingestion's own share is printed beside.
+    fn fill_ingest(&self, name: &str) -> Phase {
+        let a = self.args;
+        let db = self.db;
+        let staging = self.dir.with_extension("ingest");
+        let _ = std::fs::remove_dir_all(&staging);
+        std::fs::create_dir_all(&staging).unwrap_or_else(|e| fail(format!("{}: {e}", staging.display())));
+        let entry = (a.key_size + a.value_size) as u64;
+        let per_table = (a.engine.target_file_size_base / entry.max(1)).max(1);
+        let mut rng = StdRng::seed_from_u64(a.seed);
+        let mut values = Values::new(&mut rng);
+        let mut key = Vec::new();
+        let t0 = Instant::now();
+        let mut paths = Vec::new();
+        let mut k = 0;
+        while k < a.num {
+            let end = (k + per_table).min(a.num);
+            let path = staging.join(format!("{:06}.sst", paths.len()));
+            db.write_table(&path, &mut |sink| {
+                for i in k..end {
+                    db_bench_key(self.stride(i), a.key_size, &mut key);
+                    sink(&key, values.next(a.value_size))?;
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| fail(e));
+            paths.push(path);
+            k = end;
+        }
+        let written = t0.elapsed().as_secs_f64();
+        db.ingest(&paths, true).unwrap_or_else(|e| fail(e));
+        let secs = t0.elapsed().as_secs_f64();
+        let _ = std::fs::remove_dir_all(&staging);
+        let p = Phase::new(name, a.num, secs, 1);
+        p.print_db_bench(
+            a.num * entry,
+            &format!(
+                " ({} tables written in {written:.3} s, ingested in {:.3} s)",
+                paths.len(),
+                secs - written
+            ),
+        );
+        p
+    }
+
     fn once(&self, name: &str, f: impl FnOnce() -> engine::EResult<()>) -> Phase {
         let t0 = Instant::now();
         f().unwrap_or_else(|e| fail(e));
@@ -1056,6 +1109,7 @@ fn run_benchmark(b: &Bench<'_>, name: &str) -> Vec<Phase> {
     vec![match base {
         "rangerandom" => return b.range_random(name, b.args.empty_ratio),
         "rangenonempty" => return b.range_random(name, 0.0),
+        "fillseq" if b.args.bulk_load => b.fill_ingest(name),
         "fillseq" => b.fill(name, true),
         "fillrandom" | "overwrite" => b.fill(name, false),
         "readrandom" | "readmissing" => b.read_random(name, false),

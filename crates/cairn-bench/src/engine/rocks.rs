@@ -170,6 +170,19 @@ impl Engine for RocksEngine {
         Ok(self.db.delete_opt(key, if sync { &self.synced } else { &self.plain })?)
     }
 
+    fn write_table(&self, path: &Path, fill: &mut dyn FnMut(&mut super::TableSink<'_>) -> EResult<()>) -> EResult<()> {
+        let mut w = rocksdb::SstFileWriter::create(&self.opts);
+        w.open(path)?;
+        fill(&mut |k, v| Ok(w.put(k, v)?))?;
+        Ok(w.finish()?)
+    }
+
+    fn ingest(&self, paths: &[std::path::PathBuf], move_files: bool) -> EResult<()> {
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(move_files);
+        Ok(self.db.ingest_external_file_opts(&o, paths.to_vec())?)
+    }
+
     fn merge(&self, key: &[u8], operand: &[u8]) -> EResult<()> {
         Ok(self.db.merge_opt(key, operand, &self.plain)?)
     }
