@@ -77,10 +77,7 @@ pub(super) fn ingest(inner: &Arc<DbInner>, tree: u32, paths: &[PathBuf], opts: &
             return Err(Error::InvalidArgument(format!("{} is named twice", p.display())));
         }
     }
-    let checked = paths
-        .iter()
-        .map(|p| external::check(&*inner.fs, p))
-        .collect::<Result<Vec<_>>>()?;
+    let checked = check_all(inner, paths)?;
     if checked.is_empty() {
         return Ok(IngestInfo::default());
     }
@@ -109,6 +106,27 @@ pub(super) fn ingest(inner: &Arc<DbInner>, tree: u32, paths: &[PathBuf], opts: &
     }
     inner.bg_cv.notify_all();
     Ok(info)
+}
+
+/// Checks every table (`external::check`), on as many threads as the machine has cores.
+fn check_all(inner: &DbInner, paths: &[PathBuf]) -> Result<Vec<Checked>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(paths.len())
+        .max(1);
+    let per = paths.len().div_ceil(threads).max(1);
+    let fs = &*inner.fs;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = paths
+            .chunks(per)
+            .map(|chunk| s.spawn(move || chunk.iter().map(|p| external::check(fs, p)).collect::<Result<Vec<_>>>()))
+            .collect();
+        let mut all = Vec::with_capacity(paths.len());
+        for p in parts {
+            all.extend(p.join().unwrap_or_else(|e| std::panic::resume_unwind(e))?);
+        }
+        Ok(all)
+    })
 }
 
 /// Links or copies each table into the directory under a new number (kept from deletion as a
