@@ -11,7 +11,7 @@
 
 use crate::snapshot::{Reader, Writer, SNAPSHOT_FILE};
 use crate::{any, meta_tree, Request, Response, TypeConfig};
-use cairn::{Db, Tree, WriteBatch};
+use cairn::{Db, IngestOptions, TableWriter, Tree, WriteBatch};
 use openraft::storage::{RaftStateMachine, Snapshot, SnapshotMeta};
 use openraft::{BasicNode, EntryPayload, LogId, RaftSnapshotBuilder, StorageError, StorageIOError, StoredMembership};
 use parking_lot::Mutex;
@@ -25,8 +25,10 @@ use tokio::io::AsyncSeekExt;
 const LIVE: &[u8] = b"sm.live";
 const APPLIED: &[u8] = b"sm.applied";
 const MEMBERSHIP: &[u8] = b"sm.membership";
-/// Install writes the data in batches of about this many bytes.
+/// Clearing a tree writes its deletions in batches of about this many bytes.
 const INSTALL_BATCH: usize = 4 << 20;
+/// An install writes the snapshot into tables of about this many bytes of keys and values.
+const INSTALL_TABLE: usize = 64 << 20;
 
 type Meta = SnapshotMeta<u64, BasicNode>;
 type Membership = StoredMembership<u64, BasicNode>;
@@ -129,7 +131,11 @@ impl StateMachine {
         for e in fs::read_dir(&dir)? {
             let path = e?.path();
             if path.extension().is_some_and(|x| x == "tmp") {
-                fs::remove_file(&path)?;
+                if path.is_dir() {
+                    fs::remove_dir_all(&path)?;
+                } else {
+                    fs::remove_file(&path)?;
+                }
             }
         }
         let path = dir.join(SNAPSHOT_FILE);
@@ -246,6 +252,43 @@ impl Shared {
         self.write(batch, false)
     }
 
+    /// Writes the snapshot's records from `r` into external tables of about
+    /// [`INSTALL_TABLE`] bytes each under `staging` (a new directory) and ingests them into
+    /// `target` (moved: linked where the file system allows).
+    fn fill_by_ingestion<R: io::Read, W: io::Write>(
+        &self,
+        target: &Tree,
+        r: &mut Reader<R, W>,
+        staging: &Path,
+    ) -> io::Result<()> {
+        fs::create_dir(staging)?;
+        let opts = self.db.options();
+        let mut tables = Vec::new();
+        let mut writer: Option<(TableWriter, usize)> = None;
+        while let Some((k, v)) = r.next_record()? {
+            if writer.is_none() {
+                let path = staging.join(format!("{:06}.sst", tables.len()));
+                writer = Some((TableWriter::create(path, &opts).map_err(cairn_io)?, 0));
+            }
+            if let Some((w, bytes)) = &mut writer {
+                w.put(&k, &v).map_err(cairn_io)?;
+                *bytes += k.len() + v.len();
+            }
+            if let Some((w, _)) = writer.take_if(|(_, bytes)| *bytes >= INSTALL_TABLE) {
+                tables.push(w.finish().map_err(cairn_io)?.path);
+            }
+        }
+        if let Some((w, _)) = writer {
+            tables.push(w.finish().map_err(cairn_io)?.path);
+        }
+        let moved = IngestOptions {
+            move_files: true,
+            ..IngestOptions::default()
+        };
+        target.ingest(&tables, &moved).map_err(cairn_io)?;
+        Ok(())
+    }
+
     /// Installs the snapshot in `file` (`len` bytes) described by `meta`.
     fn install(&self, meta: &Meta, file: File, len: u64) -> io::Result<()> {
         let old = self.live.load(Ordering::Acquire);
@@ -266,18 +309,17 @@ impl Shared {
                 format!("the snapshot file is {file_meta:?}, openraft installs {meta:?}"),
             ));
         }
-        let mut batch = WriteBatch::new();
-        while let Some((k, v)) = r.next_record()? {
-            batch.put_in(target, &k, &v);
-            if batch.size_bytes() >= INSTALL_BATCH {
-                self.write(std::mem::take(&mut batch), false)?;
-            }
-        }
-        self.write(batch, false)?;
+        // The records come in key order (a snapshot is a scan): they are written into tables
+        // and ingested in one step, without the write path (a table refuses keys out of order,
+        // and the install fails before anything is live).
+        let staging = self.tmp_path("install-tables");
+        let ingested = self.fill_by_ingestion(target, &mut r, &staging);
+        let _ = fs::remove_dir_all(&staging);
+        ingested?;
         let copy = r.into_copy().into_inner().map_err(|e| e.into_error())?;
         copy.sync_all()?;
-        // The data durable first, then one synced write makes it live with its ids.
-        self.db.sync_wal().map_err(cairn_io)?;
+        // The data is durable (the ingestion's manifest edit, and the logs it synced before
+        // it); one synced write makes it live with its ids.
         let mut flip = WriteBatch::new();
         flip.put_in(&self.meta, LIVE, [(1 - old) as u8]);
         flip.put_in(&self.meta, APPLIED, encode(&meta.last_log_id)?);
