@@ -1,5 +1,6 @@
 //! Crash loop (process crash): a child process writes (puts, some expiring a day later, merges,
-//! deletes, range deletes, cross-tree batches, ~5% synced) with background flush and compaction
+//! deletes, range deletes, cross-tree batches, ~5% synced; ~2% of its steps ingest an external
+//! table of the same kinds of entries instead) with background flush and compaction
 //! on a real directory; the parent kills it with
 //! SIGKILL at a random moment, reopens, and checks the database against an expected-state file
 //! kept RocksDB-style: before each batch the child records it as pending, after the
@@ -18,7 +19,7 @@
     reason = "tests and benchmarks fail by panicking"
 )]
 
-use cairn::{Db, MergeOperator, Options, WriteBatch, WriteOptions};
+use cairn::{Db, IngestOptions, MergeOperator, Options, TableWriter, WriteBatch, WriteOptions};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::fs::{File, OpenOptions};
@@ -128,7 +129,14 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
     // The seed is the cycle (from 1): ids grow across cycles too, as `Newest` requires (a child
     // writes far fewer than 2^20 of them; 4,095 cycles fit).
     let mut next_id: u32 = (seed as u32) << 20 | 1;
+    let staging = dir.with_extension("ext");
+    std::fs::create_dir_all(&staging).unwrap();
     loop {
+        if rng.gen_bool(0.02) {
+            let tree = if rng.gen_bool(0.5) { &*db } else { &second };
+            ingest_one(tree, &staging, &mut state, &mut rng, &mut next_id, seed);
+            continue;
+        }
         let mut batch = WriteBatch::new();
         let mut ops: Vec<(usize, u32)> = Vec::new();
         let max_ops = if rng.gen_bool(0.3) { 6 } else { 1 };
@@ -171,16 +179,7 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
             };
             ops.push((t * KEYS + k, id));
         }
-        // Record the batch as pending (the count last, so a torn record reads as no batch).
-        let mut rec = Vec::new();
-        for &(s, v) in &ops {
-            rec.extend_from_slice(&(s as u32).to_le_bytes());
-            rec.extend_from_slice(&v.to_le_bytes());
-        }
-        state.write_all_at(&rec, PENDING_AT + 4).unwrap();
-        state
-            .write_all_at(&(ops.len() as u32).to_le_bytes(), PENDING_AT)
-            .unwrap();
+        record_pending(&state, &ops);
         db.write(
             batch,
             &WriteOptions {
@@ -190,10 +189,7 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
         )
         .unwrap();
         // Acknowledged: commit each op, then clear the pending record.
-        for &(s, v) in &ops {
-            state.write_all_at(&v.to_le_bytes(), slot_offset(s)).unwrap();
-        }
-        state.write_all_at(&0u32.to_le_bytes(), PENDING_AT).unwrap();
+        commit_pending(&state, &ops);
         // Reads of keys not in flight must see the committed value: now and then any key, and
         // after every batch a hot one (the key-value cache's hits, fills and invalidations).
         let hot = rng.gen_range(0..32);
@@ -212,6 +208,77 @@ fn child(dir: &Path, expected: &Path, seed: u64) -> ! {
             assert_eq!(got, u32::from_le_bytes(b), "child read of key {k} of tree {t}");
         }
     }
+}
+
+/// Records `ops` as the in-flight step (the count last, so a torn record reads as none).
+fn record_pending(state: &File, ops: &[(usize, u32)]) {
+    let mut rec = Vec::new();
+    for &(s, v) in ops {
+        rec.extend_from_slice(&(s as u32).to_le_bytes());
+        rec.extend_from_slice(&v.to_le_bytes());
+    }
+    state.write_all_at(&rec, PENDING_AT + 4).unwrap();
+    state
+        .write_all_at(&(ops.len() as u32).to_le_bytes(), PENDING_AT)
+        .unwrap();
+}
+
+/// Commits the acknowledged in-flight step.
+fn commit_pending(state: &File, ops: &[(usize, u32)]) {
+    for &(s, v) in ops {
+        state.write_all_at(&v.to_le_bytes(), slot_offset(s)).unwrap();
+    }
+    state.write_all_at(&0u32.to_le_bytes(), PENDING_AT).unwrap();
+}
+
+/// One ingestion into `tree`: an external table of up to 24 keys (puts, some expiring a day
+/// later, merges, deletions) and sometimes a range deletion, which clears the older versions
+/// of its keys but not the table's own. In flight like a batch: all of it or none.
+fn ingest_one(tree: &cairn::Tree, staging: &Path, state: &mut File, rng: &mut StdRng, next_id: &mut u32, seed: u64) {
+    let t = tree.id() as usize;
+    let mut finals = std::collections::BTreeMap::new();
+    let path = staging.join(format!("{}.sst", *next_id));
+    let _ = std::fs::remove_file(&path); // a table an earlier child wrote when it was killed
+    let mut w = TableWriter::create(&path, &options(seed)).unwrap();
+    if rng.gen_bool(0.3) {
+        let (k, width) = (rng.gen_range(0..KEYS - 8), rng.gen_range(1..8));
+        w.delete_range(&key(k), &key(k + width)).unwrap();
+        finals.extend((k..k + width).map(|k| (t * KEYS + k, ABSENT)));
+    }
+    let mut keys: Vec<usize> = (0..rng.gen_range(1..=24)).map(|_| rng.gen_range(0..KEYS)).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let deadline = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        + 86_400_000;
+    for k in keys {
+        let id = if rng.gen_bool(0.15) {
+            ABSENT
+        } else {
+            *next_id += 1;
+            *next_id
+        };
+        match (id, rng.gen_range(0..10)) {
+            (ABSENT, _) => w.delete(&key(k)).unwrap(),
+            (_, 0..=5) => w.put(&key(k), &value(id)).unwrap(),
+            (_, 6..=7) => w.put_with_deadline(&key(k), &value(id), deadline).unwrap(),
+            _ => w.merge(&key(k), &value(id)).unwrap(),
+        }
+        finals.insert(t * KEYS + k, id);
+    }
+    w.finish().unwrap();
+    *next_id += 1;
+    let ops: Vec<(usize, u32)> = finals.into_iter().collect();
+    record_pending(state, &ops);
+    let opts = IngestOptions {
+        move_files: rng.gen_bool(0.5),
+        ..IngestOptions::default()
+    };
+    tree.ingest(&[&path], &opts).unwrap();
+    commit_pending(state, &ops);
+    let _ = std::fs::remove_file(&path);
 }
 
 /// Reads the expected state: committed ids and the in-flight batch.
