@@ -220,11 +220,13 @@ async fn run(cmd: Cmd) -> Result<(), String> {
             memory_mib,
             value_size,
         } => {
-            let (build, install, bytes) = bench::snapshot(&dir, memory_mib << 20, mib << 20, value_size).await?;
+            let (build, receive, install, bytes) =
+                bench::snapshot(&dir, memory_mib << 20, mib << 20, value_size).await?;
             println!(
-                "snapshot bytes={bytes} build_s={:.2} install_s={:.2}",
+                "snapshot bytes={bytes} build_s={:.2} install_s={:.2} receive_s={:.2}",
                 build.as_secs_f64(),
-                install.as_secs_f64()
+                install.as_secs_f64(),
+                receive.as_secs_f64()
             );
             Ok(())
         }

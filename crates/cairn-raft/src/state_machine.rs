@@ -293,7 +293,12 @@ impl Shared {
     fn install(&self, meta: &Meta, file: File, len: u64) -> io::Result<()> {
         let old = self.live.load(Ordering::Acquire);
         let target = &self.data[1 - old];
-        self.clear(target)?;
+        // Cleared only when it holds something (a crash interrupted an install): a range
+        // tombstone over the whole tree would overlap every ingested table, sending them all to
+        // L0 above it; an empty tree takes them at its deepest level.
+        if target.iter().next().is_some() {
+            self.clear(target)?;
+        }
         let tmp = self.tmp_path("install");
         let copy = BufWriter::with_capacity(1 << 20, File::create_new(&tmp)?);
         let (mut r, file_meta) = Reader::open(
