@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib/medians.sh
-cargo build --release -q -p cairn-raft-kv -p cairn-bench
+cargo build --release -q -p cairn-raft-kv && cargo build --release -q -p cairn-bench --bin cairn-lab
 out=${OUT:-bench-results/snapshot-install}
 work=${WORK:-/tmp/cairn-snapshot-install}
 mib=${MIB:-1024}
