@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// How [`Db::ingest`](crate::Db::ingest) adds tables.
+/// How [`Tree::ingest`](crate::Tree::ingest) (and `Db::ingest`, through the default tree) adds tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IngestOptions {
     /// Link each table into the database and remove its source path once ingested (a copy
