@@ -234,24 +234,15 @@ fn unusable() -> Error {
 #[derive(Debug, Clone)]
 pub(crate) struct Checked {
     pub path: PathBuf,
-    pub file_size: u64,
-    /// Its key range as stored (sequence number 0).
-    pub smallest: Vec<u8>,
-    pub largest: Vec<u8>,
-    pub entries: u64,
-    pub tombstones: u64,
-    pub range_deletions: u64,
-    pub filter_policy: String,
-    pub filter_bpk: f64,
-    pub segments: u64,
-    /// The earliest deadline of its expiring values (0: none).
-    pub min_deadline: u64,
+    /// Its manifest entry as a compaction output would have it (number 0, keys and sequence
+    /// numbers as stored).
+    pub meta: crate::version::FileMeta,
 }
 
 impl Checked {
     /// Its smallest and largest user keys.
     pub fn user_range(&self) -> (&[u8], &[u8]) {
-        (ikey::user_key(&self.smallest), ikey::user_key(&self.largest))
+        (self.meta.smallest_user_key(), self.meta.largest_user_key())
     }
 }
 
@@ -310,18 +301,14 @@ pub(crate) fn check(fs: &dyn FileSystem, path: &Path) -> Result<Checked> {
     if p.entries == 0 && t.range_dels().is_empty() {
         return bad("it holds nothing");
     }
+    let summary = TableSummary {
+        file_size: t.file_size(),
+        properties: p.clone(),
+        min_deadline,
+    };
     Ok(Checked {
         path: path.to_path_buf(),
-        file_size: t.file_size(),
-        smallest: p.smallest_key.clone(),
-        largest: p.largest_key.clone(),
-        entries: p.entries,
-        tombstones: p.tombstones,
-        range_deletions: p.range_deletions,
-        filter_policy: p.filter.policy.clone(),
-        filter_bpk: p.filter.total_bpk(),
-        segments: p.segments.len() as u64,
-        min_deadline,
+        meta: crate::compaction::job::meta(0, &summary),
     })
 }
 
@@ -430,7 +417,7 @@ mod tests {
         write(&fs);
         let c = check(&fs, Path::new("/x/t.sst")).unwrap();
         assert_eq!(c.user_range(), (&b"a"[..], &b"k0299"[..]));
-        assert_eq!(c.range_deletions, 1);
+        assert_eq!(c.meta.range_deletions, 1);
         // A table a database wrote (file 9, sequence numbers): refused.
         let mut b = TableBuilder::new(
             fs.create(Path::new("/x/000009.sst")).unwrap(),

@@ -66,7 +66,8 @@ pub struct JobOutput {
     pub rewritten: super::rewrite::Rewritten,
 }
 
-fn meta(number: u64, s: &TableSummary) -> FileMeta {
+/// The manifest entry of table `number` that `s` summarizes.
+pub(crate) fn meta(number: u64, s: &TableSummary) -> FileMeta {
     let p = &s.properties;
     FileMeta {
         number,

@@ -142,7 +142,7 @@ fn bring_in(inner: &DbInner, checked: &[Checked], link: bool, placed: &mut Vec<(
             // The writer synced it; a link adds no data, but the file may come from elsewhere.
             fs.open_append(&to)?.sync_data()?;
         } else {
-            crate::env::copy_prefix(fs, &c.path, &to, c.file_size)?;
+            crate::env::copy_prefix(fs, &c.path, &to, c.meta.size)?;
         }
     }
     fs.sync_dir(&inner.dir)
@@ -265,20 +265,13 @@ fn commit(
             level as u32,
             FileMeta {
                 number,
-                size: c.file_size,
-                smallest: ikey::read_as(&c.smallest, seqno),
-                largest: ikey::read_as(&c.largest, seqno),
+                smallest: ikey::read_as(&c.meta.smallest, seqno),
+                largest: ikey::read_as(&c.meta.largest, seqno),
                 smallest_seqno: seqno,
                 largest_seqno: seqno,
-                entries: c.entries,
-                tombstones: c.tombstones,
-                filter_policy: c.filter_policy.clone(),
-                filter_bpk: c.filter_bpk,
-                segments: c.segments,
                 l0_group,
-                range_deletions: c.range_deletions,
-                min_deadline: c.min_deadline,
                 global_seqno: seqno,
+                ..c.meta.clone()
             },
         ));
         info.tables.push(IngestedTable {

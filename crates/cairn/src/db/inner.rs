@@ -398,14 +398,17 @@ impl DbInner {
                 ));
             }
             // An ingested table's keys and sequence numbers are read with its global one.
-            let read_as = |stored: &[u8]| crate::format::ikey::read_as(stored, f.global_seqno);
+            let same = |stored: &[u8], meta: &[u8]| match f.global_seqno {
+                0 => stored == meta,
+                g => crate::format::ikey::read_as(stored, g) == meta,
+            };
             let seqnos = match f.global_seqno {
                 0 => (p.smallest_seqno, p.largest_seqno),
                 g => (g, g),
             };
             let matches = t.file_size() == f.size
-                && read_as(&p.smallest_key) == f.smallest
-                && read_as(&p.largest_key) == f.largest
+                && same(&p.smallest_key, &f.smallest)
+                && same(&p.largest_key, &f.largest)
                 && seqnos == (f.smallest_seqno, f.largest_seqno)
                 && (f.global_seqno == 0 || p.largest_seqno == 0)
                 && p.entries == f.entries
