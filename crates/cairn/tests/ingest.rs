@@ -19,6 +19,14 @@ use common::{contents, key, Model};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// A database at `/db` on a new in-memory file system, its file system and options.
+fn fresh() -> (Arc<dyn FileSystem>, Options, Db) {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let o = options(fs.clone());
+    let db = Db::open("/db", o.clone()).unwrap();
+    (fs, o, db)
+}
+
 fn options(fs: Arc<dyn FileSystem>) -> Options {
     let mut o = common::small(fs, 4096);
     o.compaction.l0_trigger = 2;
@@ -56,18 +64,9 @@ fn puts(keys: impl Iterator<Item = u32>, v: &str) -> Vec<Op<'_>> {
     keys.map(|k| Op::Put(k, v)).collect()
 }
 
-fn model(pairs: impl IntoIterator<Item = (u32, &'static str)>) -> Model {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (key(k), v.as_bytes().to_vec()))
-        .collect()
-}
-
 #[test]
 fn ingested_versions_shadow_older_ones_and_later_writes_shadow_them() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (fs, o, db) = fresh();
     // Older data: on disk (0..40), and in memory (keys 100..) away from the table's range.
     for i in 0..40 {
         db.put(key(i), b"old").unwrap();
@@ -138,9 +137,7 @@ fn ingested_versions_shadow_older_ones_and_later_writes_shadow_them() {
 
 #[test]
 fn tables_go_to_the_deepest_level_without_overlap() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (_, o, db) = fresh();
     // An empty tree: its deepest level (L1).
     let a = table(&o, Path::new("/ext/a.sst"), &puts(0..100, "a"), &[]);
     let info = db.ingest(&[&a], &IngestOptions::default()).unwrap();
@@ -173,9 +170,7 @@ fn tables_go_to_the_deepest_level_without_overlap() {
 
 #[test]
 fn a_table_overlapping_memory_flushes_it_first_or_is_refused() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (fs, o, db) = fresh();
     db.put(key(5), b"mem").unwrap();
     db.put(key(7), b"mem").unwrap();
     let t = table(&o, Path::new("/ext/t.sst"), &puts(5..6, "ext"), &[]);
@@ -199,9 +194,7 @@ fn a_table_overlapping_memory_flushes_it_first_or_is_refused() {
 
 #[test]
 fn copies_keep_the_source_and_moves_take_it() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (fs, o, db) = fresh();
     let a = table(&o, Path::new("/ext/a.sst"), &puts(0..10, "a"), &[]);
     let info = db.ingest(&[&a], &IngestOptions::default()).unwrap();
     assert!(!info.tables[0].linked);
@@ -221,9 +214,7 @@ fn copies_keep_the_source_and_moves_take_it() {
 
 #[test]
 fn a_bad_table_is_refused_and_nothing_changes() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (fs, o, db) = fresh();
     db.put(b"base", b"1").unwrap();
     let good = table(&o, Path::new("/ext/good.sst"), &puts(0..200, "g"), &[]);
     // A flipped byte in a data block.
@@ -249,13 +240,7 @@ fn a_bad_table_is_refused_and_nothing_changes() {
     assert!(db
         .ingest(&[Path::new("/ext/none.sst")], &IngestOptions::default())
         .is_err());
-    assert_eq!(
-        contents(&db),
-        model([])
-            .into_iter()
-            .chain([(b"base".to_vec(), b"1".to_vec())])
-            .collect()
-    );
+    assert_eq!(contents(&db), Model::from([(b"base".to_vec(), b"1".to_vec())]));
 }
 
 #[test]
@@ -296,9 +281,7 @@ fn the_writer_refuses_disorder_duplicates_oversize_and_emptiness() {
 
 #[test]
 fn a_transaction_that_read_an_ingested_key_conflicts() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (_, o, db) = fresh();
     db.put(key(1), b"old").unwrap();
     db.flush_all().unwrap();
     let mut txn = db.transaction();
@@ -312,9 +295,7 @@ fn a_transaction_that_read_an_ingested_key_conflicts() {
 
 #[test]
 fn the_key_value_cache_forgets_what_an_ingestion_replaces() {
-    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let o = options(fs.clone());
-    let db = Db::open("/db", o.clone()).unwrap();
+    let (_, o, db) = fresh();
     for i in 0..50 {
         db.put(key(i), b"old").unwrap();
     }
